@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Sets up .venv for OpenRecipes. `scripts/setup.sh` installs the package; `scripts/setup.sh test` adds what the
+# tests need: the CPU build of torch (never the multi-GB CUDA default), pytest/hypothesis/Playwright and Debian's
+# Chromium for the browser tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip==25.3 >/dev/null
+if [ "${1:-}" = "test" ]; then
+  # torch first and pinned, so nothing later can pull a CUDA build.
+  .venv/bin/python -m pip install -q torch==2.13.0
+  .venv/bin/python -m pip install -q -e '.[test]'
+  if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then apt_get="apt-get"; else apt_get="sudo apt-get"; fi
+    $apt_get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $apt_get install -y -qq chromium >/dev/null
+  fi
+else
+  .venv/bin/python -m pip install -q -e .
+fi

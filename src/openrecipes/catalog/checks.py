@@ -1,0 +1,248 @@
+"""Checks beyond the schema: layout arithmetic, published figures recomputed, the run command against the fields.
+
+Each check yields Issues naming the dotted field, what was found and what is expected, so a submitter can fix
+the recipe from the message alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from openrecipes import figures
+from openrecipes.catalog import flags as flag_tables
+from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
+from openrecipes.catalog.hardware import ReferenceTables
+from openrecipes.catalog.model import Recipe
+from openrecipes.catalog.yamlio import YamlDocument
+
+
+@dataclass(frozen=True)
+class Issue:
+    field: str
+    message: str
+
+
+@dataclass
+class Context:
+    recipe: Recipe
+    doc: YamlDocument
+    tables: ReferenceTables
+    command: ParsedRun | None = None
+
+
+def _get(recipe: Recipe, dotted: str) -> object:
+    value: object = recipe
+    for part in dotted.split("."):
+        if value is None:
+            return None
+        value = getattr(value, part)
+    return value
+
+
+def check_reference_rows(ctx: Context) -> Iterator[Issue]:
+    recipe, tables = ctx.recipe, ctx.tables
+    card = tables.models.get(recipe.model)
+    if card is None:
+        yield Issue("model", f"no model card named '{recipe.model}' in models/; known: {', '.join(tables.models)}")
+    elif card.active_params.count != recipe.result.active_params.count:
+        yield Issue(
+            "result.active_params.count",
+            f"is {recipe.result.active_params.count:,} but the model card {tables.model_files[recipe.model].name} "
+            f"says {card.active_params.count:,}; expected {card.active_params.count}",
+        )
+    gpu = tables.gpus.get(recipe.gpu.type)
+    if gpu is None:
+        yield Issue("gpu.type", f"unknown GPU type '{recipe.gpu.type}'; known: {', '.join(tables.gpus)}")
+    elif gpu.memory_gb != recipe.gpu.memory_gb:
+        yield Issue("gpu.memory_gb", f"is {recipe.gpu.memory_gb} but a {recipe.gpu.type} has {gpu.memory_gb} GB; "
+                    f"expected {gpu.memory_gb}")
+    instance = tables.instances.get(recipe.gpu.instance)
+    if instance is None:
+        yield Issue("gpu.instance", f"unknown instance '{recipe.gpu.instance}'; known: {', '.join(tables.instances)}")
+    elif instance.gpu != recipe.gpu.type:
+        yield Issue("gpu.instance", f"'{recipe.gpu.instance}' has {instance.gpu} GPUs, not {recipe.gpu.type}")
+
+
+def check_path(ctx: Context) -> Iterator[Issue]:
+    """recipes/<model card file name>/<gpu type, lower case>/<name>.yaml, so permalinks follow the data."""
+    path = ctx.doc.path.resolve()
+    if path.parent.parent.parent.name != "recipes":
+        return
+    card_file = ctx.tables.model_files.get(ctx.recipe.model)
+    if card_file is not None and path.parent.parent.name != card_file.stem:
+        yield Issue("model", f"the file lies under recipes/{path.parent.parent.name}/ but model "
+                    f"'{ctx.recipe.model}' belongs under recipes/{card_file.stem}/; move the file")
+    if path.parent.name != ctx.recipe.gpu.type.lower():
+        yield Issue("gpu.type", f"the file lies under .../{path.parent.name}/ but gpu.type is '{ctx.recipe.gpu.type}'; "
+                    f"move it to .../{ctx.recipe.gpu.type.lower()}/")
+
+
+def check_layout(ctx: Context) -> Iterator[Issue]:
+    r, lay = ctx.recipe, ctx.recipe.layout
+    product = lay.tp * lay.pp * lay.cp * lay.dp
+    if product != r.gpu.count:
+        expected = figures.data_parallel_size(r.gpu.count, lay.tp, lay.pp, lay.cp)
+        yield Issue("layout.dp", f"TP*PP*CP*DP = {lay.tp}*{lay.pp}*{lay.cp}*{lay.dp} = {product}, but gpu.count is "
+                    f"{r.gpu.count}; expected dp = {expected:g}")
+    if (lay.tp * lay.cp * lay.dp) % (lay.ep * lay.etp):
+        yield Issue("layout.ep", f"EP*ETP = {lay.ep}*{lay.etp} = {lay.ep * lay.etp} does not divide TP*CP*DP = "
+                    f"{lay.tp * lay.cp * lay.dp}; choose EP*ETP among its divisors")
+    if r.gpu.count > r.gpu.per_node and r.gpu.count % r.gpu.per_node:
+        yield Issue("gpu.count", f"{r.gpu.count} GPUs is not a whole number of {r.gpu.per_node}-GPU nodes")
+    expected_rows = figures.rows_per_microbatch(lay.max_tokens_per_gpu, lay.cp, r.workload.row_tokens)
+    if lay.rows_per_microbatch != expected_rows:
+        yield Issue("layout.rows_per_microbatch", f"is {lay.rows_per_microbatch} but max tokens per GPU * CP / row "
+                    f"tokens = {lay.max_tokens_per_gpu}*{lay.cp}/{r.workload.row_tokens}; expected {expected_rows:g}")
+    if r.workload.dataset.build.row_tokens != r.workload.row_tokens:
+        yield Issue("workload.dataset.build.row_tokens", f"is {r.workload.dataset.build.row_tokens} but "
+                    f"workload.row_tokens is {r.workload.row_tokens}; expected {r.workload.row_tokens}")
+    card = ctx.tables.models.get(r.model)
+    if card is None or "layers" not in card.architecture:
+        return
+    layers = card.layers
+    if lay.layer_split is not None:
+        middle_stages = lay.pp - 2
+        middle = layers - lay.layer_split.first - lay.layer_split.last
+        if lay.pp < 2 or (middle_stages == 0 and middle != 0) or (middle_stages > 0 and middle % middle_stages):
+            yield Issue("layout.layer_split", f"first {lay.layer_split.first} + last {lay.layer_split.last} "
+                        f"(+ {max(middle_stages, 0)} even middle stages) does not make the model's {layers} layers "
+                        f"over PP {lay.pp}; expected first + last = {layers}" if lay.pp == 2 else
+                        f"first + last leave {middle} layers for {middle_stages} middle stages; make it divisible")
+    elif layers % (lay.pp * lay.vpp):
+        yield Issue("layout.pp", f"{layers} layers do not split evenly over PP {lay.pp} x VPP {lay.vpp}; "
+                    "give layout.layer_split or choose a divisor")
+
+
+def check_published_figures(ctx: Context) -> Iterator[Issue]:
+    r, res, raw = ctx.recipe, ctx.recipe.result, ctx.doc.raw
+    first, last = res.window
+    if first > last or last >= res.steps_per_run:
+        yield Issue("result.window", f"[{first}, {last}] is not inside steps 0..{res.steps_per_run - 1} of the run")
+    expected_tokens = figures.window_tokens(first, last, r.workload.global_batch, r.workload.row_tokens)
+    if res.window_tokens != expected_tokens:
+        yield Issue("result.window_tokens", f"is {res.window_tokens} but (last - first + 1) * global batch * row "
+                    f"tokens = ({last} - {first} + 1) * {r.workload.global_batch} * {r.workload.row_tokens}; "
+                    f"expected {expected_tokens}")
+    gpu = ctx.tables.gpus.get(r.gpu.type)
+    if gpu is not None:
+        mfu = figures.mfu(res.active_params.count, res.tokens_per_s_per_gpu, gpu.peak_bf16_flops)
+        yield from _compare_published("result.mfu", mfu, raw, "6 * N * tokens/s/GPU / peak")
+    instance = ctx.tables.instances.get(r.gpu.instance)
+    if instance is not None:
+        per_gpu_hour = figures.usd_per_gpu_hour(instance.usd_per_hour, instance.gpus)
+        usd = figures.usd_per_million_tokens(per_gpu_hour, res.tokens_per_s_per_gpu)
+        yield from _compare_published("result.usd_per_million_tokens", usd, raw,
+                                      f"${per_gpu_hour:.4f}/GPU-hour / (tokens/s/GPU * 3600) * 1e6")
+
+
+def _compare_published(field: str, recomputed: float, raw: dict[str, str], formula: str) -> Iterator[Issue]:
+    text = raw.get(field)
+    if text is not None and not figures.within_published_rounding(recomputed, text):
+        yield Issue(field, f"is {text} but {formula} = {recomputed:.6g}; expected {recomputed:.4g} "
+                    f"(within ±{figures.published_half_unit(text):g}, the published rounding)")
+
+
+def check_command(ctx: Context) -> Iterator[Issue]:
+    try:
+        ctx.command = command = parse_run(ctx.recipe.run)
+    except CommandError as error:
+        yield Issue("run", f"{error}")
+        return
+    if not command.argv:
+        yield Issue("run", "no launch line (python3 ... / torchrun ...) found; the command must start the training")
+        return
+    for flag in command.repeated:
+        yield Issue("run", f"{flag} is given more than once; keep one")
+    if ctx.recipe.env != command.exports:
+        yield from _compare_env(ctx.recipe.env, command.exports)
+    torchtitan = command.launcher[:1] == ["torchrun"]
+    table = flag_tables.TORCHTITAN if torchtitan else flag_tables.MEGATRON
+    optional = flag_tables.TORCHTITAN_WHEN_PRESENT if torchtitan else flag_tables.MEGATRON_WHEN_PRESENT
+    for row in table + tuple(row for row in optional if command.has(row.flag)):
+        yield from _compare_flag(ctx.recipe, command, row)
+    yield from _check_node_count(ctx.recipe, command, torchtitan)
+    card = ctx.tables.models.get(ctx.recipe.model)
+    layers = command.value("--num-layers")
+    if card is not None and layers is not None and "layers" in card.architecture and layers != str(card.layers):
+        yield Issue("run", f"--num-layers {layers} but the model card has {card.layers} layers")
+
+
+def _compare_env(env: dict[str, str], exports: dict[str, str]) -> Iterator[Issue]:
+    for name in sorted(set(env) | set(exports)):
+        if name not in exports:
+            yield Issue(f"env.{name}", f"is set in env: but the run command never exports it; add "
+                        f"`export {name}={env[name]}` to run or remove it from env")
+        elif name not in env:
+            yield Issue("env", f"the run command exports {name}={exports[name]} but env: lacks it; add it")
+        elif env[name] != exports[name]:
+            yield Issue(f"env.{name}", f"is '{env[name]}' but the run command exports '{exports[name]}'; make them equal")
+
+
+def _expected(recipe: Recipe, row: flag_tables.FlagField) -> object:
+    value = _get(recipe, row.field)
+    if row.kind == "switch":
+        return bool(value)
+    return row.default if value is None else value  # a null field means the engine's default
+
+
+def _actual(command: ParsedRun, row: flag_tables.FlagField) -> object:
+    if row.kind == "switch":
+        return command.has(row.flag)
+    text = command.value(row.flag)
+    if text is None:
+        return row.default
+    try:
+        return {"int": int, "float": float, "str": str}[row.kind](text)
+    except ValueError:
+        return text
+
+
+def _compare_flag(recipe: Recipe, command: ParsedRun, row: flag_tables.FlagField) -> Iterator[Issue]:
+    expected, actual = _expected(recipe, row), _actual(command, row)
+    if expected == actual:
+        return
+    written = _get(recipe, row.field)
+    if row.kind == "switch":
+        said = "passes" if actual else "does not pass"
+        yield Issue(row.field, f"is {written!r} but the run command {said} {row.flag}; make them agree")
+    elif not command.has(row.flag):
+        yield Issue(row.field, f"is {expected!r} but the run command has no {row.flag}; add `{row.flag} {expected}`")
+    elif written is None:
+        yield Issue(row.field, f"is null but the run command passes {row.flag} {command.value(row.flag)}; "
+                    "fill the field or drop the flag")
+    else:
+        yield Issue(row.field, f"is {expected!r} but the run command passes {row.flag} {command.value(row.flag)}; "
+                    f"expected {row.flag} {expected}")
+
+
+def _check_node_count(recipe: Recipe, command: ParsedRun, torchtitan: bool) -> Iterator[Issue]:
+    nodes_flag, per_node_flag = ("--nnodes", "--nproc_per_node") if torchtitan else (
+        "--actor-num-nodes", "--actor-num-gpus-per-node")
+    nodes, per_node = command.value(nodes_flag), command.value(per_node_flag)
+    if nodes is None or per_node is None:
+        yield Issue("run", f"the run command must pass {nodes_flag} and {per_node_flag} so the GPU count can be checked")
+        return
+    try:
+        total = int(nodes) * int(per_node)
+    except ValueError:
+        yield Issue("run", f"{nodes_flag} {nodes} / {per_node_flag} {per_node} are not whole numbers")
+        return
+    if total != recipe.gpu.count:
+        yield Issue("gpu.count", f"is {recipe.gpu.count} but the run command starts {nodes} node(s) x {per_node} "
+                    f"GPUs = {total}; expected {total}")
+
+
+CHECKS: tuple[Callable[[Context], Iterator[Issue]], ...] = (
+    check_reference_rows,
+    check_path,
+    check_layout,
+    check_published_figures,
+    check_command,
+)
+
+
+def run_checks(recipe: Recipe, doc: YamlDocument, tables: ReferenceTables) -> list[Issue]:
+    ctx = Context(recipe=recipe, doc=doc, tables=tables)
+    return [issue for check in CHECKS for issue in check(ctx)]
+

@@ -1,0 +1,85 @@
+"""Leaderboards: recipes of one model, GPU type and workload, ranked by tokens/s per GPU.
+
+Recipes of different workloads (row tokens, global batch, precision) are never ranked together; summary entries
+are never ranked at all (they carry no workload).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from openrecipes.catalog.model import Recipe
+from openrecipes.catalog.store import Catalog, CatalogEntry
+
+
+@dataclass(frozen=True, order=True)
+class WorkloadKey:
+    row_tokens: int
+    global_batch: int
+    precision: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.row_tokens:,}-token SFT rows · global batch {self.global_batch} · {self.precision.upper()}"
+
+    @property
+    def slug(self) -> str:
+        return f"rows{self.row_tokens}-gb{self.global_batch}-{self.precision}"
+
+
+@dataclass(frozen=True)
+class Board:
+    model: str
+    gpu_type: str
+    workload: WorkloadKey
+    ranked: tuple[CatalogEntry, ...]
+
+
+def workload_of(recipe: Recipe) -> WorkloadKey:
+    w = recipe.workload
+    return WorkloadKey(w.row_tokens, w.global_batch, w.precision)
+
+
+def rank(entries: list[CatalogEntry]) -> list[CatalogEntry]:
+    """Fastest first; ties go to the cheaper recipe, then the name, so the order is stable."""
+    return sorted(entries, key=lambda e: (-e.entry.result.tokens_per_s_per_gpu,
+                                          e.entry.result.usd_per_million_tokens, e.slug))
+
+
+def boards(catalog: Catalog) -> list[Board]:
+    groups: dict[tuple[str, str, WorkloadKey], list[CatalogEntry]] = {}
+    for entry in catalog.recipes:
+        recipe = entry.entry
+        groups.setdefault((recipe.model, recipe.gpu.type, workload_of(recipe)), []).append(entry)
+    return [Board(model, gpu, workload, tuple(rank(entries)))
+            for (model, gpu, workload), entries in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2]))]
+
+
+@dataclass(frozen=True)
+class GpuBest:
+    gpu_type: str
+    fastest: CatalogEntry
+    cheapest: CatalogEntry
+
+    @property
+    def summary_only(self) -> bool:
+        return self.fastest.is_summary
+
+
+def best_per_gpu(catalog: Catalog, model: str) -> list[GpuBest]:
+    """Per GPU type: the fastest entry and the cheapest. Full recipes win over summaries of the same GPU type:
+    a summary stands in only where no recipe exists."""
+    by_gpu: dict[str, list[CatalogEntry]] = {}
+    for entry in catalog.entries:
+        if entry.entry.model == model:
+            by_gpu.setdefault(entry.entry.gpu.type, []).append(entry)
+    out = []
+    for gpu_type, entries in sorted(by_gpu.items()):
+        full = [e for e in entries if not e.is_summary] or entries
+        cheapest = min(full, key=lambda e: (e.entry.result.usd_per_million_tokens, e.slug))
+        out.append(GpuBest(gpu_type, rank(full)[0], cheapest))
+    return out
+
+
+def models(catalog: Catalog) -> list[str]:
+    return sorted({e.entry.model for e in catalog.entries})

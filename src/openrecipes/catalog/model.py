@@ -1,0 +1,226 @@
+"""The typed recipe: the single source of the catalog's schema (schema/recipe.schema.yaml is generated from it).
+
+Key names are the seed pages' YAML keys; every field carries the description the JSON Schema publishes.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="a sha256 digest: 64 lowercase hex digits")]
+PositiveInt = Annotated[int, Field(ge=1)]
+Url = Annotated[str, Field(pattern=r"^https?://\S+$")]
+
+
+class Strict(BaseModel):
+    # A misspelt key must be an error, not a silently ignored field.
+    model_config = ConfigDict(extra="forbid", strict=False, str_strip_whitespace=False)
+
+
+class Gpu(Strict):
+    type: str = Field(description="GPU type, a key of hardware/gpus.yaml (e.g. H200, B200)")
+    memory_gb: PositiveInt = Field(description="memory of one GPU in GB, as the vendor states it")
+    count: PositiveInt = Field(description="GPUs the run used")
+    per_node: PositiveInt = Field(description="GPUs per node")
+    instance: str = Field(description="the priced instance, a key of hardware/instances.yaml (e.g. AWS p5en.48xlarge)")
+
+
+class Author(Strict):
+    name: str = Field(description="who measured the recipe")
+    url: Url = Field(description="where to cite the author")
+
+
+class Stack(Strict):
+    framework: str = Field(description="training framework and version (e.g. slime 0.3.0, torchtitan 0.2.2)")
+    torchtitan: str | None = Field(None, description="torchtitan version, for torchtitan recipes")
+    megatron_lm: str | None = Field(None, description="Megatron-LM commit and megatron-core version")
+    transformer_engine: str | None = Field(None, description="Transformer Engine version")
+    pytorch: str = Field(description="PyTorch version and build")
+    cuda: str = Field(description="CUDA version (quote it: '12.9')")
+    nccl: str | None = Field(None, description="NCCL version, as printed by the measured run")
+    deepep: str | None = Field(None, description="DeepEP version, if installed")
+    python: str = Field(description="Python version")
+    network: str = Field(description="GPUs per node and the interconnect")
+    source: str = Field(description="where these versions were read")
+
+
+class Build(Strict):
+    name: str = Field(description="name of the row build")
+    tokenizer: str = Field(description="tokenizer, revision and tokenizer.json sha256")
+    loss_mask: str = Field(description="loss-mask rule of the chat format (gpt_oss, glm5, qwen3, chatml, template)")
+    rows: PositiveInt = Field(description="rows built")
+    row_tokens: PositiveInt = Field(description="tokens in every row")
+    padding_tokens: Annotated[int, Field(ge=0)] = Field(description="padding tokens in the build (0 for packed rows)")
+    seed: int = Field(description="seed of the global permutation of conversations")
+    packing: str = Field(description="how conversations become rows")
+    supervised_token_ratio: Annotated[float, Field(ge=0, le=1)] = Field(
+        description="fraction of tokens with a loss target"
+    )
+    parquet_sha256: Sha256 = Field(description="sha256 of rows.parquet")
+    parquet_bytes: PositiveInt = Field(description="size of rows.parquet in bytes")
+    builder: str = Field(description="the program that built the rows")
+
+
+class Dataset(Strict):
+    name: str = Field(description="dataset name")
+    source: str = Field(description="where the dataset comes from (e.g. a Hugging Face repo id)")
+    revision: str | None = Field(None, description="dataset revision (commit)")
+    license: str = Field(description="dataset license")
+    rows_sha256: Sha256 = Field(description="sha256 of the rows' token ids and loss masks (data/README.md)")
+    build: Build = Field(description="how the rows were built")
+
+
+class Workload(Strict):
+    row_tokens: PositiveInt = Field(description="tokens per training row (sequence length)")
+    rows: str = Field(description="what a row holds")
+    global_batch: PositiveInt = Field(description="rows per optimizer step")
+    precision: Literal["bf16", "fp16", "fp8", "fp32"] = Field(description="training precision")
+    dataset: Dataset = Field(description="the training data")
+
+
+class LayerSplit(Strict):
+    first: PositiveInt = Field(description="layers on the first pipeline stage")
+    last: PositiveInt = Field(description="layers on the last pipeline stage")
+
+
+class Recompute(Strict):
+    granularity: Literal["full", "selective"] = Field(description="activation recompute granularity")
+    method: str | None = Field(None, description="recompute method (uniform, block; op for torchtitan selective)")
+    num_layers: PositiveInt | None = Field(None, description="layers per recompute unit")
+
+
+class Offload(Strict):
+    optimizer_fraction: Annotated[float, Field(gt=0, le=1)] = Field(
+        description="fraction of optimizer state updated on the CPU"
+    )
+    overlap_d2h_h2d: bool = Field(description="device/host copies overlapped with compute")
+
+
+class Layout(Strict):
+    label: str = Field(description="short layout label (e.g. TP4 PP2 CP4 EP32 DP2)")
+    summary: str = Field(description="the layout in one sentence")
+    highlights: str = Field(description="what stands out, for the leaderboard")
+    tp: PositiveInt = Field(description="tensor-parallel size")
+    pp: PositiveInt = Field(description="pipeline-parallel size")
+    vpp: PositiveInt = Field(description="virtual pipeline stages per rank")
+    cp: PositiveInt = Field(description="context-parallel size")
+    ep: PositiveInt = Field(description="expert-parallel size")
+    etp: PositiveInt = Field(description="expert tensor-parallel size")
+    dp: PositiveInt = Field(description="data-parallel size; TP*PP*CP*DP is the GPU count")
+    fsdp: PositiveInt | None = Field(None, description="FSDP shard degree (torchtitan); null for Megatron")
+    sequence_parallel: bool = Field(description="Megatron sequence parallelism")
+    layer_split: LayerSplit | None = Field(description="uneven pipeline split; null for an even split")
+    max_tokens_per_gpu: PositiveInt = Field(description="tokens one GPU holds in a microbatch")
+    rows_per_microbatch: PositiveInt = Field(description="rows per microbatch = max tokens per GPU * CP / row tokens")
+    recompute: Recompute | None = Field(description="activation recompute; null for none")
+    offload: Offload | None = Field(description="optimizer CPU offload; null for none")
+    dispatcher: str | None = Field(description="MoE token dispatcher (alltoall, allgather, flex); null for dense")
+    compile: bool | None = Field(None, description="torch.compile on (torchtitan recipes)")
+
+
+class ActiveParams(Strict):
+    count: PositiveInt = Field(description="active parameters per token (N of 6*N MFU)")
+    source: str = Field(description="where the count comes from")
+    revision: str | None = Field(description="model revision the count is for")
+
+
+class Result(Strict):
+    tokens_per_s_per_gpu: Annotated[float, Field(gt=0)] = Field(description="measured training tokens/s per GPU")
+    usd_per_million_tokens: Annotated[float, Field(gt=0)] = Field(
+        description="$ per 1M tokens at the instance's on-demand price (figures.py)"
+    )
+    step_time_cv_percent: Annotated[float, Field(ge=0)] = Field(description="step-time CV over the window, percent")
+    mfu: Annotated[float, Field(gt=0, lt=1)] = Field(description="6*N*tokens/s/GPU / peak dense BF16 FLOP/s")
+    mfu_note: str | None = Field(description="how to read the MFU, if it needs a note")
+    active_params: ActiveParams = Field(description="N used for the MFU")
+    measured: datetime.date = Field(description="date of the measured run")
+    steps_per_run: PositiveInt = Field(description="optimizer steps in the measured run")
+    window: tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]] = Field(
+        description="first and last step scored, steps numbered from 0, both included"
+    )
+    window_tokens: PositiveInt = Field(description="tokens in the window = steps * global batch * row tokens")
+    runs: PositiveInt = Field(description="runs the figure comes from")
+    profiler: bool = Field(description="a profiler was on during the measured run")
+    gpu_hours: Annotated[float, Field(gt=0)] = Field(description="GPU-hours the run took")
+    gpu_hours_note: str = Field(description="what the GPU-hours count")
+    reference_tokens_per_s_per_gpu: Annotated[float, Field(gt=0)] | None = Field(
+        None, description="tokens/s per GPU of the reference arm, measured in the same job"
+    )
+
+
+class ComponentTest(Strict):
+    test: str = Field(description="what was tested")
+    shape: str = Field(description="the shape it ran at")
+    gpu: str = Field(description="GPU type it ran on")
+    date: datetime.date = Field(description="when it ran")
+    result: Literal["pass", "fail"] = Field(description="verdict")
+    detail: str = Field(description="the measured errors against their bounds")
+
+
+class Convergence(Strict):
+    steps: PositiveInt = Field(description="steps compared")
+    result: Literal["pass", "fail"] = Field(description="verdict")
+    correlation: float = Field(description="Pearson correlation of the loss curves")
+    final_loss_difference: float = Field(description="relative difference of the final losses")
+    pointwise_failures: Annotated[int, Field(ge=0)] = Field(description="steps outside the pointwise tolerance")
+    note: str = Field(description="what the two arms were")
+
+
+class Correctness(Strict):
+    result: Literal["pass", "fail", "pending"] = Field(description="overall verdict")
+    summary: str = Field(description="the verdict in one sentence")
+    reference: str = Field(description="the reference recipe the candidate was checked against")
+    configuration: str = Field(description="configuration-check verdict")
+    component_tests: list[ComponentTest] = Field(description="component tests run for this recipe")
+    convergence: Convergence | None = Field(None, description="convergence check against the reference arm")
+    rules: str = Field(description="argument classes and thresholds used")
+
+
+class RunFolders(Strict):
+    candidate: str = Field(description="folder of the candidate arm's raw log (train.log), under runs/")
+    reference: str | None = Field(None, description="folder of the reference arm's raw log, under runs/")
+
+
+class Recipe(Strict):
+    schema_version: Literal[1] = Field(description="version of this schema")
+    model: str = Field(description="model name, the `name` of a card in models/")
+    gpu: Gpu = Field(description="the GPUs")
+    author: Author = Field(description="who measured it")
+    status: Literal["verified", "measured"] = Field(
+        description="verified: measured and passed its correctness checks; measured: measured by OpenRecipes"
+    )
+    stack: Stack = Field(description="software versions of the measured run")
+    workload: Workload = Field(description="what is trained: rows, batch, precision, data")
+    layout: Layout = Field(description="how the model is placed on the GPUs")
+    result: Result = Field(description="the measured figures")
+    correctness: Correctness = Field(description="why the figures can be trusted")
+    env: dict[str, str] = Field(description="environment variables the run exports (must equal the command's)")
+    patches: list[str] = Field(description="patch files the run applies")
+    run: str = Field(description="the exact command, its exports included")
+    runs: RunFolders | None = Field(None, description="raw logs of both arms under runs/ (our own measured recipes)")
+    notes: str | None = Field(None, description="notes shown with the recipe")
+
+
+class SummaryGpu(Strict):
+    type: str = Field(description="GPU type")
+    count: PositiveInt = Field(description="GPUs")
+
+
+class SummaryResult(Strict):
+    tokens_per_s_per_gpu: Annotated[float, Field(gt=0)] = Field(description="published tokens/s per GPU")
+    usd_per_million_tokens: Annotated[float, Field(gt=0)] = Field(description="published $ per 1M tokens")
+
+
+class PublishedSummary(Strict):
+    """A card the seed pages publish with two figures and nothing else; never filled in by us."""
+
+    schema_version: Literal[1] = Field(description="version of this schema")
+    kind: Literal["published_summary"] = Field(description="marks a summary entry, not a full recipe")
+    model: str = Field(description="model name")
+    gpu: SummaryGpu = Field(description="the GPUs")
+    result: SummaryResult = Field(description="the only figures published")
+    source: str = Field(description="the page and section the figures were copied from")
+    note: str = Field(description="what is and is not known")

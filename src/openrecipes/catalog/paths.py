@@ -1,0 +1,17 @@
+"""Where the bundled catalog lives: the repository this package was installed from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def bundled_root() -> Path:
+    return _REPO_ROOT
+
+
+def default_catalog_root() -> Path:
+    """The working directory when it holds a catalog (a clone or a fork), else the bundled one."""
+    cwd = Path.cwd()
+    return cwd if (cwd / "recipes").is_dir() else _REPO_ROOT

@@ -1,0 +1,90 @@
+"""Terminal views of the catalog (rich): validation reports, leaderboards, one recipe."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.syntax import Syntax
+from rich.table import Table
+
+from openrecipes.catalog.leaderboard import boards
+from openrecipes.catalog.store import Catalog, CatalogEntry
+from openrecipes.catalog.validate import FileReport
+
+
+def validation_reports(console: Console, reports: list[FileReport]) -> None:
+    for report in reports:
+        if report.ok:
+            console.print(f"[green]ok[/]      {report.path}", highlight=False)
+            continue
+        console.print(f"[red]invalid[/] {report.path}", highlight=False)
+        for error in report.errors:
+            where = f"{report.path}:{error.line}" if error.line else str(report.path)
+            console.print(f"  {where}: [bold]{error.field or 'file'}[/] {error.message}", highlight=False,
+                          markup=True, soft_wrap=True)
+    bad = sum(not r.ok for r in reports)
+    console.print(f"{len(reports) - bad} valid, {bad} invalid", highlight=False)
+
+
+def leaderboards(console: Console, catalog: Catalog) -> None:
+    for board in boards(catalog):
+        table = Table(title=f"Training {board.model} on {board.gpu_type}\n[dim]{board.workload.label}[/]",
+                      title_justify="left")
+        for column in ("#", "tokens/s per GPU", "$ / 1M tokens", "GPUs", "layout", "highlights", "measured",
+                       "author", "recipe"):
+            table.add_column(column, justify="right" if column in ("#", "tokens/s per GPU", "$ / 1M tokens",
+                                                                    "GPUs") else "left")
+        for rank, entry in enumerate(board.ranked, start=1):
+            r = entry.entry
+            table.add_row(f"#{rank}", f"{r.result.tokens_per_s_per_gpu:,.1f}", f"${r.result.usd_per_million_tokens:.2f}",
+                          str(r.gpu.count), r.layout.label, r.layout.highlights, str(r.result.measured),
+                          r.author.name, entry.name)
+        console.print(table)
+    if catalog.summaries:
+        table = Table(title="Published summary entries (figures only, not ranked)", title_justify="left")
+        for column in ("model", "GPU", "GPUs", "tokens/s per GPU", "$ / 1M tokens", "source"):
+            table.add_column(column)
+        for entry in catalog.summaries:
+            s = entry.entry
+            table.add_row(s.model, s.gpu.type, str(s.gpu.count), f"{s.result.tokens_per_s_per_gpu:,}",
+                          f"${s.result.usd_per_million_tokens:.2f}", s.source)
+        console.print(table)
+
+
+def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
+    if entry.is_summary:
+        s = entry.entry
+        console.print(f"[bold]{s.model} on {s.gpu.count} x {s.gpu.type}[/] (published summary entry)\n"
+                      f"{s.result.tokens_per_s_per_gpu:,} tokens/s/GPU · ${s.result.usd_per_million_tokens:.2f} / 1M "
+                      f"tokens\n{s.note}\nsource: {s.source}", highlight=False)
+        return
+    r = entry.entry
+    res, c = r.result, r.correctness
+    table = Table(title=f"{entry.slug}", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    rows = [
+        ("author", f"{r.author.name} ({r.author.url})"),
+        ("GPUs", f"{r.gpu.count} x {r.gpu.type} {r.gpu.memory_gb} GB ({r.gpu.instance}, {r.gpu.per_node} per node)"),
+        ("workload", f"{r.workload.row_tokens:,}-token rows · global batch {r.workload.global_batch} · "
+                     f"{r.workload.precision.upper()}"),
+        ("layout", r.layout.summary),
+        ("tokens/s per GPU", f"{res.tokens_per_s_per_gpu:,}"),
+        ("$ / 1M tokens", f"${res.usd_per_million_tokens:.2f}"),
+        ("MFU", f"{res.mfu * 100:.1f}% (N = {res.active_params.count:,} active parameters per token)"),
+        ("step-time CV", f"{res.step_time_cv_percent}%"),
+        ("measured", f"{res.measured}, window steps {res.window[0]}–{res.window[1]} of {res.steps_per_run}"),
+        ("GPU-hours", f"{res.gpu_hours} ({res.gpu_hours_note})"),
+        ("correctness", f"{c.result}: {c.summary}"),
+    ]
+    if c.convergence:
+        cv = c.convergence
+        rows.append(("convergence", f"correlation {cv.correlation}, final loss difference "
+                                    f"{cv.final_loss_difference}, {cv.pointwise_failures} pointwise failures over "
+                                    f"{cv.steps} steps"))
+    rows += [(f"component test", f"{t.test}: {t.result} ({t.gpu}, {t.date}); {t.detail}") for t in c.component_tests]
+    rows.append(("rows", f"{r.workload.dataset.build.name} (rows_sha256 {r.workload.dataset.rows_sha256})"))
+    rows.append(("stack", f"{r.stack.framework}; PyTorch {r.stack.pytorch}; CUDA {r.stack.cuda}; Python {r.stack.python}"))
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+    console.print(Syntax(r.run, "bash", word_wrap=True))

@@ -1,0 +1,80 @@
+"""The whole catalog loaded at once: every valid recipe and summary entry, with its permalink slug."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
+from openrecipes.catalog.model import PublishedSummary, Recipe
+from openrecipes.catalog.validate import FileReport, recipe_files, validate_file
+from openrecipes.errors import UserError
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    path: Path  # relative to the catalog root, e.g. recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.yaml
+    entry: Recipe | PublishedSummary
+
+    @property
+    def slug(self) -> str:
+        """Stable permalink id: <model folder>/<gpu folder>/<file stem>."""
+        return "/".join(self.path.with_suffix("").parts[-3:])
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    @property
+    def is_summary(self) -> bool:
+        return isinstance(self.entry, PublishedSummary)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    root: Path
+    tables: ReferenceTables
+    entries: tuple[CatalogEntry, ...]
+
+    @property
+    def recipes(self) -> list[CatalogEntry]:
+        return [e for e in self.entries if not e.is_summary]
+
+    @property
+    def summaries(self) -> list[CatalogEntry]:
+        return [e for e in self.entries if e.is_summary]
+
+    def find(self, name_or_path: str) -> CatalogEntry:
+        """A recipe by file path, slug or file name (unique)."""
+        wanted = name_or_path.removesuffix(".yaml")
+        matches = [e for e in self.entries if wanted in (e.name, e.slug, str(e.path.with_suffix("")))
+                   or Path(name_or_path).resolve() == (self.root / e.path).resolve()]
+        if len(matches) != 1:
+            known = ", ".join(e.slug for e in self.recipes)
+            reason = "no recipe" if not matches else f"{len(matches)} recipes"
+            raise UserError(f"{reason} named '{name_or_path}' in {self.root}/recipes; known: {known}")
+        return matches[0]
+
+
+def validate_catalog(root: Path) -> list[FileReport]:
+    recipes_dir = Path(root) / "recipes"
+    if not recipes_dir.is_dir():
+        raise UserError(f"{root}: no recipes/ folder; give --catalog the folder that holds recipes/")
+    tables = load_reference_tables(Path(root).resolve())
+    return [validate_file(path, tables) for path in recipe_files([recipes_dir])]
+
+
+def load_catalog(root: Path) -> Catalog:
+    """Every entry of the catalog; any invalid file is a UserError (nothing is published from a broken catalog)."""
+    root = Path(root).resolve()
+    reports = validate_catalog(root)
+    broken = [r for r in reports if not r.ok]
+    if broken:
+        first = broken[0]
+        error = first.errors[0]
+        raise UserError(
+            f"{first.path}:{error.line or 1}: {error.field or 'file'}: {error.message} "
+            f"({sum(len(r.errors) for r in broken)} error(s) in {len(broken)} file(s); run `openrecipes validate`)"
+        )
+    entries = tuple(CatalogEntry(path=r.path.resolve().relative_to(root), entry=r.entry) for r in reports)
+    return Catalog(root=root, tables=load_reference_tables(root), entries=entries)

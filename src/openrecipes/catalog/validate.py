@@ -1,0 +1,110 @@
+"""Validation of catalog files: the schema first, then every check in checks.py; all errors at once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from openrecipes.catalog.checks import run_checks
+from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
+from openrecipes.catalog.model import PublishedSummary, Recipe
+from openrecipes.catalog.yamlio import YamlDocument, read_yaml
+from openrecipes.errors import UserError
+
+
+@dataclass
+class FieldError:
+    field: str
+    message: str
+    line: int | None = None
+
+
+@dataclass
+class FileReport:
+    path: Path
+    errors: list[FieldError] = field(default_factory=list)
+    unreadable: bool = False
+    entry: Recipe | PublishedSummary | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and not self.unreadable
+
+    def as_json(self) -> dict:
+        return {
+            "path": str(self.path),
+            "ok": self.ok,
+            "errors": [{"field": e.field, "message": e.message, "line": e.line} for e in self.errors],
+        }
+
+
+def _loc(loc: tuple) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def _schema_errors(error: ValidationError, doc: YamlDocument) -> list[FieldError]:
+    out = []
+    for item in error.errors(include_url=False):
+        # Union/tagged members add their type name to the location; a user knows only the YAML keys.
+        loc = tuple(p for p in item["loc"] if not (isinstance(p, str) and p[:1].isupper()))
+        dotted = _loc(loc)
+        message = item["msg"]
+        if item["type"] == "missing":
+            message = "is missing; add it (see schema/recipe.schema.yaml)"
+        elif item["type"] == "extra_forbidden":
+            message = "is not a field of the schema; remove it or fix its spelling (see schema/recipe.schema.yaml)"
+        elif "input" in item and not isinstance(item["input"], (dict, list)):
+            message = f"{message} (got {item['input']!r})"
+        out.append(FieldError(dotted, message, doc.line_of(dotted)))
+    return out
+
+
+def parse_entry(doc: YamlDocument) -> Recipe | PublishedSummary:
+    """The typed entry of a loaded document; raises pydantic's ValidationError."""
+    data = doc.data
+    if isinstance(data, dict) and data.get("kind") == "published_summary":
+        return PublishedSummary.model_validate(data)
+    return Recipe.model_validate(data)
+
+
+def validate_document(doc: YamlDocument, tables: ReferenceTables) -> FileReport:
+    report = FileReport(path=doc.path)
+    if not isinstance(doc.data, dict):
+        report.errors.append(FieldError("", "the file must be a YAML mapping of recipe fields", 1))
+        return report
+    try:
+        entry = parse_entry(doc)
+    except ValidationError as error:
+        report.errors.extend(_schema_errors(error, doc))
+        return report
+    report.entry = entry
+    if isinstance(entry, Recipe):
+        for issue in run_checks(entry, doc, tables):
+            report.errors.append(FieldError(issue.field, issue.message, doc.line_of(issue.field)))
+    elif entry.model not in tables.models:
+        report.errors.append(FieldError("model", f"no model card named '{entry.model}' in models/", doc.line_of("model")))
+    return report
+
+
+def validate_file(path: Path, tables: ReferenceTables | None = None) -> FileReport:
+    tables = tables or load_reference_tables()
+    try:
+        doc = read_yaml(Path(path))
+    except UserError as error:
+        return FileReport(path=Path(path), errors=[FieldError("", str(error))], unreadable=True)
+    return validate_document(doc, tables)
+
+
+def recipe_files(paths: list[Path]) -> list[Path]:
+    """The YAML files named, with folders expanded; a missing path is a UserError."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*.yaml") if p.is_file()))
+        elif path.exists():
+            files.append(path)
+        else:
+            raise UserError(f"{path}: no such file or folder; give recipe files or a catalog folder")
+    return files

@@ -1,0 +1,74 @@
+"""Every derived figure in one place.
+
+The catalog stores inputs (tokens/s, GPUs, active parameters, instance price) and the figures the seeds publish;
+these functions recompute each published figure. Nothing else in the project does this arithmetic.
+"""
+
+from __future__ import annotations
+
+from statistics import mean, stdev
+from typing import Sequence
+
+SECONDS_PER_HOUR = 3600.0
+# A dense transformer's training step costs 6 FLOPs per active parameter per token (2 forward, 4 backward).
+FLOPS_PER_PARAM_PER_TOKEN = 6
+
+
+def mfu(active_params: int, tokens_per_s_per_gpu: float, peak_flops_per_gpu: float) -> float:
+    """Model FLOPs utilisation: 6 * N_active * tokens/s/GPU / peak dense BF16 FLOP/s of one GPU."""
+    return FLOPS_PER_PARAM_PER_TOKEN * active_params * tokens_per_s_per_gpu / peak_flops_per_gpu
+
+
+def usd_per_gpu_hour(instance_usd_per_hour: float, gpus_per_instance: int) -> float:
+    return instance_usd_per_hour / gpus_per_instance
+
+
+def usd_per_million_tokens(usd_per_gpu_hour: float, tokens_per_s_per_gpu: float) -> float:
+    """$ per 1M training tokens: $/GPU-hour / (tokens/s/GPU * 3600) * 1e6."""
+    return usd_per_gpu_hour / (tokens_per_s_per_gpu * SECONDS_PER_HOUR) * 1e6
+
+
+def window_tokens(first_step: int, last_step: int, global_batch: int, row_tokens: int) -> int:
+    """Tokens trained in a window of steps; both ends are included."""
+    return (last_step - first_step + 1) * global_batch * row_tokens
+
+
+def rows_per_microbatch(max_tokens_per_gpu: int, cp: int, row_tokens: int) -> float:
+    """Rows in one microbatch: a CP group of `cp` GPUs shares each row, each GPU holding max_tokens_per_gpu."""
+    return max_tokens_per_gpu * cp / row_tokens
+
+
+def gpu_hours(gpus: int, seconds: float) -> float:
+    return gpus * seconds / SECONDS_PER_HOUR
+
+
+def tokens_per_s_per_gpu(tokens: int, seconds: float, gpus: int) -> float:
+    """Throughput over a window: its tokens / the sum of its step times / GPUs."""
+    return tokens / seconds / gpus
+
+
+def step_time_cv_percent(step_times: Sequence[float]) -> float:
+    """Coefficient of variation of step times: sample standard deviation / mean, in percent."""
+    if len(step_times) < 2:
+        raise ValueError("the step-time CV needs at least two steps")
+    return stdev(step_times) / mean(step_times) * 100.0
+
+
+def data_parallel_size(gpus: int, tp: int, pp: int, cp: int) -> float:
+    return gpus / (tp * pp * cp)
+
+
+def within_published_rounding(recomputed: float, published_text: str) -> bool:
+    """True when `recomputed` rounds to the published figure at the precision it was published with.
+
+    `published_text` is the figure as written in the YAML (e.g. '26.95', '0.0158', '7.4e-06'): its last
+    digit sets the tolerance to half a unit of that digit.
+    """
+    return abs(recomputed - float(published_text)) <= published_half_unit(published_text) * (1 + 1e-9)
+
+
+def published_half_unit(published_text: str) -> float:
+    text = published_text.strip().lower()
+    mantissa, _, exponent = text.partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 0.5 * 10.0 ** (-decimals + (int(exponent) if exponent else 0))

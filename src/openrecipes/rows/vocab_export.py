@@ -1,0 +1,204 @@
+"""Rebuild the gpt-oss and Qwen3 tokenizers offline from the vocabularies `quicktok-v1` ships.
+
+The rebuilt vocabulary is checked against a pinned sha256 of its tiktoken-format rank file before anything is
+written, so an exported tokenizer.json is the real one or nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from openrecipes.errors import UserError
+
+# tiktoken's published digest of o200k_base.tiktoken (openaipublic.blob.core.windows.net).
+O200K_BASE_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+# Qwen publishes no rank-file digest; this pins the 151,643 byte-level ranks of quicktok-v1 0.4.0's qwen3 data,
+# which tests/test_rows_tokenizers.py checks encode like quicktok's own Qwen3 encoder.
+QWEN3_RANKS_SHA256 = "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186"
+
+O200K_PATTERN = (
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+QWEN_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+QWEN3_CHAT_TEMPLATE = Path(__file__).with_name("qwen3_chat_template.jinja")
+
+
+@dataclass(frozen=True)
+class VocabSpec:
+    """One model family's tokenizer as quicktok stores it, and what the exported directory declares."""
+
+    ranks_file: str
+    specials_file: str
+    ranks_sha256: str
+    pattern: str
+    eos_token: str
+    pad_token: str
+    non_special: tuple[str, ...] = ()  # added tokens HF marks special=false (Qwen3's <think>, <tool_call>, ...)
+
+
+VOCABS = {
+    "gpt-oss": VocabSpec("o200k.vocab", "o200k_harmony.special", O200K_BASE_SHA256, O200K_PATTERN,
+                         eos_token="<|return|>", pad_token="<|endoftext|>"),
+    "qwen3": VocabSpec("qwen3.vocab", "qwen3.special", QWEN3_RANKS_SHA256, QWEN_PATTERN,
+                       eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                       non_special=("<tool_call>", "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>",
+                                    "<|fim_suffix|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>",
+                                    "<tool_response>", "</tool_response>", "<think>", "</think>")),
+}
+
+
+def _quicktok_data(name: str) -> bytes:
+    import quicktok
+
+    return (Path(quicktok.__file__).parent / "data" / name).read_bytes()
+
+
+def read_ranks(spec: VocabSpec) -> list[bytes]:
+    """Token byte strings indexed by rank, from quicktok's `<u32 n> (<u16 len> bytes <u32 rank>)*` file."""
+    blob = _quicktok_data(spec.ranks_file)
+    (count,) = struct.unpack_from("<I", blob, 0)
+    tokens: list[bytes | None] = [None] * count
+    offset = 4
+    for _ in range(count):
+        (length,) = struct.unpack_from("<H", blob, offset)
+        token = blob[offset + 2: offset + 2 + length]
+        (rank,) = struct.unpack_from("<I", blob, offset + 2 + length)
+        tokens[rank] = token
+        offset += 6 + length
+    if offset != len(blob) or any(token is None for token in tokens):
+        raise UserError(f"quicktok data {spec.ranks_file}: ranks are not 0..{count - 1}; reinstall quicktok-v1==0.4.0")
+    return tokens  # type: ignore[return-value]
+
+
+def read_specials(spec: VocabSpec) -> dict[int, str]:
+    """Special tokens by id; where quicktok lists two names for one id, the first (the real name) wins."""
+    blob = _quicktok_data(spec.specials_file)
+    (count,) = struct.unpack_from("<I", blob, 0)
+    specials: dict[int, str] = {}
+    offset = 4
+    for _ in range(count):
+        token_id, length = struct.unpack_from("<IH", blob, offset)
+        specials.setdefault(token_id, blob[offset + 6: offset + 6 + length].decode())
+        offset += 6 + length
+    return specials
+
+
+def tiktoken_rank_file(tokens: list[bytes]) -> bytes:
+    """The tiktoken `.tiktoken` text: one `base64(token) rank` line per rank, in rank order."""
+    return "".join(f"{base64.b64encode(token).decode()} {rank}\n" for rank, token in enumerate(tokens)).encode()
+
+
+def write_o200k_tiktoken(directory: Path) -> Path:
+    """Write a verified o200k_base.tiktoken, for openai-harmony offline (TIKTOKEN_ENCODINGS_BASE=directory)."""
+    rank_file = tiktoken_rank_file(read_ranks(VOCABS["gpt-oss"]))
+    _check_digest("gpt-oss", rank_file)
+    path = directory / "o200k_base.tiktoken"
+    path.write_bytes(rank_file)
+    return path
+
+
+def _check_digest(family: str, rank_file: bytes) -> None:
+    digest = hashlib.sha256(rank_file).hexdigest()
+    if digest != VOCABS[family].ranks_sha256:
+        raise UserError(f"quicktok data for {family}: rank file sha256 {digest} is not the official "
+                        f"{VOCABS[family].ranks_sha256}; reinstall quicktok-v1==0.4.0")
+
+
+def _byte_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte -> printable character map that byte-level BPE vocabularies are written in."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), 256))
+    mapping, extra = {}, 0
+    for byte in range(256):
+        if byte in printable:
+            mapping[byte] = chr(byte)
+        else:
+            mapping[byte] = chr(256 + extra)
+            extra += 1
+    return mapping
+
+
+def _merges(tokens: list[bytes]) -> list[tuple[int, int]]:
+    """Every (left, right) split of every token into two tokens, ordered by the rank of the token they make.
+
+    Listing all splits (not one per token) is what makes HF's merge-priority BPE pick exactly what tiktoken's
+    rank-based BPE picks; it is the same construction as transformers' TikTokenConverter.
+    """
+    rank_of = {token: rank for rank, token in enumerate(tokens)}
+    merges: list[tuple[int, int]] = []
+    for token in tokens:
+        splits = [(rank_of[token[:cut]], rank_of[token[cut:]]) for cut in range(1, len(token))
+                  if token[:cut] in rank_of and token[cut:] in rank_of]
+        merges.extend(sorted(splits))
+    return merges
+
+
+def build_tokenizer_json(family: str) -> tuple[str, dict]:
+    """(tokenizer.json text, tokenizer_config.json dict) for a family, with the vocabulary digest checked."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    spec = VOCABS[family]
+    tokens = read_ranks(spec)
+    _check_digest(family, tiktoken_rank_file(tokens))
+    to_unicode = _byte_to_unicode()
+    pieces = ["".join(to_unicode[byte] for byte in token) for token in tokens]
+    vocab = {piece: rank for rank, piece in enumerate(pieces)}
+    merges = [(pieces[left], pieces[right]) for left, right in _merges(tokens)]
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=True))
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(spec.pattern), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    tokenizer.decoder = decoders.ByteLevel()
+    specials = read_specials(spec)
+    if sorted(specials) != list(range(len(tokens), len(tokens) + len(specials))):
+        raise UserError(f"quicktok data {spec.specials_file}: special ids are not contiguous after the vocabulary; "
+                        "reinstall quicktok-v1==0.4.0")
+    tokenizer.add_tokens([AddedToken(specials[token_id], special=specials[token_id] not in spec.non_special,
+                                     normalized=False) for token_id in sorted(specials)])
+    for token_id, content in specials.items():
+        if tokenizer.token_to_id(content) != token_id:
+            raise UserError(f"{family}: special token {content} landed on id {tokenizer.token_to_id(content)}, "
+                            f"not {token_id}; report this as a bug")
+    config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "eos_token": spec.eos_token,
+        "pad_token": spec.pad_token,
+        "bos_token": None,
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": 131072,
+        "added_tokens_decoder": {str(token_id): {"content": content, "special": content not in spec.non_special}
+                                 for token_id, content in sorted(specials.items())},
+    }
+    if family == "qwen3":
+        config["chat_template"] = QWEN3_CHAT_TEMPLATE.read_text()
+    return tokenizer.to_str(), config
+
+
+def export_tokenizer(family: str, out_dir: Path) -> dict:
+    """Write tokenizer.json + tokenizer_config.json (and, for gpt-oss, o200k_base.tiktoken) to out_dir."""
+    if family not in VOCABS:
+        raise UserError(f"tokenizer export: {family!r} is not a bundled family; use one of {', '.join(VOCABS)}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tokenizer_json, config = build_tokenizer_json(family)
+    _atomic_write(out_dir / "tokenizer.json", tokenizer_json.encode())
+    _atomic_write(out_dir / "tokenizer_config.json", (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
+    if family == "gpt-oss":
+        write_o200k_tiktoken(out_dir)
+    return {"family": family, "out": str(out_dir), "ranks_sha256": VOCABS[family].ranks_sha256,
+            "tokenizer_json_sha256": hashlib.sha256(tokenizer_json.encode()).hexdigest()}
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
