@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from openrecipes.errors import UserError
+from openrecipes.rows.qwen3_template import QWEN3_CHAT_TEMPLATE
 
 # tiktoken's published digest of o200k_base.tiktoken (openaipublic.blob.core.windows.net).
 O200K_BASE_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
@@ -30,7 +31,6 @@ O200K_PATTERN = (
 QWEN_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
-QWEN3_CHAT_TEMPLATE = Path(__file__).with_name("qwen3_chat_template.jinja")
 
 
 @dataclass(frozen=True)
@@ -142,33 +142,38 @@ def _merges(tokens: list[bytes]) -> list[tuple[int, int]]:
     return merges
 
 
-def build_tokenizer_json(family: str) -> tuple[str, dict]:
-    """(tokenizer.json text, tokenizer_config.json dict) for a family, with the vocabulary digest checked."""
+def build_tokenizer(tokens: list[bytes], specials: dict[int, str], pattern: str,
+                    non_special: tuple[str, ...] = ()):
+    """A byte-level BPE `tokenizers.Tokenizer` from tiktoken-style ranks, with added tokens at their given ids."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
-    spec = VOCABS[family]
-    tokens = read_ranks(spec)
-    _check_digest(family, tiktoken_rank_file(tokens))
     to_unicode = _byte_to_unicode()
     pieces = ["".join(to_unicode[byte] for byte in token) for token in tokens]
     vocab = {piece: rank for rank, piece in enumerate(pieces)}
     merges = [(pieces[left], pieces[right]) for left, right in _merges(tokens)]
     tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=True))
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(spec.pattern), behavior="isolated"),
+        pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
     tokenizer.decoder = decoders.ByteLevel()
-    specials = read_specials(spec)
     if sorted(specials) != list(range(len(tokens), len(tokens) + len(specials))):
-        raise UserError(f"quicktok data {spec.specials_file}: special ids are not contiguous after the vocabulary; "
-                        "reinstall quicktok-v1==0.4.0")
-    tokenizer.add_tokens([AddedToken(specials[token_id], special=specials[token_id] not in spec.non_special,
+        raise UserError("special token ids are not contiguous after the vocabulary; they could not keep their ids")
+    tokenizer.add_tokens([AddedToken(specials[token_id], special=specials[token_id] not in non_special,
                                      normalized=False) for token_id in sorted(specials)])
     for token_id, content in specials.items():
         if tokenizer.token_to_id(content) != token_id:
-            raise UserError(f"{family}: special token {content} landed on id {tokenizer.token_to_id(content)}, "
-                            f"not {token_id}; report this as a bug")
+            raise UserError(f"special token {content} landed on id {tokenizer.token_to_id(content)}, not {token_id}")
+    return tokenizer
+
+
+def build_tokenizer_json(family: str) -> tuple[str, dict]:
+    """(tokenizer.json text, tokenizer_config.json dict) for a family, with the vocabulary digest checked."""
+    spec = VOCABS[family]
+    tokens = read_ranks(spec)
+    _check_digest(family, tiktoken_rank_file(tokens))
+    specials = read_specials(spec)
+    tokenizer = build_tokenizer(tokens, specials, spec.pattern, spec.non_special)
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "eos_token": spec.eos_token,
@@ -180,7 +185,7 @@ def build_tokenizer_json(family: str) -> tuple[str, dict]:
                                  for token_id, content in sorted(specials.items())},
     }
     if family == "qwen3":
-        config["chat_template"] = QWEN3_CHAT_TEMPLATE.read_text()
+        config["chat_template"] = QWEN3_CHAT_TEMPLATE
     return tokenizer.to_str(), config
 
 

@@ -1,4 +1,6 @@
-{%- if tools %}
+"""Qwen3's chat template (Qwen3-8B tokenizer_config.json), which `tokenizer export qwen3` writes verbatim."""
+
+QWEN3_CHAT_TEMPLATE = r'''{%- if tools %}
     {{- '<|im_start|>system\n' }}
     {%- if messages[0].role == 'system' %}
         {{- messages[0].content + '\n\n' }}
@@ -86,4 +88,4 @@
     {%- if enable_thinking is defined and enable_thinking is false %}
         {{- '<think>\n\n</think>\n\n' }}
     {%- endif %}
-{%- endif %}
+{%- endif %}'''

@@ -1,0 +1,3 @@
+from openrecipes.cli import main
+
+main()

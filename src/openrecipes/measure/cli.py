@@ -1,0 +1,45 @@
+"""`openrecipes measure LOG... [--recipe R] [--window A B] [--write] [--json]`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from openrecipes.errors import UserError
+
+
+def measure_command(
+    logs: list[Path] = typer.Argument(..., help="the run's training logs (Megatron, slime, torchtitan or JSONL)"),
+    recipe: Optional[Path] = typer.Option(None, "--recipe", help="the recipe the run measured (GPUs, batch, price)"),
+    window: Optional[tuple[int, int]] = typer.Option(
+        None, "--window", help="first and last step scored, numbered from 0, both included [default: the recipe's]"
+    ),
+    write: bool = typer.Option(False, "--write", help="write the figures into the recipe's result: block"),
+    as_json: bool = typer.Option(False, "--json", help="print the result block as JSON"),
+) -> None:
+    """The result block of a run from its raw logs: tokens/s per GPU, step-time CV, MFU, $/1M tokens, GPU-hours."""
+    from openrecipes.measure.result import inputs_from_recipe, measure, read_run
+    from openrecipes.measure.write import write_result
+
+    if write and recipe is None:
+        raise UserError("--write needs --recipe: the recipe whose result: block is written")
+    inputs = inputs_from_recipe(recipe) if recipe else None
+    result = measure(read_run(logs), inputs, window)
+    if write:
+        result["written"] = write_result(recipe, result)
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    table = Table(title=f"result of {', '.join(map(str, logs))}", show_header=False)
+    for name, value in result.items():
+        table.add_row(name, "-" if value is None else str(value))
+    Console().print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("measure")(measure_command)

@@ -1,0 +1,237 @@
+"""Readers of the training logs we measure, each into the one step table; the format is detected from the lines.
+
+- Megatron-LM / Megatron-Bridge: ` iteration N/ T | ... | elapsed time per iteration (ms): X | ... | lm loss: Y |
+  ... | grad norm: Z |`. "iteration N" announces that step N - 1 finished (Megatron-Bridge's golden values count so).
+- slime: `step N: {'train/loss': ..., 'train/grad_norm': ...}` and `perf N: {'perf/step_time': ...,
+  'perf/actor_train_tok_per_s': ..., 'perf/actor_train_time': ...}` (Python dict reprs; N counts from 0).
+  `perf/actor_train_tok_per_s` is a global figure (all GPUs together), so tokens = it * `perf/actor_train_time`.
+- torchtitan: `step: N  loss: ...  grad_norm: ...  memory: ...GiB(...)  tps: ...` (N counts from 1). torchtitan
+  prints tokens/s per GPU, not a step time; a step's duration is the time between its line's timestamp and the
+  previous step line's (the first step's from the "Training starts at step" line, so it includes compilation).
+  Timestamps rather than tokens / tps: the window's total is then exactly the wall time its steps took,
+  and tps is printed rounded to whole tokens.
+- OpenRecipes JSONL: one JSON object per line with `step` (from 0) and any of `step_time_s`, `loss`,
+  `grad_norm`, `tokens`, `memory_gib`, `time` (ISO 8601).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+
+from openrecipes.errors import UserError
+from openrecipes.measure.steps import Step, StepTable
+
+# The first date and time on a line: Megatron's "[2026-10-14 10:00:00]", Python logging's "2026-11-30 01:04:02,276".
+_TIMESTAMP = re.compile(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:[.,](\d{1,6}))?")
+
+_MEGATRON_ITERATION = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
+_MEGATRON_ELAPSED_MS = re.compile(r"elapsed time per iteration \(ms\):\s*([^\s|]+)")
+_MEGATRON_LOSS = re.compile(r"\blm loss:\s*([^\s|]+)")
+_MEGATRON_GRAD_NORM = re.compile(r"\bgrad norm:\s*([^\s|]+)")
+
+_SLIME_LINE = re.compile(r"\b(step|perf) (\d+): (\{.*)$")
+_SLIME_PAIR = re.compile(r"'([^']+)':\s*([^,}]+)")
+
+_TITAN_STEP = re.compile(r"\bstep:\s*(\d+)\s+loss:\s*(\S+)")
+_TITAN_GRAD_NORM = re.compile(r"\bgrad_norm:\s*(\S+)")
+_TITAN_MEMORY = re.compile(r"\bmemory:\s*([\d.]+)GiB")
+_TITAN_START = re.compile(r"Training starts at step \d+")
+_TITAN_TOTAL = re.compile(r"\btotal steps (\d+)")
+_TITAN_RANK = re.compile(r"^\[rank(\d+)\]:")
+
+GIB = 2**30
+
+
+def timestamp_of(line: str) -> datetime | None:
+    match = _TIMESTAMP.search(line)
+    if not match:
+        return None
+    day, clock, fraction = match.groups()
+    try:
+        return datetime.fromisoformat(f"{day} {clock}.{(fraction or '0').ljust(6, '0')}")
+    except ValueError:
+        return None
+
+
+def _number(text: str, where: str, what: str) -> float:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        raise UserError(f"{where}: {what} '{text}' is not a number; the line is damaged or cut off") from None
+
+
+def read_megatron(path: Path, lines: list[str]) -> StepTable:
+    steps, planned = [], None
+    for number, line in enumerate(lines, start=1):
+        match = _MEGATRON_ITERATION.search(line)
+        if not match:
+            continue
+        where = f"{path}:{number}"
+        fields = {}
+        for name, pattern in (("elapsed time per iteration (ms)", _MEGATRON_ELAPSED_MS), ("lm loss", _MEGATRON_LOSS)):
+            found = pattern.search(line)
+            if not found:
+                raise UserError(f"{where}: iteration {match.group(1)} has no '{name}' (a skipped iteration "
+                                "or a cut-off line); the log cannot be measured")
+            fields[name] = _number(found.group(1), where, name)
+        grad = _MEGATRON_GRAD_NORM.search(line)
+        planned = int(match.group(2))
+        steps.append(Step(
+            step=int(match.group(1)) - 1,
+            where=where,
+            step_time_s=fields["elapsed time per iteration (ms)"] / 1000.0,
+            loss=fields["lm loss"],
+            grad_norm=_number(grad.group(1), where, "grad norm") if grad else None,
+        ))
+    return StepTable("megatron", steps, planned_steps=planned)
+
+
+def _slime_dict(text: str, where: str) -> dict[str, float]:
+    if not text.rstrip().endswith("}"):
+        raise UserError(f"{where}: the metrics dict is cut off (no closing '}}'); the log looks truncated")
+    values = {}
+    for key, raw in _SLIME_PAIR.findall(text):
+        try:
+            values[key] = float(raw.strip())
+        except ValueError:
+            continue  # a non-numeric entry (a string, a list) is not a figure we read
+    return values
+
+
+def read_slime(path: Path, lines: list[str]) -> StepTable:
+    train: dict[int, tuple[str, dict[str, float]]] = {}
+    perf: dict[int, tuple[str, dict[str, float]]] = {}
+    for number, line in enumerate(lines, start=1):
+        match = _SLIME_LINE.search(line)
+        if not match:
+            continue
+        kind, step, text = match.group(1), int(match.group(2)), match.group(3)
+        where = f"{path}:{number}"
+        into = train if kind == "step" else perf
+        if step in into:
+            raise UserError(f"{where}: '{kind} {step}' is also at {into[step][0]}; give one rank's log of one run")
+        into[step] = (where, _slime_dict(text, where))
+    steps = []
+    for step in sorted(set(train) | set(perf)):
+        where, metrics = train.get(step) or perf[step]
+        perf_metrics = perf.get(step, ("", {}))[1]
+        tok_per_s, train_time = perf_metrics.get("perf/actor_train_tok_per_s"), perf_metrics.get("perf/actor_train_time")
+        memory = perf_metrics.get("perf/max_cuda_memory_allocated_bytes")
+        steps.append(Step(
+            step=step,
+            where=where,
+            step_time_s=perf_metrics.get("perf/step_time"),
+            loss=metrics.get("train/loss") if step in train else None,
+            grad_norm=metrics.get("train/grad_norm") if step in train else None,
+            tokens=round(tok_per_s * train_time) if tok_per_s is not None and train_time is not None else None,
+            memory_gib=memory / GIB if memory is not None else None,
+        ))
+    return StepTable("slime", steps)
+
+
+def read_torchtitan(path: Path, lines: list[str]) -> StepTable:
+    steps, planned = [], None
+    previous_time: datetime | None = None
+    rank: str | None = None
+    for number, line in enumerate(lines, start=1):
+        rank_match = _TITAN_RANK.match(line)
+        if rank_match:
+            rank = rank if rank is not None else rank_match.group(1)
+            if rank_match.group(1) != rank:
+                continue  # every rank prints the same step lines; one rank's are the run's
+        if _TITAN_START.search(line):
+            previous_time = timestamp_of(line)
+        total = _TITAN_TOTAL.search(line)
+        if total:
+            planned = int(total.group(1))
+        match = _TITAN_STEP.search(line)
+        if not match:
+            continue
+        where = f"{path}:{number}"
+        now = timestamp_of(line)
+        if now is None:
+            raise UserError(f"{where}: the step line has no timestamp; torchtitan's step time is read from them")
+        grad, memory = _TITAN_GRAD_NORM.search(line), _TITAN_MEMORY.search(line)
+        steps.append(Step(
+            step=int(match.group(1)) - 1,
+            where=where,
+            step_time_s=(now - previous_time).total_seconds() if previous_time is not None else None,
+            loss=_number(match.group(2), where, "loss"),
+            grad_norm=_number(grad.group(1), where, "grad_norm") if grad else None,
+            memory_gib=_number(memory.group(1), where, "memory") if memory else None,
+        ))
+        previous_time = now
+    return StepTable("torchtitan", steps, planned_steps=planned)
+
+
+_JSONL_FIELDS = ("step_time_s", "loss", "grad_norm", "tokens", "memory_gib")
+
+
+def read_jsonl(path: Path, lines: list[str]) -> StepTable:
+    steps = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            row = json.loads(line)  # Python's json reads NaN and Infinity, so they reach the finiteness check
+        except json.JSONDecodeError as error:
+            raise UserError(f"{where}: not a JSON object ({error.msg}); the line is damaged or cut off") from None
+        if not isinstance(row, dict) or not isinstance(row.get("step"), int):
+            raise UserError(f"{where}: each line needs an integer 'step' (numbered from 0)")
+        values = {}
+        for name in _JSONL_FIELDS:
+            value = row.get(name)
+            if value is not None and not isinstance(value, (int, float)):
+                raise UserError(f"{where}: '{name}' must be a number, not {value!r}")
+            values[name] = value
+        steps.append(Step(step=row["step"], where=where, **values))
+    return StepTable("jsonl", steps)
+
+
+def _is_jsonl(lines: list[str]) -> bool:
+    first = next((line for line in lines if line.strip()), "")
+    try:
+        return isinstance(json.loads(first), dict) and "step" in json.loads(first)
+    except json.JSONDecodeError:
+        return False
+
+
+Reader = Callable[[Path, list[str]], StepTable]
+# Each text format with the line that identifies it.
+_SIGNATURES: dict[str, tuple[re.Pattern, Reader]] = {
+    "megatron": (_MEGATRON_ITERATION, read_megatron),
+    "slime": (_SLIME_LINE, read_slime),
+    "torchtitan": (_TITAN_STEP, read_torchtitan),
+}
+
+
+def detect_format(path: Path, lines: list[str]) -> str:
+    if _is_jsonl(lines):
+        return "jsonl"
+    found = [name for name, (pattern, _) in _SIGNATURES.items() if any(pattern.search(line) for line in lines)]
+    if not found:
+        raise UserError(f"{path}: no training step lines of a known format (Megatron, slime, torchtitan, "
+                        "OpenRecipes JSONL); give the training log itself")
+    if len(found) > 1:
+        raise UserError(f"{path}: step lines of several formats ({', '.join(found)}); give one framework's log")
+    return found[0]
+
+
+def read_log(path: Path) -> StepTable:
+    """One log file as a step table, its format detected; timestamps span every line of the file."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as error:
+        raise UserError(f"{path}: cannot read ({error.strerror}); check the path") from None
+    log_format = detect_format(path, lines)
+    reader = read_jsonl if log_format == "jsonl" else _SIGNATURES[log_format][1]
+    table = reader(path, lines)
+    stamps = [t for t in map(timestamp_of, lines) if t is not None]
+    table.first_timestamp, table.last_timestamp = (min(stamps), max(stamps)) if stamps else (None, None)
+    table.sources = [str(path)]
+    return table

@@ -1,0 +1,122 @@
+"""A run's `result:` block from its step table: every figure through figures.py, over a window of steps.
+
+tokens/s per GPU = window tokens / (sum of the window's step times) / GPUs, step-time CV over the window,
+GPU-hours from the logs' first and last timestamps. Figures are rounded to the precision the seed pages publish.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from openrecipes import figures
+from openrecipes.errors import UserError
+from openrecipes.measure.formats import read_log
+from openrecipes.measure.steps import StepTable, check_for_measure, merge
+
+# Decimals each figure is published with on the seed pages (10,483.91 tokens/s, $0.21, 1.71 %, MFU 0.2294, 0.94 h).
+PUBLISHED_DECIMALS = {
+    "tokens_per_s_per_gpu": 2,
+    "usd_per_million_tokens": 2,
+    "step_time_cv_percent": 2,
+    "mfu": 4,
+    "gpu_hours": 2,
+}
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """What a result needs besides the logs; read from the recipe."""
+
+    gpus: int
+    global_batch: int
+    row_tokens: int
+    active_params: int
+    peak_flops_per_gpu: float
+    usd_per_gpu_hour: float
+    steps_per_run: int
+    window: tuple[int, int]
+
+
+def inputs_from_recipe(path: Path) -> RunInputs:
+    from openrecipes.catalog import hardware, load_recipe  # the catalog (pydantic) only when a recipe is given
+
+    recipe = load_recipe(path)
+    return RunInputs(
+        gpus=recipe.gpu.count,
+        global_batch=recipe.workload.global_batch,
+        row_tokens=recipe.workload.row_tokens,
+        active_params=recipe.result.active_params.count,
+        peak_flops_per_gpu=hardware.peak_flops(recipe.gpu.type),
+        usd_per_gpu_hour=hardware.usd_per_gpu_hour(recipe.gpu.instance),
+        steps_per_run=recipe.result.steps_per_run,
+        window=tuple(recipe.result.window),
+    )
+
+
+def read_run(logs: list[Path]) -> StepTable:
+    if not logs:
+        raise UserError("give at least one log file")
+    return merge([read_log(Path(log)) for log in logs])
+
+
+def window_step_times(table: StepTable, window: tuple[int, int]) -> list[float]:
+    first, last = window
+    run_first, run_last = table.steps[0].step, table.steps[-1].step
+    if first > last:
+        raise UserError(f"window [{first}, {last}] ends before it starts; give FIRST LAST with FIRST <= LAST")
+    if first < run_first or last > run_last:
+        raise UserError(f"window [{first}, {last}] is outside the run's steps {run_first}-{run_last} "
+                        "(steps are numbered from 0; both ends are included)")
+    scored = [s for s in table.steps if first <= s.step <= last]
+    if len(scored) < 2:
+        raise UserError(f"window [{first}, {last}] holds one step; the step-time CV needs at least two")
+    for step in scored:
+        if step.step_time_s is None:
+            raise UserError(f"{step.where}: step {step.step} has no step time (slime: no 'perf {step.step}' line; "
+                            "torchtitan: the first step line with no 'Training starts' line before it); "
+                            "start the window later")
+    return [s.step_time_s for s in scored]
+
+
+def _published(name: str, value: float) -> float:
+    return round(value, PUBLISHED_DECIMALS[name])
+
+
+def measure(table: StepTable, inputs: RunInputs | None, window: tuple[int, int] | None) -> dict:
+    """The result block as a dict; the figures that need the recipe are None without one."""
+    check_for_measure(table, inputs.steps_per_run if inputs else None)
+    window = window or (inputs.window if inputs else None)
+    if window is None:
+        raise UserError("no window: give --window FIRST LAST or --recipe (whose result.window is used)")
+    step_times = window_step_times(table, window)
+    seconds = sum(step_times)
+    result = {
+        "tokens_per_s_per_gpu": None,
+        "usd_per_million_tokens": None,
+        "step_time_cv_percent": _published("step_time_cv_percent", figures.step_time_cv_percent(step_times)),
+        "mfu": None,
+        "window": list(window),
+        "window_tokens": None,
+        "gpu_hours": None,
+        "steps_per_run": len(table.steps),
+        "measured": table.last_timestamp.date().isoformat() if table.last_timestamp else None,
+        "log_format": table.log_format,
+        "window_seconds": seconds,
+    }
+    if inputs is None:
+        return result
+    tokens = figures.window_tokens(window[0], window[1], inputs.global_batch, inputs.row_tokens)
+    throughput = figures.tokens_per_s_per_gpu(tokens, seconds, inputs.gpus)
+    result.update(
+        tokens_per_s_per_gpu=_published("tokens_per_s_per_gpu", throughput),
+        usd_per_million_tokens=_published(
+            "usd_per_million_tokens", figures.usd_per_million_tokens(inputs.usd_per_gpu_hour, throughput)
+        ),
+        mfu=_published("mfu", figures.mfu(inputs.active_params, throughput, inputs.peak_flops_per_gpu)),
+        window_tokens=tokens,
+    )
+    if table.first_timestamp and table.last_timestamp:
+        elapsed = (table.last_timestamp - table.first_timestamp).total_seconds()
+        result["gpu_hours"] = _published("gpu_hours", figures.gpu_hours(inputs.gpus, elapsed))
+    return result

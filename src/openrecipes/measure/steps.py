@@ -1,0 +1,104 @@
+"""The one step table every log format is read into, and the checks a table must pass before it is measured.
+
+Steps are numbered from 0, as Megatron-Bridge's golden values number them: a log's own numbering is converted
+by its parser (Megatron's "iteration N" and torchtitan's "step: N" are step N - 1; slime already counts from 0).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from openrecipes.errors import UserError
+
+
+@dataclass(frozen=True)
+class Step:
+    step: int  # numbered from 0
+    where: str  # "path:line" of the line the step's figures were read from, for error messages
+    step_time_s: float | None = None
+    loss: float | None = None
+    grad_norm: float | None = None
+    tokens: int | None = None  # tokens the step trained, all GPUs together, where the log prints it
+    memory_gib: float | None = None
+
+
+@dataclass
+class StepTable:
+    log_format: str
+    steps: list[Step]
+    first_timestamp: datetime | None = None  # the earliest and latest timestamps anywhere in the logs
+    last_timestamp: datetime | None = None
+    planned_steps: int | None = None  # the run's length when the log states it (Megatron's "/ T", torchtitan)
+    sources: list[str] = field(default_factory=list)
+
+    def by_step(self) -> dict[int, Step]:
+        return {s.step: s for s in self.steps}
+
+
+def merge(tables: list[StepTable]) -> StepTable:
+    """Several logs of one run (restarts, one file per node) as one table, in step order."""
+    formats = sorted({t.log_format for t in tables})
+    if len(formats) > 1:
+        raise UserError(f"the logs are of different formats ({', '.join(formats)}); give the logs of one run")
+    stamps = [s for t in tables for s in (t.first_timestamp, t.last_timestamp) if s is not None]
+    planned = [t.planned_steps for t in tables if t.planned_steps is not None]
+    return StepTable(
+        log_format=formats[0],
+        steps=sorted((s for t in tables for s in t.steps), key=lambda s: s.step),
+        first_timestamp=min(stamps, default=None),
+        last_timestamp=max(stamps, default=None),
+        planned_steps=max(planned, default=None),
+        sources=[src for t in tables for src in t.sources],
+    )
+
+
+def require_unique_steps(table: StepTable) -> None:
+    seen: dict[int, Step] = {}
+    for step in table.steps:
+        if step.step in seen:
+            raise UserError(
+                f"{step.where}: step {step.step} is also at {seen[step.step].where}; give one rank's log of one run"
+            )
+        seen[step.step] = step
+
+
+def require_contiguous_steps(table: StepTable) -> None:
+    """Every step from the first to the last is present: a gap would silently shorten a window."""
+    for before, after in zip(table.steps, table.steps[1:]):
+        if after.step != before.step + 1:
+            missing = f"{before.step + 1}" if after.step == before.step + 2 else f"{before.step + 1}-{after.step - 1}"
+            raise UserError(
+                f"{after.where}: steps {missing} are missing before step {after.step}; "
+                "log every step (Megatron --log-interval 1, torchtitan --metrics.log_freq 1)"
+            )
+
+
+def require_finite(table: StepTable) -> None:
+    for step in table.steps:
+        for name in ("step_time_s", "loss", "grad_norm", "memory_gib"):
+            value = getattr(step, name)
+            if value is not None and not math.isfinite(value):
+                raise UserError(f"{step.where}: step {step.step} has {name} = {value}; a run with a non-finite "
+                                "value is not a result, fix the run and measure again")
+
+
+def require_complete_run(table: StepTable, steps_per_run: int | None) -> None:
+    """A log that stops before the run's last step was cut off (or the run died): never measure it silently."""
+    if not table.steps:
+        raise UserError(f"{', '.join(table.sources)}: no training steps found")
+    expected = steps_per_run if steps_per_run is not None else table.planned_steps
+    last = table.steps[-1]
+    if expected is not None and last.step + 1 < expected:
+        raise UserError(
+            f"{last.where}: the log ends at step {last.step} but the run has {expected} steps (0-{expected - 1}); "
+            "the log is truncated or the run stopped early"
+        )
+
+
+def check_for_measure(table: StepTable, steps_per_run: int | None) -> None:
+    require_unique_steps(table)
+    require_contiguous_steps(table)
+    require_finite(table)
+    require_complete_run(table, steps_per_run)

@@ -1,0 +1,1 @@
+"""Fixed-length SFT rows: chat formats, loss masks, packing, manifest + hashes."""

@@ -1,0 +1,224 @@
+"""The streaming row builder: seeded permutation -> chat format + mask -> EOS-joined stream -> exact rows.
+
+Conversations are tokenized in windows of the permutation: each window is read from the source in file order,
+tokenized by worker processes into spill files on disk, then packed in permutation order. Memory holds the
+permutation and one window's index, never the dataset or its tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import multiprocessing
+import os
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from openrecipes.errors import UserError
+from openrecipes.rows.encode import eos_token_for, make_encoder, parse_record, tokenizer_json_path
+from openrecipes.rows.formats import CHAT_FORMATS
+from openrecipes.rows.manifest import PACKING, PERMUTATION, write_manifest
+from openrecipes.rows.output import RowPacker, RowsWriter
+from openrecipes.rows.sources import open_source
+
+CONVERSATIONS_PER_TASK = 256
+FIRST_WINDOW = 2048
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    conversations: Path
+    tokenizer: Path
+    chat_format: str
+    row_tokens: int
+    rows: int
+    seed: int
+    out: Path
+    workers: int = 0  # 0: tokenize in this process
+    name: str | None = None
+    eos_token: str | None = None
+    source_dataset: str | None = None
+    source_revision: str | None = None
+    extra: dict | None = None  # recorded as-is in the manifest (the demo's corpus and epochs)
+
+
+@dataclass
+class Progress:
+    rows: int = 0
+    tokens: int = 0
+    conversations: int = 0
+
+
+_worker_encoder = None
+
+
+def _start_worker(tokenizer: Path, chat_format: str, eos: str) -> None:
+    global _worker_encoder
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the processes are the parallelism
+    _worker_encoder = make_encoder(tokenizer, chat_format, eos)
+
+
+def _encode_task(task: tuple[np.ndarray, list]) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray, np.ndarray]:
+    """(indices, lengths with -1 for skipped, skip reasons, all ids, all masks) for one batch of raw records."""
+    indices, raws = task
+    parsed = [parse_record(raw) for raw in raws]
+    kept = [messages for messages in parsed if not isinstance(messages, str)]
+    encoded = iter(_worker_encoder.encode(kept))
+    lengths, reasons, ids, masks = [], [], [], []
+    for messages in parsed:
+        if isinstance(messages, str):
+            lengths.append(-1)
+            reasons.append(messages)
+            continue
+        conversation_ids, conversation_mask = next(encoded)
+        lengths.append(len(conversation_ids))
+        ids.append(conversation_ids)
+        masks.append(conversation_mask)
+    empty_ids, empty_mask = np.empty(0, np.int32), np.empty(0, np.uint8)
+    return (indices, np.asarray(lengths, np.int64), reasons,
+            np.concatenate(ids) if ids else empty_ids, np.concatenate(masks) if masks else empty_mask)
+
+
+def build_rows(request: BuildRequest, on_progress: Callable[[Progress], None] = lambda progress: None) -> dict:
+    """Build rows.parquet + manifest.json in request.out; returns the manifest."""
+    _check_request(request)
+    eos = eos_token_for(request.tokenizer, request.chat_format, request.eos_token)
+    make_encoder(request.tokenizer, request.chat_format, eos)  # bad tokenizer or format fails here, not in a worker
+    source = open_source(request.conversations)
+    order = np.random.Generator(np.random.PCG64(request.seed)).permutation(source.count)
+    position = np.empty(source.count, np.int64)
+    position[order] = np.arange(source.count)
+    request.out.mkdir(parents=True, exist_ok=True)
+    writer = RowsWriter(request.out / "rows.parquet", request.row_tokens)
+    packer = RowPacker(writer, request.rows)
+    skipped: Counter[str] = Counter()
+    progress = Progress()
+    pool = (multiprocessing.get_context("spawn").Pool(request.workers, _start_worker,
+                                                       (request.tokenizer, request.chat_format, eos))
+            if request.workers else None)
+    if pool is None:
+        _start_worker(request.tokenizer, request.chat_format, eos)
+    try:
+        with tempfile.TemporaryDirectory(dir=request.out, prefix=".rows-build-") as spill_dir:
+            window_start, window = 0, FIRST_WINDOW
+            while not packer.done and window_start < source.count:
+                window_end = min(source.count, window_start + window)
+                indices = np.flatnonzero((position >= window_start) & (position < window_end))
+                tasks = _tasks(source.read(indices))
+                results = pool.imap(_encode_task, tasks) if pool else map(_encode_task, tasks)
+                spill = _spill(results, Path(spill_dir), position, window_start, window_end, skipped, progress,
+                               on_progress)
+                _pack(spill, packer, progress, on_progress)
+                used_tokens = progress.tokens or 1
+                remaining = (request.rows - writer.rows) * request.row_tokens
+                window = math.ceil(remaining / (used_tokens / window_end) * 1.05) + 256
+                window_start = window_end
+    except BaseException:
+        writer.abandon()
+        raise
+    finally:
+        if pool:
+            pool.terminate()
+    parquet_sha256, parquet_bytes = writer.commit()
+    manifest = {
+        "name": request.name or f"{request.chat_format}-{request.conversations.stem}-fixed{request.row_tokens}",
+        "tokenizer": {"path": str(request.tokenizer),
+                      "tokenizer_json_sha256": _file_sha256(tokenizer_json_path(request.tokenizer))},
+        "chat_format": request.chat_format,
+        "loss_mask": request.chat_format,
+        "eos_token": eos,
+        "rows": writer.rows,
+        "rows_requested": request.rows,
+        "data_ran_out": writer.rows < request.rows,
+        "row_tokens": request.row_tokens,
+        "padding_tokens": 0,
+        "seed": request.seed,
+        "permutation": PERMUTATION,
+        "packing": PACKING.format(row_tokens=f"{request.row_tokens:,}"),
+        "supervised_tokens": writer.supervised_tokens,
+        "supervised_token_ratio": round(writer.supervised_tokens / max(1, writer.rows * request.row_tokens), 6),
+        "rows_sha256": writer.rows_sha256.hexdigest(),
+        "parquet_sha256": parquet_sha256,
+        "parquet_bytes": parquet_bytes,
+        "source": {"path": str(request.conversations), "dataset": request.source_dataset,
+                   "revision": request.source_revision, "conversations": source.count},
+        "conversations_used": progress.conversations,
+        "conversations_skipped": dict(sorted(skipped.items())),
+        "rows_skipped_without_target": packer.rows_without_target,
+        **(request.extra or {}),
+    }
+    write_manifest(request.out / "manifest.json", manifest)
+    return manifest
+
+
+def _check_request(request: BuildRequest) -> None:
+    if request.chat_format not in CHAT_FORMATS:
+        raise UserError(f"--chat-format: {request.chat_format!r} is not a format; use one of {', '.join(CHAT_FORMATS)}")
+    for flag, value in (("--row-tokens", request.row_tokens), ("--rows", request.rows)):
+        if value < 1:
+            raise UserError(f"{flag}: {value} is not a positive count; pass a number of at least 1")
+    if request.workers < 0:
+        raise UserError(f"--workers: {request.workers} is negative; pass 0 (in process) or more")
+
+
+def _tasks(batches):
+    for indices, raws in batches:
+        for start in range(0, len(raws), CONVERSATIONS_PER_TASK):
+            yield indices[start:start + CONVERSATIONS_PER_TASK], raws[start:start + CONVERSATIONS_PER_TASK]
+
+
+@dataclass
+class _Spill:
+    ids: np.ndarray
+    masks: np.ndarray
+    starts: np.ndarray  # by permutation position - window start; -1: skipped
+    lengths: np.ndarray
+
+
+def _spill(results, directory: Path, position: np.ndarray, window_start: int, window_end: int,
+           skipped: Counter, progress: Progress, on_progress) -> _Spill:
+    """Append each task's tokens to files on disk and index them by permutation position."""
+    starts = np.full(window_end - window_start, -1, np.int64)
+    lengths = np.zeros(window_end - window_start, np.int64)
+    written = 0
+    ids_path, masks_path = directory / f"ids-{window_start}.bin", directory / f"masks-{window_start}.bin"
+    with ids_path.open("wb") as ids_file, masks_path.open("wb") as masks_file:
+        for indices, task_lengths, reasons, ids, masks in results:
+            skipped.update(reasons)
+            slots = position[indices] - window_start
+            kept = task_lengths >= 0
+            starts[slots[kept]] = written + np.concatenate([[0], np.cumsum(task_lengths[kept])[:-1]])
+            lengths[slots[kept]] = task_lengths[kept]
+            ids_file.write(ids.tobytes())
+            masks_file.write(masks.tobytes())
+            written += len(ids)
+            progress.tokens += len(ids)
+            on_progress(progress)
+    if not written:
+        return _Spill(np.empty(0, np.int32), np.empty(0, np.uint8), starts, lengths)
+    return _Spill(np.memmap(ids_path, np.int32, "r"), np.memmap(masks_path, np.uint8, "r"), starts, lengths)
+
+
+def _pack(spill: _Spill, packer: RowPacker, progress: Progress, on_progress) -> None:
+    for slot in np.flatnonzero(spill.starts >= 0):
+        if packer.done:
+            break
+        start, length = spill.starts[slot], spill.lengths[slot]
+        packer.add(np.array(spill.ids[start:start + length]), np.array(spill.masks[start:start + length]))
+        progress.conversations += 1
+        if progress.rows != packer.writer.rows:
+            progress.rows = packer.writer.rows
+            on_progress(progress)
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as content:
+        for block in iter(lambda: content.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,113 @@
+"""`openrecipes rows build|demo` and `openrecipes tokenizer export`: argument parsing and progress only."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from openrecipes.rows import demo as demo_corpus
+from openrecipes.rows.build import BuildRequest, build_rows
+from openrecipes.rows.formats import CHAT_FORMATS
+from openrecipes.rows.vocab_export import VOCABS, export_tokenizer
+
+rows_app = typer.Typer(help="Fixed-length SFT rows: chat format + loss mask + packing, with a reproducible manifest.",
+                       no_args_is_help=True)
+tokenizer_app = typer.Typer(help="Real tokenizers, rebuilt offline from quicktok-v1's vocabularies.",
+                            no_args_is_help=True)
+console = Console(highlight=False)
+
+
+def _run_build(request: BuildRequest) -> dict:
+    started = time.monotonic()
+    with Progress(TextColumn("rows"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                  TimeElapsedColumn(), console=console, transient=False) as bar:
+        task = bar.add_task("", total=request.rows)
+
+        def show(progress) -> None:
+            rate = progress.tokens / max(1e-9, time.monotonic() - started)
+            bar.update(task, completed=progress.rows,
+                       description=f"{progress.tokens:,} tokens  {rate:,.0f} tokens/s")
+
+        manifest = build_rows(request, show)
+    console.print(f"wrote {manifest['rows']:,} rows x {manifest['row_tokens']:,} tokens to "
+                  f"{request.out / 'rows.parquet'} (supervised {manifest['supervised_token_ratio']:.3f})")
+    console.print(f"rows_sha256 {manifest['rows_sha256']}")
+    if manifest["conversations_skipped"]:
+        console.print("skipped conversations: " + ", ".join(
+            f"{reason} {count:,}" for reason, count in manifest["conversations_skipped"].items()))
+    if manifest["data_ran_out"]:
+        console.print(f"[yellow]the data ran out: {manifest['rows']:,} of {manifest['rows_requested']:,} rows[/]")
+    return manifest
+
+
+def _check_format(chat_format: str) -> str:
+    if chat_format not in CHAT_FORMATS:
+        raise typer.BadParameter(f"use one of {', '.join(CHAT_FORMATS)}")
+    return chat_format
+
+
+@rows_app.command("build")
+def build(
+    conversations: Path = typer.Option(..., help="Tulu-shaped .parquet or .jsonl (id, messages: [{role, content}])."),
+    tokenizer: Path = typer.Option(..., help="Directory with tokenizer.json (and tokenizer_config.json)."),
+    chat_format: str = typer.Option(..., callback=_check_format, help=f"One of {', '.join(CHAT_FORMATS)}."),
+    row_tokens: int = typer.Option(8192, help="Tokens per row, exactly."),
+    rows: int = typer.Option(..., help="Rows to write; fewer if the data runs out (the manifest says so)."),
+    seed: int = typer.Option(..., help="Seed of the global permutation of conversations."),
+    out: Path = typer.Option(..., help="Output directory: rows.parquet + manifest.json."),
+    workers: int = typer.Option(os.cpu_count() or 1, help="Tokenizer processes; 0 tokenizes in this process."),
+    name: str = typer.Option(None, help="Build name recorded in the manifest."),
+    eos_token: str = typer.Option(None, help="Token between conversations (default: the format's end-of-text)."),
+    source_dataset: str = typer.Option(None, help="Dataset id for the manifest, e.g. allenai/tulu-3-sft-mixture."),
+    source_revision: str = typer.Option(None, help="Dataset revision (commit) for the manifest."),
+) -> None:
+    """Build fixed-length rows with per-model loss masks from a conversation file."""
+    _run_build(BuildRequest(conversations, tokenizer, chat_format, row_tokens, rows, seed, out, workers, name,
+                            eos_token, source_dataset, source_revision))
+
+
+@rows_app.command("demo")
+def demo(
+    out: Path = typer.Option(..., help="Output directory: conversations.jsonl, tokenizer/, rows.parquet, manifest."),
+    chat_format: str = typer.Option("gpt_oss", help="gpt_oss or qwen3 (the bundled tokenizers)."),
+    row_tokens: int = typer.Option(8192, help="Tokens per row."),
+    rows: int = typer.Option(4, help="Rows to write; the corpus repeats in epochs when one pass is too small."),
+    seed: int = typer.Option(42, help="Seed of the global permutation."),
+    workers: int = typer.Option(os.cpu_count() or 1, help="Tokenizer processes; 0 tokenizes in this process."),
+) -> None:
+    """Convert chatterbot-corpus's English dialogs to the Tulu shape and build rows from them."""
+    families = {"gpt_oss": "gpt-oss", "qwen3": "qwen3"}
+    if chat_format not in families:
+        raise typer.BadParameter("the demo bundles gpt_oss and qwen3 tokenizers", param_hint="--chat-format")
+    tokenizer_dir = out / "tokenizer"
+    export_tokenizer(families[chat_format], tokenizer_dir)
+    dialogs = demo_corpus.corpus_dialogs()
+    epochs = demo_corpus.epochs_needed(dialogs, tokenizer_dir, chat_format, rows, row_tokens)
+    conversations = out / "conversations.jsonl"
+    demo_corpus.write_tulu_jsonl(dialogs, epochs, conversations)
+    console.print(f"{len(dialogs):,} dialogs from {demo_corpus.CORPUS}, repeated in {epochs} epoch(s)")
+    _run_build(BuildRequest(conversations, tokenizer_dir, chat_format, row_tokens, rows, seed, out, workers,
+                            name=f"{chat_format}-chatterbot-demo-fixed{row_tokens}", source_dataset=demo_corpus.CORPUS,
+                            extra={"demo": {"corpus": demo_corpus.CORPUS, "dialogs_per_epoch": len(dialogs),
+                                            "epochs": epochs}}))
+
+
+@tokenizer_app.command("export")
+def export(
+    family: str = typer.Argument(..., help=f"One of {', '.join(VOCABS)}."),
+    out: Path = typer.Option(..., help="Directory to write tokenizer.json + tokenizer_config.json into."),
+) -> None:
+    """Write a Hugging Face tokenizer directory, its vocabulary checked against the official sha256."""
+    result = export_tokenizer(family, out)
+    console.print(f"wrote {out}/tokenizer.json (vocabulary sha256 {result['ranks_sha256']} verified; "
+                  f"tokenizer.json sha256 {result['tokenizer_json_sha256']})")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(rows_app, name="rows")
+    app.add_typer(tokenizer_app, name="tokenizer")

@@ -1,0 +1,50 @@
+"""The bundled demo: chatterbot-corpus 1.3.3's English dialogs (BSD) in the Tulu shape, built into rows.
+
+The corpus is small (a few hundred short dialogs), so a build asking for more tokens than one pass holds repeats
+the corpus in epochs: each copy's ids carry the epoch, the global permutation mixes all copies, and the manifest
+records the epoch count. The data is repeated, never invented.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import yaml
+
+from openrecipes.errors import UserError
+from openrecipes.rows.encode import eos_token_for, make_encoder
+
+CORPUS = "chatterbot-corpus==1.3.3"
+
+
+def corpus_dialogs() -> list[list[dict]]:
+    """Every English dialog with at least one reply, as alternating user/assistant messages."""
+    try:
+        import chatterbot_corpus
+    except ImportError:
+        raise UserError(f"rows demo: {CORPUS} is not installed; pip install {CORPUS}") from None
+    dialogs = []
+    for path in sorted((Path(chatterbot_corpus.__file__).parent / "data" / "english").glob("*.yml")):
+        for lines in yaml.safe_load(path.read_text(encoding="utf-8")).get("conversations", []):
+            texts = [str(line).strip() for line in lines if str(line).strip()]
+            if len(texts) >= 2:
+                dialogs.append([{"role": "user" if turn % 2 == 0 else "assistant", "content": text}
+                                for turn, text in enumerate(texts)])
+    return dialogs
+
+
+def epochs_needed(dialogs: list[list[dict]], tokenizer: Path, chat_format: str, rows: int, row_tokens: int) -> int:
+    """Passes over the corpus that hold rows x row_tokens tokens, with one pass of margin for dropped rows."""
+    encoder = make_encoder(tokenizer, chat_format, eos_token_for(tokenizer, chat_format, None))
+    tokens_per_epoch = sum(len(ids) for ids, _ in encoder.encode(dialogs))
+    return math.ceil(rows * row_tokens / tokens_per_epoch) + 1
+
+
+def write_tulu_jsonl(dialogs: list[list[dict]], epochs: int, path: Path) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        for epoch in range(epochs):
+            for number, messages in enumerate(dialogs):
+                record = {"id": f"chatterbot-en-{number}-epoch{epoch}", "messages": messages, "source": CORPUS}
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")

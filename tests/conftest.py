@@ -1,0 +1,43 @@
+"""Shared test helpers: the repository root and a way to write a mutated copy of a seed recipe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+GLM_16K = REPO / "recipes/glm-5.2-744b-a40b/b200/attune-tp4-pp2-cp4-mt16k.yaml"
+GPTOSS_1 = REPO / "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.yaml"
+
+
+@pytest.fixture
+def repo() -> Path:
+    return REPO
+
+
+class _LiteralDumper(yaml.SafeDumper):
+    """Writes multi-line strings (the run command) as | blocks, as the catalog does."""
+
+
+_LiteralDumper.add_representer(
+    str,
+    lambda dumper, value: dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None),
+)
+
+
+def write_recipe(tmp_path: Path, data: dict, name: str = "recipe.yaml") -> Path:
+    """Write recipe data under a recipes/<model>/<gpu>/ tree inside tmp_path, like the catalog's layout."""
+    model_dir = {"GLM-5.2-744B-A40B": "glm-5.2-744b-a40b", "gpt-oss-20b": "gpt-oss-20b"}.get(data.get("model"), "x")
+    gpu = data.get("gpu", {}).get("type", "x") if isinstance(data.get("gpu"), dict) else "x"
+    path = tmp_path / "recipes" / model_dir / str(gpu).lower() / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.dump(data, Dumper=_LiteralDumper, sort_keys=False, width=1000), encoding="utf-8")
+    return path
+
+
+def load_seed(path: Path) -> dict:
+    from openrecipes.catalog.yamlio import read_yaml
+
+    return read_yaml(path).data

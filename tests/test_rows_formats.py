@@ -1,0 +1,147 @@
+"""Chat formats and their token-level loss masks, proven against the reference renderers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from openrecipes.rows.encode import PartsEncoder, TemplateEncoder
+from openrecipes.rows.vocab_export import VOCABS, build_tokenizer, export_tokenizer, read_ranks
+
+FIXTURES = Path(__file__).parent / "fixtures" / "rows"
+CONVERSATIONS = [json.loads(line)["messages"] for line in (FIXTURES / "conversations.jsonl").read_text().splitlines()]
+# A Qwen3 template whose {% generation %} markers cover exactly what the qwen3 format supervises.
+QWEN3_GENERATION_TEMPLATE = (
+    "{%- set ns = namespace(last_query=messages|length - 1) %}"
+    "{%- for m in messages[::-1] %}{%- if m.role == 'user' and ns.last_query == messages|length - 1 %}"
+    "{%- set ns.last_query = messages|length - 1 - loop.index0 %}{%- endif %}{%- endfor %}"
+    "{%- for m in messages %}{%- if m.role == 'assistant' %}"
+    "{%- if loop.index0 > ns.last_query and loop.last %}"
+    "{{- '<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n' }}"
+    "{%- generation %}{{- m.content.lstrip('\\n') + '<|im_end|>' }}{%- endgeneration %}"
+    "{%- else %}{{- '<|im_start|>assistant\\n' }}"
+    "{%- generation %}{{- m.content + '<|im_end|>' }}{%- endgeneration %}{%- endif %}{{- '\\n' }}"
+    "{%- else %}{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{%- endif %}{%- endfor %}"
+)
+
+
+@pytest.fixture(scope="module")
+def tokenizers_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("tokenizers")
+    export_tokenizer("gpt-oss", root / "gpt-oss")
+    export_tokenizer("qwen3", root / "qwen3")
+    return root
+
+
+@pytest.fixture(scope="module")
+def glm_standin(tmp_path_factory) -> Path:
+    """A STAND-IN for GLM's tokenizer, which is not obtainable offline: Qwen3's byte-level ranks cut to GLM-4.5's
+    151,329 regular tokens, plus GLM's special tokens at GLM-4.5's real ids (zai-org tokenizer_config.json)."""
+    directory = tmp_path_factory.mktemp("glm-standin")
+    specials = {151329: "<|endoftext|>", 151330: "[MASK]", 151331: "[gMASK]", 151332: "[sMASK]", 151333: "<sop>",
+                151334: "<eop>", 151335: "<|system|>", 151336: "<|user|>", 151337: "<|assistant|>",
+                151338: "<|observation|>"}
+    tokenizer = build_tokenizer(read_ranks(VOCABS["qwen3"])[:151329], specials, VOCABS["qwen3"].pattern)
+    tokenizer.save(str(directory / "tokenizer.json"))
+    return directory
+
+
+def _pieces(encoder: PartsEncoder, messages: list[dict]) -> list[tuple[str, int]]:
+    ids, mask = encoder.encode([messages])[0]
+    return [(encoder.tokenizer.decode([int(token)], skip_special_tokens=False), int(flag))
+            for token, flag in zip(ids, mask)]
+
+
+def test_gpt_oss_equals_openai_harmony_on_every_bundled_conversation(tokenizers_dir, monkeypatch):
+    monkeypatch.setenv("TIKTOKEN_ENCODINGS_BASE", str(tokenizers_dir / "gpt-oss"))
+    from openai_harmony import Conversation, HarmonyEncodingName, Message, Role, load_harmony_encoding
+
+    harmony = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
+    encoder = PartsEncoder(tokenizers_dir / "gpt-oss", "gpt_oss", "<|endoftext|>")
+    for messages, (ids, mask) in zip(CONVERSATIONS, encoder.encode(CONVERSATIONS)):
+        reference = harmony.render_conversation_for_training(Conversation.from_messages([
+            Message.from_role_and_content(Role(m["role"]), m["content"]).with_channel("final")
+            if m["role"] == "assistant" else Message.from_role_and_content(Role(m["role"]), m["content"])
+            for m in messages]))
+        assert ids[:-1].tolist() == reference
+        assert ids[-1] == 199999 and mask[-1] == 0  # <|endoftext|> between conversations, not a target
+        # supervised: after <|start|>assistant<|channel|>final<|message|> through <|end|>/<|return|>
+        expected, inside = [], False
+        for token in ids[:-1].tolist():
+            expected.append(int(inside))
+            if token == 200008 and expected[-4:-1] and _previous_role(ids, len(expected) - 1) == "assistant":
+                inside = True
+            if token in (200007, 200002):
+                inside = False
+        assert mask[:-1].tolist() == expected
+
+
+def _previous_role(ids: np.ndarray, message_index: int) -> str:
+    start = max(i for i in range(message_index) if ids[i] == 200006)
+    return "assistant" if ids[start + 1] == 173781 else "other"
+
+
+def test_gpt_oss_mask_token_by_token(tokenizers_dir):
+    encoder = PartsEncoder(tokenizers_dir / "gpt-oss", "gpt_oss", "<|endoftext|>")
+    assert _pieces(encoder, [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo."},
+                             {"role": "user", "content": "Bye"}, {"role": "assistant", "content": "Ok"}]) == [
+        ("<|start|>", 0), ("user", 0), ("<|message|>", 0), ("Hi", 0), ("<|end|>", 0),
+        ("<|start|>", 0), ("assistant", 0), ("<|channel|>", 0), ("final", 0), ("<|message|>", 0),
+        ("Yo", 1), (".", 1), ("<|end|>", 1),
+        ("<|start|>", 0), ("user", 0), ("<|message|>", 0), ("Bye", 0), ("<|end|>", 0),
+        ("<|start|>", 0), ("assistant", 0), ("<|channel|>", 0), ("final", 0), ("<|message|>", 0),
+        ("Ok", 1), ("<|return|>", 1), ("<|endoftext|>", 0)]
+
+
+def test_qwen3_equals_the_official_template_and_generation_masks(tokenizers_dir, tmp_path):
+    from transformers import AutoTokenizer
+
+    official = AutoTokenizer.from_pretrained(str(tokenizers_dir / "qwen3"))
+    marked = tmp_path / "qwen3-marked"
+    marked.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (marked / name).write_bytes((tokenizers_dir / "qwen3" / name).read_bytes())
+    config = json.loads((marked / "tokenizer_config.json").read_text())
+    (marked / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": QWEN3_GENERATION_TEMPLATE}))
+    encoder = PartsEncoder(tokenizers_dir / "qwen3", "qwen3", "<|endoftext|>")
+    template = TemplateEncoder(marked, "<|endoftext|>")
+    plain = [m for m in CONVERSATIONS if not any("<|" in message["content"] for message in m)]
+    for messages, (ids, mask), (template_ids, template_mask) in zip(
+            plain, encoder.encode(plain), template.encode(plain)):
+        assert ids[:-1].tolist() == official.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"]
+        assert ids.tolist() == template_ids.tolist()
+        assert mask.tolist() == template_mask.tolist()
+
+
+def test_qwen3_mask_token_by_token(tokenizers_dir):
+    encoder = PartsEncoder(tokenizers_dir / "qwen3", "qwen3", "<|endoftext|>")
+    assert _pieces(encoder, [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"}]) == [
+        ("<|im_start|>", 0), ("user", 0), ("\n", 0), ("Hi", 0), ("<|im_end|>", 0), ("\n", 0),
+        ("<|im_start|>", 0), ("assistant", 0), ("\n", 0), ("<think>", 0), ("\n\n", 0), ("</think>", 0), ("\n\n", 0),
+        ("Yo", 1), ("<|im_end|>", 1), ("\n", 0), ("<|endoftext|>", 0)]
+
+
+def test_chatml_mask_token_by_token(tokenizers_dir):
+    encoder = PartsEncoder(tokenizers_dir / "qwen3", "chatml", "<|endoftext|>")
+    assert _pieces(encoder, [{"role": "system", "content": "S"}, {"role": "assistant", "content": "Yo"}]) == [
+        ("<|im_start|>", 0), ("system", 0), ("\n", 0), ("S", 0), ("<|im_end|>", 0), ("\n", 0),
+        ("<|im_start|>", 0), ("assistant", 0), ("\n", 0), ("Yo", 1), ("<|im_end|>", 1), ("\n", 0),
+        ("<|endoftext|>", 0)]
+
+
+def test_glm5_supervises_content_and_the_token_that_ends_the_turn(glm_standin):
+    encoder = PartsEncoder(glm_standin, "glm5", "<|endoftext|>")
+    messages = [{"role": "system", "content": "S"}, {"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": " Yo "}, {"role": "user", "content": "Bye"},
+                {"role": "assistant", "content": "Ok"}]
+    ids, _ = encoder.encode([messages])[0]
+    assert ids[:3].tolist() == [151331, 151333, 151335]  # [gMASK] <sop> <|system|> at GLM's real ids
+    assert _pieces(encoder, messages) == [
+        ("[gMASK]", 0), ("<sop>", 0), ("<|system|>", 0), ("\n", 0), ("S", 0), ("<|user|>", 0), ("\n", 0), ("Hi", 0),
+        ("<|assistant|>", 0), ("\n", 0), ("<", 0), ("think", 0), ("></", 0), ("think", 0), (">\n", 1), ("Yo", 1),
+        ("<|user|>", 1), ("\n", 0), ("Bye", 0),
+        ("<|assistant|>", 0), ("\n", 0), ("<", 0), ("think", 0), ("></", 0), ("think", 0), (">\n", 1), ("Ok", 1),
+        ("<|endoftext|>", 1)]
