@@ -9,23 +9,11 @@ import numpy as np
 import pytest
 
 from openrecipes.rows.encode import PartsEncoder, TemplateEncoder
+from openrecipes.rows.qwen3_template import QWEN3_GENERATION_TEMPLATE
 from openrecipes.rows.vocab_export import VOCABS, build_tokenizer, export_tokenizer, read_ranks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rows"
 CONVERSATIONS = [json.loads(line)["messages"] for line in (FIXTURES / "conversations.jsonl").read_text().splitlines()]
-# A Qwen3 template whose {% generation %} markers cover exactly what the qwen3 format supervises.
-QWEN3_GENERATION_TEMPLATE = (
-    "{%- set ns = namespace(last_query=messages|length - 1) %}"
-    "{%- for m in messages[::-1] %}{%- if m.role == 'user' and ns.last_query == messages|length - 1 %}"
-    "{%- set ns.last_query = messages|length - 1 - loop.index0 %}{%- endif %}{%- endfor %}"
-    "{%- for m in messages %}{%- if m.role == 'assistant' %}"
-    "{%- if loop.index0 > ns.last_query and loop.last %}"
-    "{{- '<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n' }}"
-    "{%- generation %}{{- m.content.lstrip('\\n') + '<|im_end|>' }}{%- endgeneration %}"
-    "{%- else %}{{- '<|im_start|>assistant\\n' }}"
-    "{%- generation %}{{- m.content + '<|im_end|>' }}{%- endgeneration %}{%- endif %}{{- '\\n' }}"
-    "{%- else %}{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{%- endif %}{%- endfor %}"
-)
 
 
 @pytest.fixture(scope="module")
@@ -139,9 +127,10 @@ def test_glm5_supervises_content_and_the_token_that_ends_the_turn(glm_standin):
                 {"role": "assistant", "content": "Ok"}]
     ids, _ = encoder.encode([messages])[0]
     assert ids[:3].tolist() == [151331, 151333, 151335]  # [gMASK] <sop> <|system|> at GLM's real ids
+    # the stand-in's truncated vocabulary splits "<think>" and "Bye"; the mask rule is what is under test
     assert _pieces(encoder, messages) == [
         ("[gMASK]", 0), ("<sop>", 0), ("<|system|>", 0), ("\n", 0), ("S", 0), ("<|user|>", 0), ("\n", 0), ("Hi", 0),
-        ("<|assistant|>", 0), ("\n", 0), ("<", 0), ("think", 0), ("></", 0), ("think", 0), (">\n", 1), ("Yo", 1),
-        ("<|user|>", 1), ("\n", 0), ("Bye", 0),
-        ("<|assistant|>", 0), ("\n", 0), ("<", 0), ("think", 0), ("></", 0), ("think", 0), (">\n", 1), ("Ok", 1),
+        ("<|assistant|>", 0), ("\n", 0), ("<th", 0), ("ink", 0), ("></", 0), ("think", 0), (">\n", 0), ("Yo", 1),
+        ("<|user|>", 1), ("\n", 0), ("By", 0), ("e", 0),
+        ("<|assistant|>", 0), ("\n", 0), ("<th", 0), ("ink", 0), ("></", 0), ("think", 0), (">\n", 0), ("Ok", 1),
         ("<|endoftext|>", 1)]

@@ -17,7 +17,8 @@ def measure_command(
     logs: list[Path] = typer.Argument(..., help="the run's training logs (Megatron, slime, torchtitan or JSONL)"),
     recipe: Optional[Path] = typer.Option(None, "--recipe", help="the recipe the run measured (GPUs, batch, price)"),
     window: Optional[tuple[int, int]] = typer.Option(
-        None, "--window", help="first and last step scored, numbered from 0, both included [default: the recipe's]"
+        None, "--window",
+        help="first and last step scored, numbered from 0, both included (default: the recipe's result.window)",
     ),
     write: bool = typer.Option(False, "--write", help="write the figures into the recipe's result: block"),
     as_json: bool = typer.Option(False, "--json", help="print the result block as JSON"),

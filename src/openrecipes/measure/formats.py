@@ -5,6 +5,7 @@
 - slime: `step N: {'train/loss': ..., 'train/grad_norm': ...}` and `perf N: {'perf/step_time': ...,
   'perf/actor_train_tok_per_s': ..., 'perf/actor_train_time': ...}` (Python dict reprs; N counts from 0).
   `perf/actor_train_tok_per_s` is a global figure (all GPUs together), so tokens = it * `perf/actor_train_time`.
+  Step N and perf N are joined: one optimizer step per rollout (global batch = rollout batch), as in every seed.
 - torchtitan: `step: N  loss: ...  grad_norm: ...  memory: ...GiB(...)  tps: ...` (N counts from 1). torchtitan
   prints tokens/s per GPU, not a step time; a step's duration is the time between its line's timestamp and the
   previous step line's (the first step's from the "Training starts at step" line, so it includes compilation).
@@ -119,7 +120,8 @@ def read_slime(path: Path, lines: list[str]) -> StepTable:
     for step in sorted(set(train) | set(perf)):
         where, metrics = train.get(step) or perf[step]
         perf_metrics = perf.get(step, ("", {}))[1]
-        tok_per_s, train_time = perf_metrics.get("perf/actor_train_tok_per_s"), perf_metrics.get("perf/actor_train_time")
+        tok_per_s = perf_metrics.get("perf/actor_train_tok_per_s")
+        train_time = perf_metrics.get("perf/actor_train_time")
         memory = perf_metrics.get("perf/max_cuda_memory_allocated_bytes")
         steps.append(Step(
             step=step,
@@ -222,12 +224,17 @@ def detect_format(path: Path, lines: list[str]) -> str:
     return found[0]
 
 
-def read_log(path: Path) -> StepTable:
-    """One log file as a step table, its format detected; timestamps span every line of the file."""
+def read_text(path: Path) -> str:
+    """A text file; undecodable bytes (a log cut mid-character) become U+FFFD rather than an exception."""
     try:
-        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+        return Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError as error:
         raise UserError(f"{path}: cannot read ({error.strerror}); check the path") from None
+
+
+def read_log(path: Path) -> StepTable:
+    """One log file as a step table, its format detected; timestamps span every line of the file."""
+    lines = read_text(path).splitlines()
     log_format = detect_format(path, lines)
     reader = read_jsonl if log_format == "jsonl" else _SIGNATURES[log_format][1]
     table = reader(path, lines)

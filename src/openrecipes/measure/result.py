@@ -39,9 +39,21 @@ class RunInputs:
 
 
 def inputs_from_recipe(path: Path) -> RunInputs:
-    from openrecipes.catalog import hardware, load_recipe  # the catalog (pydantic) only when a recipe is given
+    """The inputs, read through the typed schema but not its figure checks: a recipe whose result block is stale
+    or a placeholder (the reason to measure it) still gives its GPUs, batch and window."""
+    from pydantic import ValidationError  # the catalog (pydantic) only when a recipe is given
 
-    recipe = load_recipe(path)
+    from openrecipes.catalog import hardware, load_recipe
+    from openrecipes.catalog.model import Recipe
+    from openrecipes.catalog.validate import parse_entry
+    from openrecipes.catalog.yamlio import read_yaml
+
+    try:
+        recipe = parse_entry(read_yaml(Path(path)))
+    except ValidationError:
+        recipe = load_recipe(path)  # raises the catalog's error naming the field and line
+    if not isinstance(recipe, Recipe):
+        raise UserError(f"{path}: a published summary entry, not a runnable recipe; give the recipe that ran")
     return RunInputs(
         gpus=recipe.gpu.count,
         global_batch=recipe.workload.global_batch,

@@ -88,7 +88,7 @@ def build_rows(request: BuildRequest, on_progress: Callable[[Progress], None] = 
     """Build rows.parquet + manifest.json in request.out; returns the manifest."""
     _check_request(request)
     eos = eos_token_for(request.tokenizer, request.chat_format, request.eos_token)
-    make_encoder(request.tokenizer, request.chat_format, eos)  # bad tokenizer or format fails here, not in a worker
+    encoder = make_encoder(request.tokenizer, request.chat_format, eos)  # a wrong tokenizer fails here, not in a worker
     source = open_source(request.conversations)
     order = np.random.Generator(np.random.PCG64(request.seed)).permutation(source.count)
     position = np.empty(source.count, np.int64)
@@ -102,7 +102,8 @@ def build_rows(request: BuildRequest, on_progress: Callable[[Progress], None] = 
                                                        (request.tokenizer, request.chat_format, eos))
             if request.workers else None)
     if pool is None:
-        _start_worker(request.tokenizer, request.chat_format, eos)
+        global _worker_encoder
+        _worker_encoder = encoder
     try:
         with tempfile.TemporaryDirectory(dir=request.out, prefix=".rows-build-") as spill_dir:
             window_start, window = 0, FIRST_WINDOW

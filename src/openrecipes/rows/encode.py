@@ -96,20 +96,21 @@ class PartsEncoder:
 
     def encode(self, conversations: list[list[dict]]) -> list[tuple[np.ndarray, np.ndarray]]:
         runs_per_conversation = [_runs(self.render(messages, self.eos)) for messages in conversations]
-        texts = [run[0] for runs in runs_per_conversation for run in runs if isinstance(run, tuple)]
+        texts = [run[0] for runs in runs_per_conversation for run in runs if not isinstance(run, Part)]
         encodings = iter(self.tokenizer.encode_batch(texts, add_special_tokens=False)) if texts else iter(())
         encoded = []
         for runs in runs_per_conversation:
-            ids, masks = [], []
+            ids: list[int] = []
+            mask: list[int] = []
             for run in runs:
                 if isinstance(run, Part):
-                    ids.append(np.array([self.special_ids[run.text]], np.int32))
-                    masks.append(np.array([run.supervised], np.uint8))
+                    ids.append(self.special_ids[run.text])
+                    mask.append(run.supervised)
                     continue
                 encoding = next(encodings)
-                ids.append(np.asarray(encoding.ids, np.int32))
-                masks.append(_token_mask(run[1], encoding.offsets, len(ids[-1])))
-            encoded.append((np.concatenate(ids), np.concatenate(masks)))
+                ids += encoding.ids
+                mask += _token_mask(run[1], encoding.offsets, len(encoding.ids))
+            encoded.append((np.asarray(ids, np.int32), np.asarray(mask, np.uint8)))
         return encoded
 
 
@@ -131,15 +132,14 @@ def _runs(parts: list[Part]) -> list[Part | tuple[str, list[tuple[int, bool]]]]:
     return [run if isinstance(run, Part) else tuple(run) for run in runs]
 
 
-def _token_mask(spans: list[tuple[int, bool]], offsets: list[tuple[int, int]], count: int) -> np.ndarray:
+def _token_mask(spans: list[tuple[int, bool]], offsets: list[tuple[int, int]], count: int) -> list[int]:
     """A token is supervised when any character it covers is (the rule of transformers' assistant masks)."""
-    flags = {supervised for _, supervised in spans}
-    if len(flags) == 1:
-        return np.full(count, flags.pop(), np.uint8)
+    if len({supervised for _, supervised in spans}) == 1:
+        return [int(spans[0][1])] * count
     char_mask = np.repeat(np.array([s for _, s in spans], np.int64), [length for length, _ in spans])
     covered = np.concatenate([[0], np.cumsum(char_mask)])
     bounds = np.asarray(offsets, np.int64).reshape(-1, 2)
-    return (covered[bounds[:, 1]] - covered[bounds[:, 0]] > 0).astype(np.uint8)
+    return (covered[bounds[:, 1]] - covered[bounds[:, 0]] > 0).astype(np.uint8).tolist()
 
 
 class TemplateEncoder:

@@ -83,6 +83,9 @@ def recipe_facts(recipe: Recipe) -> list[tuple[str, str]]:
     if (text := convergence(recipe)) is not None:
         facts.append(("Convergence check", text))
     facts += [("Component test", text) for text in component_tests(recipe)]
+    if recipe.result.reference_tokens_per_s_per_gpu is not None:
+        facts.append(("Reference arm", f"{tokens_detail(recipe.result.reference_tokens_per_s_per_gpu)} tokens/s per "
+                                       "GPU, measured in the same job"))
     facts += [
         ("Measured", measured(recipe)),
         ("GPU-hours", f"{recipe.result.gpu_hours}"),

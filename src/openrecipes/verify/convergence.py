@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from openrecipes.errors import UserError
-from openrecipes.measure.formats import read_log
+from openrecipes.measure.formats import read_log, read_text
 from openrecipes.measure.steps import require_unique_steps
 from openrecipes.verify.thresholds import (
     PIPELINE_CONVERGENCE,
@@ -37,7 +37,9 @@ def _read_csv(path: Path, lines: list[str]) -> LossCurve:
         try:
             step, loss = int(parts[0]), float(parts[1])
         except (ValueError, IndexError):
-            raise UserError(f"{path}:{number}: expected 'step,loss' (an integer and a number), got {line.strip()!r}") from None
+            raise UserError(
+                f"{path}:{number}: expected 'step,loss' (an integer and a number), got {line.strip()!r}"
+            ) from None
         if len(parts) != 2:
             raise UserError(f"{path}:{number}: expected two columns 'step,loss', got {len(parts)}")
         if step in curve:
@@ -51,10 +53,7 @@ def _read_csv(path: Path, lines: list[str]) -> LossCurve:
 def read_curve(path: Path) -> LossCurve:
     """A loss curve from a two-column step,loss CSV or from any training log `measure` reads."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as error:
-        raise UserError(f"{path}: cannot read ({error.strerror}); check the path") from None
+    lines = read_text(path).splitlines()
     first = next((line for line in lines if line.strip()), "")
     if path.suffix.lower() == ".csv" or _CSV_HEADER.match(first):
         return _read_csv(path, lines)

@@ -1,0 +1,1 @@
+"""torchtitan 0.2.2: recipe -> torchrun command (render), our rows.parquet dataloader (rows), torchrun entry (train)."""

@@ -1,0 +1,75 @@
+"""torchrun entry: torchtitan 0.2.2's own Trainer, fed by our rows.parquet instead of its text datasets.
+
+    torchrun --nproc_per_node 2 -m openrecipes.engines.torchtitan.train --model.name qwen3 --model.flavor 8B \
+        --training.dataset_path rows.parquet ...   (every other flag is torchtitan's own)
+
+The model's stock TrainSpec is registered again under its own name with our dataloader and no tokenizer (the rows
+are already tokens; sdpa attention needs none), so `--model.name` keeps torchtitan's spelling. Weights are
+initialised at random by the model's init_weights: nothing is loaded. Rank 0 prints the stack versions first, so the
+raw log names what it ran on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+import sys
+
+import torch
+
+from openrecipes.engines.torchtitan.rows import RowsDataLoader
+
+STACK_PREFIX = "openrecipes stack:"
+
+
+def stack_line() -> str:
+    import torchtitan
+
+    nccl = ".".join(str(part) for part in torch.cuda.nccl.version()) if torch.cuda.is_available() else "none"
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+    return (f"{STACK_PREFIX} torch={torch.__version__} cuda={torch.version.cuda} nccl={nccl} "
+            f"torchtitan={torchtitan.__version__} python={platform.python_version()} gpu={gpu}")
+
+
+def build_rows_dataloader(dp_world_size: int, dp_rank: int, tokenizer, job_config, **_: object) -> RowsDataLoader:
+    del tokenizer  # rows are token ids already
+    if not job_config.training.dataset_path:
+        raise SystemExit("--training.dataset_path must name a rows.parquet (openrecipes rows build)")
+    return RowsDataLoader(
+        job_config.training.dataset_path,
+        local_batch_size=job_config.training.local_batch_size,
+        seq_len=job_config.training.seq_len,
+        dp_rank=dp_rank,
+        dp_world_size=dp_world_size,
+    )
+
+
+def model_name(argv: list[str]) -> str:
+    for i, word in enumerate(argv):
+        if word == "--model.name" and i + 1 < len(argv):
+            return argv[i + 1]
+        if word.startswith("--model.name="):
+            return word.partition("=")[2]
+    raise SystemExit("--model.name is required (e.g. qwen3)")
+
+
+def register_rows_spec(name: str) -> None:
+    from torchtitan.protocols import train_spec
+
+    stock = train_spec.get_train_spec(name)
+    train_spec.register_train_spec(name, dataclasses.replace(
+        stock, build_dataloader_fn=build_rows_dataloader, build_tokenizer_fn=None, build_validator_fn=None))
+
+
+def main() -> None:
+    if os.environ.get("RANK", "0") == "0":
+        print(stack_line(), flush=True)
+    register_rows_spec(model_name(sys.argv[1:]))
+    from torchtitan.train import Trainer, main as torchtitan_main
+
+    torchtitan_main(Trainer)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""Measured points (the catalog's recipes and reference_points.yaml), and the closed-form fits of
+calibration.yaml's fitted values.
+
+A fitted value is solved from one measured point with every other constant fixed; the points it was not
+fitted on are held out. `python -m openrecipes.plan.calibrate` prints the fits for calibration.yaml.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from openrecipes.catalog.hardware import ModelCard, ReferenceTables, load_reference_tables
+from openrecipes.catalog.model import Recipe
+from openrecipes.catalog.paths import default_catalog_root
+from openrecipes.catalog.store import load_catalog
+from openrecipes.errors import UserError
+from openrecipes.plan.constants import HERE, calibration_document
+from openrecipes.plan.layouts import Layout, stage_split
+from openrecipes.plan.predict import Context, PlanRequest, Prediction, context, predict_layout
+
+
+@dataclass(frozen=True)
+class MeasuredPoint:
+    slug: str
+    request: PlanRequest
+    layout: Layout
+    tokens_per_s_per_gpu: float | None  # None where the published speed is not comparable (e.g. FP8)
+    memory_gib: float | None = None  # the allocator's measured peak, where published
+
+
+@lru_cache(maxsize=1)
+def _reference_document() -> dict:
+    return yaml.safe_load((HERE / "reference_points.yaml").read_text(encoding="utf-8"))
+
+
+def reference_tables() -> ReferenceTables:
+    """The catalog's tables plus the model cards of reference_points.yaml."""
+    tables = load_reference_tables()
+    doc = _reference_document()
+    cards = {name: ModelCard(name=name, family="reference point", architecture=row["architecture"],
+                             active_params={"count": row["active_params"], "source": row["source"], "revision": None},
+                             total_params=None, notes=[], notes_source=doc["source"])
+             for name, row in doc["models"].items()}
+    return replace(tables, models={**tables.models, **cards})
+
+
+def reference_points() -> dict[str, MeasuredPoint]:
+    points = {}
+    for row in _reference_document()["points"]:
+        request = PlanRequest(row["model"], row["gpu"], row["gpus"], row["row_tokens"], row["global_batch"],
+                              "torchtitan")
+        lay = row["layout"]
+        shape = context(request, reference_tables()).shape
+        layout = Layout(engine="torchtitan", tp=lay["tp"], pp=lay["pp"], vpp=1, cp=lay["cp"], ep=1, etp=1, dp=lay["dp"],
+                        stage_layers=stage_split(shape.layers, lay["pp"]), recompute=lay["recompute"],
+                        offload_fraction=0.0, rows_per_microbatch=lay["rows_per_microbatch"],
+                        max_tokens_per_gpu=lay["rows_per_microbatch"] * row["row_tokens"] // lay["cp"],
+                        grad_reduce_bf16=False)
+        points[row["name"]] = MeasuredPoint(row["name"], request, layout, row.get("tokens_per_s_per_gpu"),
+                                            row.get("memory_gib"))
+    return points
+
+
+def _stage_layers(recipe: Recipe, layers: int) -> tuple[int, ...]:
+    split = recipe.layout.layer_split
+    pp = recipe.layout.pp
+    if split is None:
+        return stage_split(layers, pp)
+    middle = (layers - split.first - split.last) // (pp - 2) if pp > 2 else 0
+    return (split.first, *[middle] * (pp - 2), split.last)
+
+
+def measured_point(slug: str, recipe: Recipe) -> MeasuredPoint:
+    lay = recipe.layout
+    request = PlanRequest(recipe.model, recipe.gpu.type, recipe.gpu.count, recipe.workload.row_tokens,
+                          recipe.workload.global_batch, "megatron" if recipe.stack.megatron_lm else "torchtitan",
+                          "--grad-reduce-in-bf16" in recipe.run)
+    layers = context(request, reference_tables()).shape.layers
+    layout = Layout(
+        engine=request.engine, tp=lay.tp, pp=lay.pp, vpp=lay.vpp, cp=lay.cp, ep=lay.ep, etp=lay.etp, dp=lay.dp,
+        stage_layers=_stage_layers(recipe, layers), recompute=lay.recompute.granularity if lay.recompute else "none",
+        offload_fraction=lay.offload.optimizer_fraction if lay.offload else 0.0,
+        rows_per_microbatch=lay.rows_per_microbatch, max_tokens_per_gpu=lay.max_tokens_per_gpu,
+        grad_reduce_bf16=request.grad_reduce_bf16)
+    return MeasuredPoint(slug, request, layout, recipe.result.tokens_per_s_per_gpu)
+
+
+@lru_cache(maxsize=4)
+def measured_points(root: Path | None = None) -> dict[str, MeasuredPoint]:
+    """Every full recipe in the catalog (published summaries carry no layout, so they cannot be points) and
+    every reference point."""
+    catalog = load_catalog(root or default_catalog_root())
+    return {**{entry.slug: measured_point(entry.slug, entry.entry) for entry in catalog.recipes}, **reference_points()}
+
+
+def predict_point(point: MeasuredPoint, ctx: Context | None = None) -> Prediction:
+    return predict_layout(ctx or context(point.request, reference_tables()), point.layout)
+
+
+def _measured_step_s(point: MeasuredPoint) -> float:
+    return point.request.global_batch * point.request.row_tokens / point.layout.gpus / point.tokens_per_s_per_gpu
+
+
+def fit_compute_efficiency(point: MeasuredPoint) -> float:
+    """Solve measured step = slots * (compute(eff) + comm) + dp + offload for eff; compute scales as 1/eff."""
+    ctx = context(point.request, reference_tables())
+    engine = point.request.engine
+    at_unit = replace(ctx, calibration=replace(ctx.calibration, compute_efficiency={engine: 1.0}))
+    step = predict_point(point, at_unit).step
+    compute_budget = (_measured_step_s(point) - step.dp_s - step.offload_s) / step.pipeline_slots \
+        - sum(step.microbatch_comm_s.values())
+    if compute_budget <= 0:
+        raise UserError(f"{point.slug}: the model's communication alone exceeds the measured step; cannot fit")
+    return step.microbatch_compute_s / compute_budget
+
+
+def fit_cpu_optimizer_rate(point: MeasuredPoint, compute_efficiency: float) -> float:
+    """Solve measured step = pipeline + dp + offload for the host optimizer's parameters per second per GPU."""
+    ctx = context(point.request, reference_tables())
+    at_unit_rate = replace(ctx, calibration=replace(
+        ctx.calibration, compute_efficiency={point.request.engine: compute_efficiency},
+        cpu_optimizer_params_per_s_per_gpu=1.0))
+    step = predict_point(point, at_unit_rate).step
+    host_s = _measured_step_s(point) - (step.total_s - step.offload_s)
+    if host_s <= 0 or not step.offload_s:
+        raise UserError(f"{point.slug}: no time left for the offloaded optimizer; cannot fit")
+    return step.offload_s / host_s  # at 1 param/s, offload_s counts the offloaded parameters
+
+
+def fitted_values(root: Path | None = None) -> dict[str, float]:
+    """The fits calibration.yaml records, each from the point it names, in order (the rate needs the efficiency)."""
+    doc = calibration_document()
+    points = measured_points(root)
+    efficiency = {engine: fit_compute_efficiency(points[row["fitted_on"]])
+                  for engine, row in doc["compute_efficiency"].items()}
+    rate = fit_cpu_optimizer_rate(points[doc["cpu_optimizer_params_per_s_per_gpu"]["fitted_on"]], efficiency["megatron"])
+    return {**{f"compute_efficiency.{engine}": value for engine, value in efficiency.items()},
+            "cpu_optimizer_params_per_s_per_gpu": rate}
+
+
+if __name__ == "__main__":
+    print(yaml.safe_dump({name: float(f"{value:.4g}") for name, value in fitted_values().items()}, sort_keys=False))

@@ -1,0 +1,65 @@
+"""`openrecipes plan`: the ranked predicted layouts of a model on N GPUs."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from openrecipes.errors import UserError
+from openrecipes.plan.predict import PlanRequest, Prediction, predict
+
+# Non-fitting layouts shown under the fitting ones: enough to see what stops the next-larger layouts.
+NON_FITTING_SHOWN = 5
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan")(plan)
+
+
+def plan(
+    model: Annotated[str, typer.Argument(help="model name, as in models/*.yaml (e.g. gpt-oss-20b)")],
+    gpu: Annotated[str, typer.Option("--gpu", help="GPU type, a key of hardware/gpus.yaml (e.g. H200)")],
+    gpus: Annotated[int, typer.Option("--gpus", help="GPU count")],
+    row_tokens: Annotated[int, typer.Option("--row-tokens", help="tokens per training row")] = 8192,
+    global_batch: Annotated[int, typer.Option("--global-batch", help="rows per optimizer step")] = 128,
+    engine: Annotated[str, typer.Option("--engine", help="megatron or torchtitan")] = "megatron",
+    grad_reduce_bf16: Annotated[bool, typer.Option(
+        "--grad-reduce-bf16", help="BF16 gradient buffers (Megatron --grad-reduce-in-bf16, as the gpt-oss seeds use)")] = False,
+    top: Annotated[int, typer.Option("--top", help="fitting layouts to show (0: all)")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="print every ranked layout (or --top of them) as JSON")] = False,
+) -> None:
+    """Predict memory and speed of every valid layout and rank them: fitting layouts by tokens/s per GPU,
+    then the ones that do not fit with the reason. Exit 2 on bad input."""
+    if engine not in ("megatron", "torchtitan"):
+        raise UserError(f"--engine {engine}: use megatron or torchtitan")
+    ranked = predict(PlanRequest(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16))
+    shown = ranked[:top] if top else ranked
+    if as_json:
+        print(json.dumps([p.as_json() for p in shown], indent=2))
+        return
+    _print_table(Console(), PlanRequest(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16),
+                 ranked, top)
+
+
+def _print_table(console: Console, request: PlanRequest, ranked: list[Prediction], top: int) -> None:
+    fitting = [p for p in ranked if p.fits]
+    not_fitting = [p for p in ranked if not p.fits]
+    rows = (fitting[:top] if top else fitting) + not_fitting[:NON_FITTING_SHOWN]
+    table = Table(title=f"{request.model} on {request.gpus} x {request.gpu_type} ({request.engine}): "
+                        f"{len(fitting):,} of {len(ranked):,} valid layouts fit; predicted, not measured",
+                  caption=f"{request.row_tokens:,}-token rows, global batch {request.global_batch}; GiB: predicted "
+                          f"peak of {ranked[0].capacity_gib:.1f} GiB; --json has every part")
+    for header in ("#", "Layout", "Recompute", "Offload", "Tokens/GPU", "GiB", "Tokens/s/GPU", "MFU", "$/1M", "Fit"):
+        table.add_column(header, justify="left" if header in ("Layout", "Recompute", "Fit") else "right")
+    for rank, p in enumerate(rows, 1):
+        lay = p.layout
+        table.add_row(
+            str(rank) if p.fits else "-", lay.label, lay.recompute, f"{lay.offload_fraction:g}",
+            f"{lay.max_tokens_per_gpu:,}", f"{p.memory.total_gib:.1f}", f"{p.tokens_per_s_per_gpu:,.1f}",
+            f"{p.mfu:.1%}", f"{p.usd_per_million_tokens:.2f}" if p.usd_per_million_tokens is not None else "-",
+            "yes" if p.fits else p.short_reason)
+    console.print(table)

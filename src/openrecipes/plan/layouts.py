@@ -1,0 +1,137 @@
+"""Every valid layout of a model on N GPUs under one engine's rules.
+
+Megatron: TP (heads, query groups and vocabulary divisible; within one NVLink domain) with sequence parallel,
+PP with an even split or Megatron's uneven first/last-stage split, interleaved VPP, CP (row divisible by 2*CP
+for the load-balanced split), EP*ETP dividing TP*CP*DP, distributed optimizer with a CPU-offloaded fraction,
+recompute none/selective/full, and a token budget per GPU (slime's --max-tokens-per-gpu).
+torchtitan: the same mesh with FSDP over DP (and CP), EP borrowing from the FSDP*CP ranks, no optimizer offload.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterator, Literal
+
+from openrecipes import figures
+from openrecipes.plan.shape import ModelShape
+
+Engine = Literal["megatron", "torchtitan"]
+Recompute = Literal["none", "selective", "full"]
+RECOMPUTE_POLICIES: tuple[Recompute, ...] = ("none", "selective", "full")
+# Offload fractions worth comparing: none, half, the seeds' 0.9, all.
+MEGATRON_OFFLOAD_FRACTIONS = (0.0, 0.5, 0.9, 1.0)
+# Rows per microbatch the enumeration tries (the seeds use 1, 6 and 8).
+ROWS_PER_MICROBATCH = (1, 2, 3, 4, 6, 8, 12, 16)
+MAX_VPP = 4
+
+
+@dataclass(frozen=True)
+class Layout:
+    engine: Engine
+    tp: int
+    pp: int
+    vpp: int
+    cp: int
+    ep: int
+    etp: int
+    dp: int
+    stage_layers: tuple[int, ...]  # decoder layers on each pipeline stage
+    recompute: Recompute
+    offload_fraction: float
+    rows_per_microbatch: int
+    max_tokens_per_gpu: int
+    grad_reduce_bf16: bool  # Megatron's --grad-reduce-in-bf16: 2-byte instead of 4-byte gradient buffers
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.cp * self.dp
+
+    @property
+    def sequence_parallel(self) -> bool:
+        return self.tp > 1
+
+    @property
+    def expert_data_parallel(self) -> int:
+        """Ranks sharing one expert shard's optimizer state: the non-PP ranks over EP*ETP."""
+        return self.tp * self.cp * self.dp // (self.ep * self.etp)
+
+    @property
+    def label(self) -> str:
+        parts = [f"TP{self.tp}", f"PP{self.pp}"]
+        parts += [f"VPP{self.vpp}"] if self.vpp > 1 else []
+        parts += [f"CP{self.cp}"] if self.cp > 1 else []
+        parts += [f"EP{self.ep}"] if self.ep > 1 else []
+        parts += [f"ETP{self.etp}"] if self.etp > 1 else []
+        return " ".join(parts + [f"DP{self.dp}"])
+
+    def microbatches(self, global_batch: int) -> int:
+        """Microbatches per data-parallel rank per step (the last one may be short)."""
+        return math.ceil(global_batch / self.dp / self.rows_per_microbatch)
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def stage_split(layers: int, pp: int) -> tuple[int, ...] | None:
+    """Even split, else Megatron's uneven one: equal middle stages, the remainder on the first and last."""
+    base, remainder = divmod(layers, pp)
+    if base == 0:
+        return None
+    if remainder == 0:
+        return (base,) * pp
+    if pp == 1:
+        return (layers,)
+    first, last = base + remainder // 2, base + remainder - remainder // 2
+    return (first,) + (base,) * (pp - 2) + (last,)
+
+
+def _tp_sizes(shape: ModelShape, gpus: int, nvlink_domain: int) -> list[int]:
+    return [t for t in divisors(gpus) if t <= nvlink_domain and shape.attention_heads % t == 0
+            and shape.query_groups % t == 0 and shape.vocab % t == 0]
+
+
+def _expert_sizes(shape: ModelShape, tp: int, cp: int, dp: int, engine: Engine) -> Iterator[tuple[int, int]]:
+    if not shape.is_moe:
+        yield 1, 1
+        return
+    for etp in sorted({1, tp}):
+        for ep in divisors(shape.experts):
+            # Megatron carves EP*ETP out of the TP*CP*DP ranks of a stage; torchtitan's EP borrows from FSDP*CP.
+            borrowed_ranks, group = (cp * dp, ep) if engine == "torchtitan" else (tp * cp * dp, ep * etp)
+            if borrowed_ranks % group == 0:
+                yield ep, etp
+
+
+def _vpp_sizes(split: tuple[int, ...], pp: int) -> list[int]:
+    if pp == 1 or len(set(split)) > 1:
+        return [1]
+    return [v for v in range(1, MAX_VPP + 1) if split[0] % v == 0]
+
+
+def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batch: int, engine: Engine,
+                      nvlink_domain: int, grad_reduce_bf16: bool = False) -> Iterator[Layout]:
+    offloads = MEGATRON_OFFLOAD_FRACTIONS if engine == "megatron" else (0.0,)
+    for tp in _tp_sizes(shape, gpus, nvlink_domain):
+        for pp in divisors(gpus // tp):
+            split = stage_split(shape.layers, pp)
+            if split is None:
+                continue
+            for cp in divisors(gpus // (tp * pp)):
+                if row_tokens % (2 * cp) and cp > 1:
+                    continue
+                dp = round(figures.data_parallel_size(gpus, tp, pp, cp))
+                if global_batch % dp:
+                    continue
+                rows_per_rank = global_batch // dp
+                for ep, etp in _expert_sizes(shape, tp, cp, dp, engine):
+                    for rows in (r for r in ROWS_PER_MICROBATCH if r <= rows_per_rank and (r * row_tokens) % cp == 0):
+                        microbatches = math.ceil(rows_per_rank / rows)
+                        for vpp in _vpp_sizes(split, pp):
+                            if vpp > 1 and microbatches % pp:
+                                continue  # the interleaved schedule runs microbatches in groups of PP
+                            for recompute in RECOMPUTE_POLICIES:
+                                for offload in offloads:
+                                    yield Layout(engine, tp, pp, vpp, cp, ep, etp, dp, split, recompute, offload,
+                                                 rows, rows * row_tokens // cp, grad_reduce_bf16)

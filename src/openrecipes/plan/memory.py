@@ -1,0 +1,153 @@
+"""Peak memory of one GPU, by part, on the pipeline stage that needs the most.
+
+Megatron's distributed optimizer (Korthikanti et al. 2022 for activations; Megatron-LM docs for the optimizer):
+BF16 weights 2 B/param, gradient buffer 4 B/param (2 with --grad-reduce-in-bf16), FP32 master weights and Adam
+moments 12 B/param sharded over the data-parallel ranks (DP*CP for dense parameters, the expert-data-parallel
+ranks for expert parameters) and the offloaded fraction kept on the host.
+torchtitan FSDP2: FP32 sharded parameters, gradients and Adam moments (16 B/param over FSDP*CP), plus the
+unsharded BF16 copies of the layers being gathered and the gradients being reduced.
+Activations assume flash attention (no s^2 score tensor) and no dropout; with TP, sequence parallel divides
+every saved tensor by TP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, GIB
+from openrecipes.plan.layouts import Layout
+from openrecipes.plan.shape import ModelShape
+
+MEGATRON_OPTIMIZER_BYTES = 12  # FP32 master weights + Adam m + Adam v
+FSDP_STATE_BYTES = 16  # FP32 parameter shard + FP32 gradient shard + Adam m + Adam v
+# Bytes per logit at the loss's peak. Megatron (the seeds' note): the BF16 output and its FP32 upcast.
+# torchtitan's unfused loss: the BF16 output, the FP32 log-softmax it saves, and in its backward the FP32
+# gradients of the log-softmax output and input at once.
+LOGITS_BYTES = {"megatron": BF16_BYTES + FP32_BYTES, "torchtitan": BF16_BYTES + 3 * FP32_BYTES}
+# torchtitan's selective (op) activation checkpointing saves every other matmul output of a layer and the
+# attention output, and recomputes the rest (torchtitan's _save_list policy).
+TORCHTITAN_SAC_SAVED_MATMUL_FRACTION = 0.5
+ROUTER_BYTES_PER_EXPERT = 2 * FP32_BYTES  # FP32 router logits and probabilities
+# Two gathered BF16 layers (the running one and the prefetched one) and one FP32 gradient being reduce-scattered.
+FSDP_BUFFER_BYTES = 2 * BF16_BYTES + FP32_BYTES
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    parts: dict[str, float]  # bytes by part, in the order a reader adds them up
+    stage: int  # the pipeline stage these parts belong to
+
+    @property
+    def total_bytes(self) -> float:
+        return sum(self.parts.values())
+
+    @property
+    def total_gib(self) -> float:
+        return self.total_bytes / GIB
+
+    def parts_gib(self) -> dict[str, float]:
+        return {name: round(value / GIB, 2) for name, value in self.parts.items()}
+
+
+def fp32_logits_bytes(tokens: int, vocab: int, tp: int = 1) -> float:
+    """The seeds' figure: 8,192 tokens x 201,088 vocabulary x 4 B = 6.14 GiB on one GPU."""
+    return tokens * vocab / tp * FP32_BYTES
+
+
+def _stage_layer_kinds(shape: ModelShape, layout: Layout, stage: int) -> tuple[int, int]:
+    """(dense-FFN layers, MoE layers) on a stage; the dense layers come first in the model."""
+    start = sum(layout.stage_layers[:stage])
+    count = layout.stage_layers[stage]
+    dense = max(0, min(start + count, shape.dense_layers) - start)
+    return dense, count - dense
+
+
+def stage_params_per_gpu(shape: ModelShape, layout: Layout, stage: int) -> tuple[float, float]:
+    """(non-expert, expert) parameters one GPU of a stage holds."""
+    dense_layers, moe_layers = _stage_layer_kinds(shape, layout, stage)
+    first, last = stage == 0, stage == layout.pp - 1
+    embeddings = (first + (last and (shape.untied_embeddings or layout.pp > 1))) * shape.embedding_params
+    non_expert = ((dense_layers + moe_layers) * shape.attention_params_per_layer + dense_layers * shape.dense_mlp_params
+                  + moe_layers * shape.moe_nonexpert_params + embeddings) / layout.tp
+    expert = moe_layers * shape.experts * shape.expert_params / (layout.ep * layout.etp)
+    return non_expert, expert
+
+
+def _layer_activation_bytes_per_token(shape: ModelShape, layout: Layout, moe: bool) -> tuple[float, float]:
+    """(kept under selective recompute, dropped by it) bytes per token of one layer, per GPU."""
+    h = shape.hidden
+    norm_inputs = 2 * BF16_BYTES * h  # residual stream entering each of the two norms
+    norm_outputs = 2 * BF16_BYTES * h  # inputs of the QKV projection and of the FFN/router
+    attention = BF16_BYTES * (shape.attention_qkv_width + shape.attention_out_width + shape.attention_latent_width)
+    if moe:
+        routed = shape.router_topk * layout.etp * (2 * BF16_BYTES * h + 2 * BF16_BYTES * shape.expert_ffn / layout.etp)
+        shared = shape.shared_experts * 2 * BF16_BYTES * shape.expert_ffn
+        activation_out = (shape.router_topk + shape.shared_experts) * BF16_BYTES * shape.expert_ffn
+        kept = norm_inputs + attention + routed + shared + ROUTER_BYTES_PER_EXPERT * shape.experts
+    else:
+        kept = norm_inputs + attention + 2 * BF16_BYTES * shape.dense_ffn
+        activation_out = BF16_BYTES * shape.dense_ffn
+    return kept / layout.tp, (norm_outputs + activation_out) / layout.tp
+
+
+def _torchtitan_sac_bytes_per_token(shape: ModelShape, layout: Layout, moe: bool) -> float:
+    h = shape.hidden
+    attention_matmuls = shape.attention_qkv_width + shape.attention_latent_width + h
+    if moe:
+        ffn_matmuls = shape.experts + (shape.router_topk * layout.etp + shape.shared_experts) * (2 * shape.expert_ffn + h)
+    else:
+        ffn_matmuls = 2 * shape.dense_ffn + h
+    saved = TORCHTITAN_SAC_SAVED_MATMUL_FRACTION * (attention_matmuls + ffn_matmuls) + h + shape.attention_out_width
+    return BF16_BYTES * saved / layout.tp
+
+
+def _activation_bytes(shape: ModelShape, layout: Layout, stage: int, global_batch: int) -> float:
+    dense_layers, moe_layers = _stage_layer_kinds(shape, layout, stage)
+    counts = {moe: count for moe, count in ((False, dense_layers), (True, moe_layers)) if count}
+    tokens = layout.max_tokens_per_gpu
+    per_layer = {moe: _layer_activation_bytes_per_token(shape, layout, moe) for moe in counts}
+    in_flight = min(layout.microbatches(global_batch), layout.pp - stage)
+    if layout.vpp > 1:  # the interleaved schedule warms up more chunks (Korthikanti et al., section 4.2)
+        in_flight *= 1 + (layout.pp - 1) / (layout.pp * layout.vpp)
+    if layout.recompute == "full":
+        layer_inputs = sum(counts.values()) * BF16_BYTES * shape.hidden * tokens / layout.tp
+        return in_flight * layer_inputs + max(sum(per_layer[moe]) * tokens for moe in counts)
+    if layout.recompute == "none":
+        kept = {moe: sum(per_layer[moe]) for moe in counts}
+    elif layout.engine == "torchtitan":
+        kept = {moe: _torchtitan_sac_bytes_per_token(shape, layout, moe) for moe in counts}
+    else:
+        kept = {moe: per_layer[moe][0] for moe in counts}
+    return in_flight * tokens * sum(counts[moe] * kept[moe] for moe in counts)
+
+
+def _largest_fsdp_unit(shape: ModelShape, layout: Layout) -> float:
+    """Parameters of the largest unit FSDP gathers at once on one GPU: a decoder layer or the embedding."""
+    ffn = (shape.experts * shape.expert_params / (layout.ep * layout.etp) + shape.moe_nonexpert_params / layout.tp
+           if shape.is_moe else shape.dense_mlp_params / layout.tp)
+    return max(shape.attention_params_per_layer / layout.tp + ffn, shape.embedding_params / layout.tp)
+
+
+def _states(shape: ModelShape, layout: Layout, non_expert: float, expert: float) -> dict[str, float]:
+    dense_shards, expert_shards = layout.dp * layout.cp, layout.expert_data_parallel
+    sharded = non_expert / dense_shards + expert / expert_shards
+    if layout.engine == "torchtitan":
+        return {"weights": sharded * FP32_BYTES, "gradients": sharded * FP32_BYTES,
+                "optimizer_states": sharded * (FSDP_STATE_BYTES - 2 * FP32_BYTES),
+                "fsdp_buffers": _largest_fsdp_unit(shape, layout) * FSDP_BUFFER_BYTES}
+    grad_bytes = BF16_BYTES if layout.grad_reduce_bf16 else FP32_BYTES
+    return {"weights": (non_expert + expert) * BF16_BYTES, "gradients": (non_expert + expert) * grad_bytes,
+            "optimizer_states": sharded * MEGATRON_OPTIMIZER_BYTES * (1 - layout.offload_fraction)}
+
+
+def estimate_memory(shape: ModelShape, layout: Layout, global_batch: int, runtime_reserve_gib: float) -> MemoryEstimate:
+    estimates = []
+    for stage in range(layout.pp):
+        non_expert, expert = stage_params_per_gpu(shape, layout, stage)
+        parts = _states(shape, layout, non_expert, expert)
+        parts["activations"] = _activation_bytes(shape, layout, stage, global_batch)
+        last = stage == layout.pp - 1
+        parts["logits"] = layout.max_tokens_per_gpu * shape.vocab / layout.tp * LOGITS_BYTES[layout.engine] if last else 0.0
+        parts["runtime_reserve"] = runtime_reserve_gib * GIB
+        estimates.append(MemoryEstimate(parts, stage))
+    return max(estimates, key=lambda e: e.total_bytes)

@@ -1,0 +1,143 @@
+"""Predict every valid layout of a model on N GPUs: does it fit, how fast, what it costs; ranked.
+
+`plan_table` returns the ranked predictions as plain data (the `--json` objects), for the CLI and the site.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from openrecipes import figures
+from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
+from openrecipes.errors import UserError
+from openrecipes.plan.constants import GIB, Calibration, Links, calibration, links
+from openrecipes.plan.layouts import Engine, Layout, enumerate_layouts
+from openrecipes.plan.memory import MemoryEstimate, estimate_memory
+from openrecipes.plan.shape import ModelShape, model_shape
+from openrecipes.plan.speed import StepTime, step_time
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    model: str
+    gpu_type: str
+    gpus: int
+    row_tokens: int = 8192
+    global_batch: int = 128
+    engine: Engine = "megatron"
+    grad_reduce_bf16: bool = False
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything fixed across one request's layouts."""
+    request: PlanRequest
+    shape: ModelShape
+    links: Links
+    peak_flops: float
+    usd_per_gpu_hour: float | None
+    calibration: Calibration
+
+
+@dataclass(frozen=True)
+class Prediction:
+    layout: Layout
+    memory: MemoryEstimate
+    step: StepTime
+    capacity_gib: float
+    tokens_per_s_per_gpu: float
+    mfu: float
+    usd_per_million_tokens: float | None
+
+    @property
+    def fits(self) -> bool:
+        return self.memory.total_gib <= self.capacity_gib
+
+    @property
+    def reason(self) -> str:
+        largest = max(self.memory.parts, key=self.memory.parts.get)
+        verdict = "fits" if self.fits else "does not fit"
+        return (f"{verdict}: {self.memory.total_gib:.1f} GiB of {self.capacity_gib:.1f} GiB on stage "
+                f"{self.memory.stage} (largest part {largest.replace('_', ' ')}: "
+                f"{self.memory.parts[largest] / GIB:.1f} GiB)")
+
+    @property
+    def short_reason(self) -> str:
+        largest = max(self.memory.parts, key=self.memory.parts.get)
+        return f"no: {self.memory.total_gib:.1f} GiB; {largest.replace('_', ' ')} {self.memory.parts[largest] / GIB:.1f}"
+
+    def as_json(self) -> dict:
+        layout = self.layout
+        return {
+            "engine": layout.engine, "label": layout.label,
+            "tp": layout.tp, "pp": layout.pp, "vpp": layout.vpp, "cp": layout.cp, "ep": layout.ep, "etp": layout.etp,
+            "dp": layout.dp, "sequence_parallel": layout.sequence_parallel, "stage_layers": list(layout.stage_layers),
+            "recompute": layout.recompute, "offload_fraction": layout.offload_fraction,
+            "rows_per_microbatch": layout.rows_per_microbatch, "max_tokens_per_gpu": layout.max_tokens_per_gpu,
+            "grad_reduce_bf16": layout.grad_reduce_bf16,
+            "fits": self.fits, "reason": self.reason,
+            "memory_gib": round(self.memory.total_gib, 2), "capacity_gib": self.capacity_gib,
+            "memory_parts": self.memory.parts_gib(),
+            "step_time_s": round(self.step.total_s, 4), "step_parts_s": self.step.parts_s(),
+            "tokens_per_s_per_gpu": round(self.tokens_per_s_per_gpu, 1), "mfu": round(self.mfu, 4),
+            "usd_per_million_tokens": (round(self.usd_per_million_tokens, 4)
+                                       if self.usd_per_million_tokens is not None else None),
+        }
+
+
+def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Context:
+    tables = tables or load_reference_tables()
+    if request.model not in tables.models:
+        raise UserError(f"unknown model '{request.model}'; known: {', '.join(sorted(tables.models))} (models/*.yaml)")
+    if request.gpu_type not in tables.gpus:
+        raise UserError(f"unknown GPU type '{request.gpu_type}'; known: {', '.join(tables.gpus)} (hardware/gpus.yaml)")
+    gpu_links = links(request.gpu_type, tables.gpus[request.gpu_type])
+    node = gpu_links.gpus_per_nvlink_domain
+    if request.gpus < 1 or (request.gpus > node and request.gpus % node):
+        raise UserError(f"--gpus {request.gpus}: not a whole number of {node}-GPU {request.gpu_type} nodes "
+                        f"(use 1..{node} or a multiple of {node})")
+    if request.row_tokens < 1 or request.global_batch < 1:
+        raise UserError("--row-tokens and --global-batch must be positive")
+    priced = sorted(name for name, row in tables.instances.items() if row.gpu == request.gpu_type)
+    price = (figures.usd_per_gpu_hour(tables.instances[priced[0]].usd_per_hour, tables.instances[priced[0]].gpus)
+             if priced else None)
+    return Context(request, model_shape(tables.models[request.model]), gpu_links,
+                   tables.gpus[request.gpu_type].peak_bf16_flops, price, calibration())
+
+
+def predict_layout(ctx: Context, layout: Layout) -> Prediction:
+    request = ctx.request
+    memory = estimate_memory(ctx.shape, layout, request.global_batch, ctx.calibration.runtime_reserve_gib)
+    step = step_time(ctx.shape, layout, ctx.links, ctx.peak_flops, ctx.calibration, request.global_batch,
+                     request.row_tokens)
+    tokens = request.global_batch * request.row_tokens
+    throughput = figures.tokens_per_s_per_gpu(tokens, step.total_s, layout.gpus)
+    return Prediction(
+        layout=layout, memory=memory, step=step, capacity_gib=ctx.links.capacity_gib,
+        tokens_per_s_per_gpu=throughput,
+        mfu=figures.mfu(ctx.shape.active_params, throughput, ctx.peak_flops),
+        usd_per_million_tokens=(figures.usd_per_million_tokens(ctx.usd_per_gpu_hour, throughput)
+                                if ctx.usd_per_gpu_hour else None),
+    )
+
+
+def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list[Prediction]:
+    """Every valid layout, ranked: fitting ones by predicted tokens/s, then the rest by how close they come."""
+    ctx = context(request, tables)
+    layouts = enumerate_layouts(ctx.shape, request.gpus, request.row_tokens, request.global_batch, request.engine,
+                                ctx.links.gpus_per_nvlink_domain, request.grad_reduce_bf16)
+    predictions = [predict_layout(ctx, layout) for layout in layouts]
+    if not predictions:
+        raise UserError(f"no valid {request.engine} layout of {request.model} on {request.gpus} GPUs with global batch "
+                        f"{request.global_batch} and {request.row_tokens}-token rows")
+    return sorted(predictions, key=lambda p: (not p.fits, -p.tokens_per_s_per_gpu if p.fits else p.memory.total_bytes))
+
+
+def plan_table(model: str, gpu_type: str, gpus: int, row_tokens: int = 8192, global_batch: int = 128,
+               engine: Engine = "megatron", grad_reduce_bf16: bool = False, top: int | None = None,
+               root: Path | None = None) -> list[dict]:
+    """The ranked predictions as plain data: one `--json` object per layout (the site's Plan page renders these)."""
+    request = PlanRequest(model, gpu_type, gpus, row_tokens, global_batch, engine, grad_reduce_bf16)
+    ranked = predict(request, load_reference_tables(root))
+    return [p.as_json() for p in ranked[:top]]

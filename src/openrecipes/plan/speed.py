@@ -1,0 +1,157 @@
+"""Step time of one layout: compute at a calibrated fraction of peak, exposed communication, pipeline bubble,
+data-parallel synchronisation and the host-side optimizer.
+
+A step runs (microbatches + (PP-1)/VPP) pipeline slots of one microbatch's compute and per-layer collectives
+(TP, CP, EP, PP sends); then the data-parallel gradient/parameter sync and the offloaded optimizer update.
+Every collective moves bytes over NVLink when its group fits in one NVLink domain, else over the network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, Calibration, Links
+from openrecipes.plan.layouts import Layout
+from openrecipes.plan.memory import stage_params_per_gpu
+from openrecipes.plan.shape import ModelShape
+
+# Full recompute reruns the forward: 6N becomes 8N FLOPs, and the forward's collectives run twice.
+FULL_RECOMPUTE_FLOPS_FACTOR = 8 / 6
+PASSES = {"none": 2, "selective": 2, "full": 3}  # forward, [recomputed forward], backward
+
+
+@dataclass(frozen=True)
+class StepTime:
+    microbatch_compute_s: float
+    microbatch_comm_s: dict[str, float]  # exposed seconds per microbatch by kind (tp, cp, ep, pp, fsdp)
+    pipeline_slots: float  # microbatches + bubble slots
+    microbatches: int
+    dp_s: float
+    offload_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.pipeline_slots * (self.microbatch_compute_s + sum(self.microbatch_comm_s.values())) \
+            + self.dp_s + self.offload_s
+
+    def parts_s(self) -> dict[str, float]:
+        """Seconds per step by part; the bubble holds the idle slots' compute and communication alike."""
+        parts = {"compute": self.microbatches * self.microbatch_compute_s}
+        parts |= {kind: self.microbatches * seconds for kind, seconds in self.microbatch_comm_s.items()}
+        bubble_slots = self.pipeline_slots - self.microbatches
+        parts["bubble"] = bubble_slots * (self.microbatch_compute_s + sum(self.microbatch_comm_s.values()))
+        parts |= {"dp": self.dp_s, "offload": self.offload_s}
+        return {name: round(seconds, 4) for name, seconds in parts.items()}
+
+
+def _transfer_s(bytes_per_gpu: float, crosses_domain: bool, links: Links, calibration: Calibration) -> float:
+    if crosses_domain:
+        return bytes_per_gpu / (links.network_bytes_per_s * calibration.network_bus_efficiency)
+    return bytes_per_gpu / (links.nvlink_bytes_per_s * calibration.nvlink_bus_efficiency)
+
+
+def _collective_s(bytes_per_gpu: float, group_span: int, links: Links, calibration: Calibration) -> float:
+    """A ring collective runs at its slowest link: the network once its group spans more than one domain.
+    group_span: consecutive ranks the group covers (its size times its stride)."""
+    return _transfer_s(bytes_per_gpu, group_span > links.gpus_per_nvlink_domain, links, calibration)
+
+
+def _all_to_all_s(bytes_per_gpu: float, group_gpus: int, stride: int, links: Links, calibration: Calibration) -> float:
+    """An all-to-all sends to every peer at once: peers in the domain over NVLink, the rest over the network."""
+    peers = group_gpus - 1
+    if peers == 0:
+        return 0.0
+    local_peers = min(group_gpus, max(1, links.gpus_per_nvlink_domain // stride)) - 1
+    local = bytes_per_gpu * local_peers / peers / (links.nvlink_bytes_per_s * calibration.nvlink_bus_efficiency)
+    remote = bytes_per_gpu * (peers - local_peers) / peers / (links.network_bytes_per_s * calibration.network_bus_efficiency)
+    return max(local, remote)
+
+
+def _microbatch_comm(shape: ModelShape, layout: Layout, links: Links, calibration: Calibration) -> dict[str, float]:
+    tokens, h = layout.max_tokens_per_gpu, shape.hidden
+    layers = max(layout.stage_layers)
+    moe_layers = round(layers * shape.moe_layers / shape.layers)
+    passes = PASSES[layout.recompute]
+    exposed = calibration.exposed_communication
+    comm = {}
+    if layout.tp > 1:
+        # Sequence parallel: an all-gather before and a reduce-scatter after each TP block, per pass. MoE blocks
+        # with ETP 1 dispatch the sequence shard directly, so only attention (and dense/ETP FFNs) pay it.
+        tp_blocks = layers + (layers - moe_layers) + (moe_layers if layout.etp > 1 else 0)
+        volume = 2 * tp_blocks * passes * (layout.tp - 1) / layout.tp * tokens * h * BF16_BYTES
+        comm["tp"] = exposed["tp"] * _collective_s(volume, layout.tp, links, calibration)
+    if layout.cp > 1:
+        kv_width = (shape.attention_qkv_width - shape.attention_out_width) / layout.tp
+        volume = layers * passes * (layout.cp - 1) * tokens * kv_width * BF16_BYTES
+        comm["cp"] = exposed["cp"] * _collective_s(volume, layout.tp * layout.cp, links, calibration)
+    if layout.ep > 1 and moe_layers:
+        # Dispatch and combine per pass, each sending every routed copy of this GPU's tokens.
+        volume = 2 * moe_layers * passes * tokens / layout.tp * layout.etp * shape.router_topk * h * BF16_BYTES \
+            * (layout.ep - 1) / layout.ep
+        comm["ep"] = exposed["ep"] * _all_to_all_s(volume, layout.ep, layout.etp, links, calibration)
+    if layout.pp > 1:
+        volume = 2 * layout.vpp * tokens / layout.tp * h * BF16_BYTES  # activations forward, gradients backward
+        # Adjacent stages sit TP*CP*DP ranks apart: on another node once that reaches a whole domain.
+        stage_span = layout.tp * layout.cp * layout.dp
+        comm["pp"] = exposed["pp"] * _transfer_s(volume, stage_span >= links.gpus_per_nvlink_domain, links, calibration)
+    if layout.engine == "torchtitan":
+        non_expert, expert = _heaviest_stage_params(shape, layout)
+        shards = layout.dp * layout.cp
+        # FSDP gathers BF16 weights for the forward and again for the backward and reduce-scatters FP32 gradients,
+        # every microbatch.
+        volume = (non_expert * _shard_fraction(shards) + expert * _shard_fraction(layout.expert_data_parallel)) \
+            * (2 * BF16_BYTES + FP32_BYTES)
+        comm["fsdp"] = exposed["fsdp"] * _collective_s(volume, layout.tp * shards, links, calibration)
+    return comm
+
+
+def _shard_fraction(shards: int) -> float:
+    return (shards - 1) / shards
+
+
+def _heaviest_stage_params(shape: ModelShape, layout: Layout) -> tuple[float, float]:
+    """(non-expert, expert) parameters per GPU on the stage holding the most: it sets the sync and update time."""
+    per_stage = [stage_params_per_gpu(shape, layout, stage) for stage in range(layout.pp)]
+    return max(per_stage, key=lambda params: params[0] / (layout.dp * layout.cp) + params[1] / layout.expert_data_parallel)
+
+
+def _dp_sync_s(shape: ModelShape, layout: Layout, links: Links, calibration: Calibration) -> float:
+    """Megatron's distributed optimizer: reduce-scatter the gradients, all-gather the updated BF16 weights."""
+    if layout.engine != "megatron":
+        return 0.0
+    non_expert, expert = _heaviest_stage_params(shape, layout)
+    grad_bytes = BF16_BYTES if layout.grad_reduce_bf16 else FP32_BYTES
+    volume = (non_expert * _shard_fraction(layout.dp * layout.cp) + expert * _shard_fraction(layout.expert_data_parallel)) \
+        * (grad_bytes + BF16_BYTES)
+    group = layout.tp * layout.cp * layout.dp
+    return calibration.exposed_communication["dp"] * _collective_s(volume, group, links, calibration)
+
+
+def _offload_s(shape: ModelShape, layout: Layout, calibration: Calibration) -> float:
+    if not layout.offload_fraction:
+        return 0.0
+    non_expert, expert = _heaviest_stage_params(shape, layout)
+    sharded = non_expert / (layout.dp * layout.cp) + expert / layout.expert_data_parallel
+    return layout.offload_fraction * sharded / calibration.cpu_optimizer_params_per_s_per_gpu
+
+
+def step_time(shape: ModelShape, layout: Layout, links: Links, peak_flops: float, calibration: Calibration,
+              global_batch: int, row_tokens: int) -> StepTime:
+    microbatches = layout.microbatches(global_batch)
+    mean_rows = global_batch / layout.dp / microbatches  # the last microbatch may be short
+    imbalance = max(layout.stage_layers) * layout.pp / shape.layers
+    flops = mean_rows * row_tokens * shape.step_flops_per_token(row_tokens) * imbalance \
+        / (layout.tp * layout.cp * layout.pp)
+    if layout.recompute == "full":
+        flops *= FULL_RECOMPUTE_FLOPS_FACTOR
+    seconds = flops / (peak_flops * calibration.compute_efficiency[layout.engine])
+    if layout.recompute == "selective":
+        seconds *= calibration.selective_recompute_time_factor[layout.engine]
+    return StepTime(
+        microbatch_compute_s=seconds,
+        microbatch_comm_s=_microbatch_comm(shape, layout, links, calibration),
+        pipeline_slots=microbatches + (layout.pp - 1) / layout.vpp,
+        microbatches=microbatches,
+        dp_s=_dp_sync_s(shape, layout, links, calibration),
+        offload_s=_offload_s(shape, layout, calibration),
+    )

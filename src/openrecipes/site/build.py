@@ -1,0 +1,150 @@
+"""Writes the static site: every page rendered from page records, the plots, the YAML downloads, recipes.json.
+
+Every recipe string reaches HTML through Jinja's autoescape and reaches JavaScript only as JSON data read with
+textContent, so a recipe cannot inject markup or script; the pages' CSP forbids inline script and style as well.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from urllib.parse import quote
+
+import jinja2
+import yaml
+
+from openrecipes.catalog.store import Catalog, CatalogEntry
+from openrecipes.errors import UserError
+from openrecipes.site import format as fmt
+from openrecipes.site import plots
+from openrecipes.site.compare import compare_record, compare_script
+from openrecipes.site.pages import (
+    Site, compare_data_path, pareto_points, recipe_page_path, recipe_yaml_path, relative_url, site_pages,
+)
+from openrecipes.site.runs import run_plots
+
+HERE = Path(__file__).parent
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
+       "base-uri 'none'; form-action 'none'")
+# Written into every build so a rebuild may clear the folder; a folder without it is never emptied.
+BUILD_MARKER = ".openrecipes-site"
+
+
+@dataclass
+class BuildReport:
+    out: Path
+    pages: dict[str, int] = field(default_factory=dict)  # site path of each HTML page -> bytes
+
+    @property
+    def largest(self) -> tuple[str, int]:
+        return max(self.pages.items(), key=lambda item: item[1])
+
+
+@lru_cache(maxsize=1)
+def citations() -> dict[str, dict[str, str]]:
+    return yaml.safe_load((HERE / "citations.yaml").read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(tokens_board=fmt.tokens_board, tokens_detail=fmt.tokens_detail, usd=fmt.usd)
+    env.globals.update(csp=CSP, fmt=fmt, citations=citations(), page_of=recipe_page_path, yaml_of=recipe_yaml_path)
+    return env
+
+
+def _prepare(out: Path) -> None:
+    if out.exists() and any(out.iterdir()):
+        if not (out / BUILD_MARKER).exists():
+            raise UserError(f"{out}: not empty and not an OpenRecipes site build; give an empty or new folder")
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / BUILD_MARKER).write_text("written by `openrecipes site build`; the next build replaces this folder\n")
+
+
+class _Writer:
+    def __init__(self, out: Path, report: BuildReport):
+        self.out, self.report = out, report
+
+    def bytes(self, site_path: str, data: bytes) -> None:
+        target = self.out / site_path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    def page(self, site_path: str, template: str, **context) -> None:
+        def url(target: str) -> str:
+            return quote(relative_url(site_path, target))
+
+        html = _environment().get_template(template).render(url=url, page_path=site_path, **context)
+        data = html.encode("utf-8")
+        self.bytes(site_path, data)
+        self.report.pages[site_path] = len(data)
+
+
+def build_site(catalog: Catalog, out: Path) -> BuildReport:
+    out = Path(out).resolve()
+    _prepare(out)
+    report = BuildReport(out)
+    write = _Writer(out, report)
+    site = site_pages(catalog)
+    for name in ("site.css", "site.js"):
+        write.bytes(f"static/{name}", (HERE / "static" / name).read_bytes())
+    write.page("index.html", "index.html", site=site, title="All models")
+    write.page("running.html", "running.html", site=site, title="Running a recipe", example=_example(catalog))
+    for section in site.sections:
+        write.bytes(section.pareto_plot, plots.pareto_svg(section.name, pareto_points(catalog, section.name),
+                                                            section.front))
+        for board_page in section.pages:
+            write.page(board_page.path, "board.html", site=site, section=section, page=board_page,
+                       title=board_page.title)
+    for entry in catalog.recipes:
+        _recipe(write, site, entry)
+    write.page("compare.html", "compare.html", site=site, title="Compare two recipes")
+    write.bytes("recipes.json", export_json(site).encode("utf-8"))
+    return report
+
+
+def _recipe(write: _Writer, site: Site, entry: CatalogEntry) -> None:
+    recipe = entry.entry
+    board_page, rank = site.board_of[entry.slug]
+    section = site.section(recipe.model)
+    yaml_text = (site.catalog.root / entry.path).read_text(encoding="utf-8")
+    write.bytes(recipe_yaml_path(entry), yaml_text.encode("utf-8"))
+    run_images = run_plots(site.catalog.root, entry)
+    for image in run_images:
+        write.bytes(image.path, image.svg)
+    ranked = board_page.board.ranked
+    partner = ranked[1] if rank == 1 and len(ranked) > 1 else ranked[0]
+    write.page(recipe_page_path(entry), "recipe.html", site=site, section=section, board_page=board_page,
+               rank=rank, entry=entry, recipe=recipe, yaml_text=yaml_text, run_images=run_images,
+               compare_partner=partner, title=f"{entry.name} · {recipe.model} on {recipe.gpu.type}")
+    write.bytes(compare_data_path(entry), compare_script(compare_record(entry, board_page, rank)))
+
+
+def _example(catalog: Catalog) -> CatalogEntry | None:
+    """The recipe the "Running a recipe" page uses in its commands: the fastest of the first model's boards."""
+    recipes = sorted(catalog.recipes, key=lambda e: (e.entry.model, -e.entry.result.tokens_per_s_per_gpu))
+    return recipes[0] if recipes else None
+
+
+def export_json(site: Site) -> str:
+    """The whole catalog for tools: every entry with its permalink, its board rank, and its fields."""
+    entries = []
+    for entry in site.catalog.entries:
+        record = {"slug": entry.slug, "path": entry.path.as_posix(),
+                  "kind": "published_summary" if entry.is_summary else "recipe"}
+        if not entry.is_summary:
+            board_page, rank = site.board_of[entry.slug]
+            record.update(page=recipe_page_path(entry), yaml=recipe_yaml_path(entry), board=board_page.path,
+                          workload=board_page.board.workload.label, rank=rank)
+        record["entry"] = entry.entry.model_dump(mode="json")
+        entries.append(record)
+    boards = [{"model": p.board.model, "gpu_type": p.board.gpu_type, "workload": p.board.workload.label,
+               "page": p.path, "ranked": [e.slug for e in p.board.ranked]}
+              for section in site.sections for p in section.boards]
+    return json.dumps({"schema_version": 1, "entries": entries, "boards": boards}, indent=1, ensure_ascii=False)
+

@@ -1,0 +1,174 @@
+"""Page records: what each page of the site shows, derived from the catalog once, before any template runs.
+
+Ranking and best-per-GPU come from openrecipes.catalog.leaderboard; this module only arranges them into pages,
+adds the Pareto front and gives every page its stable path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from openrecipes.catalog.leaderboard import Board, GpuBest, best_per_gpu, boards, models
+from openrecipes.catalog.store import Catalog, CatalogEntry
+from openrecipes.errors import UserError
+
+
+@dataclass(frozen=True)
+class ParetoPoint:
+    entry: CatalogEntry
+    tokens_per_s_per_gpu: float
+    usd_per_million_tokens: float
+    gpus: int
+    gpu_type: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.gpu_type} published summary" if self.entry.is_summary else self.entry.name
+
+
+def pareto_front(points: list[ParetoPoint]) -> list[ParetoPoint]:
+    """The points no other point beats on both axes (faster and cheaper), cheapest first.
+
+    Of several points with equal figures only the first (by slug) is kept: it stands for all of them.
+    """
+    ordered = sorted(points, key=lambda p: (p.usd_per_million_tokens, -p.tokens_per_s_per_gpu, p.entry.slug))
+    front: list[ParetoPoint] = []
+    for point in ordered:
+        if not front or point.tokens_per_s_per_gpu > front[-1].tokens_per_s_per_gpu:
+            front.append(point)
+    return front
+
+
+def pareto_points(catalog: Catalog, model: str) -> list[ParetoPoint]:
+    return [ParetoPoint(e, e.entry.result.tokens_per_s_per_gpu, e.entry.result.usd_per_million_tokens,
+                        e.entry.gpu.count, e.entry.gpu.type)
+            for e in catalog.entries if e.entry.model == model]
+
+
+# A leaderboard longer than this continues on further pages, so no page outgrows the 150 KB budget.
+BOARD_PAGE_ROWS = 100
+
+
+@dataclass
+class BoardPage:
+    """One page of a leaderboard: its rows from rank start + 1, and the paths of all of the board's pages."""
+
+    board: Board
+    path: str
+    start: int = 0
+    page_paths: list[str] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        return f"Training {self.board.model} on {self.board.gpu_type}"
+
+    @property
+    def rows(self) -> tuple[CatalogEntry, ...]:
+        return self.board.ranked[self.start:self.start + BOARD_PAGE_ROWS]
+
+
+def board_pages(board: Board, folder: str) -> list[BoardPage]:
+    stem = f"models/{folder}/{board.gpu_type.lower()}/{board.workload.slug}"
+    starts = range(0, len(board.ranked), BOARD_PAGE_ROWS)
+    paths = [f"{stem}.html" if n == 0 else f"{stem}-{n + 1}.html" for n in range(len(starts))]
+    return [BoardPage(board, path, start, paths) for path, start in zip(paths, starts)]
+
+
+@dataclass
+class ModelSection:
+    """A model on the index and the data every page of that model shares."""
+
+    name: str
+    family: str
+    folder: str
+    notes: list[str]
+    notes_source: str
+    pareto_plot: str  # site path of the SVG
+    boards: list[BoardPage] = field(default_factory=list)  # the first page of each board
+    pages: list[BoardPage] = field(default_factory=list)  # every page of every board
+    best: list[GpuBest] = field(default_factory=list)
+    front: list[ParetoPoint] = field(default_factory=list)
+
+    def recipe_count(self, gpu_type: str) -> int:
+        return sum(len(p.board.ranked) for p in self.boards if p.board.gpu_type == gpu_type)
+
+    def board_for(self, gpu_type: str) -> BoardPage | None:
+        """The GPU type's board holding its fastest recipe (a GPU type may have several workloads)."""
+        best = next((b for b in self.best if b.gpu_type == gpu_type), None)
+        if best is None or best.summary_only:
+            return None
+        return next(p for p in self.boards if best.fastest in p.board.ranked)
+
+
+@dataclass
+class Site:
+    catalog: Catalog
+    sections: list[ModelSection]
+    board_of: dict[str, tuple[BoardPage, int]]  # recipe slug -> the board page listing it and its 1-based rank
+
+    def section(self, model: str) -> ModelSection:
+        return next(s for s in self.sections if s.name == model)
+
+
+def recipe_page_path(entry: CatalogEntry) -> str:
+    return f"recipes/{entry.slug}.html"
+
+
+def recipe_yaml_path(entry: CatalogEntry) -> str:
+    return f"recipes/{entry.slug}.yaml"
+
+
+def compare_data_path(entry: CatalogEntry) -> str:
+    return f"compare/{entry.slug}.js"
+
+
+def _model_folder(catalog: Catalog, model: str) -> str:
+    card = catalog.tables.model_files.get(model)
+    return card.stem if card else model.lower()
+
+
+def site_pages(catalog: Catalog) -> Site:
+    _require_unique_slugs(catalog)
+    by_model: dict[str, list[Board]] = {}
+    for board in boards(catalog):
+        by_model.setdefault(board.model, []).append(board)
+    sections, board_of = [], {}
+    for model in models(catalog):
+        card = catalog.tables.models[model]
+        folder = _model_folder(catalog, model)
+        section = ModelSection(name=model, family=card.family, folder=folder, notes=card.notes,
+                               notes_source=card.notes_source, pareto_plot=f"plots/{folder}-pareto.svg",
+                               best=_in_hardware_order(catalog, best_per_gpu(catalog, model)),
+                               front=pareto_front(pareto_points(catalog, model)))
+        for board in by_model.get(model, []):
+            pages = board_pages(board, folder)
+            section.boards.append(pages[0])
+            section.pages += pages
+            for page in pages:
+                for rank, entry in enumerate(page.rows, start=page.start + 1):
+                    board_of[entry.slug] = (page, rank)
+        sections.append(section)
+    return Site(catalog, sections, board_of)
+
+
+def _in_hardware_order(catalog: Catalog, best: list[GpuBest]) -> list[GpuBest]:
+    """GPU types in hardware/gpus.yaml's order (H100, H200, B200, ...), as the seed pages list them."""
+    order = {gpu_type: index for index, gpu_type in enumerate(catalog.tables.gpus)}
+    return sorted(best, key=lambda b: (order.get(b.gpu_type, len(order)), b.gpu_type))
+
+
+def _require_unique_slugs(catalog: Catalog) -> None:
+    seen: dict[str, Path] = {}
+    for entry in catalog.entries:
+        if entry.slug in seen:
+            raise UserError(f"{entry.path} and {seen[entry.slug]} share the permalink '{entry.slug}'; "
+                            "rename one (recipes/<model>/<gpu>/<name>.yaml)")
+        seen[entry.slug] = entry.path
+
+
+def relative_url(from_page: str, target: str) -> str:
+    """A link from one site path to another that works from file:// and under any prefix on a static host."""
+    start = PurePosixPath(from_page).parent
+    depth = len(start.parts)
+    return "../" * depth + target if depth else target

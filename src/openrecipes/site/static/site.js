@@ -1,0 +1,210 @@
+// OpenRecipes pages: copy buttons, sortable and filterable tables, and the compare page.
+// Recipe text is only ever put into the page with textContent, never parsed as HTML.
+(function () {
+  "use strict";
+
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) {
+      return navigator.clipboard.writeText(text);
+    }
+    // Plain-http hosts have no async clipboard: fall back to a selected, off-screen textarea.
+    var area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.className = "offscreen";
+    document.body.appendChild(area);
+    area.select();
+    var copied = document.execCommand("copy");
+    document.body.removeChild(area);
+    return copied ? Promise.resolve() : Promise.reject(new Error("copy refused"));
+  }
+
+  function initCopyButtons() {
+    document.querySelectorAll("button.copy[data-copy]").forEach(function (button) {
+      button.addEventListener("click", function () {
+        var source = document.getElementById(button.getAttribute("data-copy"));
+        copyText(source.textContent).then(function () {
+          button.textContent = "Copied";
+        }, function () {
+          button.textContent = "Select and copy";
+        });
+        window.setTimeout(function () { button.textContent = "Copy"; }, 2000);
+      });
+    });
+  }
+
+  function cellValue(row, column, numeric) {
+    var cell = row.cells[column];
+    var raw = cell.hasAttribute("data-value") ? cell.getAttribute("data-value") : cell.textContent.trim();
+    return numeric ? parseFloat(raw) : raw.toLowerCase();
+  }
+
+  function initSortableTables() {
+    document.querySelectorAll("table.sortable").forEach(function (table) {
+      var headers = table.tHead.rows[0].cells;
+      Array.prototype.forEach.call(headers, function (header, column) {
+        var kind = header.getAttribute("data-sort");
+        if (!kind) { return; }
+        header.tabIndex = 0;
+        header.classList.add("sortable-head");
+        function sort() {
+          var ascending = header.getAttribute("aria-sort") !== "ascending";
+          Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
+          header.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+          var body = table.tBodies[0];
+          var rows = Array.prototype.slice.call(body.rows);
+          rows.sort(function (x, y) {
+            var a = cellValue(x, column, kind === "num"), b = cellValue(y, column, kind === "num");
+            return (a < b ? -1 : a > b ? 1 : 0) * (ascending ? 1 : -1);
+          });
+          rows.forEach(function (row) { body.appendChild(row); });
+        }
+        header.addEventListener("click", sort);
+        header.addEventListener("keydown", function (event) {
+          if (event.key === "Enter" || event.key === " ") { event.preventDefault(); sort(); }
+        });
+      });
+    });
+  }
+
+  function initFilters() {
+    document.querySelectorAll("input[data-filter]").forEach(function (input) {
+      var table = document.getElementById(input.getAttribute("data-filter"));
+      input.addEventListener("input", function () {
+        var words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
+        Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
+          var text = row.textContent.toLowerCase();
+          row.hidden = !words.every(function (word) { return text.indexOf(word) !== -1; });
+        });
+      });
+    });
+  }
+
+  // --- compare page -------------------------------------------------------------------------------------------
+  var records = {};
+  var waiting = {};
+  window.openrecipesCompare = {
+    receive: function (record) {
+      records[record.slug] = record;
+      (waiting[record.slug] || []).forEach(function (done) { done(record); });
+      delete waiting[record.slug];
+    }
+  };
+
+  function sitePath(base, path) {
+    return base + path.split("/").map(encodeURIComponent).join("/");
+  }
+
+  function load(base, slug, done) {
+    if (records[slug]) { done(records[slug]); return; }
+    if (waiting[slug]) { waiting[slug].push(done); return; }
+    waiting[slug] = [done];
+    var script = document.createElement("script");
+    script.src = sitePath(base, "compare/" + slug + ".js");
+    document.head.appendChild(script);
+  }
+
+  function cell(row, text, tag) {
+    var element = document.createElement(tag || "td");
+    element.textContent = text;
+    row.appendChild(element);
+    return element;
+  }
+
+  function factMap(record) {
+    var map = {}, order = [];
+    record.facts.forEach(function (pair) {
+      if (!(pair[0] in map)) { map[pair[0]] = []; order.push(pair[0]); }
+      map[pair[0]].push(pair[1]);
+    });
+    return { map: map, order: order };
+  }
+
+  function renderHead(base, id, record) {
+    var head = document.getElementById(id);
+    head.textContent = "";
+    var link = document.createElement("a");
+    link.href = sitePath(base, record.page);
+    link.textContent = record.name;
+    head.appendChild(link);
+  }
+
+  function renderCompare(base, a, b) {
+    renderHead(base, "head-a", a);
+    renderHead(base, "head-b", b);
+    var factsA = factMap(a), factsB = factMap(b);
+    var labels = factsA.order.concat(factsB.order.filter(function (l) { return !(l in factsA.map); }));
+    var body = document.querySelector("#compare-facts tbody");
+    body.textContent = "";
+    labels.forEach(function (label) {
+      var row = document.createElement("tr");
+      var va = (factsA.map[label] || ["—"]).join("\n"), vb = (factsB.map[label] || ["—"]).join("\n");
+      cell(row, label, "th");
+      cell(row, va);
+      cell(row, vb);
+      if (va !== vb) { row.className = "differs"; }
+      body.appendChild(row);
+    });
+    var argBody = document.querySelector("#compare-arguments tbody");
+    argBody.textContent = "";
+    var names = Object.keys(a.arguments).concat(Object.keys(b.arguments).filter(function (n) {
+      return !(n in a.arguments);
+    })).sort();
+    var changed = 0;
+    names.forEach(function (name) {
+      var va = name in a.arguments ? a.arguments[name] : "(absent)";
+      var vb = name in b.arguments ? b.arguments[name] : "(absent)";
+      if (va === vb) { return; }
+      changed += 1;
+      var row = document.createElement("tr");
+      var klass = a.classes[name] || b.classes[name] || "not classed";
+      cell(row, name, "th");
+      cell(row, klass).className = "class-label class-" + klass.replace(/\s+/g, "-");
+      cell(row, va);
+      cell(row, vb);
+      argBody.appendChild(row);
+    });
+    if (!changed) {
+      var row = document.createElement("tr");
+      cell(row, "No run argument differs.").colSpan = 4;
+      argBody.appendChild(row);
+    }
+    document.getElementById("check-command").textContent =
+      "openrecipes check config --candidate " + b.path + " --reference " + a.path;
+    document.getElementById("compare-status").textContent = "A: " + a.slug + " · B: " + b.slug;
+  }
+
+  function initCompare() {
+    var pickA = document.getElementById("pick-a"), pickB = document.getElementById("pick-b");
+    if (!pickA || !pickB) { return; }
+    var base = document.getElementById("compare-status").getAttribute("data-base");
+    Array.prototype.forEach.call(pickA.children, function (child) { pickB.appendChild(child.cloneNode(true)); });
+    var options = Array.prototype.map.call(pickA.options, function (o) { return o.value; });
+    var params = new URLSearchParams(window.location.search);
+    pickA.value = options.indexOf(params.get("a")) !== -1 ? params.get("a") : options[0];
+    var fallback = options.filter(function (v) { return v !== pickA.value; })[0] || options[0];
+    pickB.value = options.indexOf(params.get("b")) !== -1 ? params.get("b") : fallback;
+
+    function update() {
+      var slugA = pickA.value, slugB = pickB.value;
+      if (window.location.protocol !== "file:") {
+        window.history.replaceState(null, "", "?a=" + encodeURIComponent(slugA) + "&b=" + encodeURIComponent(slugB));
+      }
+      load(base, slugA, function (a) {
+        load(base, slugB, function (b) {
+          if (pickA.value === slugA && pickB.value === slugB) { renderCompare(base, a, b); }
+        });
+      });
+    }
+    pickA.addEventListener("change", update);
+    pickB.addEventListener("change", update);
+    if (options.length) { update(); }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    initCopyButtons();
+    initSortableTables();
+    initFilters();
+    initCompare();
+  });
+}());

@@ -1,0 +1,141 @@
+"""The configuration check: which arguments differ between two runs, and what class each change belongs to.
+
+`pass` when only placement (and execution-fingerprint) arguments change; `needs component test` when an argument
+whose correctness a component test covers changes (CPU optimizer offload, the precision-aware optimizer); `fail`
+on a numerics change or on any changed argument rules/argument-classes.yaml does not class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
+from openrecipes.errors import UserError
+from openrecipes.measure.formats import read_text
+
+RULES_PATH = Path(__file__).resolve().parents[3] / "rules" / "argument-classes.yaml"
+CLASSES = ("placement", "execution_fingerprint", "numerics")
+PASS, NEEDS_COMPONENT_TEST, FAIL = "pass", "needs component test", "fail"
+
+
+@dataclass(frozen=True)
+class ArgumentClass:
+    klass: str
+    why: str
+    component_test: str | None = None
+
+
+@dataclass(frozen=True)
+class Rules:
+    arguments: dict[str, ArgumentClass]
+    environment: dict[str, ArgumentClass]
+
+    def of_argument(self, flag: str) -> ArgumentClass | None:
+        """An argument's own entry, else its torchtitan section's `--section.*` entry."""
+        if flag in self.arguments:
+            return self.arguments[flag]
+        section = flag.rpartition(".")[0]
+        return self.arguments.get(f"{section}.*") if section else None
+
+
+def _entries(path: Path, data: dict, key: str) -> dict[str, ArgumentClass]:
+    entries = {}
+    for name, entry in (data.get(key) or {}).items():
+        if not isinstance(entry, dict) or entry.get("class") not in CLASSES or not entry.get("why"):
+            raise UserError(f"{path}: {key}.{name} needs 'class' (one of {', '.join(CLASSES)}) and 'why'")
+        entries[name] = ArgumentClass(entry["class"], entry["why"], entry.get("component_test"))
+    return entries
+
+
+def load_rules(path: Path = RULES_PATH) -> Rules:
+    try:
+        data = yaml.safe_load(read_text(path))
+    except yaml.YAMLError as error:
+        raise UserError(f"{path}: not valid YAML ({error})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected 'arguments:' and 'environment:' mappings")
+    return Rules(_entries(path, data, "arguments"), _entries(path, data, "environment"))
+
+
+def read_run(path: Path) -> ParsedRun:
+    """The run command of a recipe (YAML) or of a plain shell script (a reference that is not in the catalog)."""
+    path = Path(path)
+    if path.suffix in (".yaml", ".yml"):
+        from openrecipes.catalog import load_recipe  # pydantic only for recipes
+
+        text = load_recipe(path).run
+    else:
+        text = read_text(path)
+    try:
+        parsed = parse_run(text)
+    except CommandError as error:
+        raise UserError(f"{path}: {error}") from None
+    if not parsed.argv:
+        raise UserError(f"{path}: no launch command (python3, python or torchrun) in the run script")
+    return parsed
+
+
+def _flag_value(parsed: ParsedRun, flag: str) -> str | bool | None:
+    """None when absent, True for a switch that is present, else its values as written."""
+    if flag not in parsed.flags:
+        return None
+    return " ".join(parsed.flags[flag]) or True
+
+
+def _change(name: str, reference: object, candidate: object, rule: ArgumentClass | None) -> dict:
+    return {
+        "argument": name,
+        "reference": reference,
+        "candidate": candidate,
+        "class": rule.klass if rule else None,
+        "why": rule.why if rule else "not in rules/argument-classes.yaml",
+        "component_test": rule.component_test if rule else None,
+    }
+
+
+def reason(change: dict) -> str | None:
+    name, was, now = change["argument"], change["reference"], change["candidate"]
+    if change["class"] is None:
+        return (f"{name} changes ({was} -> {now}) and is not classed; add it to rules/argument-classes.yaml "
+                "with its class and reason")
+    if change["class"] == "numerics":
+        return f"{name} changes the numerics ({was} -> {now}): {change['why']}"
+    if change["component_test"]:
+        return (f"{name} changes ({was} -> {now}); run `openrecipes check component {change['component_test']}` "
+                "at the recipe's shape")
+    if change["class"] == "execution_fingerprint":
+        return (f"{name} changes the execution fingerprint ({was} -> {now}): the convergence check applies, "
+                "step-for-step parity is not claimed")
+    return None
+
+
+def compare_runs(reference: ParsedRun, candidate: ParsedRun, rules: Rules) -> dict:
+    changes = []
+    if reference.launcher != candidate.launcher:
+        changes.append(_change("launch program", " ".join(reference.launcher), " ".join(candidate.launcher), None))
+    for flag in sorted(set(reference.flags) | set(candidate.flags)):
+        was, now = _flag_value(reference, flag), _flag_value(candidate, flag)
+        if was != now:
+            changes.append(_change(flag, was, now, rules.of_argument(flag)))
+    for name in sorted(set(reference.exports) | set(candidate.exports)):
+        was, now = reference.exports.get(name), candidate.exports.get(name)
+        if was != now:
+            changes.append(_change(name, was, now, rules.environment.get(name)))
+
+    failing = [c for c in changes if c["class"] in (None, "numerics")]
+    component_tests = sorted({c["component_test"] for c in changes if c["component_test"]})
+    result = FAIL if failing else NEEDS_COMPONENT_TEST if component_tests else PASS
+    return {
+        "result": result,
+        "placement_only": result == PASS and all(c["class"] == "placement" for c in changes),
+        "changes": changes,
+        "component_tests": component_tests,
+        "reasons": [reason for reason in map(reason, changes) if reason],
+    }
+
+
+def check_config(candidate: Path, reference: Path, rules_path: Path = RULES_PATH) -> dict:
+    return compare_runs(read_run(reference), read_run(candidate), load_rules(rules_path))

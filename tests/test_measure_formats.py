@@ -1,0 +1,89 @@
+"""Each log format into the one step table: steps numbered from 0, step times, losses, timestamps."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from conftest import REPO
+from openrecipes.errors import UserError
+from openrecipes.measure.formats import read_log
+
+LOGS = REPO / "tests/fixtures/logs"
+TORCHTITAN = LOGS / "torchtitan-0.2.2-qwen3-8b-fsdp2-2xh200.log"
+
+
+def test_megatron_iteration_n_is_step_n_minus_1():
+    table = read_log(LOGS / "megatron-bridge-3-iterations.log")
+    assert table.log_format == "megatron"
+    assert [s.step for s in table.steps] == [0, 1, 2]
+    first = table.steps[0]
+    assert first.step_time_s == pytest.approx(15.0342) and first.loss == pytest.approx(2.034512)
+    assert first.grad_norm == pytest.approx(4.127) and first.where.endswith(":2")
+    assert table.planned_steps == 3
+    assert table.first_timestamp == datetime(2026, 10, 20, 8, 0, 0)
+    assert table.last_timestamp == datetime(2026, 10, 20, 8, 1, 40)
+
+
+def test_slime_joins_step_and_perf_lines_and_counts_from_0():
+    table = read_log(LOGS / "slime-gpt-oss-20b-attune-tp1-pp1-ep4.log")
+    assert table.log_format == "slime"
+    assert [s.step for s in table.steps] == list(range(20))
+    first = table.steps[0]
+    assert first.step_time_s == pytest.approx(21.4) and first.loss == pytest.approx(1.9)
+    # perf/actor_train_tok_per_s is global: times perf/actor_train_time it is the step's 128 x 8,192 tokens.
+    assert first.tokens == 128 * 8192
+
+
+def test_torchtitan_real_log_step_times_from_timestamps():
+    table = read_log(TORCHTITAN)
+    assert table.log_format == "torchtitan"
+    assert [s.step for s in table.steps] == list(range(25))  # torchtitan's "step: 1" is step 0
+    assert table.planned_steps == 25
+    by_step = table.by_step()
+    # step: 2 at 01:04:02,276 after step: 1 at 01:04:00,475
+    assert by_step[1].step_time_s == pytest.approx(1.801)
+    assert by_step[1].loss == pytest.approx(10.00105) and by_step[1].memory_gib == pytest.approx(103.93)
+    # The first step is timed from "Training starts at step 1" (01:03:45,996): it includes compilation.
+    assert by_step[0].step_time_s == pytest.approx(14.479)
+    # Cross-check against torchtitan's own per-GPU tps: 2 rows x 8,192 tokens per GPU per step.
+    assert 2 * 8192 / by_step[1].step_time_s == pytest.approx(9102, rel=2e-3)
+
+
+def test_torchtitan_keeps_one_rank(tmp_path):
+    lines = TORCHTITAN.read_text().splitlines()
+    doubled = [line for line in lines for line in (line, line.replace("[rank0]:", "[rank1]:", 1))]
+    log = tmp_path / "two-ranks.log"
+    log.write_text("\n".join(doubled) + "\n")
+    assert [s.step for s in read_log(log).steps] == list(range(25))
+
+
+def test_openrecipes_jsonl():
+    table = read_log(LOGS / "openrecipes-3-steps.jsonl")
+    assert table.log_format == "jsonl"
+    assert [(s.step, s.step_time_s, s.loss, s.tokens) for s in table.steps] == [
+        (0, 14.2, 2.5, 1048576), (1, 12.1, 2.25, 1048576), (2, 11.9, 2.0, 1048576)]
+    assert table.last_timestamp == datetime(2026, 11, 2, 10, 0, 38)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("hello\nno steps here\n", "no training step lines of a known format"),
+    ('{"step": 0, "loss": 1.0}\n{"step": 1, "loss": \n', "not a JSON object"),
+    ('{"step": 0, "loss": "high"}\n', "'loss' must be a number"),
+    ("step 3: {'train/loss': 1.0, 'train/grad\n", "cut off"),
+    (" iteration 1/ 3 | elapsed time per iteration (ms): 10.0 | lm loss: 2.0 |\n"
+     " iteration 2/ 3 | elapsed time per iteration (ms): 10.0 | lm lo\n", "has no 'lm loss'"),
+    (" iteration 1/ 3 | elapsed time per iteration (ms): 10.0 | lm loss: 2.0 |\nstep 0: {'train/loss': 1.0}\n",
+     "several formats"),
+])
+def test_bad_logs_name_the_problem(tmp_path, text, message):
+    log = tmp_path / "bad.log"
+    log.write_text(text)
+    with pytest.raises(UserError, match=message):
+        read_log(log)
+
+
+def test_missing_file_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="cannot read"):
+        read_log(tmp_path / "absent.log")

@@ -1,0 +1,47 @@
+"""`openrecipes plan` as a user runs it: the --json contract, the ranking, one-line errors with exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_catalog_cli import openrecipes
+
+REQUIRED = {"tp", "pp", "cp", "ep", "etp", "dp", "recompute", "offload_fraction", "max_tokens_per_gpu", "fits",
+            "reason", "memory_gib", "tokens_per_s_per_gpu", "mfu", "usd_per_million_tokens", "memory_parts"}
+
+
+def test_json_contract_and_ranking():
+    result = openrecipes("plan", "gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--top", "0", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert all(REQUIRED <= set(row) for row in rows)
+    fits = [row["fits"] for row in rows]
+    assert fits == sorted(fits, reverse=True) and any(fits) and not all(fits)
+    speeds = [row["tokens_per_s_per_gpu"] for row in rows if row["fits"]]
+    assert speeds == sorted(speeds, reverse=True)
+    row = rows[0]
+    assert row["recompute"] in ("none", "selective", "full")
+    assert abs(sum(row["memory_parts"].values()) - row["memory_gib"]) < 0.05
+    # the seeds' measured layout is among the fitting ones
+    assert any(r["fits"] and (r["tp"], r["pp"], r["cp"], r["ep"], r["dp"], r["recompute"]) == (1, 1, 1, 4, 8, "none")
+               for r in rows)
+
+
+def test_table_lists_fitting_then_not_fitting():
+    result = openrecipes("plan", "gpt-oss-20b", "--gpu", "H100", "--gpus", "8", "--top", "3")
+    assert result.returncode == 0, result.stderr
+    assert "valid layouts fit" in result.stdout and "no:" in result.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nope", "--gpu", "H200", "--gpus", "8"], "unknown model 'nope'"),
+    (["gpt-oss-20b", "--gpu", "H300", "--gpus", "8"], "unknown GPU type 'H300'"),
+    (["gpt-oss-20b", "--gpu", "H200", "--gpus", "12"], "not a whole number of 8-GPU H200 nodes"),
+    (["gpt-oss-20b", "--gpu", "H200", "--gpus", "0"], "not a whole number"),
+    (["gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--engine", "jax"], "--engine jax"),
+])
+def test_bad_input_exits_2_with_one_line(args, message):
+    result = openrecipes("plan", *args)
+    assert result.returncode == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1

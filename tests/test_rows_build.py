@@ -1,0 +1,124 @@
+"""The row builder: permutation, EOS joins, exact rows, skips, atomic output, determinism."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from openrecipes.rows import output
+from openrecipes.rows.build import BuildRequest, build_rows
+from openrecipes.rows.encode import PartsEncoder
+from openrecipes.rows.vocab_export import export_tokenizer
+
+FIXTURES = Path(__file__).parent / "fixtures" / "rows"
+
+
+@pytest.fixture(scope="module")
+def qwen3(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("qwen3")
+    export_tokenizer("qwen3", directory)
+    return directory
+
+
+def _build(qwen3: Path, out: Path, conversations: Path = FIXTURES / "conversations.jsonl", **overrides) -> dict:
+    settings = dict(conversations=conversations, tokenizer=qwen3, chat_format="qwen3", row_tokens=32, rows=1000,
+                    seed=7, out=out, workers=0)
+    return build_rows(BuildRequest(**{**settings, **overrides}))
+
+
+def _rows(out: Path) -> tuple[np.ndarray, np.ndarray]:
+    table = pq.read_table(out / "rows.parquet")
+    assert table.schema.field("input_ids").type == pa.list_(pa.int32())
+    assert table.schema.field("loss_mask").type == pa.list_(pa.uint8())
+    return (np.array(table.column("input_ids").to_pylist(), np.int32),
+            np.array(table.column("loss_mask").to_pylist(), np.uint8))
+
+
+def test_rows_cut_the_permuted_eos_joined_stream_into_exact_rows(qwen3, tmp_path):
+    manifest = _build(qwen3, tmp_path)
+    messages = [json.loads(line)["messages"] for line in (FIXTURES / "conversations.jsonl").read_text().splitlines()]
+    order = np.random.Generator(np.random.PCG64(7)).permutation(len(messages))
+    encoded = PartsEncoder(qwen3, "qwen3", "<|endoftext|>").encode([messages[i] for i in order])
+    stream_ids = np.concatenate([ids for ids, _ in encoded])
+    stream_mask = np.concatenate([mask for _, mask in encoded])
+    assert all(ids[-1] == 151643 and (ids[:-1] != 151643).all() for ids, _ in encoded)  # one EOS per join
+    full_rows = len(stream_ids) // 32
+    ids, mask = _rows(tmp_path)
+    assert ids.shape == (full_rows, 32) and manifest["rows"] == full_rows  # the trailing partial row is dropped
+    assert (ids == stream_ids[:full_rows * 32].reshape(full_rows, 32)).all()
+    assert (mask == stream_mask[:full_rows * 32].reshape(full_rows, 32)).all()
+    assert manifest["data_ran_out"] and manifest["padding_tokens"] == 0
+    assert manifest["supervised_token_ratio"] == round(mask.sum() / mask.size, 6)
+
+
+def test_stops_at_the_requested_rows(qwen3, tmp_path):
+    assert _build(qwen3, tmp_path, rows=3)["rows"] == 3
+    assert _rows(tmp_path)[0].shape == (3, 32)
+
+
+def test_rows_without_targets_are_skipped(qwen3, tmp_path):
+    conversations = tmp_path / "long-prompt.jsonl"
+    conversations.write_text(json.dumps({"messages": [{"role": "user", "content": "word " * 200},
+                                                      {"role": "assistant", "content": "yes " * 40}]}) + "\n")
+    manifest = _build(qwen3, tmp_path / "out", conversations, row_tokens=16)
+    assert manifest["rows_skipped_without_target"] >= 10
+    assert _rows(tmp_path / "out")[1].any(axis=1).all()
+
+
+def test_bad_conversations_are_skipped_and_counted_by_reason(qwen3, tmp_path):
+    manifest = _build(qwen3, tmp_path, FIXTURES / "broken.jsonl", row_tokens=8)
+    assert manifest["conversations_skipped"] == {
+        "broken_json": 1, "empty_content": 1, "missing_messages": 1, "missing_role": 1, "no_assistant_turn": 1,
+        "non_string_content": 1, "not_utf8": 1, "unknown_role": 1}
+    assert manifest["source"]["conversations"] == 10 and manifest["rows"] >= 1
+
+
+def test_same_inputs_give_the_same_bytes_in_process_and_with_workers(qwen3, tmp_path):
+    first = _build(qwen3, tmp_path / "a")
+    second = _build(qwen3, tmp_path / "b", workers=2)
+    assert first["rows_sha256"] == second["rows_sha256"]
+    assert first["parquet_sha256"] == second["parquet_sha256"]
+    assert (tmp_path / "a" / "rows.parquet").read_bytes() == (tmp_path / "b" / "rows.parquet").read_bytes()
+    assert _build(qwen3, tmp_path / "c", seed=8)["rows_sha256"] != first["rows_sha256"]
+
+
+def test_a_tulu_parquet_gives_the_same_rows_as_jsonl(qwen3, tmp_path):
+    records = [json.loads(line) for line in (FIXTURES / "conversations.jsonl").read_text().splitlines()]
+    pq.write_table(pa.Table.from_pylist(records), tmp_path / "tulu.parquet")
+    assert (_build(qwen3, tmp_path / "p", tmp_path / "tulu.parquet")["rows_sha256"]
+            == _build(qwen3, tmp_path / "j")["rows_sha256"])
+
+
+def test_a_failed_build_leaves_the_previous_rows_untouched(qwen3, tmp_path, monkeypatch):
+    _build(qwen3, tmp_path)
+    before = (tmp_path / "rows.parquet").read_bytes()
+
+    def crash(self, ids, mask):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(output.RowsWriter, "add", crash)
+    with pytest.raises(KeyboardInterrupt):
+        _build(qwen3, tmp_path, seed=99)
+    assert (tmp_path / "rows.parquet").read_bytes() == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["manifest.json", "rows.parquet"]
+
+
+def test_bad_input_is_one_line_and_exit_2(qwen3, tmp_path):
+    run = subprocess.run([sys.executable, "-c", "from openrecipes.cli import main; main()", "rows", "build",
+                          "--conversations", str(tmp_path / "missing.jsonl"), "--tokenizer", str(qwen3),
+                          "--chat-format", "qwen3", "--rows", "1", "--seed", "1", "--out", str(tmp_path / "o")],
+                         capture_output=True, text=True)
+    assert run.returncode == 2
+    assert run.stderr.strip().count("\n") == 0 and "missing.jsonl: no such file" in run.stderr
+    wrong = subprocess.run([sys.executable, "-c", "from openrecipes.cli import main; main()", "rows", "build",
+                            "--conversations", str(FIXTURES / "conversations.jsonl"), "--tokenizer", str(qwen3),
+                            "--chat-format", "gpt_oss", "--rows", "1", "--seed", "1", "--out", str(tmp_path / "o")],
+                           capture_output=True, text=True)
+    assert wrong.returncode == 2 and "no <|start|> token" in wrong.stderr and "Traceback" not in wrong.stderr

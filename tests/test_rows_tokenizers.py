@@ -1,0 +1,47 @@
+"""`openrecipes tokenizer export`: the rebuilt vocabularies are the official ones and encode like them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+import quicktok
+
+from openrecipes.rows.vocab_export import O200K_BASE_SHA256, export_tokenizer
+
+TEXTS = ["Hello, world!", "def f(x):\n    return [i**2 for i in range(100)]  # 1+2+3==6", "café résumé — Zürich",
+         "日本語のトークナイザー 中文 한국어", "emoji \U0001f680\U0001f525 mixed", "   leading\n\ttabs  \r\n x \r\n",
+         "don't I'll 'TWAS 3.14159 0xDEADBEEF", "\n\n\nfoo  bar\n"]
+
+
+@pytest.mark.parametrize("family, encoding, specials", [
+    ("gpt-oss", "o200k_base", {"<|endoftext|>": 199999, "<|return|>": 200002, "<|start|>": 200006,
+                               "<|end|>": 200007, "<|message|>": 200008, "<|call|>": 200012}),
+    ("qwen3", "qwen3", {"<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_end|>": 151645, "<think>": 151667}),
+])
+def test_export_encodes_like_the_reference_encoder(tmp_path, family, encoding, specials):
+    from tokenizers import Tokenizer
+
+    export_tokenizer(family, tmp_path)
+    tokenizer = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    reference = quicktok.get_encoding(encoding)
+    for text in TEXTS:
+        assert tokenizer.encode(text, add_special_tokens=False).ids == list(reference.encode(text))
+    assert {token: tokenizer.token_to_id(token) for token in specials} == specials
+
+
+def test_gpt_oss_export_writes_the_official_o200k_base_rank_file(tmp_path):
+    export_tokenizer("gpt-oss", tmp_path)
+    assert hashlib.sha256((tmp_path / "o200k_base.tiktoken").read_bytes()).hexdigest() == O200K_BASE_SHA256
+
+
+def test_qwen3_export_carries_the_chat_template(tmp_path):
+    export_tokenizer("qwen3", tmp_path)
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    assert config["eos_token"] == "<|im_end|>" and "last_query_index" in config["chat_template"]
+
+
+def test_export_is_byte_identical_twice(tmp_path):
+    first, second = export_tokenizer("qwen3", tmp_path / "a"), export_tokenizer("qwen3", tmp_path / "b")
+    assert first["tokenizer_json_sha256"] == second["tokenizer_json_sha256"]

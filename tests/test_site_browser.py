@@ -1,0 +1,193 @@
+"""The site in Debian's Chromium through Playwright: the walk a reader takes, figures equal to the catalog's,
+copy buttons, no console errors, no request leaving 127.0.0.1, and a hostile recipe that stays inert.
+
+Skips when /usr/bin/chromium or playwright is missing (scripts/setup.sh test installs both).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from openrecipes.catalog.store import load_catalog
+from openrecipes.site import format as fmt
+from openrecipes.site.build import build_site
+from openrecipes.site.pages import site_pages
+from site_helpers import HOSTILE_CATALOG, HOSTILE_SLUG, PAYLOADS, REPO, served
+
+CHROMIUM = Path("/usr/bin/chromium")
+sync_api = pytest.importorskip("playwright.sync_api")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")]
+SCREENSHOTS = REPO / "test-output" / "screenshots"
+
+
+class Browser:
+    """One page of a fresh context that records console errors, dialogs and every request off 127.0.0.1."""
+
+    def __init__(self, browser, base: str):
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        self.foreign: list[str] = []
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base.rstrip("/"))
+        self.context.set_default_timeout(5000)
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("dialog", self._dialog)
+
+    def _route(self, route):
+        if urlsplit(route.request.url).hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            self.foreign.append(route.request.url)
+            route.abort()
+
+    def _dialog(self, dialog):
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def screenshot(self, name: str) -> None:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+    def clipboard_after_click(self, button_selector: str) -> str:
+        self.page.evaluate("navigator.clipboard.writeText('')")
+        self.page.click(button_selector)
+        # Polled from Python: wait_for_function would evaluate a string in the page, which the CSP forbids.
+        for _ in range(50):
+            if text := self.page.evaluate("navigator.clipboard.readText()"):
+                return text
+            self.page.wait_for_timeout(20)
+        return ""
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"])
+        yield browser
+        browser.close()
+
+
+def _has_configuration_check() -> bool:
+    try:
+        import openrecipes.verify.config  # noqa: F401
+    except ModuleNotFoundError:
+        return False
+    return True
+
+
+def _site(catalog_root: Path, out: Path):
+    catalog = load_catalog(catalog_root)
+    build_site(catalog, out)
+    return catalog, site_pages(catalog)
+
+
+def test_index_to_board_to_recipe_to_compare(chromium, tmp_path):
+    catalog, site = _site(REPO, tmp_path / "site")
+    board = next(p for p in site.section("gpt-oss-20b").boards if p.board.gpu_type == "H200")
+    with served(tmp_path / "site") as base:
+        b = Browser(chromium, base)
+        page = b.page
+        page.goto(base)
+        row = page.locator('tr[data-model="gpt-oss-20b"][data-gpu="H200"]')
+        assert row.locator(".best-tokens").inner_text() == "10,483.9"
+        assert row.locator(".lowest-usd").inner_text() == "$0.21"
+        b.screenshot("index")
+
+        page.click("text=Training gpt-oss-20b on H200 ›")
+        page.wait_for_url("**/models/gpt-oss-20b/h200/rows8192-gb128-bf16.html")
+        assert page.locator("#workload-label").inner_text() == "8,192-token SFT rows · global batch 128 · BF16"
+        rows = page.locator("#leaderboard tbody tr")
+        assert rows.evaluate_all("rs => rs.map(r => r.dataset.slug)") == [e.slug for e in board.board.ranked]
+        for rank, entry in enumerate(board.board.ranked):
+            r, cells = entry.entry, rows.nth(rank)
+            assert cells.locator(".rank").inner_text() == f"#{rank + 1}"
+            assert cells.locator(".tokens").inner_text() == fmt.tokens_board(r.result.tokens_per_s_per_gpu)
+            assert cells.locator(".usd").inner_text() == fmt.usd(r.result.usd_per_million_tokens)
+            assert cells.locator(".gpus").inner_text() == str(r.gpu.count)
+            assert cells.locator(".layout").inner_text() == r.layout.label
+            assert cells.locator(".measured").inner_text() == str(r.result.measured)
+        cards = page.locator(".other-gpus .card")
+        assert cards.evaluate_all("cs => cs.map(c => c.dataset.gpu)") == ["H100", "H200", "B200"]
+        assert "this page" in cards.nth(1).inner_text() and "14,536.3" in cards.nth(2).inner_text()
+        b.screenshot("board")
+
+        page.click("#leaderboard th:has-text('Tokens/s per GPU')")  # ascending: the slowest first
+        assert rows.first.get_attribute("data-slug") == board.board.ranked[-1].slug
+        page.fill("input[data-filter=leaderboard]", "PP2")
+        assert page.locator("#leaderboard tbody tr:visible").count() == 1
+        page.fill("input[data-filter=leaderboard]", "")
+
+        first = board.board.ranked[0]
+        page.click(f'tr[data-slug="{first.slug}"] a.recipe-link')
+        page.wait_for_url(f"**/recipes/{first.slug}.html")
+        facts = page.locator("#facts dd[data-fact]")
+        shown = list(zip(facts.evaluate_all("ds => ds.map(d => d.dataset.fact)"), facts.all_inner_texts()))
+        assert shown == fmt.recipe_facts(first.entry)
+        assert b.clipboard_after_click("button[data-copy=run-command]") == first.entry.run
+        assert b.clipboard_after_click("button[data-copy=citation-bibtex]").startswith("@article{fan2026attune,")
+        download = page.locator("a[download]").get_attribute("href")
+        assert page.request.get(base + f"recipes/{first.slug}.yaml").text() == (REPO / first.path).read_text()
+        assert download.endswith(f"{first.slug}.yaml")
+        b.screenshot("recipe")
+
+        page.click("#compare-link")
+        page.wait_for_selector("#compare-facts tbody tr")
+        second = board.board.ranked[1]
+        assert page.locator("#head-a").inner_text() == first.name and page.locator("#head-b").inner_text() == second.name
+        tokens = page.locator("#compare-facts tbody tr", has_text="Tokens/s per GPU").locator("td").all_inner_texts()
+        assert tokens == [fmt.tokens_detail(e.entry.result.tokens_per_s_per_gpu) for e in (first, second)]
+        changed = page.locator("#compare-arguments tbody tr").first.locator("th, td").all_inner_texts()
+        assert changed[0] == "--pipeline-model-parallel-size" and changed[2:] == ["1", "2"]
+        assert changed[1] == ("placement" if _has_configuration_check() else "not classed")
+        page.select_option("#pick-b", "glm-5.2-744b-a40b/b200/attune-tp4-pp2-cp8")
+        sync_api.expect(page.locator("#head-b")).to_have_text("attune-tp4-pp2-cp8")
+        b.screenshot("compare")
+
+        page.click("nav >> text=Running a recipe")
+        assert "openrecipes rows build --conversations" in page.locator("#step-rows").inner_text()
+        b.screenshot("running")
+        assert b.errors == [] and b.foreign == [] and b.dialogs == []
+
+
+def test_the_site_works_from_file_urls(chromium, tmp_path):
+    _site(REPO, tmp_path / "site")
+    b = Browser(chromium, "http://127.0.0.1")
+    b.context.unroute("**/*")
+    b.page.goto((tmp_path / "site" / "compare.html").as_uri())
+    b.page.wait_for_selector("#compare-facts tbody tr")
+    assert b.page.locator("#head-a").inner_text() == "attune-tp4-pp2-cp4-mt16k"
+    assert b.errors == []
+
+
+def test_a_hostile_recipe_renders_inert(chromium, tmp_path):
+    _site(HOSTILE_CATALOG, tmp_path / "site")
+    with served(tmp_path / "site") as base:
+        b = Browser(chromium, base)
+        for path in ("index.html", "models/gpt-oss-20b/h200/rows8192-gb128-bf16.html",
+                     f"recipes/{HOSTILE_SLUG}.html", "compare.html"):
+            b.page.goto(base + path)
+            b.page.wait_for_load_state("load")
+            if path == "compare.html":
+                b.page.wait_for_selector("#compare-facts tbody tr")
+            for button in b.page.locator("button.copy").all():
+                button.click()
+            injected = b.page.evaluate(
+                "() => document.querySelectorAll('[onerror], [onload], #injected-link, img[src=x], svg').length")
+            assert injected == 0, path
+            assert b.page.evaluate("() => window.__pwned") is None, path
+        text = b.page.locator("body").inner_text()
+        assert PAYLOADS[1] in text  # the compare page shows the payload as text
+        b.page.goto(base + f"recipes/{HOSTILE_SLUG}.html")
+        body = b.page.locator("body").inner_text()
+        assert all(payload in body for payload in PAYLOADS)
+        b.screenshot("hostile-recipe")
+        assert b.dialogs == [] and b.foreign == [] and b.errors == []

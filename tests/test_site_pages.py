@@ -1,0 +1,125 @@
+"""Page data of the site: ranking, best per GPU, the Pareto front, and the seeds' number formats."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from openrecipes.catalog.store import load_catalog
+from openrecipes.site import format as fmt
+from openrecipes.site.pages import ParetoPoint, pareto_front, relative_url, site_pages
+from site_helpers import REPO
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog(REPO)
+
+
+@pytest.fixture(scope="module")
+def site(catalog):
+    return site_pages(catalog)
+
+
+def _board(site, model, gpu):
+    return next(p for p in site.section(model).boards if p.board.gpu_type == gpu)
+
+
+def test_boards_rank_by_tokens_per_gpu_as_the_seeds_do(site):
+    gptoss = _board(site, "gpt-oss-20b", "H200")
+    assert [e.name for e in gptoss.board.ranked] == ["attune-tp1-pp1-ep4", "attune-tp1-pp2-ep4"]
+    glm = _board(site, "GLM-5.2-744B-A40B", "B200")
+    assert [e.name for e in glm.board.ranked] == ["attune-tp4-pp2-cp4-mt16k", "attune-tp4-pp2-cp4-mt12k",
+                                                  "attune-tp4-pp2-cp8"]
+    assert glm.path == "models/glm-5.2-744b-a40b/b200/rows8192-gb128-bf16.html"
+    assert site.board_of["gpt-oss-20b/h200/attune-tp1-pp2-ep4"] == (gptoss, 2)
+
+
+def test_best_per_gpu_lists_summaries_in_the_seeds_gpu_order(site):
+    section = site.section("gpt-oss-20b")
+    assert [b.gpu_type for b in section.best] == ["H100", "H200", "B200"]
+    assert [fmt.tokens_board(b.fastest.entry.result.tokens_per_s_per_gpu) for b in section.best] == \
+        ["7,496.7", "10,483.9", "14,536.3"]
+    assert [b.summary_only for b in section.best] == [True, False, True]
+    assert section.board_for("H100") is None and section.board_for("H200").board.gpu_type == "H200"
+    glm = site.section("GLM-5.2-744B-A40B")
+    assert [(b.gpu_type, b.fastest.entry.gpu.count, fmt.usd(b.cheapest.entry.result.usd_per_million_tokens))
+            for b in glm.best] == [("H100", 256, "$28.00"), ("H200", 128, "$13.58"), ("B200", 64, "$26.95")]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    slug: str
+    is_summary: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.slug
+
+
+def _point(slug, tokens, usd, gpus=8):
+    return ParetoPoint(_Entry(slug), tokens, usd, gpus, "H200")
+
+
+def test_pareto_front_keeps_only_points_nothing_beats_on_both_axes():
+    points = [_point("fast-dear", 100, 10), _point("slow-cheap", 50, 1), _point("dominated", 40, 5),
+              _point("middle", 80, 4), _point("same-cost-slower", 70, 4), _point("twin", 80, 4)]
+    assert [p.entry.slug for p in pareto_front(points)] == ["slow-cheap", "middle", "fast-dear"]
+    assert pareto_front([]) == []
+
+
+def test_pareto_front_of_the_bundled_catalog(site):
+    front = site.section("gpt-oss-20b").front
+    assert [p.label for p in front] == ["attune-tp1-pp1-ep4", "B200 published summary"]
+
+
+figures = st.tuples(st.floats(1, 1e5, allow_nan=False), st.floats(0.01, 100, allow_nan=False))
+
+
+@given(st.lists(figures, max_size=30))
+def test_no_point_beats_a_front_point_and_the_front_covers_every_point(values):
+    points = [_point(f"r{i}", tokens, usd) for i, (tokens, usd) in enumerate(values)]
+    front = pareto_front(points)
+    for f in front:
+        assert not any(p.tokens_per_s_per_gpu >= f.tokens_per_s_per_gpu and
+                       p.usd_per_million_tokens <= f.usd_per_million_tokens and
+                       (p.tokens_per_s_per_gpu, p.usd_per_million_tokens) !=
+                       (f.tokens_per_s_per_gpu, f.usd_per_million_tokens) for p in points)
+    for p in points:
+        assert any(f.tokens_per_s_per_gpu >= p.tokens_per_s_per_gpu and
+                   f.usd_per_million_tokens <= p.usd_per_million_tokens for f in front)
+
+
+def test_recipe_figures_are_written_as_the_seed_pages_write_them(catalog):
+    glm16 = catalog.find("attune-tp4-pp2-cp4-mt16k").entry
+    facts = dict(fmt.recipe_facts(glm16))
+    assert facts["Tokens/s per GPU"] == "146.80"
+    assert facts["$ / 1M tokens"] == "$26.95"
+    assert facts["MFU"] == "1.6% (N = 40,297,758,720 active parameters per token)"
+    assert facts["Step-time CV"] == "1.8%"
+    assert facts["Convergence check"] == ("correlation 0.999958, final loss difference 7.4e-06, "
+                                          "0 pointwise failures over 20 steps")
+    assert facts["Measured"] == "2026-10-13"
+    assert facts["GPU-hours"] == "48.85"
+    assert facts["GPUs"] == "64 x B200 180 GB (AWS p6-b200.48xlarge, 8 per node)"
+    assert facts["Rows"] == ("glm52-tulu3-fixed8192-v1 (rows_sha256 "
+                             "bb302c134974b96f3905e9c87bfc4c0bb2be674a50e6dad09121aed2a0eb3455)")
+    assert facts["Component test"].startswith("optimizer offload fraction 0.9 against on-GPU Adam and an FP64 "
+                                              "reference: B200, 2026-10-11. Shape: one GLM-5.2-744B-A40B MoE layer")
+    glm12 = dict(fmt.recipe_facts(catalog.find("attune-tp4-pp2-cp4-mt12k").entry))
+    assert glm12["Measured"] == "2026-10-11, 14-step run scored over steps 4–13"
+    assert glm12["Convergence check"].startswith("correlation 0.9998, final loss difference 0.00051,")
+    gptoss = dict(fmt.recipe_facts(catalog.find("attune-tp1-pp1-ep4").entry))
+    assert (gptoss["Tokens/s per GPU"], gptoss["Step-time CV"], gptoss["GPU-hours"]) == ("10,483.91", "1.71%", "0.94")
+    assert gptoss["MFU"] == "22.9% (N = 3,607,142,400 active parameters per token)"
+    assert ("megatron lm", "commit 1dcf0daf (megatron-core 0.16.0rc0) with the training image's local changes") \
+        in fmt.stack_items(catalog.find("attune-tp1-pp1-ep4").entry)
+
+
+def test_links_are_relative_so_the_site_works_from_file_urls():
+    assert relative_url("index.html", "static/site.css") == "static/site.css"
+    assert relative_url("recipes/a/b/c.html", "compare.html") == "../../../compare.html"
+    assert relative_url("models/m/g/w.html", "recipes/m/g/r.html") == "../../../recipes/m/g/r.html"
