@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import shutil
+from datetime import date
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import GPTOSS_1, REPO
 from openrecipes.errors import UserError
@@ -127,3 +130,30 @@ def test_replace_keeps_comments_and_flow_windows():
     updated = replace_result_fields(text, {"mfu": 0.25, "window": [1, 2], "gpu_hours": 3.0})
     assert updated == ("a: 1\nresult:\n  mfu: 0.25  # published\n  window: [1, 2]\n  other: x\n  gpu_hours: 3.0\n"
                        "next: 2\n")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    tokens=st.floats(min_value=0.01, max_value=1e6), mfu=st.floats(min_value=1e-6, max_value=0.99),
+    first=st.integers(0, 50), length=st.integers(1, 50), day=st.dates(date(2020, 1, 1), date(2030, 12, 31)),
+)
+def test_replace_reads_back_and_touches_nothing_else(tokens, mfu, first, length, day):
+    text = GPTOSS_1.read_text()
+    values = {"tokens_per_s_per_gpu": round(tokens, 2), "mfu": round(mfu, 4), "window": [first, first + length],
+              "measured": day.isoformat()}
+    updated = replace_result_fields(text, values)
+    before, after = yaml.safe_load(text), yaml.safe_load(updated)
+    assert {name: after["result"][name] for name in ("tokens_per_s_per_gpu", "mfu", "window")} == {
+        name: values[name] for name in ("tokens_per_s_per_gpu", "mfu", "window")}
+    assert after["result"]["measured"] == day
+    assert {k: v for k, v in after.items() if k != "result"} == {k: v for k, v in before.items() if k != "result"}
+    assert len(updated.splitlines()) == len(text.splitlines())
+
+
+def test_recipe_that_cannot_give_inputs_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="published summary"):
+        inputs_from_recipe(REPO / "recipes/gpt-oss-20b/h100/published-summary.yaml")
+    broken = tmp_path / "recipe.yaml"
+    broken.write_text(GPTOSS_1.read_text().replace("  count: 8\n", "  count: eight\n", 1))
+    with pytest.raises(UserError, match="gpu.count"):
+        inputs_from_recipe(broken)

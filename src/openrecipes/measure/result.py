@@ -111,7 +111,7 @@ def measure(table: StepTable, inputs: RunInputs | None, window: tuple[int, int] 
         "window": list(window),
         "window_tokens": None,
         "gpu_hours": None,
-        "steps_per_run": len(table.steps),
+        "steps_per_run": table.steps[-1].step + 1,
         "measured": table.last_timestamp.date().isoformat() if table.last_timestamp else None,
         "log_format": table.log_format,
         "window_seconds": seconds,

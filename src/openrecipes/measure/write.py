@@ -1,8 +1,8 @@
 """`measure --write`: replace the measured fields of a recipe's `result:` block in place, atomically.
 
 Only those lines change: the rest of the YAML text (comments, key order, quoting, line breaks) is kept byte for
-byte. The new text is written to a temporary file beside the recipe and moved over it with os.replace, then the
-recipe is validated again; if it no longer validates, the original text is put back and the errors are reported.
+byte. The new text is written to a temporary file beside the recipe and validated there; only a valid text is moved
+over the recipe (os.replace), so the recipe is never seen half-written or invalid.
 """
 
 from __future__ import annotations
@@ -95,38 +95,40 @@ def _check_round_trip(text: str, values: dict[str, object], path: Path) -> None:
     for name, value in values.items():
         read = written.get(name)
         read = str(read) if name == "measured" else read
-        if read != value and not (isinstance(value, float) and abs(float(read) - value) < 1e-12):
+        close = isinstance(value, float) and isinstance(read, (int, float)) and abs(read - value) < 1e-12
+        if read != value and not close:
             raise UserError(f"{path}: result.{name} would read back as {read!r}, not {value!r}; "
                             "the result block has a layout this writer does not handle; edit it by hand")
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _write_beside(path: Path, text: str) -> Path:
+    """A temporary file in the recipe's folder: os.replace is atomic within one file system, and the validator
+    reads the folders a recipe lies in, so the temporary file validates exactly as the recipe will."""
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temp, path.stat().st_mode & 0o777)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+    os.chmod(temp, path.stat().st_mode & 0o777)
+    return Path(temp)
 
 
 def write_result(path: Path, result: dict) -> list[str]:
-    """Write the measured fields into the recipe; returns the fields written. Raises if it stops validating."""
+    """Write the measured fields into the recipe; returns the fields written. The recipe is replaced only when the
+    new text validates; otherwise it is left as it was and the errors are reported."""
     from openrecipes.catalog import validate_file
 
     path = Path(path)
     values = {name: result[name] for name in WRITTEN_FIELDS if result.get(name) is not None}
-    original = path.read_text(encoding="utf-8")
-    updated = replace_result_fields(original, values)
+    updated = replace_result_fields(path.read_text(encoding="utf-8"), values)
     _check_round_trip(updated, values, path)
-    _atomic_write(path, updated)
-    report = validate_file(path)
-    if not report.ok:
-        _atomic_write(path, original)
-        shown = "; ".join(f"{e.field}: {e.message}" for e in report.errors[:3])
-        raise UserError(f"{path}: the measured result does not validate ({shown}); the recipe was left unchanged")
+    temp = _write_beside(path, updated)
+    try:
+        report = validate_file(temp)
+        if not report.ok:
+            shown = "; ".join(f"{e.field}: {e.message}" for e in report.errors[:3])
+            raise UserError(f"{path}: the measured result does not validate ({shown}); the recipe was left unchanged")
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
     return list(values)

@@ -45,12 +45,16 @@ class MoeLayerShape:
     expert_ffn: int
     top_k: int
     description: str
+    # Intra-op CPU threads (None: torch's default). The small shape's tensors are too small for threads to pay, and
+    # on a busy 2-core CI runner OpenMP threads spinning against other processes made it ~100x slower.
+    cpu_threads: int | None = None
 
 
 SHAPES = {
     "small": MoeLayerShape(
         "small", hidden=256, experts_total=16, experts_held=4, expert_ffn=128, top_k=2,
         description="a small MoE layer for CI: hidden 256, 16 experts (4 held, EP 4), top-2, expert FFN 128",
+        cpu_threads=1,
     ),
     # One EP-8 rank's shard of a GLM-5.2 MoE layer: 32 of the 256 experts (~1.2 G parameters) and the router.
     # All 256 experts (~9.7 G parameters) with FP32 copies and an FP64 reference would not fit one H200, and the
@@ -243,11 +247,16 @@ def run(shape_name: str, device_name: str = "cpu", hp: AdamHyperparameters = ENT
     if shape_name not in SHAPES:
         raise UserError(f"--shape {shape_name}: unknown; give one of {', '.join(SHAPES)}")
     shape, device = SHAPES[shape_name], _device(device_name)
-    with torch.no_grad():
-        problem = Problem(shape, device)
-        offloaded = offloaded_names(problem.tensors, hp.offload_fraction)
-        reference = _reference_updates(problem, hp)
-        results = [_run_arm(arm, problem, offloaded, hp, reference) for arm in arms(hp)]
+    default_threads = torch.get_num_threads()
+    torch.set_num_threads(shape.cpu_threads or default_threads)
+    try:
+        with torch.no_grad():
+            problem = Problem(shape, device)
+            offloaded = offloaded_names(problem.tensors, hp.offload_fraction)
+            reference = _reference_updates(problem, hp)
+            results = [_run_arm(arm, problem, offloaded, hp, reference) for arm in arms(hp)]
+    finally:
+        torch.set_num_threads(default_threads)
     failed = [arm for arm in results if not arm["passed"]]
     controls_caught = all(arm["passed"] for arm in results if arm["control"])
     parameters = sum(torch.Size(dims).numel() for _, dims in problem.tensors)
