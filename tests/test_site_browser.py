@@ -15,6 +15,7 @@ from openrecipes.catalog.store import load_catalog
 from openrecipes.site import format as fmt
 from openrecipes.site.build import build_site
 from openrecipes.site.pages import site_pages
+from openrecipes.site.plan_tables import PLAN_TOP
 from site_helpers import HOSTILE_CATALOG, HOSTILE_SLUG, PAYLOADS, REPO, served
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -84,6 +85,14 @@ def _has_configuration_check() -> bool:
     return True
 
 
+def _plan_prediction(entry) -> dict:
+    from openrecipes.plan.calibrate import measured_point
+    from openrecipes.plan.predict import context, predict_layout
+
+    point = measured_point(entry.slug, entry.entry)
+    return predict_layout(context(point.request), point.layout).as_json()
+
+
 def _site(catalog_root: Path, out: Path):
     catalog = load_catalog(catalog_root)
     build_site(catalog, out)
@@ -125,6 +134,17 @@ def test_index_to_board_to_recipe_to_compare(chromium, tmp_path):
         page.fill("input[data-filter=leaderboard]", "PP2")
         assert page.locator("#leaderboard tbody tr:visible").count() == 1
         page.fill("input[data-filter=leaderboard]", "")
+
+        page.click("a.plan-link")
+        page.wait_for_url("**/plan/gpt-oss-20b.html")
+        assert "Predicted, not measured." in page.locator(".predicted-banner").inner_text()
+        measured = page.locator("#plan-h200-8 tr[data-slug='gpt-oss-20b/h200/attune-tp1-pp1-ep4']")
+        assert measured.locator(".measured").inner_text() == "10,483.91"
+        own = _plan_prediction(site.catalog.find("attune-tp1-pp1-ep4"))
+        assert measured.locator(".predicted").inner_text() == fmt.tokens_board(own["tokens_per_s_per_gpu"])
+        assert page.locator("#plan-h200-8 table.plan-rows tbody tr").count() == PLAN_TOP
+        b.screenshot("plan")
+        page.go_back()
 
         first = board.board.ranked[0]
         page.click(f'tr[data-slug="{first.slug}"] a.recipe-link')
@@ -173,7 +193,7 @@ def test_a_hostile_recipe_renders_inert(chromium, tmp_path):
     with served(tmp_path / "site") as base:
         b = Browser(chromium, base)
         for path in ("index.html", "models/gpt-oss-20b/h200/rows8192-gb128-bf16.html",
-                     f"recipes/{HOSTILE_SLUG}.html", "compare.html"):
+                     f"recipes/{HOSTILE_SLUG}.html", "plan/gpt-oss-20b.html", "compare.html"):
             b.page.goto(base + path)
             b.page.wait_for_load_state("load")
             if path == "compare.html":

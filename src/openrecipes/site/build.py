@@ -21,6 +21,7 @@ from openrecipes.errors import UserError
 from openrecipes.site import format as fmt
 from openrecipes.site import plots
 from openrecipes.site.compare import compare_record, compare_script
+from openrecipes.site.plan import model_plans, plan_page_path
 from openrecipes.site.pages import (
     Site, compare_data_path, pareto_points, recipe_page_path, recipe_yaml_path, relative_url, site_pages,
 )
@@ -37,6 +38,7 @@ BUILD_MARKER = ".openrecipes-site"
 class BuildReport:
     out: Path
     pages: dict[str, int] = field(default_factory=dict)  # site path of each HTML page -> bytes
+    plan_tables_computed: int = 0  # the Plan pages' tables not found in the cache
 
     @property
     def largest(self) -> tuple[str, int]:
@@ -53,7 +55,8 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(tokens_board=fmt.tokens_board, tokens_detail=fmt.tokens_detail, usd=fmt.usd)
-    env.globals.update(csp=CSP, fmt=fmt, citations=citations(), page_of=recipe_page_path, yaml_of=recipe_yaml_path)
+    env.globals.update(csp=CSP, fmt=fmt, citations=citations(), page_of=recipe_page_path, yaml_of=recipe_yaml_path,
+                       plan_of=lambda section: plan_page_path(section.folder))
     return env
 
 
@@ -104,6 +107,11 @@ def build_site(catalog: Catalog, out: Path) -> BuildReport:
     for entry in catalog.recipes:
         _recipe(write, site, entry)
     write.page("compare.html", "compare.html", site=site, title="Compare two recipes")
+    recipe_pages = {entry.slug: recipe_page_path(entry) for entry in catalog.recipes}
+    plans, report.plan_tables_computed = model_plans(catalog, site.sections)
+    for plan in plans:
+        write.page(plan.path, "plan.html", site=site, section=site.section(plan.model), plan=plan,
+                   recipe_pages=recipe_pages, title=f"Plan {plan.model}")
     write.bytes("recipes.json", export_json(site).encode("utf-8"))
     return report
 

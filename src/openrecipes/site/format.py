@@ -98,3 +98,9 @@ def stack_items(recipe: Recipe) -> list[tuple[str, str]]:
     """Stack fields as the seed page names them ("megatron lm"); the source is shown apart."""
     fields = recipe.stack.model_dump(exclude={"source"})
     return [(name.replace("_", " "), value) for name, value in fields.items() if value is not None]
+
+
+def memory_parts(prediction: dict) -> str:
+    """A planner object's predicted memory by part, as its tooltip: "weights 23.3 · gradients 46.5 · … GiB"."""
+    parts = [f"{name.replace('_', ' ')} {gib:.1f}" for name, gib in prediction["memory_parts"].items() if gib]
+    return " · ".join(parts) + " GiB"

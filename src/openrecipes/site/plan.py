@@ -1,0 +1,224 @@
+"""The Plan page of each model: the planner's predicted layouts per GPU type and count, beside the measured recipes.
+
+Every figure is the planner's (`openrecipes.plan.predict`): the tables come from openrecipes.site.plan_tables
+(`plan_table`'s objects, cached), a measured recipe's prediction is `predict_layout` of the recipe's own layout.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from openrecipes.catalog.hardware import ReferenceTables
+from openrecipes.catalog.store import Catalog, CatalogEntry
+from openrecipes.errors import UserError
+from openrecipes.plan.calibrate import measured_point
+from openrecipes.plan.constants import calibration_document
+from openrecipes.plan.predict import PlanRequest, context, predict_layout
+from openrecipes.site.plan_tables import PLAN_TOP, plan_tables
+
+# Measured recipes shown per table (the fastest); the rest are on the leaderboard.
+MEASURED_SHOWN = 10
+# A GPU count the site always plans besides the catalog's: one node, cheap to enumerate for any model.
+ONE_NODE = 8
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The workload and engine a model's tables are planned for: those of most of its recipes."""
+
+    row_tokens: int = 8192
+    global_batch: int = 128
+    engine: str = "megatron"
+    grad_reduce_bf16: bool = False
+
+    def request(self, model: str, gpu_type: str, gpus: int) -> PlanRequest:
+        return PlanRequest(model, gpu_type, gpus, self.row_tokens, self.global_batch, self.engine,
+                           self.grad_reduce_bf16)
+
+    @property
+    def label(self) -> str:
+        grads = "BF16" if self.grad_reduce_bf16 else "FP32"
+        return (f"{self.engine.capitalize()}, {self.row_tokens:,}-token rows, global batch {self.global_batch}, "
+                f"{grads} gradient buffers")
+
+
+@dataclass
+class MeasuredRow:
+    entry: CatalogEntry
+    prediction: dict | None  # the planner's object for the recipe's own layout (None: it cannot place it)
+    error: str | None
+    same_settings: bool  # planned with the table's settings, so it has a rank among the table's layouts
+    rank: int | None  # 1-based among the fitting layouts, when it fits and shares the settings
+    role: str  # its part in calibration.yaml: fitted on it, held out, or not used
+
+    @property
+    def ratio(self) -> float | None:
+        if not self.prediction or not self.prediction["tokens_per_s_per_gpu"]:
+            return None
+        return self.entry.entry.result.tokens_per_s_per_gpu / self.prediction["tokens_per_s_per_gpu"]
+
+
+@dataclass
+class PlanTable:
+    gpu_type: str
+    gpus: int
+    request: PlanRequest
+    data: dict  # the cached table: counts, shown rows, misses, the fitting layouts' tokens/s
+    instance: str | None
+    usd_per_gpu_hour: float | None
+    measured: list[MeasuredRow] = field(default_factory=list)
+    measured_total: int = 0
+
+    @property
+    def anchor(self) -> str:
+        return f"plan-{self.gpu_type.lower()}-{self.gpus}"
+
+    @property
+    def command(self) -> str:
+        r = self.request
+        parts = [f"openrecipes plan {r.model} --gpu {r.gpu_type} --gpus {r.gpus}"]
+        parts += [f"--row-tokens {r.row_tokens}"] if r.row_tokens != 8192 else []
+        parts += [f"--global-batch {r.global_batch}"] if r.global_batch != 128 else []
+        parts += [f"--engine {r.engine}"] if r.engine != "megatron" else []
+        parts += ["--grad-reduce-bf16"] if r.grad_reduce_bf16 else []
+        return " ".join(parts + [f"--top {PLAN_TOP}"])
+
+
+@dataclass
+class ModelPlan:
+    model: str
+    path: str
+    settings: Settings
+    tables: list[PlanTable]
+    skipped: list[str]  # (GPU type, count) pairs the planner refused, with its reason
+    calibration: list[dict]
+
+
+def plan_page_path(folder: str) -> str:
+    return f"plan/{folder}.html"
+
+
+def priced_gpu_types(tables: ReferenceTables) -> list[str]:
+    """GPU types with an instance price, in hardware/gpus.yaml's order."""
+    priced = {row.gpu for row in tables.instances.values()}
+    return [gpu for gpu in tables.gpus if gpu in priced]
+
+
+def plan_counts(catalog: Catalog, model: str) -> list[int]:
+    """The GPU counts of the model's full recipes, and one node. Published summaries' counts are left out: they
+    carry no layout to compare, and the largest (GLM at 128 or 256 GPUs) take the planner 10-20 s each."""
+    return sorted({e.entry.gpu.count for e in catalog.recipes if e.entry.model == model} | {ONE_NODE})
+
+
+def _settings_of(entry: CatalogEntry) -> Settings:
+    recipe = entry.entry
+    return Settings(recipe.workload.row_tokens, recipe.workload.global_batch,
+                    "megatron" if recipe.stack.megatron_lm else "torchtitan", "--grad-reduce-in-bf16" in recipe.run)
+
+
+def model_settings(catalog: Catalog, model: str) -> Settings:
+    counts = Counter(_settings_of(e) for e in catalog.recipes if e.entry.model == model)
+    if not counts:
+        return Settings()
+    return max(counts, key=lambda s: (counts[s], -s.row_tokens, s.engine == "megatron", s.grad_reduce_bf16))
+
+
+# --- measured points -----------------------------------------------------------------------------------------------
+
+def calibration_roles() -> dict[str, str]:
+    roles = {}
+    doc = calibration_document()
+    values = [(f"{engine.capitalize()} compute efficiency", row) for engine, row in doc["compute_efficiency"].items()]
+    values.append(("host optimizer rate", doc["cpu_optimizer_params_per_s_per_gpu"]))
+    for name, row in values:
+        for slug in row.get("held_out", []):
+            roles.setdefault(slug, f"held out from the {name} fit")
+    for name, row in values:
+        roles[row["fitted_on"]] = f"calibration point of the {name}: equal by construction"
+    return roles
+
+
+def calibration_rows() -> list[dict]:
+    """calibration.yaml's fitted values, each with the point it was fitted on and the points held out."""
+    doc = calibration_document()
+    rows = [{"name": f"{engine.capitalize()} compute efficiency", "value": f"{row['value']:g}",
+             "fitted_on": row["fitted_on"], "held_out": row.get("held_out", [])}
+            for engine, row in doc["compute_efficiency"].items()]
+    rate = doc["cpu_optimizer_params_per_s_per_gpu"]
+    rows.append({"name": "Host optimizer rate (parameters/s per GPU)", "value": f"{rate['value']:.4g}",
+                 "fitted_on": rate["fitted_on"], "held_out": rate.get("held_out", [])})
+    return rows
+
+
+class _Predictor:
+    """Predictions of recipes' own layouts, once per distinct (request, layout) in a build."""
+
+    def __init__(self, tables: ReferenceTables):
+        self.tables = tables
+        self.contexts: dict = {}
+        self.done: dict = {}
+
+    def __call__(self, entry: CatalogEntry) -> tuple[PlanRequest | None, dict | None, str | None]:
+        try:
+            point = measured_point(entry.slug, entry.entry)
+            key = (point.request, point.layout)
+            if key not in self.done:
+                if point.request not in self.contexts:
+                    self.contexts[point.request] = context(point.request, self.tables)
+                self.done[key] = predict_layout(self.contexts[point.request], point.layout).as_json()
+            return point.request, self.done[key], None
+        except (UserError, KeyError, ValueError, ZeroDivisionError) as error:
+            return None, None, str(error)
+
+
+def _rank(data: dict, prediction: dict) -> int | None:
+    if not prediction["fits"]:
+        return None
+    tokens = prediction["tokens_per_s_per_gpu"]
+    return 1 + sum(1 for t in data["fitting_tokens"] if round(t, 1) > tokens)
+
+
+def _measured(catalog: Catalog, table: PlanTable, predictor: _Predictor, roles: dict[str, str]) -> None:
+    entries = sorted((e for e in catalog.recipes if e.entry.model == table.request.model
+                      and e.entry.gpu.type == table.gpu_type and e.entry.gpu.count == table.gpus),
+                     key=lambda e: (-e.entry.result.tokens_per_s_per_gpu, e.slug))
+    table.measured_total = len(entries)
+    for entry in entries[:MEASURED_SHOWN]:
+        request, prediction, error = predictor(entry)
+        same = request == table.request
+        rank = _rank(table.data, prediction) if prediction and same else None
+        table.measured.append(MeasuredRow(entry, prediction, error, same, rank,
+                                          roles.get(entry.slug, "not used in calibration")))
+
+
+def model_plans(catalog: Catalog, sections) -> tuple[list[ModelPlan], int]:
+    """The Plan page of every model section (its tables, measured points and calibration provenance), and how many
+    tables were computed rather than read from the cache."""
+    tables = catalog.tables
+    gpu_types = priced_gpu_types(tables)
+    plans, wanted = [], []
+    for section in sections:
+        if section.name not in tables.models:
+            continue
+        settings = model_settings(catalog, section.name)
+        plan = ModelPlan(section.name, plan_page_path(section.folder), settings, [], [], calibration_rows())
+        for gpu_type in gpu_types:
+            for gpus in plan_counts(catalog, section.name):
+                request = settings.request(section.name, gpu_type, gpus)
+                try:
+                    ctx = context(request, tables)
+                except UserError as error:
+                    plan.skipped.append(f"{gpus} x {gpu_type}: {error}")
+                    continue
+                instance = min((n for n, row in tables.instances.items() if row.gpu == gpu_type), default=None)
+                plan.tables.append(PlanTable(gpu_type, gpus, request, {}, instance, ctx.usd_per_gpu_hour))
+                wanted.append(request)
+        plans.append(plan)
+    computed, fresh = plan_tables(wanted, tables)
+    predictor, roles = _Predictor(tables), calibration_roles()
+    for plan in plans:
+        for table in plan.tables:
+            table.data = computed[table.request]
+            _measured(catalog, table, predictor, roles)
+    return plans, fresh

@@ -1,0 +1,127 @@
+"""The Plan page: the planner's tables per GPU type and count, every figure plan_table's, the measured recipes next
+to the planner's prediction of their own layout, and the tables' cache keyed by every input."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from html import unescape
+
+import pytest
+
+from openrecipes.catalog.store import load_catalog
+from openrecipes.plan.predict import PlanRequest, plan_table
+from openrecipes.site import plan, plan_tables
+from openrecipes.site.build import build_site
+from site_helpers import REPO
+
+GPTOSS_PAGE = "plan/gpt-oss-20b.html"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("plan-site")
+    return build_site(load_catalog(REPO), out)
+
+
+@pytest.fixture(scope="module")
+def h200_rows():
+    """Every ranked layout of gpt-oss-20b on 8 x H200, planned as its recipes run (BF16 gradient buffers)."""
+    return plan_table("gpt-oss-20b", "H200", 8, grad_reduce_bf16=True)
+
+
+def _section(built, page: str, anchor: str) -> str:
+    html = (built.out / page).read_text(encoding="utf-8")
+    start = html.index(f'id="{anchor}"')
+    end = html.find('<section class="plan-table"', start)
+    return html[start:end if end > 0 else len(html)]
+
+
+def _rows(html: str, table_class: str) -> list[str]:
+    body = html[html.index(f'class="data sortable {table_class}"' if table_class == "plan-rows"
+                           else f'class="data {table_class}"'):]
+    body = body[body.index("<tbody>"):body.index("</tbody>")]
+    return re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)
+
+
+def _values(row: str) -> list[str]:
+    return [unescape(v) for v in re.findall(r'data-value="([^"]*)"', row)]
+
+
+def _cells(row: str) -> list[str]:
+    return [unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+
+
+def test_the_seed_layout_fits_8_h200_with_its_prediction_beside_the_measured_figure(built, h200_rows):
+    section = _section(built, GPTOSS_PAGE, "plan-h200-8")
+    measured = next(r for r in _rows(section, "measured-points") if "attune-tp1-pp1-ep4.html" in r)
+    cells = _cells(measured)
+    assert cells[1].startswith("TP1 PP1 EP4 DP8 · none recompute")
+    assert cells[2] == "10,483.91"
+    rows = h200_rows
+    own = next(r for r in rows if (r["label"], r["recompute"], r["offload_fraction"], r["max_tokens_per_gpu"])
+               == ("TP1 PP1 EP4 DP8", "none", 0.0, 8192))
+    assert own["fits"]
+    assert cells[3] == f"{own['tokens_per_s_per_gpu']:,.1f}" and cells[5] == f"{own['memory_gib']:.1f}"
+    fitting = [r for r in rows if r["fits"]]
+    rank = 1 + sum(r["tokens_per_s_per_gpu"] > own["tokens_per_s_per_gpu"] for r in fitting)
+    assert cells[6] == f"fits; #{rank} of {len(fitting):,}"
+    assert "calibration point" in cells[7]
+    assert "Predicted, not measured." in (built.out / GPTOSS_PAGE).read_text(encoding="utf-8")
+
+
+def test_every_row_is_plan_tables(built, h200_rows):
+    """Each shown row against plan_table's object for gpt-oss-20b on 8 x H200 (GLM's tables come from the same
+    code; planning GLM on 64 GPUs again here would cost the test 4 s)."""
+    section = _section(built, GPTOSS_PAGE, "plan-h200-8")
+    expected = h200_rows[:plan_tables.PLAN_TOP]
+    shown = _rows(section, "plan-rows")
+    assert len(shown) == plan_tables.PLAN_TOP
+    for row, want in zip(shown, expected):
+        assert _cells(row)[1:3] == [want["label"], want["recompute"]]
+        usd = "" if want["usd_per_million_tokens"] is None else str(want["usd_per_million_tokens"])
+        assert _values(row)[1:] == [str(want[k]) for k in ("offload_fraction", "max_tokens_per_gpu", "memory_gib",
+                                                           "tokens_per_s_per_gpu", "mfu")] + [usd]
+    misses = _rows(section, "plan-misses")
+    not_fitting = {(r["label"], r["recompute"], r["offload_fraction"], r["max_tokens_per_gpu"]): r
+                   for r in h200_rows if not r["fits"]}
+    assert misses
+    for row in misses:
+        cells = _cells(row)
+        want = not_fitting[(cells[0], cells[1], float(_values(row)[0]), int(_values(row)[1]))]
+        assert cells[-1] == want["reason"] and _values(row)[3] == str(want["tokens_per_s_per_gpu"])
+
+
+def test_glm_on_one_node_shows_why_nothing_fits(built):
+    section = _section(built, "plan/glm-5.2-744b-a40b.html", "plan-b200-8")
+    assert "No layout fits 8 × B200." in section
+    assert len(_rows(section, "plan-misses")) == plan_tables.CLOSEST_MISSES + plan_tables.FASTEST_MISSES
+
+
+def test_plan_pages_are_linked_from_the_index_and_every_board(built):
+    index = (built.out / "index.html").read_text(encoding="utf-8")
+    assert 'href="plan/gpt-oss-20b.html"' in index and 'href="plan/glm-5.2-744b-a40b.html"' in index
+    board = (built.out / "models/glm-5.2-744b-a40b/b200/rows8192-gb128-bf16.html").read_text(encoding="utf-8")
+    assert 'href="../../../plan/glm-5.2-744b-a40b.html"' in board
+
+
+def test_the_cache_key_changes_with_every_input():
+    catalog = load_catalog(REPO)
+    tables = catalog.tables
+    request = PlanRequest("gpt-oss-20b", "H200", 8)
+    key = plan_tables.cache_key(request, tables, "code")
+    assert key == plan_tables.cache_key(request, tables, "code")
+    assert key != plan_tables.cache_key(request, tables, "other code")
+    assert key != plan_tables.cache_key(PlanRequest("gpt-oss-20b", "H200", 8, grad_reduce_bf16=True), tables, "code")
+    cheaper = {**tables.instances, "AWS p5en.48xlarge": tables.instances["AWS p5en.48xlarge"].model_copy(
+        update={"usd_per_hour": 1.0})}
+
+    assert key != plan_tables.cache_key(request, replace(tables, instances=cheaper), "code")
+
+
+def test_tables_do_not_depend_on_the_recipes():
+    catalog = load_catalog(REPO)
+    assert plan.plan_counts(catalog, "gpt-oss-20b") == [8]
+    assert plan.plan_counts(catalog, "GLM-5.2-744B-A40B") == [8, 64]
+    assert plan.model_settings(catalog, "gpt-oss-20b").grad_reduce_bf16
+    assert not plan.model_settings(catalog, "GLM-5.2-744B-A40B").grad_reduce_bf16
