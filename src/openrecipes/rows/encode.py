@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -75,15 +76,33 @@ def eos_token_for(tokenizer: Path, chat_format: str, eos_token: str | None) -> s
     return eos
 
 
-class PartsEncoder:
-    """Encodes conversations in one of the coded formats with a `tokenizers` tokenizer.json."""
+class Encoder:
+    """Conversations -> (input_ids, loss_mask, tokens per conversation), all conversations end to end."""
+
+    def encode_stream(self, conversations: list[list[dict]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def encode(self, conversations: list[list[dict]]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(input_ids, loss_mask) of each conversation."""
+        ids, mask, lengths = self.encode_stream(conversations)
+        cuts = np.cumsum(lengths)[:-1]
+        return list(zip(np.split(ids, cuts), np.split(mask, cuts)))
+
+
+class PartsEncoder(Encoder):
+    """Encodes conversations in one of the coded formats with a `tokenizers` tokenizer.json.
+
+    The reference encoding tokenizes each run of text between two special tokens on its own and places the
+    specials by id. When the format's specials are plain added special tokens, a batch is instead tokenized as
+    one string with the specials in it: the tokenizer splits on them exactly where the reference places them, so
+    the tokens are the same, and one call replaces a dozen per conversation. The batch falls back to the reference
+    when the tokens say otherwise (a special token's text inside message content).
+    """
 
     def __init__(self, tokenizer: Path, chat_format: str, eos: str):
         from tokenizers import Tokenizer
 
         self.tokenizer = Tokenizer.from_file(str(tokenizer_json_path(tokenizer)))
-        # Special tokens come only from the format, by id; their text inside content is ordinary text.
-        self.tokenizer.encode_special_tokens = True
         self.render = RENDERERS[chat_format]
         self.eos = eos
         self.special_ids = {}
@@ -93,15 +112,57 @@ class PartsEncoder:
                 raise UserError(f"{tokenizer}: tokenizer.json: no {token} token; --chat-format {chat_format} "
                                 f"needs its model's tokenizer")
             self.special_ids[token] = token_id
+        added = self.tokenizer.get_added_tokens_decoder()
+        self.is_special_id = np.zeros(max(self.tokenizer.get_vocab(with_added_tokens=True).values()) + 1, bool)
+        self.is_special_id[[token_id for token_id, token in added.items() if token.special]] = True
+        self.joined = _splits_exactly_on(added, self.special_ids.values()) and _keeps_offsets(self.tokenizer)
 
-    def encode(self, conversations: list[list[dict]]) -> list[tuple[np.ndarray, np.ndarray]]:
-        runs_per_conversation = [_runs(self.render(messages, self.eos)) for messages in conversations]
+    def encode_stream(self, conversations: list[list[dict]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if not conversations:
+            return np.empty(0, np.int32), np.empty(0, np.uint8), np.empty(0, np.int64)
+        parts = [self.render(messages, self.eos) for messages in conversations]
+        return (self.joined and self._encode_joined(parts)) or self._encode_runs(parts)
+
+    def _encode_joined(self, conversations: list[list[Part]]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        texts, span_lengths, span_flags, special_ids, special_spans, conversation_starts = [], [], [], [], [], []
+        position = 0
+        for parts in conversations:
+            conversation_starts.append(position)
+            for text, supervised, special in parts:
+                span_lengths.append(len(text))
+                span_flags.append(supervised)
+                if special:
+                    special_ids.append(self.special_ids[text])
+                    special_spans.append((position, position + len(text)))
+                position += len(text)
+            texts.append("".join([part.text for part in parts]))
+        self.tokenizer.encode_special_tokens = False
+        # One string per conversation: the tokenizer's cost grows faster than linearly with the string's length.
+        encodings = self.tokenizer.encode_batch(texts, add_special_tokens=False)
+        lengths = np.array([len(encoding) for encoding in encodings], np.int64)
+        ids = np.fromiter(chain.from_iterable(encoding.ids for encoding in encodings), np.int32, lengths.sum())
+        offsets = (np.array(list(chain.from_iterable(encoding.offsets for encoding in encodings)), np.int64)
+                   .reshape(-1, 2) + np.repeat(conversation_starts, lengths)[:, None])
+        at_special = np.flatnonzero(self.is_special_id[ids])
+        # Same tokens as the reference: exactly the format's specials, each over its own text, and every other
+        # token covering some text (so a token's supervision can be read off its characters, as below).
+        if not (len(at_special) == len(special_ids) and (ids[at_special] == special_ids).all()
+                and (offsets[at_special] == special_spans).all() and (offsets[:, 1] > offsets[:, 0]).all()):
+            return None
+        covered = np.concatenate([[0], np.cumsum(np.repeat(np.array(span_flags, np.int64), span_lengths))])
+        mask = (covered[offsets[:, 1]] - covered[offsets[:, 0]] > 0).astype(np.uint8)
+        return ids, mask, lengths
+
+    def _encode_runs(self, conversations: list[list[Part]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        runs_per_conversation = [_runs(parts) for parts in conversations]
         texts = [run[0] for runs in runs_per_conversation for run in runs if not isinstance(run, Part)]
+        self.tokenizer.encode_special_tokens = True  # special-token text inside content is ordinary text
         encodings = iter(self.tokenizer.encode_batch(texts, add_special_tokens=False)) if texts else iter(())
-        encoded = []
+        ids: list[int] = []
+        mask: list[int] = []
+        lengths = []
         for runs in runs_per_conversation:
-            ids: list[int] = []
-            mask: list[int] = []
+            start = len(ids)
             for run in runs:
                 if isinstance(run, Part):
                     ids.append(self.special_ids[run.text])
@@ -110,8 +171,25 @@ class PartsEncoder:
                 encoding = next(encodings)
                 ids += encoding.ids
                 mask += _token_mask(run[1], encoding.offsets, len(encoding.ids))
-            encoded.append((np.asarray(ids, np.int32), np.asarray(mask, np.uint8)))
-        return encoded
+            lengths.append(len(ids) - start)
+        return np.array(ids, np.int32), np.array(mask, np.uint8), np.array(lengths, np.int64)
+
+
+def _splits_exactly_on(added: dict, special_ids) -> bool:
+    """Whether the tokenizer cuts its input at each of these specials' text and nowhere around it."""
+    tokens = [added.get(token_id) for token_id in special_ids]
+    return all(token is not None and token.special and not (token.normalized or token.lstrip or token.rstrip
+                                                            or token.single_word) for token in tokens)
+
+
+def _keeps_offsets(tokenizer) -> bool:
+    """Whether token offsets are the same wherever a text sits in the input (no post-processor trims them)."""
+    if tokenizer.post_processor is None:
+        return True
+    processor = json.loads(tokenizer.post_processor.__getstate__())
+    steps = processor.get("processors", []) if processor["type"] == "Sequence" else [processor]
+    return all(step["type"] == "TemplateProcessing" or (step["type"] == "ByteLevel" and not step["trim_offsets"])
+               for step in steps)
 
 
 def _role_tokens(chat_format: str) -> tuple[str, ...]:
@@ -142,7 +220,7 @@ def _token_mask(spans: list[tuple[int, bool]], offsets: list[tuple[int, int]], c
     return (covered[bounds[:, 1]] - covered[bounds[:, 0]] > 0).astype(np.uint8).tolist()
 
 
-class TemplateEncoder:
+class TemplateEncoder(Encoder):
     """Any Hugging Face chat template with {% generation %} markers, through apply_chat_template."""
 
     def __init__(self, tokenizer: Path, eos: str):
@@ -155,20 +233,22 @@ class TemplateEncoder:
         self.eos_id = self.tokenizer.convert_tokens_to_ids(eos)
         self.directory = directory
 
-    def encode(self, conversations: list[list[dict]]) -> list[tuple[np.ndarray, np.ndarray]]:
-        encoded = []
+    def encode_stream(self, conversations: list[list[dict]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        ids: list[int] = []
+        mask: list[int] = []
+        lengths = []
         for messages in conversations:
             out = self.tokenizer.apply_chat_template(
                 messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True,
                 date_string=FIXED_DATE.strftime("%d %b %Y"), strftime_now=FIXED_DATE.strftime)
-            mask = np.asarray(out["assistant_masks"], np.uint8)
-            if not mask.any():
+            if not any(out["assistant_masks"]):
                 raise UserError(f"{self.directory}: chat_template: the assistant mask is all zero; the template "
                                 "needs {% generation %} ... {% endgeneration %} around assistant content")
-            encoded.append((np.append(np.asarray(out["input_ids"], np.int32), np.int32(self.eos_id)),
-                            np.append(mask, np.uint8(0))))
-        return encoded
+            ids += [*out["input_ids"], self.eos_id]
+            mask += [*out["assistant_masks"], 0]
+            lengths.append(len(out["input_ids"]) + 1)
+        return np.array(ids, np.int32), np.array(mask, np.uint8), np.array(lengths, np.int64)
 
 
-def make_encoder(tokenizer: Path, chat_format: str, eos: str) -> PartsEncoder | TemplateEncoder:
+def make_encoder(tokenizer: Path, chat_format: str, eos: str) -> Encoder:
     return TemplateEncoder(tokenizer, eos) if chat_format == "template" else PartsEncoder(tokenizer, chat_format, eos)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
 from openrecipes.errors import UserError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 PARQUET_BATCH_ROWS = 4096
 
@@ -27,14 +30,15 @@ class JsonlSource:
         self.starts, self.ends = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
         self.count = len(starts)
 
-    def read(self, indices: np.ndarray) -> Iterator[tuple[np.ndarray, list[bytes]]]:
-        """The raw lines of the given ascending indices, in batches."""
+    def read(self, indices: np.ndarray, batch_size: int) -> Iterator[tuple[np.ndarray, list[bytes]]]:
+        """The raw lines of the given ascending indices, in batches of at most batch_size."""
         with self.path.open("rb") as lines:
-            for batch in np.array_split(indices, max(1, len(indices) // PARQUET_BATCH_ROWS)):
+            for first in range(0, len(indices), batch_size):
+                batch = indices[first:first + batch_size]
                 raws = []
-                for index in batch:
-                    lines.seek(self.starts[index])
-                    raws.append(lines.read(self.ends[index] - self.starts[index]))
+                for start, end in zip(self.starts[batch].tolist(), self.ends[batch].tolist()):
+                    lines.seek(start)
+                    raws.append(lines.read(end - start))
                 yield batch, raws
 
 
@@ -54,7 +58,9 @@ class ParquetSource:
                             "pass a Tulu-shaped file with messages: [{role, content}]")
         self.count = self.file.metadata.num_rows
 
-    def read(self, indices: np.ndarray) -> Iterator[tuple[np.ndarray, list]]:
+    def read(self, indices: np.ndarray, batch_size: int) -> Iterator[tuple[np.ndarray, pa.Array]]:
+        """The `messages` of the given ascending indices as Arrow arrays of at most batch_size: a compact copy
+        that a worker process turns into Python objects (a slice would carry its whole record batch along)."""
         start = 0
         batches = self.file.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=["messages"])
         while True:
@@ -65,8 +71,9 @@ class ParquetSource:
             except Exception as error:
                 raise UserError(f"{self.path}: rows from {start}: unreadable ({error}); re-download the file") from None
             wanted = indices[(indices >= start) & (indices < start + batch.num_rows)]
-            if len(wanted):
-                yield wanted, batch.column(0).take(wanted - start).to_pylist()
+            for first in range(0, len(wanted), batch_size):
+                chunk = wanted[first:first + batch_size]
+                yield chunk, batch.column(0).take(chunk - start)
             start += batch.num_rows
 
 

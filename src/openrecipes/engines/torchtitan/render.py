@@ -26,28 +26,58 @@ class TorchtitanLaunch:
     env: dict[str, str]
     nnodes: int
     nproc_per_node: int
-    flags: dict[str, list[str]]  # --section.option -> its values; [] for a switch
+    torchrun_options: dict[str, list[str]]  # torchrun's own options besides the node and process counts
+    flags: dict[str, list[str]]  # torchtitan's --section.option -> its values; [] for a switch
 
     def torchtitan_argv(self) -> list[str]:
-        return [word for flag, values in self.flags.items() for word in (flag, *values)]
+        return _words(self.flags)
 
-    def argv(self, rendezvous: list[str] | None = None) -> list[str]:
-        """The torchrun command; `rendezvous` (c10d flags) replaces nothing and goes before the module."""
-        return ["torchrun", "--nnodes", str(self.nnodes), "--nproc_per_node", str(self.nproc_per_node),
-                *(rendezvous or []), "-m", ENTRY_MODULE, *self.torchtitan_argv()]
+    def argv(self, rendezvous: dict[str, list[str]] | None = None) -> list[str]:
+        """The torchrun command; `rendezvous` (c10d options for several nodes) joins torchrun's own options."""
+        options = {"--nnodes": [str(self.nnodes)], "--nproc_per_node": [str(self.nproc_per_node)],
+                   **self.torchrun_options, **(rendezvous or {})}
+        return ["torchrun", *_words(options), "-m", ENTRY_MODULE, *self.torchtitan_argv()]
 
     def script(self) -> str:
-        """The run as a recipe's `run` text: one export line, then one flag (and its value) per line."""
+        """The run as a recipe's `run` text: one export line, then torchrun and one flag per line."""
         exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in self.env.items())
-        head = shlex.join(self.argv()[: 7])  # torchrun --nnodes N --nproc_per_node G -m module
+        argv = self.argv()
+        head = shlex.join(argv[: argv.index(ENTRY_MODULE) + 1])
         rest = [shlex.join([flag, *values]) for flag, values in self.flags.items()]
         lines = ([f"export {exports}"] if exports else []) + [" \\\n  ".join([head, *rest])]
         return "\n".join(lines) + "\n"
 
 
+def _words(options: dict[str, list[str]]) -> list[str]:
+    return [word for flag, values in options.items() for word in (flag, *values)]
+
+
+def _options(words: list[str]) -> dict[str, list[str]]:
+    """`--flag v1 v2 --switch` -> {"--flag": ["v1", "v2"], "--switch": []}."""
+    options: dict[str, list[str]] = {}
+    current = None
+    for word in words:
+        if word.startswith("--"):
+            flag, sep, inline = word.partition("=")
+            current = flag
+            options[flag] = [inline] if sep else []
+        elif current is not None:
+            options[current].append(word)
+    return options
+
+
+def split_command(recipe: Recipe) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(torchrun's options, torchtitan's flags) of the recipe's `run` command."""
+    argv = parse_run(recipe.run).argv
+    if ENTRY_MODULE not in argv:
+        raise UserError(f"the run command does not start {ENTRY_MODULE}; it is not a torchtitan recipe")
+    at = argv.index(ENTRY_MODULE)
+    return _options(argv[1: at - 1]), _options(argv[at + 1:])
+
+
 def is_torchtitan(recipe: Recipe) -> bool:
-    parsed = parse_run(recipe.run)
-    return bool(parsed.launcher) and parsed.launcher[0] == "torchrun" and ENTRY_MODULE in parsed.launcher
+    argv = parse_run(recipe.run).argv
+    return bool(argv) and argv[0] == "torchrun" and ENTRY_MODULE in argv
 
 
 def layout_flags(recipe: Recipe, card: ModelCard) -> dict[str, list[str]]:
@@ -90,19 +120,17 @@ def layout_flags(recipe: Recipe, card: ModelCard) -> dict[str, list[str]]:
 def render(recipe: Recipe, card: ModelCard, *, steps: int | None = None,
            overrides: dict[str, list[str]] | None = None) -> TorchtitanLaunch:
     """The launch of `recipe`: its fields' flags over the options its `run` command sets, then `overrides`."""
-    parsed = parse_run(recipe.run)
+    torchrun_options, written = split_command(recipe)
     from_fields = layout_flags(recipe, card)
-    flags: dict[str, list[str]] = {}
-    for flag, values in parsed.flags.items():
-        if flag in ("--nnodes", "--nproc_per_node"):
-            continue
+    for flag, values in written.items():
         if flag in from_fields and from_fields[flag] != values:
             raise UserError(f"the run command sets {shlex.join([flag, *values])} but the recipe's fields say "
                             f"{shlex.join([flag, *from_fields[flag]])}; run `openrecipes validate` on the recipe")
-        flags[flag] = values
-    flags = {**from_fields, **{f: v for f, v in flags.items() if f not in from_fields}}
+    flags = {**from_fields, **{f: v for f, v in written.items() if f not in from_fields}}
     if steps is not None:
         flags["--training.steps"] = [str(steps)]
     flags.update(overrides or {})
-    nodes = recipe.gpu.count // recipe.gpu.per_node
-    return TorchtitanLaunch(env=dict(recipe.env), nnodes=nodes, nproc_per_node=recipe.gpu.per_node, flags=flags)
+    for counted in ("--nnodes", "--nproc_per_node"):
+        torchrun_options.pop(counted, None)
+    return TorchtitanLaunch(env=dict(recipe.env), nnodes=recipe.gpu.count // recipe.gpu.per_node,
+                            nproc_per_node=recipe.gpu.per_node, torchrun_options=torchrun_options, flags=flags)

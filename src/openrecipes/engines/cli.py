@@ -1,0 +1,86 @@
+"""`openrecipes run RECIPE [--dry-run] [--steps N] [--out runs/NAME]` and `openrecipes launch RECIPE --slurm`."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from openrecipes.errors import UserError
+
+# Logging choices of every run we start: rank 0's lines only, prefixed `[rank0]:`, without colour codes, so the
+# raw log is what `openrecipes measure` reads. They change nothing the model computes.
+LOG_TORCHRUN_OPTIONS = {"--local-ranks-filter": ["0"], "--role": ["rank"], "--tee": ["3"]}
+LOG_FLAGS = {"--metrics.log_freq": ["1"], "--metrics.disable_color_printing": []}
+
+
+def _recipe_and_launch(recipe_path: Path, steps: Optional[int]):
+    from openrecipes.catalog import load_recipe
+    from openrecipes.catalog.hardware import load_reference_tables
+    from openrecipes.engines.torchtitan.render import is_torchtitan, render
+
+    recipe = load_recipe(recipe_path)
+    if not is_torchtitan(recipe):
+        return recipe, None
+    launch = render(recipe, load_reference_tables().models[recipe.model], steps=steps, overrides=LOG_FLAGS)
+    return recipe, dataclasses.replace(launch, torchrun_options={**launch.torchrun_options, **LOG_TORCHRUN_OPTIONS})
+
+
+def run_command(
+    recipe_path: Path = typer.Argument(..., metavar="RECIPE", help="a recipe YAML (torchtitan recipes run here)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the exact command and resolved config; run nothing"),
+    steps: Optional[int] = typer.Option(None, "--steps", min=1, help="optimizer steps (default: the recipe's)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="run folder (default: runs/<recipe file name>)"),
+) -> None:
+    """Run a recipe with torchrun: raw log and step,loss,step_time CSV under runs/, then measure and check it."""
+    from openrecipes.engines import slime
+
+    recipe, launch = _recipe_and_launch(recipe_path, steps)
+    if launch is None:
+        print(slime.dry_run_text(recipe))
+        if not dry_run:
+            raise UserError(f"{recipe_path}: a slime/Megatron recipe runs on the seeds' cluster; use --dry-run here")
+        return
+    if dry_run:
+        print(launch.script(), end="")
+        print(json.dumps({"env": launch.env, "nnodes": launch.nnodes, "nproc_per_node": launch.nproc_per_node,
+                          "torchtitan": {flag: values for flag, values in launch.flags.items()}}, indent=2))
+        return
+    if launch.nnodes > 1:
+        raise UserError(f"{recipe_path}: {launch.nnodes} nodes; write a batch script with `openrecipes launch --slurm`")
+    from openrecipes.engines.execute import execute, report
+
+    run_dir = out or Path("runs") / recipe_path.stem
+    log = execute(launch, run_dir, tokens_per_step=recipe.workload.global_batch * recipe.workload.row_tokens)
+    report(recipe_path, recipe, log)
+
+
+def launch_command(
+    recipe_path: Path = typer.Argument(..., metavar="RECIPE", help="a torchtitan recipe YAML"),
+    slurm: bool = typer.Option(False, "--slurm", help="write an sbatch script (the one launcher so far)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="script file (default: print it)"),
+) -> None:
+    """A batch script that starts the recipe on its nodes: one torchrun per node, c10d rendezvous, logs in runs/."""
+    from openrecipes.engines.launch import sbatch_script
+
+    if not slurm:
+        raise UserError("name the scheduler: --slurm")
+    recipe, launch = _recipe_and_launch(recipe_path, None)
+    if launch is None:
+        raise UserError(f"{recipe_path}: not a torchtitan recipe; its own command is in `openrecipes run --dry-run`")
+    script = sbatch_script(launch, job_name=recipe_path.stem, run_dir=f"runs/{recipe_path.stem}")
+    if out is None:
+        print(script, end="")
+        return
+    out.write_text(script)
+    out.chmod(0o755)
+    Console(stderr=True).print(f"wrote {out}: sbatch {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run_command)
+    app.command("launch")(launch_command)

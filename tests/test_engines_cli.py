@@ -1,0 +1,73 @@
+"""`openrecipes run` (dry run, and a whole run through a stand-in torchrun) and `openrecipes launch --slurm`."""
+
+from __future__ import annotations
+
+import csv
+import stat
+
+from typer.testing import CliRunner
+
+from openrecipes.cli import app
+from openrecipes.errors import UserError
+from tests.conftest import GPTOSS_1, REPO
+
+QWEN3_8B = REPO / "recipes/qwen3-8b/h200/openrecipes-fsdp2-compile-noac-mb1.yaml"
+runner = CliRunner()
+
+
+def test_dry_run_prints_the_command_with_the_log_options():
+    result = runner.invoke(app, ["run", str(QWEN3_8B), "--dry-run", "--steps", "3"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1")
+    assert ("torchrun --nnodes 1 --nproc_per_node 2 --local-ranks-filter 0 --role rank --tee 3 "
+            "-m openrecipes.engines.torchtitan.train") in result.output
+    assert "--training.steps 3 \\" in result.output
+    assert '"--compile.enable": []' in result.output
+
+
+def test_slime_recipes_dry_run_only():
+    dry = runner.invoke(app, ["run", str(GPTOSS_1), "--dry-run"])
+    assert dry.exit_code == 0
+    assert "--expert-model-parallel-size 4" in dry.output and "python3 -m <slime entry module>" in dry.output
+    refused = runner.invoke(app, ["run", str(GPTOSS_1)])
+    assert isinstance(refused.exception, UserError) and "seeds' cluster" in str(refused.exception)
+
+
+def test_launch_writes_an_sbatch_script(tmp_path):
+    out = tmp_path / "job.sbatch"
+    result = runner.invoke(app, ["launch", str(QWEN3_8B), "--slurm", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    script = out.read_text()
+    assert script.startswith("#!/bin/bash\n#SBATCH --job-name=openrecipes-fsdp2-compile-noac-mb1\n#SBATCH --nodes=1\n")
+    assert "#SBATCH --gpus-per-node=2" in script
+    assert "export NCCL_NVLS_ENABLE=0\n" in script
+    assert "--rdzv_backend c10d --rdzv_endpoint $head_node:29500 --rdzv_id $SLURM_JOB_ID" in script
+    assert "--output=runs/openrecipes-fsdp2-compile-noac-mb1/train.node%n.log" in script
+    assert out.stat().st_mode & stat.S_IXUSR
+
+
+def _stand_in_torchrun(folder, steps):
+    lines = ["[rank0]:[titan] 2026-11-30 01:00:00,000 - root - INFO - Training starts at step 1"]
+    lines += [f"[rank0]:[titan] 2026-11-30 01:00:{10 + 2 * s:02d},000 - root - INFO - step: {s:2d}  loss: {12 - 0.3 * s:.5f}"
+              f"  grad_norm:  1.0000  memory: 100.00GiB(70.00%)  tps: 9,000  tflops: 500.00  mfu: 50.00%"
+              for s in range(1, steps + 1)]
+    script = folder / "torchrun"
+    script.write_text("#!/bin/sh\ncat <<'LOG'\n" + "\n".join(lines) + "\nLOG\n")
+    script.chmod(0o755)
+
+
+def test_run_keeps_the_raw_log_and_the_steps_csv(tmp_path, monkeypatch):
+    _stand_in_torchrun(tmp_path, 20)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{__import__('os').environ['PATH']}")
+    monkeypatch.chdir(REPO)  # the recipe's reference arm lies under runs/
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["run", str(QWEN3_8B), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "Training starts" in (out / "train.log").read_text()
+    with (out / "steps.csv").open() as source:
+        rows = list(csv.reader(source))
+    assert rows[0] == ["step", "loss", "step_time"]
+    assert rows[1][:2] == ["0", "11.7"] and float(rows[2][2]) == 2.0 and len(rows) == 21
+    assert "tokens_per_s_per_gpu" in result.output and "convergence against" in result.output
+    again = runner.invoke(app, ["run", str(QWEN3_8B), "--out", str(out)])
+    assert isinstance(again.exception, UserError) and "exists" in str(again.exception)

@@ -1,0 +1,78 @@
+"""Rendering a torchtitan recipe into its torchrun command: the exact command, the flags from the fields, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from openrecipes.catalog import load_recipe
+from openrecipes.catalog.hardware import load_reference_tables
+from openrecipes.engines.torchtitan.render import ENTRY_MODULE, is_torchtitan, layout_flags, render
+from openrecipes.errors import UserError
+from tests.conftest import GPTOSS_1, REPO
+
+QWEN3_8B = REPO / "recipes/qwen3-8b/h200/openrecipes-fsdp2-compile-noac-mb1.yaml"
+QWEN3_8B_STOCK = REPO / "recipes/qwen3-8b/h200/torchtitan-stock-fsdp2.yaml"
+QWEN3_1_7B = REPO / "recipes/qwen3-1.7b/h200/openrecipes-compile-noac-mb4.yaml"
+
+
+def _render(path, **options):
+    recipe = load_recipe(path)
+    return recipe, render(recipe, load_reference_tables().models[recipe.model], **options)
+
+
+@pytest.mark.parametrize("path", [QWEN3_8B, QWEN3_8B_STOCK, QWEN3_1_7B])
+def test_render_reproduces_the_published_command(path):
+    recipe, launch = _render(path)
+    assert launch.script() == recipe.run
+
+
+def test_exact_torchrun_argv_of_the_8b_candidate():
+    _, launch = _render(QWEN3_8B)
+    argv = launch.argv()
+    assert argv[:11] == ["torchrun", "--nnodes", "1", "--nproc_per_node", "2", "--local-ranks-filter", "0",
+                         "--role", "rank", "--tee", "3"]
+    assert argv[11:13] == ["-m", ENTRY_MODULE]
+    tail = " ".join(argv[13:])
+    for expected in ("--model.name qwen3 --model.flavor 8B", "--training.global_batch_size 16",
+                     "--training.local_batch_size 1", "--parallelism.data_parallel_shard_degree 2",
+                     "--activation_checkpoint.mode none --compile.enable",
+                     "--parallelism.fsdp_reshard_after_forward never", "--optimizer.lr 8e-4"):
+        assert expected in tail
+    assert launch.env["NCCL_NVLS_ENABLE"] == "0"
+
+
+def test_fields_decide_recompute_and_compile():
+    recipe = load_recipe(QWEN3_8B_STOCK)
+    flags = layout_flags(recipe, load_reference_tables().models[recipe.model])
+    assert flags["--activation_checkpoint.mode"] == ["selective"]
+    assert flags["--activation_checkpoint.selective_ac_option"] == ["op"]
+    assert "--compile.enable" not in flags
+    assert flags["--training.local_batch_size"] == ["2"]
+
+
+def test_steps_and_overrides_replace_the_recipe_values():
+    _, launch = _render(QWEN3_1_7B, steps=3, overrides={"--metrics.disable_color_printing": []})
+    assert launch.flags["--training.steps"] == ["3"]
+    assert "--metrics.disable_color_printing" in launch.torchtitan_argv()
+    assert launch.nproc_per_node == 1 and launch.nnodes == 1
+
+
+def test_a_command_that_disagrees_with_the_fields_is_refused():
+    recipe = load_recipe(QWEN3_8B)
+    changed = recipe.model_copy(
+        update={"run": recipe.run.replace("--training.local_batch_size 1", "--training.local_batch_size 2")})
+    with pytest.raises(UserError, match="local_batch_size"):
+        render(changed, load_reference_tables().models[recipe.model])
+
+
+def test_a_card_without_a_torchtitan_flavor_is_refused():
+    recipe = load_recipe(QWEN3_8B)
+    card = load_reference_tables().models[recipe.model]
+    bare = card.model_copy(update={"architecture": {"layers": 36}})
+    with pytest.raises(UserError, match="torchtitan_flavor"):
+        layout_flags(recipe, bare)
+
+
+def test_seed_recipes_are_not_torchtitan():
+    assert not is_torchtitan(load_recipe(GPTOSS_1))
+    assert is_torchtitan(load_recipe(QWEN3_8B))

@@ -1,0 +1,54 @@
+"""Our rows.parquet as torchtitan batches: next-token labels, ignored where the target is unsupervised."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+from openrecipes.engines.torchtitan.rows import IGNORE_INDEX, RowsDataLoader, next_token_labels  # noqa: E402
+
+
+def _parquet(path, rows):
+    table = pa.table({
+        "input_ids": pa.array([ids for ids, _ in rows], pa.list_(pa.int32())),
+        "loss_mask": pa.array([mask for _, mask in rows], pa.list_(pa.uint8())),
+    })
+    pq.write_table(table, path)
+    return path
+
+
+def test_labels_are_the_next_token_where_it_is_supervised():
+    ids = torch.tensor([[10, 11, 12, 13, 14]])
+    mask = torch.tensor([[0, 0, 1, 1, 0]], dtype=torch.uint8)
+    labels = next_token_labels(ids, mask)
+    assert labels.tolist() == [[IGNORE_INDEX, 12, 13, IGNORE_INDEX, IGNORE_INDEX]]
+    assert labels.dtype == torch.long
+
+
+def test_loader_batches_one_ranks_rows_in_file_order(tmp_path):
+    rows = [([r * 10 + t for t in range(4)], [0, 1, 1, 1]) for r in range(6)]
+    path = _parquet(tmp_path / "rows.parquet", rows)
+    loader = RowsDataLoader(path, local_batch_size=2, seq_len=4, dp_rank=1, dp_world_size=2)
+    batches = list(loader)
+    assert len(batches) == 1  # rank 1 holds rows 1, 3, 5: one full batch of 2, the last row is left over
+    inputs, labels = batches[0]
+    assert inputs["input"].tolist() == [[10, 11, 12, 13], [30, 31, 32, 33]]
+    assert inputs["input"].dtype == torch.int64
+    assert labels.tolist() == [[11, 12, 13, IGNORE_INDEX], [31, 32, 33, IGNORE_INDEX]]
+    assert loader.state_dict() == {"position": 2}
+
+
+def test_loader_resumes_from_its_state(tmp_path):
+    path = _parquet(tmp_path / "rows.parquet", [([r, r, r], [1, 1, 1]) for r in range(4)])
+    loader = RowsDataLoader(path, local_batch_size=1, seq_len=3, dp_rank=0, dp_world_size=1)
+    loader.load_state_dict({"position": 3})
+    assert [batch[0]["input"].tolist() for batch in loader] == [[[3, 3, 3]]]
+
+
+def test_rows_of_another_length_are_refused(tmp_path):
+    path = _parquet(tmp_path / "rows.parquet", [([1, 2, 3], [1, 1, 1])])
+    with pytest.raises(ValueError, match="seq_len is 8"):
+        RowsDataLoader(path, local_batch_size=1, seq_len=8, dp_rank=0, dp_world_size=1)
