@@ -1,7 +1,17 @@
-"""Row builder vs a naive loop of one apply_chat_template per conversation, on the same input.
+"""Row builder vs a naive loop of one apply_chat_template per conversation, on the same input, identical bytes.
 
-Both build Qwen3 rows (qwen3 format vs Qwen3's template with {% generation %} markers for the same mask) from the
-bundled chatterbot dialogs repeated EPOCHS times; the rows must be byte-identical (same rows_sha256).
+Both sides build Qwen3 rows: the builder in the qwen3 format, the naive loop through Qwen3's template with
+{% generation %} markers for the same mask, one apply_chat_template call per conversation in the same permutation,
+packed the same way. The rows must be byte-identical (same rows_sha256) or the benchmark fails. Two inputs, both
+made of the bundled chatterbot-corpus English dialogs (real text, ~2,000 dialogs per pass) repeated EPOCHS times:
+
+- short: one dialog per conversation, as the demo does (~39 tokens per conversation).
+- long: the same dialogs, regrouped: each category's dialogs, in a seeded shuffle per pass, are concatenated whole,
+  in that order, into conversations of at least LONG_CONTENT_CHARS characters of content (~1,300 tokens, the order
+  of a Tulu 3 SFT mixture conversation). Real text rearranged, not invented; a small category's conversations
+  repeat its dialogs.
+
+Each side runs in a fresh process, so its peak RSS is its own.
 Run: .venv/bin/python benchmarks/rows_build.py [EPOCHS]
 """
 
@@ -9,7 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
+import random
 import resource
 import sys
 import tempfile
@@ -19,15 +31,58 @@ from pathlib import Path
 import numpy as np
 
 from openrecipes.rows.build import BuildRequest, build_rows
-from openrecipes.rows.demo import corpus_dialogs, write_tulu_jsonl
+from openrecipes.rows.demo import CORPUS, corpus_dialogs, write_tulu_jsonl
 from openrecipes.rows.qwen3_template import QWEN3_GENERATION_TEMPLATE
 from openrecipes.rows.vocab_export import export_tokenizer
 
 ROW_TOKENS, SEED = 8192, 42
 SEEDS_BUILD_TOKENS = 12_800 * 8_192
+EOS_ID = 151643  # Qwen3's <|endoftext|>
+LONG_CONTENT_CHARS = 3000
 
 
-def naive_rows_sha256(conversations: Path, template_dir: Path, eos_id: int) -> tuple[str, int]:
+def category_dialogs() -> dict[str, list[list[dict]]]:
+    """corpus_dialogs() grouped by the corpus file (category) each came from."""
+    import chatterbot_corpus
+    import yaml
+
+    by_category = {}
+    for path in sorted((Path(chatterbot_corpus.__file__).parent / "data" / "english").glob("*.yml")):
+        dialogs = []
+        for lines in yaml.safe_load(path.read_text(encoding="utf-8")).get("conversations", []):
+            texts = [str(line).strip() for line in lines if str(line).strip()]
+            if len(texts) >= 2:
+                dialogs.append([{"role": "user" if turn % 2 == 0 else "assistant", "content": text}
+                                for turn, text in enumerate(texts)])
+        by_category[path.stem] = dialogs
+    assert sum(map(len, by_category.values())) == len(corpus_dialogs())  # the same dialogs as the short input
+    return by_category
+
+
+def write_long_conversations(epochs: int, path: Path) -> None:
+    shuffle = random.Random(SEED)
+    with path.open("w", encoding="utf-8") as out:
+        for category, dialogs in category_dialogs().items():
+            stream = []
+            for _ in range(epochs):
+                stream += shuffle.sample(dialogs, len(dialogs))
+            messages, number = [], 0
+            for dialog in stream:
+                messages += dialog
+                if sum(len(message["content"]) for message in messages) >= LONG_CONTENT_CHARS or dialog is stream[-1]:
+                    record = {"id": f"chatterbot-en-{category}-long{number}", "messages": messages, "source": CORPUS}
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    messages, number = [], number + 1
+
+
+def build_side(conversations: Path, tokenizer: Path, out: Path) -> dict:
+    manifest = build_rows(BuildRequest(conversations, tokenizer, "qwen3", ROW_TOKENS, 10**9, SEED, out,
+                                       workers=os.cpu_count() or 1))
+    return {"rows_sha256": manifest["rows_sha256"], "rows": manifest["rows"],
+            "conversations": manifest["source"]["conversations"]}
+
+
+def naive_side(conversations: Path, template_dir: Path) -> dict:
     """One apply_chat_template call per conversation, in the same permutation, packed the same way."""
     from transformers import AutoTokenizer
 
@@ -38,7 +93,7 @@ def naive_rows_sha256(conversations: Path, template_dir: Path, eos_id: int) -> t
     for index in order:
         out = tokenizer.apply_chat_template(records[index], tokenize=True, return_dict=True,
                                             return_assistant_tokens_mask=True)
-        ids += [*out["input_ids"], eos_id]
+        ids += [*out["input_ids"], EOS_ID]
         masks += [*out["assistant_masks"], 0]
     ids, masks = np.asarray(ids, "<i4"), np.asarray(masks, np.uint8)
     digest = hashlib.sha256()
@@ -47,11 +102,51 @@ def naive_rows_sha256(conversations: Path, template_dir: Path, eos_id: int) -> t
         if masks[cut].any():
             digest.update(ids[cut].tobytes())
             digest.update(masks[cut].tobytes())
-    return digest.hexdigest(), len(ids)
+    return {"rows_sha256": digest.hexdigest(), "tokens": len(ids)}
+
+
+def _timed(side, args, results) -> None:
+    started = time.perf_counter()
+    result = side(*args)
+    result["seconds"] = time.perf_counter() - started
+    result["peak_rss_mib"] = max(resource.getrusage(who).ru_maxrss
+                                 for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
+    results.put(result)
+
+
+def in_fresh_process(side, *args) -> dict:
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    process = context.Process(target=_timed, args=(side, args, results))
+    process.start()
+    result = results.get()
+    process.join()
+    return result
+
+
+def compare(name: str, conversations: Path, root: Path) -> bool:
+    load = os.getloadavg()[0]
+    builder = in_fresh_process(build_side, conversations, root / "qwen3", root / f"rows-{name}")
+    naive = in_fresh_process(naive_side, conversations, root / "qwen3-generation")
+    tokens = naive["tokens"]
+    builder_rate, naive_rate = tokens / builder["seconds"], tokens / naive["seconds"]
+    identical = builder["rows_sha256"] == naive["rows_sha256"]
+    print(f"{name}: {builder['conversations']:,} conversations, {tokens:,} tokens "
+          f"({tokens / builder['conversations']:,.0f} per conversation), {builder['rows']} rows; "
+          f"load average before: {load:.2f}")
+    print(f"  builder ({os.cpu_count()} workers): {builder['seconds']:.2f} s, {builder_rate:,.0f} tokens/s, "
+          f"peak RSS {builder['peak_rss_mib']:,.0f} MiB (largest process)")
+    print(f"  naive apply_chat_template loop: {naive['seconds']:.2f} s, {naive_rate:,.0f} tokens/s, "
+          f"peak RSS {naive['peak_rss_mib']:,.0f} MiB")
+    print(f"  speed ratio: {naive['seconds'] / builder['seconds']:.2f}x; identical rows: {identical} "
+          f"(rows_sha256 {builder['rows_sha256'][:16]}...)")
+    print(f"  projected 12,800 x 8,192-token build ({SEEDS_BUILD_TOKENS:,} tokens): builder "
+          f"{SEEDS_BUILD_TOKENS / builder_rate / 60:.1f} min, naive {SEEDS_BUILD_TOKENS / naive_rate / 60:.1f} min")
+    return identical
 
 
 def main() -> None:
-    epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 60
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         export_tokenizer("qwen3", root / "qwen3")
@@ -61,29 +156,11 @@ def main() -> None:
         config = json.loads((root / "qwen3" / "tokenizer_config.json").read_text())
         (template_dir / "tokenizer_config.json").write_text(
             json.dumps({**config, "chat_template": QWEN3_GENERATION_TEMPLATE}))
-        conversations = root / "conversations.jsonl"
-        write_tulu_jsonl(corpus_dialogs(), epochs, conversations)
-
-        started = time.perf_counter()
-        manifest = build_rows(BuildRequest(conversations, root / "qwen3", "qwen3", ROW_TOKENS, 10**9, SEED,
-                                           root / "rows", workers=os.cpu_count() or 1))
-        builder_s = time.perf_counter() - started
-        peak_rss_mib = max(resource.getrusage(who).ru_maxrss for who in
-                           (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
-
-        started = time.perf_counter()
-        naive_sha256, tokens = naive_rows_sha256(conversations, template_dir, eos_id=151643)
-        naive_s = time.perf_counter() - started
-
-    builder_rate, naive_rate = tokens / builder_s, tokens / naive_s
-    print(f"input: {epochs} epochs of chatterbot-corpus dialogs, {tokens:,} tokens, {manifest['rows']} rows")
-    print(f"builder ({os.cpu_count()} workers): {builder_s:.2f} s, {builder_rate:,.0f} tokens/s, "
-          f"peak RSS {peak_rss_mib:,.0f} MiB (largest process)")
-    print(f"naive apply_chat_template loop: {naive_s:.2f} s, {naive_rate:,.0f} tokens/s")
-    print(f"speed ratio: {naive_s / builder_s:.1f}x; identical rows: {naive_sha256 == manifest['rows_sha256']}")
-    print(f"projected 12,800 x 8,192-token build ({SEEDS_BUILD_TOKENS:,} tokens): builder "
-          f"{SEEDS_BUILD_TOKENS / builder_rate / 60:.1f} min, naive {SEEDS_BUILD_TOKENS / naive_rate / 60:.1f} min")
-    if naive_sha256 != manifest["rows_sha256"]:
+        write_tulu_jsonl(corpus_dialogs(), epochs, root / "short.jsonl")
+        write_long_conversations(epochs, root / "long.jsonl")
+        print(f"input: chatterbot-corpus English dialogs x {epochs} epochs, Qwen3 tokenizer, {ROW_TOKENS:,}-token rows")
+        identical = [compare(name, root / f"{name}.jsonl", root) for name in ("short", "long")]
+    if not all(identical):
         sys.exit("rows differ from the naive loop")
 
 

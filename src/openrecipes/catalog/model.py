@@ -30,7 +30,7 @@ class Gpu(Strict):
 
 class Author(Strict):
     name: str = Field(description="who measured the recipe")
-    url: Url = Field(description="where to cite the author")
+    url: Url | None = Field(description="where to cite the author; null when the recipe's own page is the citation")
 
 
 class Stack(Strict):

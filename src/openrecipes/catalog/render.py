@@ -63,7 +63,7 @@ def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
     table.add_column(style="bold")
     table.add_column()
     rows = [
-        ("author", f"{r.author.name} ({r.author.url})"),
+        ("author", r.author.name + (f" ({r.author.url})" if r.author.url else "")),
         ("GPUs", f"{r.gpu.count} x {r.gpu.type} {r.gpu.memory_gb} GB ({r.gpu.instance}, {r.gpu.per_node} per node)"),
         ("workload", f"{r.workload.row_tokens:,}-token rows · global batch {r.workload.global_batch} · "
                      f"{r.workload.precision.upper()}"),

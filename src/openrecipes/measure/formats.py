@@ -232,9 +232,13 @@ def read_text(path: Path) -> str:
         raise UserError(f"{path}: cannot read ({error.strerror}); check the path") from None
 
 
+# Terminal colour codes: torchtitan colours its log lines by default, which would hide the step lines.
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def read_log(path: Path) -> StepTable:
     """One log file as a step table, its format detected; timestamps span every line of the file."""
-    lines = read_text(path).splitlines()
+    lines = _ANSI_ESCAPE.sub("", read_text(path)).splitlines()
     log_format = detect_format(path, lines)
     reader = read_jsonl if log_format == "jsonl" else _SIGNATURES[log_format][1]
     table = reader(path, lines)

@@ -12,21 +12,26 @@ import math
 import multiprocessing
 import os
 import tempfile
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from openrecipes.errors import UserError
-from openrecipes.rows.encode import eos_token_for, make_encoder, parse_record, tokenizer_json_path
+from openrecipes.rows.encode import Encoder, eos_token_for, make_encoder, parse_record, tokenizer_json_path
 from openrecipes.rows.formats import CHAT_FORMATS
 from openrecipes.rows.manifest import PACKING, PERMUTATION, write_manifest
 from openrecipes.rows.output import RowPacker, RowsWriter
 from openrecipes.rows.sources import open_source
 
-CONVERSATIONS_PER_TASK = 256
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+CONVERSATIONS_PER_TASK = 1024  # large enough that a task's encoding outweighs its trip between processes
+TASKS_IN_FLIGHT_PER_WORKER = 2  # enough to keep workers busy; bounds the raw records held in the queue
+PACK_TOKENS = 1 << 20  # tokens gathered from the spill per packing step
 FIRST_WINDOW = 2048
 
 
@@ -54,64 +59,74 @@ class Progress:
     conversations: int = 0
 
 
-_worker_encoder = None
+_worker_encoder: Encoder | Exception | None = None
 
 
 def _start_worker(tokenizer: Path, chat_format: str, eos: str) -> None:
     global _worker_encoder
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the processes are the parallelism
-    _worker_encoder = make_encoder(tokenizer, chat_format, eos)
+    try:
+        _worker_encoder = make_encoder(tokenizer, chat_format, eos)
+    except Exception as error:  # raised by the worker's first task: a Pool restarts a failed initializer forever
+        _worker_encoder = error
 
 
-def _encode_task(task: tuple[np.ndarray, list]) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray, np.ndarray]:
+def _worker_ready() -> None:
+    if isinstance(_worker_encoder, Exception):
+        raise _worker_encoder
+
+
+def _encode_task(task: tuple[np.ndarray, list | pa.Array]) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray,
+                                                                    np.ndarray]:
     """(indices, lengths with -1 for skipped, skip reasons, all ids, all masks) for one batch of raw records."""
+    _worker_ready()
     indices, raws = task
-    parsed = [parse_record(raw) for raw in raws]
-    kept = [messages for messages in parsed if not isinstance(messages, str)]
-    encoded = iter(_worker_encoder.encode(kept))
-    lengths, reasons, ids, masks = [], [], [], []
-    for messages in parsed:
-        if isinstance(messages, str):
-            lengths.append(-1)
-            reasons.append(messages)
-            continue
-        conversation_ids, conversation_mask = next(encoded)
-        lengths.append(len(conversation_ids))
-        ids.append(conversation_ids)
-        masks.append(conversation_mask)
-    empty_ids, empty_mask = np.empty(0, np.int32), np.empty(0, np.uint8)
-    return (indices, np.asarray(lengths, np.int64), reasons,
-            np.concatenate(ids) if ids else empty_ids, np.concatenate(masks) if masks else empty_mask)
+    parsed = [parse_record(raw) for raw in (raws if isinstance(raws, list) else raws.to_pylist())]
+    ids, masks, kept_lengths = _worker_encoder.encode_stream([messages for messages in parsed
+                                                              if not isinstance(messages, str)])
+    lengths = np.full(len(parsed), -1, np.int64)
+    lengths[[number for number, messages in enumerate(parsed) if not isinstance(messages, str)]] = kept_lengths
+    return indices, lengths, [messages for messages in parsed if isinstance(messages, str)], ids, masks
 
 
 def build_rows(request: BuildRequest, on_progress: Callable[[Progress], None] = lambda progress: None) -> dict:
     """Build rows.parquet + manifest.json in request.out; returns the manifest."""
     _check_request(request)
     eos = eos_token_for(request.tokenizer, request.chat_format, request.eos_token)
-    encoder = make_encoder(request.tokenizer, request.chat_format, eos)  # a wrong tokenizer fails here, not in a worker
+    # Workers load the tokenizer while this process indexes the source; a wrong one fails before any reading.
+    pool = (multiprocessing.get_context("spawn").Pool(request.workers, _start_worker,
+                                                       (request.tokenizer, request.chat_format, eos))
+            if request.workers else None)
+    try:
+        return _write_rows(request, eos, pool, on_progress)
+    finally:
+        if pool:
+            pool.terminate()
+
+
+def _write_rows(request: BuildRequest, eos: str, pool, on_progress: Callable[[Progress], None]) -> dict:
+    global _worker_encoder
+    if pool is None:
+        _worker_encoder = make_encoder(request.tokenizer, request.chat_format, eos)
     source = open_source(request.conversations)
     order = np.random.Generator(np.random.PCG64(request.seed)).permutation(source.count)
     position = np.empty(source.count, np.int64)
     position[order] = np.arange(source.count)
+    if pool:
+        pool.apply(_worker_ready)
     request.out.mkdir(parents=True, exist_ok=True)
     writer = RowsWriter(request.out / "rows.parquet", request.row_tokens)
     packer = RowPacker(writer, request.rows)
     skipped: Counter[str] = Counter()
     progress = Progress()
-    pool = (multiprocessing.get_context("spawn").Pool(request.workers, _start_worker,
-                                                       (request.tokenizer, request.chat_format, eos))
-            if request.workers else None)
-    if pool is None:
-        global _worker_encoder
-        _worker_encoder = encoder
     try:
         with tempfile.TemporaryDirectory(dir=request.out, prefix=".rows-build-") as spill_dir:
             window_start, window = 0, FIRST_WINDOW
             while not packer.done and window_start < source.count:
                 window_end = min(source.count, window_start + window)
                 indices = np.flatnonzero((position >= window_start) & (position < window_end))
-                tasks = _tasks(source.read(indices))
-                results = pool.imap(_encode_task, tasks) if pool else map(_encode_task, tasks)
+                tasks = source.read(indices, CONVERSATIONS_PER_TASK)
+                results = _in_order(pool, request.workers, tasks) if pool else map(_encode_task, tasks)
                 spill = _spill(results, Path(spill_dir), position, window_start, window_end, skipped, progress,
                                on_progress)
                 _pack(spill, packer, progress, on_progress)
@@ -122,9 +137,6 @@ def build_rows(request: BuildRequest, on_progress: Callable[[Progress], None] = 
     except BaseException:
         writer.abandon()
         raise
-    finally:
-        if pool:
-            pool.terminate()
     parquet_sha256, parquet_bytes = writer.commit()
     manifest = {
         "name": request.name or f"{request.chat_format}-{request.conversations.stem}-fixed{request.row_tokens}",
@@ -167,10 +179,15 @@ def _check_request(request: BuildRequest) -> None:
         raise UserError(f"--workers: {request.workers} is negative; pass 0 (in process) or more")
 
 
-def _tasks(batches):
-    for indices, raws in batches:
-        for start in range(0, len(raws), CONVERSATIONS_PER_TASK):
-            yield indices[start:start + CONVERSATIONS_PER_TASK], raws[start:start + CONVERSATIONS_PER_TASK]
+def _in_order(pool, workers: int, tasks):
+    """Pool.imap's results, but it reads ahead only a few tasks (imap reads the whole window into the queue)."""
+    pending: deque = deque()
+    for task in tasks:
+        pending.append(pool.apply_async(_encode_task, (task,)))
+        if len(pending) > TASKS_IN_FLIGHT_PER_WORKER * workers:
+            yield pending.popleft().get()
+    while pending:
+        yield pending.popleft().get()
 
 
 @dataclass
@@ -206,15 +223,25 @@ def _spill(results, directory: Path, position: np.ndarray, window_start: int, wi
 
 
 def _pack(spill: _Spill, packer: RowPacker, progress: Progress, on_progress) -> None:
-    for slot in np.flatnonzero(spill.starts >= 0):
-        if packer.done:
-            break
-        start, length = spill.starts[slot], spill.lengths[slot]
-        packer.add(np.array(spill.ids[start:start + length]), np.array(spill.masks[start:start + length]))
-        progress.conversations += 1
-        if progress.rows != packer.writer.rows:
-            progress.rows = packer.writer.rows
-            on_progress(progress)
+    """Feed the window's conversations to the packer in permutation order, PACK_TOKENS at a time."""
+    slots = np.flatnonzero(spill.starts >= 0)
+    lengths = spill.lengths[slots]
+    ends = np.cumsum(lengths)  # in the window's stream
+    first = 0
+    while first < len(slots) and not packer.done:
+        last = max(first + 1, int(np.searchsorted(ends, ends[first] - lengths[first] + PACK_TOKENS, "right")))
+        chunk_lengths = lengths[first:last]
+        starts_in_chunk = np.cumsum(chunk_lengths) - chunk_lengths
+        gather = np.arange(chunk_lengths.sum()) + np.repeat(spill.starts[slots[first:last]] - starts_in_chunk,
+                                                            chunk_lengths)
+        chunk_stream_start = packer.stream_tokens
+        packer.add(spill.ids[gather], spill.masks[gather])
+        # A conversation counts as used when the rows written reach into it.
+        progress.conversations += (int(np.searchsorted(chunk_stream_start + starts_in_chunk, packer.cut_tokens))
+                                   if packer.done else last - first)
+        progress.rows = packer.writer.rows
+        on_progress(progress)
+        first = last
 
 
 def _file_sha256(path: Path) -> str:

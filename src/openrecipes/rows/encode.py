@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime
 import json
-from itertools import chain
+from itertools import chain, compress
 from pathlib import Path
 
 import numpy as np
@@ -113,8 +113,7 @@ class PartsEncoder(Encoder):
                                 f"needs its model's tokenizer")
             self.special_ids[token] = token_id
         added = self.tokenizer.get_added_tokens_decoder()
-        self.is_special_id = np.zeros(max(self.tokenizer.get_vocab(with_added_tokens=True).values()) + 1, bool)
-        self.is_special_id[[token_id for token_id, token in added.items() if token.special]] = True
+        self.special_token_ids = np.array(sorted(token_id for token_id, token in added.items() if token.special))
         self.joined = _splits_exactly_on(added, self.special_ids.values()) and _keeps_offsets(self.tokenizer)
 
     def encode_stream(self, conversations: list[list[dict]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -124,18 +123,20 @@ class PartsEncoder(Encoder):
         return (self.joined and self._encode_joined(parts)) or self._encode_runs(parts)
 
     def _encode_joined(self, conversations: list[list[Part]]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        texts, span_lengths, span_flags, special_ids, special_spans, conversation_starts = [], [], [], [], [], []
-        position = 0
+        texts, part_texts, part_flags, part_is_special, conversation_parts = [], [], [], [], []
         for parts in conversations:
-            conversation_starts.append(position)
-            for text, supervised, special in parts:
-                span_lengths.append(len(text))
-                span_flags.append(supervised)
-                if special:
-                    special_ids.append(self.special_ids[text])
-                    special_spans.append((position, position + len(text)))
-                position += len(text)
-            texts.append("".join([part.text for part in parts]))
+            conversation_texts, flags, special = zip(*parts)
+            texts.append("".join(conversation_texts))
+            part_texts += conversation_texts
+            part_flags += flags
+            part_is_special += special
+            conversation_parts.append(len(parts))
+        part_lengths = np.fromiter(map(len, part_texts), np.int64, len(part_texts))
+        part_ends = np.cumsum(part_lengths)
+        specials = np.flatnonzero(part_is_special)
+        special_spans = np.stack([part_ends[specials] - part_lengths[specials], part_ends[specials]], axis=1)
+        special_ids = list(map(self.special_ids.__getitem__, compress(part_texts, part_is_special)))
+        conversation_starts = np.concatenate([[0], part_ends[np.cumsum(conversation_parts)[:-1] - 1]])
         self.tokenizer.encode_special_tokens = False
         # One string per conversation: the tokenizer's cost grows faster than linearly with the string's length.
         encodings = self.tokenizer.encode_batch(texts, add_special_tokens=False)
@@ -143,13 +144,13 @@ class PartsEncoder(Encoder):
         ids = np.fromiter(chain.from_iterable(encoding.ids for encoding in encodings), np.int32, lengths.sum())
         offsets = (np.array(list(chain.from_iterable(encoding.offsets for encoding in encodings)), np.int64)
                    .reshape(-1, 2) + np.repeat(conversation_starts, lengths)[:, None])
-        at_special = np.flatnonzero(self.is_special_id[ids])
+        at_special = np.flatnonzero(np.isin(ids, self.special_token_ids))
         # Same tokens as the reference: exactly the format's specials, each over its own text, and every other
         # token covering some text (so a token's supervision can be read off its characters, as below).
         if not (len(at_special) == len(special_ids) and (ids[at_special] == special_ids).all()
                 and (offsets[at_special] == special_spans).all() and (offsets[:, 1] > offsets[:, 0]).all()):
             return None
-        covered = np.concatenate([[0], np.cumsum(np.repeat(np.array(span_flags, np.int64), span_lengths))])
+        covered = np.concatenate([[0], np.cumsum(np.repeat(np.array(part_flags, np.int64), part_lengths))])
         mask = (covered[offsets[:, 1]] - covered[offsets[:, 0]] > 0).astype(np.uint8)
         return ids, mask, lengths
 

@@ -7,6 +7,7 @@ is; special tokens are looked up by id, so special-token text inside message con
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Callable, NamedTuple
 
 ROLES = ("system", "user", "assistant")
@@ -18,6 +19,7 @@ class Part(NamedTuple):  # a NamedTuple, not a dataclass: millions are made per 
     special: bool = False
 
 
+@cache  # a few distinct specials, made once each rather than for every conversation
 def _special(token: str, supervised: bool = False) -> Part:
     return Part(token, supervised, special=True)
 

@@ -73,6 +73,8 @@ class RowPacker:
     def __init__(self, writer: RowsWriter, rows_wanted: int):
         self.writer, self.rows_wanted = writer, rows_wanted
         self.rows_without_target = 0
+        self.stream_tokens = 0  # tokens added so far
+        self.cut_tokens = 0  # tokens up to the end of the last row cut, written or skipped
         self._ids: list[np.ndarray] = []
         self._masks: list[np.ndarray] = []
         self._pending = 0
@@ -85,6 +87,7 @@ class RowPacker:
         self._ids.append(ids)
         self._masks.append(mask)
         self._pending += len(ids)
+        self.stream_tokens += len(ids)
         row_tokens = self.writer.row_tokens
         if self._pending < row_tokens:
             return
@@ -98,9 +101,6 @@ class RowPacker:
                 self.writer.add(ids[cut], mask[cut])
             else:
                 self.rows_without_target += 1
+            self.cut_tokens += row_tokens
         rest = full * row_tokens
         self._ids, self._masks, self._pending = [ids[rest:]], [mask[rest:]], len(ids) - rest
-
-    @property
-    def dropped_tail_tokens(self) -> int:
-        return self._pending
