@@ -7,7 +7,7 @@ made of the bundled chatterbot-corpus English dialogs (real text, ~2,000 dialogs
 
 - short: one dialog per conversation, as the demo does (~39 tokens per conversation).
 - long: the same dialogs, regrouped: each category's dialogs, in a seeded shuffle per pass, are concatenated whole,
-  in that order, into conversations of at least LONG_CONTENT_CHARS characters of content (~1,300 tokens, the order
+  in that order, into conversations of at least LONG_CONTENT_CHARS characters of content (~1,050 tokens, the order
   of a Tulu 3 SFT mixture conversation). Real text rearranged, not invented; a small category's conversations
   repeat its dialogs.
 
@@ -38,7 +38,7 @@ from openrecipes.rows.vocab_export import export_tokenizer
 ROW_TOKENS, SEED = 8192, 42
 SEEDS_BUILD_TOKENS = 12_800 * 8_192
 EOS_ID = 151643  # Qwen3's <|endoftext|>
-LONG_CONTENT_CHARS = 3000
+LONG_CONTENT_CHARS = 3500
 
 
 def category_dialogs() -> dict[str, list[list[dict]]]:

@@ -52,3 +52,14 @@ def test_rows_of_another_length_are_refused(tmp_path):
     path = _parquet(tmp_path / "rows.parquet", [([1, 2, 3], [1, 1, 1])])
     with pytest.raises(ValueError, match="seq_len is 8"):
         RowsDataLoader(path, local_batch_size=1, seq_len=8, dp_rank=0, dp_world_size=1)
+
+
+def test_layer_cut_flag_is_taken_out_of_torchtitans_argv():
+    from openrecipes.engines.torchtitan.train import pop_layers
+
+    argv = ["--model.name", "gpt_oss", "--openrecipes.layers", "4", "--training.steps", "6"]
+    assert pop_layers(argv) == 4
+    assert argv == ["--model.name", "gpt_oss", "--training.steps", "6"]
+    assert pop_layers(argv) is None
+    with pytest.raises(SystemExit):
+        pop_layers(["--openrecipes.layers", "zero"])

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from openrecipes.errors import UserError
 from openrecipes.rows import output
 from openrecipes.rows.build import BuildRequest, build_rows
 from openrecipes.rows.encode import PartsEncoder
@@ -115,10 +116,18 @@ def test_bad_input_is_one_line_and_exit_2(qwen3, tmp_path):
                           "--conversations", str(tmp_path / "missing.jsonl"), "--tokenizer", str(qwen3),
                           "--chat-format", "qwen3", "--rows", "1", "--seed", "1", "--out", str(tmp_path / "o")],
                          capture_output=True, text=True)
-    assert run.returncode == 2
+    assert run.returncode == 2 and run.stdout == ""  # no progress line before the error
     assert run.stderr.strip().count("\n") == 0 and "missing.jsonl: no such file" in run.stderr
     wrong = subprocess.run([sys.executable, "-c", "from openrecipes.cli import main; main()", "rows", "build",
                             "--conversations", str(FIXTURES / "conversations.jsonl"), "--tokenizer", str(qwen3),
                             "--chat-format", "gpt_oss", "--rows", "1", "--seed", "1", "--out", str(tmp_path / "o")],
                            capture_output=True, text=True)
     assert wrong.returncode == 2 and "no <|start|> token" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
+def test_a_tokenizer_workers_cannot_load_fails_the_build_instead_of_hanging_it(qwen3, tmp_path):
+    broken = tmp_path / "broken-tokenizer"
+    broken.mkdir()
+    (broken / "tokenizer.json").write_text("{not json")
+    with pytest.raises(UserError, match="tokenizer.json: not a tokenizers file"):
+        _build(broken, tmp_path / "out", workers=2)

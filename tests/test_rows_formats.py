@@ -134,3 +134,33 @@ def test_glm5_supervises_content_and_the_token_that_ends_the_turn(glm_standin):
         ("<|user|>", 1), ("\n", 0), ("By", 0), ("e", 0),
         ("<|assistant|>", 0), ("\n", 0), ("<th", 0), ("ink", 0), ("></", 0), ("think", 0), (">\n", 0), ("Ok", 1),
         ("<|endoftext|>", 1)]
+
+
+@pytest.mark.parametrize("family, chat_format", [("gpt-oss", "gpt_oss"), ("qwen3", "qwen3"), ("qwen3", "chatml")])
+def test_one_string_per_conversation_gives_the_reference_tokens_and_masks(tokenizers_dir, family, chat_format):
+    encoder = PartsEncoder(tokenizers_dir / family, chat_format, "<|endoftext|>")
+    assert encoder.joined
+    parts = [encoder.render(messages, encoder.eos) for messages in CONVERSATIONS]
+    plain = [p for p, messages in zip(parts, CONVERSATIONS) if not any("<|" in m["content"] for m in messages)]
+    for joined, reference in zip(encoder._encode_joined(plain), encoder._encode_runs(plain)):
+        assert joined.tolist() == reference.tolist()
+    # special-token text inside content would become a special token: that batch takes the reference path
+    assert encoder._encode_joined(parts) is None
+    for streamed, reference in zip(encoder.encode_stream(CONVERSATIONS), encoder._encode_runs(parts)):
+        assert streamed.tolist() == reference.tolist()
+
+
+def test_glm5_one_string_per_conversation_gives_the_reference_tokens(glm_standin):
+    encoder = PartsEncoder(glm_standin, "glm5", "<|endoftext|>")
+    parts = [encoder.render(messages, encoder.eos) for messages in CONVERSATIONS[:5]]
+    assert encoder.joined
+    for joined, reference in zip(encoder._encode_joined(parts), encoder._encode_runs(parts)):
+        assert joined.tolist() == reference.tolist()
+
+
+def test_specials_that_strip_around_them_take_the_reference_path(tokenizers_dir, tmp_path):
+    tokenizer = json.loads((tokenizers_dir / "qwen3" / "tokenizer.json").read_text())
+    for token in tokenizer["added_tokens"]:
+        token["lstrip"] = token["lstrip"] or token["content"] == "<|im_end|>"
+    (tmp_path / "tokenizer.json").write_text(json.dumps(tokenizer))
+    assert not PartsEncoder(tmp_path, "qwen3", "<|endoftext|>").joined

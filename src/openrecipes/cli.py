@@ -7,7 +7,14 @@ import sys
 import typer
 from rich.console import Console
 
+from openrecipes.catalog import cli as catalog_cli
+from openrecipes.engines import cli as engines_cli
 from openrecipes.errors import EXIT_BAD_INPUT, UserError
+from openrecipes.measure import cli as measure_cli
+from openrecipes.plan import cli as plan_cli
+from openrecipes.rows import cli as rows_cli
+from openrecipes.site import cli as site_cli
+from openrecipes.verify import cli as verify_cli
 
 app = typer.Typer(
     name="openrecipes",
@@ -18,21 +25,8 @@ app = typer.Typer(
 )
 
 
-def _register_rooms() -> None:
-    from openrecipes.catalog import cli as catalog_cli
-
-    rooms = [catalog_cli]
-    for optional in ("rows", "measure", "verify", "engines", "plan", "site"):
-        try:
-            rooms.append(__import__(f"openrecipes.{optional}.cli", fromlist=["register"]))
-        except ModuleNotFoundError as missing:
-            if missing.name != f"openrecipes.{optional}.cli":
-                raise
-    for room in rooms:
-        room.register(app)
-
-
-_register_rooms()
+for room in (catalog_cli, rows_cli, engines_cli, measure_cli, verify_cli, plan_cli, site_cli):
+    room.register(app)
 
 
 def main() -> None:

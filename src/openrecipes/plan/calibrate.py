@@ -7,20 +7,28 @@ fitted on are held out. `python -m openrecipes.plan.calibrate` prints the fits f
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
 import yaml
 
+from openrecipes import figures
 from openrecipes.catalog.hardware import ModelCard, ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
 from openrecipes.errors import UserError
+from openrecipes.measure.formats import _ANSI_ESCAPE, read_text, read_torchtitan
+from openrecipes.measure.result import window_step_times
 from openrecipes.plan.constants import HERE, calibration_document
 from openrecipes.plan.layouts import Layout, stage_split
 from openrecipes.plan.predict import Context, PlanRequest, Prediction, context, predict_layout
+
+
+# A torchtitan step line's number ("step:  5  loss: ..."): one rank's lines are kept where every rank printed.
+_STEP_NUMBER = re.compile(r"step:\s*(\d+)\s+loss")
 
 
 @dataclass(frozen=True)
@@ -48,9 +56,15 @@ def reference_tables() -> ReferenceTables:
     return replace(tables, models={**tables.models, **cards})
 
 
+def reference_rows() -> list[dict]:
+    """Every point of reference_points.yaml: the published ones, then our own H200 runs (with log and window)."""
+    doc = _reference_document()
+    return [*doc["points"], *doc["own_runs"]["points"]]
+
+
 def reference_points() -> dict[str, MeasuredPoint]:
     points = {}
-    for row in _reference_document()["points"]:
+    for row in reference_rows():
         request = PlanRequest(row["model"], row["gpu"], row["gpus"], row["row_tokens"], row["global_batch"],
                               "torchtitan")
         lay = row["layout"]
@@ -59,10 +73,43 @@ def reference_points() -> dict[str, MeasuredPoint]:
                         stage_layers=stage_split(shape.layers, lay["pp"]), recompute=lay["recompute"],
                         offload_fraction=0.0, rows_per_microbatch=lay["rows_per_microbatch"],
                         max_tokens_per_gpu=lay["rows_per_microbatch"] * row["row_tokens"] // lay["cp"],
-                        grad_reduce_bf16=False)
+                        grad_reduce_bf16=False, compile=lay.get("compile", False),
+                        reshard_after_forward=lay.get("reshard_after_forward", True))
         points[row["name"]] = MeasuredPoint(row["name"], request, layout, row.get("tokens_per_s_per_gpu"),
                                             row.get("memory_gib"))
     return points
+
+
+def log_figures(row: dict) -> tuple[float, float]:
+    """(tokens/s per GPU, torchtitan's peak `memory:` GiB) of an own-run point, read from its log over its window
+    with openrecipes.measure. Logs where every rank printed its lines (no rank prefix) are read as one rank's: the
+    first line of each step."""
+    lines = _ANSI_ESCAPE.sub("", read_text(Path(row["log"]))).splitlines()
+    seen: set[str] = set()
+    kept = []
+    for line in lines:
+        step = _STEP_NUMBER.search(line)
+        if step and step.group(1) in seen:
+            continue
+        seen |= {step.group(1)} if step else set()
+        kept.append(line)
+    table = read_torchtitan(Path(row["log"]), kept)
+    window = tuple(row["window"])
+    seconds = sum(window_step_times(table, window))
+    tokens = figures.window_tokens(window[0], window[1], row["global_batch"], row["row_tokens"])
+    memory = max(s.memory_gib for s in table.steps if window[0] <= s.step <= window[1])
+    return figures.tokens_per_s_per_gpu(tokens, seconds, row["gpus"]), memory
+
+
+def spearman(xs: list[float], ys: list[float]) -> float:
+    """Spearman's rank correlation: Pearson's over average ranks (ties share their mean rank)."""
+    def ranks(values: list[float]) -> list[float]:
+        order = sorted(values)
+        return [order.index(v) + (order.count(v) + 1) / 2 for v in values]
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    return cov / (sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry)) ** 0.5
 
 
 def _stage_layers(recipe: Recipe, layers: int) -> tuple[int, ...]:
@@ -72,6 +119,10 @@ def _stage_layers(recipe: Recipe, layers: int) -> tuple[int, ...]:
         return stage_split(layers, pp)
     middle = (layers - split.first - split.last) // (pp - 2) if pp > 2 else 0
     return (split.first, *[middle] * (pp - 2), split.last)
+
+
+# torchtitan's flag that keeps parameters gathered from the forward to the backward (recipes carry it in `run`).
+NO_RESHARD_FLAG = "--parallelism.fsdp_reshard_after_forward never"
 
 
 def measured_point(slug: str, recipe: Recipe) -> MeasuredPoint:
@@ -85,14 +136,15 @@ def measured_point(slug: str, recipe: Recipe) -> MeasuredPoint:
         stage_layers=_stage_layers(recipe, layers), recompute=lay.recompute.granularity if lay.recompute else "none",
         offload_fraction=lay.offload.optimizer_fraction if lay.offload else 0.0,
         rows_per_microbatch=lay.rows_per_microbatch, max_tokens_per_gpu=lay.max_tokens_per_gpu,
-        grad_reduce_bf16=request.grad_reduce_bf16)
+        grad_reduce_bf16=request.grad_reduce_bf16, compile=bool(lay.compile),
+        reshard_after_forward=NO_RESHARD_FLAG not in recipe.run)
     return MeasuredPoint(slug, request, layout, recipe.result.tokens_per_s_per_gpu)
 
 
 @lru_cache(maxsize=4)
 def measured_points(root: Path | None = None) -> dict[str, MeasuredPoint]:
     """Every full recipe in the catalog (published summaries carry no layout, so they cannot be points) and
-    every reference point."""
+    every reference point; a reference point named by a recipe's slug replaces it (it adds the measured memory)."""
     catalog = load_catalog(root or default_catalog_root())
     return {**{entry.slug: measured_point(entry.slug, entry.entry) for entry in catalog.recipes}, **reference_points()}
 
@@ -108,8 +160,8 @@ def _measured_step_s(point: MeasuredPoint) -> float:
 def fit_compute_efficiency(point: MeasuredPoint) -> float:
     """Solve measured step = slots * (compute(eff) + comm) + dp + offload for eff; compute scales as 1/eff."""
     ctx = context(point.request, reference_tables())
-    engine = point.request.engine
-    at_unit = replace(ctx, calibration=replace(ctx.calibration, compute_efficiency={engine: 1.0}))
+    at_unit = replace(ctx, calibration=replace(ctx.calibration, compute_efficiency=dict.fromkeys(
+        ctx.calibration.compute_efficiency, 1.0)))
     step = predict_point(point, at_unit).step
     compute_budget = (_measured_step_s(point) - step.dp_s - step.offload_s) / step.pipeline_slots \
         - sum(step.microbatch_comm_s.values())
@@ -122,7 +174,7 @@ def fit_cpu_optimizer_rate(point: MeasuredPoint, compute_efficiency: float) -> f
     """Solve measured step = pipeline + dp + offload for the host optimizer's parameters per second per GPU."""
     ctx = context(point.request, reference_tables())
     at_unit_rate = replace(ctx, calibration=replace(
-        ctx.calibration, compute_efficiency={point.request.engine: compute_efficiency},
+        ctx.calibration, compute_efficiency={**ctx.calibration.compute_efficiency, point.request.engine: compute_efficiency},
         cpu_optimizer_params_per_s_per_gpu=1.0))
     step = predict_point(point, at_unit_rate).step
     host_s = _measured_step_s(point) - (step.total_s - step.offload_s)

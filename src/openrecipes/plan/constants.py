@@ -29,13 +29,17 @@ class Links:
 
 @dataclass(frozen=True)
 class Calibration:
-    compute_efficiency: dict[str, float]  # by engine
+    compute_efficiency: dict[str, float]  # by engine, or "engine/GPU" where that GPU type has its own fit
     cpu_optimizer_params_per_s_per_gpu: float
     exposed_communication: dict[str, float]
     nvlink_bus_efficiency: float
     network_bus_efficiency: float
     selective_recompute_time_factor: dict[str, float]  # by engine
     runtime_reserve_gib: float
+
+    def efficiency(self, engine: str, gpu_type: str) -> float:
+        """The engine's efficiency fitted on this GPU type where there is one, else the engine's."""
+        return self.compute_efficiency.get(f"{engine}/{gpu_type}", self.compute_efficiency[engine])
 
 
 def links(gpu_type: str, gpu: GpuSpec) -> Links:

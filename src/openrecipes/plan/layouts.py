@@ -42,6 +42,11 @@ class Layout:
     rows_per_microbatch: int
     max_tokens_per_gpu: int
     grad_reduce_bf16: bool  # Megatron's --grad-reduce-in-bf16: 2-byte instead of 4-byte gradient buffers
+    # torchtitan only, set for measured points (the enumeration plans eager with resharding, torchtitan's defaults):
+    # --compile.enable (torchtitan 0.2.2 compiles each block and the loss) and
+    # --parallelism.fsdp_reshard_after_forward (False: "never", parameters stay gathered until the backward).
+    compile: bool = False
+    reshard_after_forward: bool = True
 
     @property
     def gpus(self) -> int:

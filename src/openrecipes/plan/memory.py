@@ -5,7 +5,11 @@ BF16 weights 2 B/param, gradient buffer 4 B/param (2 with --grad-reduce-in-bf16)
 moments 12 B/param sharded over the data-parallel ranks (DP*CP for dense parameters, the expert-data-parallel
 ranks for expert parameters) and the offloaded fraction kept on the host.
 torchtitan FSDP2: FP32 sharded parameters, gradients and Adam moments (16 B/param over FSDP*CP), plus the
-unsharded BF16 copies of the layers being gathered and the gradients being reduced.
+unsharded BF16 copies of the layers being gathered and the gradients being reduced (every layer's BF16 copy when
+parameters are not resharded after the forward). With an FSDP degree of 1 torchtitan applies no FSDP and trains
+under AMP ("Mixed precision training is handled by AMP" in runs/qwen3-1.7b-h200-*/train.log): eager autocast keeps
+a BF16 copy of every matmul weight for the backward; a compiled block saves the FP32 weight (a graph input) and
+recasts it in the backward, so compiled layers hold no copy.
 Activations assume flash attention (no s^2 score tensor) and no dropout; with TP, sequence parallel divides
 every saved tensor by TP.
 """
@@ -24,6 +28,9 @@ FSDP_STATE_BYTES = 16  # FP32 parameter shard + FP32 gradient shard + Adam m + A
 # torchtitan's unfused loss: the BF16 output, the FP32 log-softmax it saves, and in its backward the FP32
 # gradients of the log-softmax output and input at once.
 LOGITS_BYTES = {"megatron": BF16_BYTES + FP32_BYTES, "torchtitan": BF16_BYTES + 3 * FP32_BYTES}
+# torchtitan 0.2.2 with --compile.enable compiles the loss too ("Compiling the loss function with torch.compile"):
+# the fused cross-entropy keeps the BF16 logits and one FP32 tensor, as Megatron's does.
+COMPILED_LOSS_LOGITS_BYTES = BF16_BYTES + FP32_BYTES
 # torchtitan's selective (op) activation checkpointing saves every other matmul output of a layer and the
 # attention output, and recomputes the rest (torchtitan's _save_list policy).
 TORCHTITAN_SAC_SAVED_MATMUL_FRACTION = 0.5
@@ -128,26 +135,52 @@ def _largest_fsdp_unit(shape: ModelShape, layout: Layout) -> float:
     return max(shape.attention_params_per_layer / layout.tp + ffn, shape.embedding_params / layout.tp)
 
 
-def _states(shape: ModelShape, layout: Layout, non_expert: float, expert: float) -> dict[str, float]:
+def _torchtitan_gathered(shape: ModelShape, layout: Layout, stage: int, non_expert: float, expert: float) -> dict[str, float]:
+    """The unsharded BF16 weights one GPU holds besides its FP32 shards: FSDP's gathered layers, or AMP's copies."""
+    if layout.dp * layout.cp == 1:
+        if layout.compile:
+            return {"amp_weight_copies": 0.0}
+        # The input embedding is a lookup, not a matmul: autocast does not cast it (a tied matrix is cast as the output).
+        lookup_only = shape.embedding_params / layout.tp if stage == 0 and shape.untied_embeddings else 0.0
+        return {"amp_weight_copies": (non_expert + expert - lookup_only) * BF16_BYTES}
+    if not layout.reshard_after_forward:
+        # Every layer's gathered BF16 weights stay from its forward to its backward, plus one FP32 gradient unit.
+        return {"fsdp_buffers": (non_expert + expert) * BF16_BYTES + _largest_fsdp_unit(shape, layout) * FP32_BYTES}
+    return {"fsdp_buffers": _largest_fsdp_unit(shape, layout) * FSDP_BUFFER_BYTES}
+
+
+def _states(shape: ModelShape, layout: Layout, stage: int, non_expert: float, expert: float) -> dict[str, float]:
     dense_shards, expert_shards = layout.dp * layout.cp, layout.expert_data_parallel
     sharded = non_expert / dense_shards + expert / expert_shards
     if layout.engine == "torchtitan":
         return {"weights": sharded * FP32_BYTES, "gradients": sharded * FP32_BYTES,
                 "optimizer_states": sharded * (FSDP_STATE_BYTES - 2 * FP32_BYTES),
-                "fsdp_buffers": _largest_fsdp_unit(shape, layout) * FSDP_BUFFER_BYTES}
+                **_torchtitan_gathered(shape, layout, stage, non_expert, expert)}
     grad_bytes = BF16_BYTES if layout.grad_reduce_bf16 else FP32_BYTES
     return {"weights": (non_expert + expert) * BF16_BYTES, "gradients": (non_expert + expert) * grad_bytes,
             "optimizer_states": sharded * MEGATRON_OPTIMIZER_BYTES * (1 - layout.offload_fraction)}
+
+
+def _logits_bytes(layout: Layout) -> int:
+    if layout.engine == "torchtitan" and layout.compile:
+        return COMPILED_LOSS_LOGITS_BYTES
+    return LOGITS_BYTES[layout.engine]
+
+
+def allocator_gib(memory: MemoryEstimate, runtime_reserve_gib: float) -> float:
+    """The predicted peak without the runtime reserve: what torchtitan's `memory:` (the caching allocator's max
+    reserved) and its published Memory(GiB) measure, neither of which holds the CUDA context or NCCL's buffers."""
+    return memory.total_gib - runtime_reserve_gib
 
 
 def estimate_memory(shape: ModelShape, layout: Layout, global_batch: int, runtime_reserve_gib: float) -> MemoryEstimate:
     estimates = []
     for stage in range(layout.pp):
         non_expert, expert = stage_params_per_gpu(shape, layout, stage)
-        parts = _states(shape, layout, non_expert, expert)
+        parts = _states(shape, layout, stage, non_expert, expert)
         parts["activations"] = _activation_bytes(shape, layout, stage, global_batch)
         last = stage == layout.pp - 1
-        parts["logits"] = layout.max_tokens_per_gpu * shape.vocab / layout.tp * LOGITS_BYTES[layout.engine] if last else 0.0
+        parts["logits"] = layout.max_tokens_per_gpu * shape.vocab / layout.tp * _logits_bytes(layout) if last else 0.0
         parts["runtime_reserve"] = runtime_reserve_gib * GIB
         estimates.append(MemoryEstimate(parts, stage))
     return max(estimates, key=lambda e: e.total_bytes)

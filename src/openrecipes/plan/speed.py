@@ -144,7 +144,7 @@ def step_time(shape: ModelShape, layout: Layout, links: Links, peak_flops: float
         / (layout.tp * layout.cp * layout.pp)
     if layout.recompute == "full":
         flops *= FULL_RECOMPUTE_FLOPS_FACTOR
-    seconds = flops / (peak_flops * calibration.compute_efficiency[layout.engine])
+    seconds = flops / (peak_flops * calibration.efficiency(layout.engine, links.gpu_type))
     if layout.recompute == "selective":
         seconds *= calibration.selective_recompute_time_factor[layout.engine]
     return StepTime(

@@ -24,16 +24,21 @@ console = Console(highlight=False)
 
 def _run_build(request: BuildRequest) -> dict:
     started = time.monotonic()
-    with Progress(TextColumn("rows"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                  TimeElapsedColumn(), console=console, transient=False) as bar:
-        task = bar.add_task("", total=request.rows)
+    bar = Progress(TextColumn("rows"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                   TimeElapsedColumn(), console=console, transient=False)
+    task = bar.add_task("", total=request.rows)
 
-        def show(progress) -> None:
-            rate = progress.tokens / max(1e-9, time.monotonic() - started)
-            bar.update(task, completed=progress.rows,
-                       description=f"{progress.tokens:,} tokens  {rate:,.0f} tokens/s")
+    def show(progress) -> None:
+        if not bar.live.is_started:  # shown from the first progress on: bad input stops before, with no bar
+            bar.start()
+        rate = progress.tokens / max(1e-9, time.monotonic() - started)
+        bar.update(task, completed=progress.rows, description=f"{progress.tokens:,} tokens  {rate:,.0f} tokens/s")
 
+    try:
         manifest = build_rows(request, show)
+    finally:
+        if bar.live.is_started:  # stopping a bar never started still prints its (empty) line
+            bar.stop()
     console.print(f"wrote {manifest['rows']:,} rows x {manifest['row_tokens']:,} tokens to "
                   f"{request.out / 'rows.parquet'} (supervised {manifest['supervised_token_ratio']:.3f})")
     console.print(f"rows_sha256 {manifest['rows_sha256']}")

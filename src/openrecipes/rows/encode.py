@@ -15,6 +15,8 @@ import numpy as np
 from openrecipes.errors import UserError
 from openrecipes.rows.formats import DEFAULT_EOS, FORMAT_SPECIALS, RENDERERS, ROLES, Part
 
+# Characters tokenized per call: the tokenizer keeps several objects per token until the call's results are read.
+ENCODE_CHARACTERS = 1 << 18
 # Templates that print today's date (Llama 3's date_string, strftime_now) get this one, so a build is reproducible.
 FIXED_DATE = datetime.datetime(2026, 1, 1)
 
@@ -102,7 +104,11 @@ class PartsEncoder(Encoder):
     def __init__(self, tokenizer: Path, chat_format: str, eos: str):
         from tokenizers import Tokenizer
 
-        self.tokenizer = Tokenizer.from_file(str(tokenizer_json_path(tokenizer)))
+        path = tokenizer_json_path(tokenizer)
+        try:
+            self.tokenizer = Tokenizer.from_file(str(path))
+        except Exception as error:  # tokenizers raises a bare Exception for a file it cannot read
+            raise UserError(f"{path}: not a tokenizers file ({error}); pass a Hugging Face tokenizer.json") from None
         self.render = RENDERERS[chat_format]
         self.eos = eos
         self.special_ids = {}
@@ -117,10 +123,15 @@ class PartsEncoder(Encoder):
         self.joined = _splits_exactly_on(added, self.special_ids.values()) and _keeps_offsets(self.tokenizer)
 
     def encode_stream(self, conversations: list[list[dict]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if not conversations:
-            return np.empty(0, np.int32), np.empty(0, np.uint8), np.empty(0, np.int64)
-        parts = [self.render(messages, self.eos) for messages in conversations]
-        return (self.joined and self._encode_joined(parts)) or self._encode_runs(parts)
+        encoded = [(np.empty(0, np.int32), np.empty(0, np.uint8), np.empty(0, np.int64))]
+        batch, characters = [], 0
+        for number, messages in enumerate(conversations):
+            batch.append(self.render(messages, self.eos))
+            characters += sum(len(message["content"]) for message in messages)
+            if characters >= ENCODE_CHARACTERS or number == len(conversations) - 1:
+                encoded.append((self.joined and self._encode_joined(batch)) or self._encode_runs(batch))
+                batch, characters = [], 0
+        return tuple(np.concatenate(column) for column in zip(*encoded))
 
     def _encode_joined(self, conversations: list[list[Part]]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         texts, part_texts, part_flags, part_is_special, conversation_parts = [], [], [], [], []

@@ -54,18 +54,46 @@ def model_name(argv: list[str]) -> str:
     raise SystemExit("--model.name is required (e.g. qwen3)")
 
 
-def register_rows_spec(name: str) -> None:
+# Our one flag: cut every flavor of the model to N layers, for smoke runs of a model too large for the GPUs at hand.
+# A run that uses it says so in its log (rank 0 prints the cut) and is never a catalog figure.
+LAYERS_FLAG = "--openrecipes.layers"
+
+
+def pop_layers(argv: list[str]) -> int | None:
+    """Remove `--openrecipes.layers N` from argv (torchtitan's parser does not know it) and return N."""
+    if LAYERS_FLAG not in argv:
+        return None
+    i = argv.index(LAYERS_FLAG)
+    if i + 1 >= len(argv) or not argv[i + 1].isdigit() or int(argv[i + 1]) < 1:
+        raise SystemExit(f"{LAYERS_FLAG} needs a whole number of layers")
+    layers = int(argv[i + 1])
+    del argv[i : i + 2]
+    return layers
+
+
+def register_rows_spec(name: str, layers: int | None = None, with_tokenizer: bool = False) -> None:
+    """Our dataloader in the model's stock TrainSpec. The tokenizer is kept only when `--model.hf_assets_path`
+    names one: flex attention (gpt-oss) asks it for the EOS id; sdpa models need none."""
     from torchtitan.protocols import train_spec
 
     stock = train_spec.get_train_spec(name)
+    model_args = stock.model_args
+    if layers is not None:
+        model_args = {flavor: dataclasses.replace(args, n_layers=layers) for flavor, args in model_args.items()}
     train_spec.register_train_spec(name, dataclasses.replace(
-        stock, build_dataloader_fn=build_rows_dataloader, build_tokenizer_fn=None, build_validator_fn=None))
+        stock, model_args=model_args, build_dataloader_fn=build_rows_dataloader,
+        build_tokenizer_fn=stock.build_tokenizer_fn if with_tokenizer else None, build_validator_fn=None))
 
 
 def main() -> None:
+    layers = pop_layers(sys.argv)
     if os.environ.get("RANK", "0") == "0":
         print(stack_line(), flush=True)
-    register_rows_spec(model_name(sys.argv[1:]))
+        if layers is not None:
+            print(f"openrecipes smoke run: every flavor cut to {layers} layers ({LAYERS_FLAG})", flush=True)
+    argv = sys.argv[1:]
+    register_rows_spec(model_name(argv), layers,
+                       with_tokenizer=any(word.startswith("--model.hf_assets_path") for word in argv))
     from torchtitan.train import Trainer, main as torchtitan_main
 
     torchtitan_main(Trainer)
