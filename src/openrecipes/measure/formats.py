@@ -236,9 +236,14 @@ def read_text(path: Path) -> str:
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
+def read_log_lines(path: Path) -> list[str]:
+    """A log's lines with terminal colour codes removed."""
+    return _ANSI_ESCAPE.sub("", read_text(path)).splitlines()
+
+
 def read_log(path: Path) -> StepTable:
     """One log file as a step table, its format detected; timestamps span every line of the file."""
-    lines = _ANSI_ESCAPE.sub("", read_text(path)).splitlines()
+    lines = read_log_lines(path)
     log_format = detect_format(path, lines)
     reader = read_jsonl if log_format == "jsonl" else _SIGNATURES[log_format][1]
     table = reader(path, lines)

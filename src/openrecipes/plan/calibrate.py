@@ -20,7 +20,7 @@ from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
 from openrecipes.errors import UserError
-from openrecipes.measure.formats import _ANSI_ESCAPE, read_text, read_torchtitan
+from openrecipes.measure.formats import read_log_lines, read_torchtitan
 from openrecipes.measure.result import window_step_times
 from openrecipes.plan.constants import HERE, calibration_document
 from openrecipes.plan.layouts import Layout, stage_split
@@ -84,7 +84,7 @@ def log_figures(row: dict) -> tuple[float, float]:
     """(tokens/s per GPU, torchtitan's peak `memory:` GiB) of an own-run point, read from its log over its window
     with openrecipes.measure. Logs where every rank printed its lines (no rank prefix) are read as one rank's: the
     first line of each step."""
-    lines = _ANSI_ESCAPE.sub("", read_text(Path(row["log"]))).splitlines()
+    lines = read_log_lines(Path(row["log"]))
     seen: set[str] = set()
     kept = []
     for line in lines:
