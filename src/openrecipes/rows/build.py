@@ -93,7 +93,7 @@ def build_rows(request: BuildRequest, on_progress: Callable[[Progress], None] = 
     """Build rows.parquet + manifest.json in request.out; returns the manifest."""
     _check_request(request)
     eos = eos_token_for(request.tokenizer, request.chat_format, request.eos_token)
-    # Workers load the tokenizer while this process indexes the source; a wrong one fails before any reading.
+    # Workers load the tokenizer while this process indexes the source; a wrong one fails before any encoding.
     pool = (multiprocessing.get_context("spawn").Pool(request.workers, _start_worker,
                                                        (request.tokenizer, request.chat_format, eos))
             if request.workers else None)
