@@ -31,7 +31,8 @@ PAGE_BUDGET_BYTES = 150 * 1024
 
 
 def write_synthetic_catalog(root: Path, count: int) -> None:
-    seeds = load_catalog(bundled_root()).recipes
+    # The seed recipes (ours name raw-log folders under runs/, which a synthetic catalog does not have).
+    seeds = [e for e in load_catalog(bundled_root()).recipes if e.entry.runs is None]
     for i in range(count):
         seed = seeds[i % len(seeds)]
         recipe = seed.entry

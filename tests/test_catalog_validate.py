@@ -190,3 +190,12 @@ def test_duplicate_keys_are_rejected(tmp_path):
     path.write_text(GPTOSS_1.read_text() + "model: gpt-oss-20b\n")
     report = validate_file(path)
     assert report.unreadable and "written twice" in report.errors[0].message
+
+
+def test_named_run_folders_must_hold_their_raw_log(tmp_path):
+    recipe = REPO / "recipes/qwen3-8b/h200/openrecipes-fsdp2-compile-noac-mb1.yaml"
+    data = load_seed(recipe)
+    data["runs"]["reference"] = "runs/no-such-run"
+    errors = errors_of(tmp_path, data)
+    assert "holds no train.log" in errors["runs.reference"]
+    assert "runs.candidate" in errors  # the tmp catalog has no runs/ at all

@@ -78,6 +78,18 @@ def check_path(ctx: Context) -> Iterator[Issue]:
                     f"move it to .../{ctx.recipe.gpu.type.lower()}/")
 
 
+def check_runs(ctx: Context) -> Iterator[Issue]:
+    """Each arm named under runs: holds its raw log, so anyone can recompute the figures from it."""
+    if ctx.recipe.runs is None or ctx.doc.path.resolve().parent.parent.parent.name != "recipes":
+        return
+    root = ctx.doc.path.resolve().parents[3]
+    for arm in ("candidate", "reference"):
+        folder = getattr(ctx.recipe.runs, arm)
+        if folder is not None and not (root / folder / "train.log").is_file():
+            yield Issue(f"runs.{arm}", f"'{folder}' holds no train.log under the catalog ({root}); commit the raw "
+                        "log there or fix the path")
+
+
 def check_layout(ctx: Context) -> Iterator[Issue]:
     r, lay = ctx.recipe, ctx.recipe.layout
     product = lay.tp * lay.pp * lay.cp * lay.dp
@@ -236,6 +248,7 @@ def _check_node_count(recipe: Recipe, command: ParsedRun, torchtitan: bool) -> I
 CHECKS: tuple[Callable[[Context], Iterator[Issue]], ...] = (
     check_reference_rows,
     check_path,
+    check_runs,
     check_layout,
     check_published_figures,
     check_command,
