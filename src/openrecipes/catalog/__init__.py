@@ -12,6 +12,8 @@ from openrecipes.errors import UserError
 def load_recipe(path: Path) -> Recipe:
     """A valid recipe, or a UserError naming the file, field, line and the fix of its first problems."""
     report = validate_file(Path(path))
+    if report.unreadable:
+        raise UserError(report.errors[0].message)
     if not report.ok:
         shown = "; ".join(
             f"{e.field or 'file'}{f' (line {e.line})' if e.line else ''}: {e.message}" for e in report.errors[:3]
