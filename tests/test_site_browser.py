@@ -77,14 +77,6 @@ def chromium():
         browser.close()
 
 
-def _has_configuration_check() -> bool:
-    try:
-        import openrecipes.verify.config  # noqa: F401
-    except ModuleNotFoundError:
-        return False
-    return True
-
-
 def _plan_prediction(entry) -> dict:
     from openrecipes.plan.calibrate import measured_point
     from openrecipes.plan.predict import context, predict_layout
@@ -167,7 +159,7 @@ def test_index_to_board_to_recipe_to_compare(chromium, tmp_path):
         assert tokens == [fmt.tokens_detail(e.entry.result.tokens_per_s_per_gpu) for e in (first, second)]
         changed = page.locator("#compare-arguments tbody tr").first.locator("th, td").all_inner_texts()
         assert changed[0] == "--pipeline-model-parallel-size" and changed[2:] == ["1", "2"]
-        assert changed[1] == ("placement" if _has_configuration_check() else "not classed")
+        assert changed[1] == "placement"
         page.select_option("#pick-b", "glm-5.2-744b-a40b/b200/attune-tp4-pp2-cp8")
         sync_api.expect(page.locator("#head-b")).to_have_text("attune-tp4-pp2-cp8")
         b.screenshot("compare")

@@ -81,7 +81,7 @@ def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
         rows.append(("convergence", f"correlation {cv.correlation}, final loss difference "
                                     f"{cv.final_loss_difference}, {cv.pointwise_failures} pointwise failures over "
                                     f"{cv.steps} steps"))
-    rows += [(f"component test", f"{t.test}: {t.result} ({t.gpu}, {t.date}); {t.detail}") for t in c.component_tests]
+    rows += [("component test", f"{t.test}: {t.result} ({t.gpu}, {t.date}); {t.detail}") for t in c.component_tests]
     rows.append(("rows", f"{r.workload.dataset.build.name} (rows_sha256 {r.workload.dataset.rows_sha256})"))
     rows.append(("stack", f"{r.stack.framework}; PyTorch {r.stack.pytorch}; CUDA {r.stack.cuda}; Python {r.stack.python}"))
     for key, value in rows:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Optional
@@ -12,22 +11,15 @@ from rich.console import Console
 
 from openrecipes.errors import UserError
 
-# Logging choices of every run we start: rank 0's lines only, prefixed `[rank0]:`, without colour codes, so the
-# raw log is what `openrecipes measure` reads. They change nothing the model computes.
-LOG_TORCHRUN_OPTIONS = {"--local-ranks-filter": ["0"], "--role": ["rank"], "--tee": ["3"]}
-LOG_FLAGS = {"--metrics.log_freq": ["1"], "--metrics.disable_color_printing": []}
-
-
 def _recipe_and_launch(recipe_path: Path, steps: Optional[int]):
     from openrecipes.catalog import load_recipe
     from openrecipes.catalog.hardware import load_reference_tables
-    from openrecipes.engines.torchtitan.render import is_torchtitan, render
+    from openrecipes.engines.torchtitan.render import is_torchtitan, run_launch
 
     recipe = load_recipe(recipe_path)
     if not is_torchtitan(recipe):
         return recipe, None
-    launch = render(recipe, load_reference_tables().models[recipe.model], steps=steps, overrides=LOG_FLAGS)
-    return recipe, dataclasses.replace(launch, torchrun_options={**launch.torchrun_options, **LOG_TORCHRUN_OPTIONS})
+    return recipe, run_launch(recipe, load_reference_tables().models[recipe.model], steps)
 
 
 def run_command(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -18,6 +19,7 @@ NON_FITTING_SHOWN = 5
 
 def register(app: typer.Typer) -> None:
     app.command("plan")(plan)
+    app.command("tune")(tune)
 
 
 def plan(
@@ -63,3 +65,32 @@ def _print_table(console: Console, request: PlanRequest, ranked: list[Prediction
             f"{p.mfu:.1%}", f"{p.usd_per_million_tokens:.2f}" if p.usd_per_million_tokens is not None else "-",
             "yes" if p.fits else p.short_reason)
     console.print(table)
+
+
+def tune(
+    model: Annotated[str, typer.Argument(help="model name, as in models/*.yaml (e.g. qwen3-8b)")],
+    gpu: Annotated[str, typer.Option("--gpu", help="GPU type, a key of hardware/gpus.yaml (e.g. H200)")],
+    gpus: Annotated[int, typer.Option("--gpus", help="GPU count")],
+    budget_minutes: Annotated[float, typer.Option("--budget-minutes", help="device minutes the runs may take")],
+    base: Annotated[Optional[Path], typer.Option(
+        "--base", help="torchtitan recipe to start from (default: the catalog's stock recipe of MODEL on N x GPU)")] = None,
+    out_recipe: Annotated[Optional[Path], typer.Option(
+        "--out-recipe", help="where the winner's recipe goes (default: recipes/<model>/<gpu>/tuned-<layout>.yaml)")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="print the ranked candidates, minutes and exact commands; run nothing")] = False,
+) -> None:
+    """Measure the planner's best torchtitan layouts with short runs, drop those that cannot win, refit after each,
+    and write the winner as a recipe checked against the base recipe's stock arm. Exit 2 on bad input."""
+    from openrecipes.plan import tune as tuning
+
+    if budget_minutes <= 0:
+        raise UserError(f"--budget-minutes {budget_minutes:g}: give a positive number of minutes")
+    setup = tuning.setup(model, gpu, gpus, base)
+    if dry_run:
+        print(tuning.dry_run_text(setup, budget_minutes), end="")
+        return
+    result = tuning.tune(setup, budget_minutes)
+    print(tuning.summary_text(result), end="")
+    path = tuning.write_winner(setup, result, out_recipe)
+    print(f"wrote {path}: configuration {result.config['result']}, convergence "
+          f"{'pass' if result.convergence['passed'] else 'FAIL'}")

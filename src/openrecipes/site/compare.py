@@ -14,15 +14,12 @@ from openrecipes.catalog.command import CommandError, parse_run
 from openrecipes.catalog.store import CatalogEntry
 from openrecipes.site import format as fmt
 from openrecipes.site.pages import BoardPage, recipe_page_path
+from openrecipes.verify.config import load_rules
 
 
 @lru_cache(maxsize=1)
 def _rules():
-    """The configuration check's argument classes (rules/argument-classes.yaml), when that room is installed."""
-    try:
-        from openrecipes.verify.config import load_rules
-    except ModuleNotFoundError:
-        return None
+    """The configuration check's argument classes (rules/argument-classes.yaml)."""
     return load_rules()
 
 
@@ -39,8 +36,6 @@ def _arguments(run: str) -> tuple[dict[str, str], dict[str, str]]:
 def _classes(flags: dict[str, str], exports: dict[str, str]) -> dict[str, str]:
     """Each argument's class as the configuration check assigns it; absent when the check does not class it."""
     rules = _rules()
-    if rules is None:
-        return {}
     found = {flag: rules.of_argument(flag) for flag in flags}
     found |= {f"{name} (env)": rules.environment.get(name) for name in exports}
     return {name: rule.klass.replace("_", " ") for name, rule in found.items() if rule is not None}

@@ -9,6 +9,7 @@ global batch with gradient accumulation: global_batch / (local_batch * data-para
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from dataclasses import dataclass
 
@@ -18,6 +19,12 @@ from openrecipes.catalog.model import Recipe
 from openrecipes.errors import UserError
 
 ENTRY_MODULE = "openrecipes.engines.torchtitan.train"
+# Flags whose presence the layout fields decide (layout_flags writes them or leaves them out).
+FIELD_OWNED = ("--compile.enable", "--activation_checkpoint.selective_ac_option")
+# Logging choices of every run we start: rank 0's lines only, prefixed `[rank0]:`, without colour codes, so the
+# raw log is what `openrecipes measure` reads. They change nothing the model computes.
+LOG_TORCHRUN_OPTIONS = {"--local-ranks-filter": ["0"], "--role": ["rank"], "--tee": ["3"]}
+LOG_FLAGS = {"--metrics.log_freq": ["1"], "--metrics.disable_color_printing": []}
 AC_MODES = {None: "none", "full": "full", "selective": "selective"}
 
 
@@ -117,20 +124,37 @@ def layout_flags(recipe: Recipe, card: ModelCard) -> dict[str, list[str]]:
     return flags
 
 
-def render(recipe: Recipe, card: ModelCard, *, steps: int | None = None,
-           overrides: dict[str, list[str]] | None = None) -> TorchtitanLaunch:
-    """The launch of `recipe`: its fields' flags over the options its `run` command sets, then `overrides`."""
-    torchrun_options, written = split_command(recipe)
+def compose(recipe: Recipe, card: ModelCard, command_of: Recipe) -> TorchtitanLaunch:
+    """`recipe`'s field flags over the other options of `command_of`'s run command (the same recipe, or the base a
+    tuned layout starts from). Flags the fields decide are never taken from the command."""
+    torchrun_options, written = split_command(command_of)
     from_fields = layout_flags(recipe, card)
-    for flag, values in written.items():
-        if flag in from_fields and from_fields[flag] != values:
-            raise UserError(f"the run command sets {shlex.join([flag, *values])} but the recipe's fields say "
-                            f"{shlex.join([flag, *from_fields[flag]])}; run `openrecipes validate` on the recipe")
-    flags = {**from_fields, **{f: v for f, v in written.items() if f not in from_fields}}
-    if steps is not None:
-        flags["--training.steps"] = [str(steps)]
-    flags.update(overrides or {})
+    kept = {flag: values for flag, values in written.items() if flag not in from_fields and flag not in FIELD_OWNED}
     for counted in ("--nnodes", "--nproc_per_node"):
         torchrun_options.pop(counted, None)
     return TorchtitanLaunch(env=dict(recipe.env), nnodes=recipe.gpu.count // recipe.gpu.per_node,
-                            nproc_per_node=recipe.gpu.per_node, torchrun_options=torchrun_options, flags=flags)
+                            nproc_per_node=recipe.gpu.per_node, torchrun_options=torchrun_options,
+                            flags={**from_fields, **kept})
+
+
+def render(recipe: Recipe, card: ModelCard, *, steps: int | None = None,
+           overrides: dict[str, list[str]] | None = None) -> TorchtitanLaunch:
+    """The launch of `recipe`: its fields' flags over the options its `run` command sets, then `overrides`."""
+    written = split_command(recipe)[1]
+    from_fields = layout_flags(recipe, card)
+    for flag, values in written.items():
+        if (flag in from_fields and from_fields[flag] != values) or (flag in FIELD_OWNED and flag not in from_fields):
+            said = shlex.join([flag, *from_fields[flag]]) if flag in from_fields else f"no {flag}"
+            raise UserError(f"the run command sets {shlex.join([flag, *values])} but the recipe's fields say "
+                            f"{said}; run `openrecipes validate` on the recipe")
+    launch = compose(recipe, card, recipe)
+    if steps is not None:
+        launch.flags["--training.steps"] = [str(steps)]
+    launch.flags.update(overrides or {})
+    return launch
+
+
+def run_launch(recipe: Recipe, card: ModelCard, steps: int | None = None) -> TorchtitanLaunch:
+    """What `openrecipes run` starts: the recipe's launch with the logging choices of every run we start."""
+    launch = render(recipe, card, steps=steps, overrides=LOG_FLAGS)
+    return dataclasses.replace(launch, torchrun_options={**launch.torchrun_options, **LOG_TORCHRUN_OPTIONS})

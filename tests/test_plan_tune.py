@@ -1,0 +1,182 @@
+"""`openrecipes tune`: dry run, and the tuning loop against a fake runner whose "true" speeds differ from the planner's.
+
+The fake runner stands in for torchrun: it writes a torchtitan-format train.log (the format of runs/*/train.log), so
+openrecipes.measure parses it exactly as it parses a real run.
+"""
+
+from __future__ import annotations
+
+import datetime
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from openrecipes.cli import app
+from openrecipes.errors import UserError
+from openrecipes.plan import tune as tuning
+
+REPO = Path(__file__).resolve().parents[1]
+BASE = REPO / "recipes/qwen3-8b/h200/torchtitan-stock-fsdp2.yaml"
+WHEN = datetime.datetime(2026, 12, 1, 9, 0, 0)
+
+# "True" tokens/s per GPU by (TP, PP, CP, DP, AC mode, rows a microbatch, compile, reshard after forward): the three
+# measured Qwen3-8B points where we have them, an OOM, and everything else slower than predicted.
+TRUE_SPEED = {
+    (1, 1, 1, 2, "selective", 2, False, True): 8313.0,   # the stock reference arm (measured)
+    (1, 1, 1, 2, "none", 1, True, False): 9828.0,        # compile, no AC, MB1, no reshard (measured): the true best
+    (1, 1, 1, 2, "none", 1, True, True): 9536.0,         # the same with resharding (measured probe)
+}
+OOM = {(1, 1, 1, 2, "none", 1, False, True)}  # predicted to fit at 120.8 GiB; the fake says otherwise
+OTHER_COMPILED, OTHER_EAGER = 8800.0, 7000.0
+
+
+def _key(flags: dict[str, list[str]]) -> tuple:
+    def one(flag: str) -> str:
+        return flags[flag][0]
+    return (int(one("--parallelism.tensor_parallel_degree")), int(one("--parallelism.pipeline_parallel_degree")),
+            int(one("--parallelism.context_parallel_degree")),
+            int(one("--parallelism.data_parallel_shard_degree")) * int(one("--parallelism.data_parallel_replicate_degree")),
+            one("--activation_checkpoint.mode"), int(one("--training.local_batch_size")), "--compile.enable" in flags,
+            flags.get("--parallelism.fsdp_reshard_after_forward") != ["never"])
+
+
+class FakeRunner:
+    """Writes the log a torchtitan run of the launch would print and records each launch it was given."""
+
+    def __init__(self) -> None:
+        self.launches: list = []
+
+    def __call__(self, launch, run_dir: Path, *, tokens_per_step: int) -> Path:
+        self.launches.append(launch)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        log = run_dir / "train.log"
+        key = _key(launch.flags)
+        steps = int(launch.flags["--training.steps"][0])
+        clock = WHEN + datetime.timedelta(hours=len(self.launches))
+        lines = ["[rank0]:openrecipes stack: torch=2.11.0+cu130 cuda=13.0 nccl=2.28.9 torchtitan=0.2.2 "
+                 "python=3.12.3 gpu=NVIDIA H200",
+                 f"[rank0]:[titan] {clock:%Y-%m-%d %H:%M:%S},000 - root - INFO - Training starts at step 1"]
+        if key in OOM:
+            clock += datetime.timedelta(seconds=25)
+            lines.append(f"[rank0]:[titan] {clock:%Y-%m-%d %H:%M:%S},000 - root - ERROR - torch.OutOfMemoryError: "
+                         "CUDA out of memory. Tried to allocate 2.32 GiB.")
+            log.write_text("\n".join(lines) + "\n")
+            from openrecipes.errors import UserError as RunError
+            raise RunError(f"torchrun exited with 1; the raw log is {log}")
+        speed = TRUE_SPEED.get(key, OTHER_COMPILED if key[6] else OTHER_EAGER)
+        step_s = tokens_per_step / launch.nproc_per_node / speed
+        for step in range(1, steps + 1):
+            jitter = 1 + (0.002 if step % 2 else -0.002)
+            clock += datetime.timedelta(seconds=25 if step == 1 else step_s * jitter)
+            loss = 12.35 - 0.55 * step + 1e-4 * (key[0] + key[5])
+            lines.append(f"[rank0]:[titan] {clock:%Y-%m-%d %H:%M:%S},{clock.microsecond // 1000:03d} - root - INFO - "
+                         f"step: {step:2d}  loss: {loss:8.5f}  grad_norm: 10.0000  memory: 110.00GiB(78.68%)  "
+                         f"tps: {speed:,.0f}  tflops: 500.00  mfu: 50.00%")
+        log.write_text("\n".join(lines) + "\n")
+        return log
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Path:
+    """A catalog folder with the base recipe only: models/ and hardware/ come from the bundled catalog."""
+    target = tmp_path / "recipes/qwen3-8b/h200"
+    target.mkdir(parents=True)
+    shutil.copy(BASE, target / BASE.name)
+    log = "runs/qwen3-8b-h200x2-torchtitan-stock/train.log"  # the base recipe's own arm, which validate requires
+    (tmp_path / log).parent.mkdir(parents=True)
+    shutil.copy(REPO / log, tmp_path / log)
+    return tmp_path
+
+
+def _setup(catalog: Path) -> tuning.Setup:
+    return tuning.setup("qwen3-8b", "H200", 2, catalog / "recipes/qwen3-8b/h200" / BASE.name, catalog, when=WHEN)
+
+
+def test_dry_run_prints_ranked_candidates_minutes_and_commands(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # no recipes/ here: the bundled catalog, and nothing may be written
+    result = CliRunner().invoke(app, ["tune", "qwen3-8b", "--gpu", "H200", "--gpus", "2", "--budget-minutes", "10",
+                                      "--dry-run"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "from recipes/qwen3-8b/h200/torchtitan-stock-fsdp2.yaml" in out
+    assert "1  TP1 PP1 DP2 none MB1 compile" in out and "cannot win" in out and "budget" in out
+    assert "# reference arm: recipes/qwen3-8b/h200/torchtitan-stock-fsdp2.yaml at 10 steps" in out
+    assert out.count("torchrun --nnodes 1 --nproc_per_node 2") >= 2
+    assert "--training.steps 10" in out and "--compile.enable" in out and "--activation_checkpoint.mode none" in out
+    measured = [line for line in out.splitlines() if line.endswith("  measure")]
+    minutes = sum(float(line.split()[-2]) for line in measured)
+    assert measured and minutes + 2.3 <= 10
+    assert not (tmp_path / "runs").exists() and not (REPO / "runs" / "tune-qwen3-8b-h200x2-").exists()
+
+
+def test_tune_finds_true_best_early_refits_marks_oom_and_writes_a_valid_recipe(catalog, monkeypatch):
+    s = _setup(catalog)
+    runner = FakeRunner()
+    result = tuning.tune(s, budget_minutes=30, runner=runner)
+
+    # the true best, found while measuring fewer candidates than exist; some dropped because they cannot win
+    assert result.winner.candidate.slug == "tp1-pp1-cp1-dp2-none-mb1-compile-noreshard"
+    assert result.winner.measurement.tokens_per_s_per_gpu == pytest.approx(9828, rel=1e-3)
+    assert len(result.measured) < len(s.ranked)
+    assert len(runner.launches) == len(result.measured) + 1  # + the reference arm
+    assert any(o.dropped and o.dropped.startswith("cannot win") for o in result.outcomes)
+    assert result.stop_reason == "no candidate left that can win"
+    assert result.spent_minutes <= 30
+
+    # re-ranked after the refit: the order of the contenders changed between measurements
+    assert len(result.rankings) >= 2
+    first, later = result.rankings[0], result.rankings[1]
+    assert [slug for slug in first if slug in later] != later
+    assert result.efficiency.points == len([o for o in result.measured if o.measurement.ok]) + 1
+    assert result.efficiency.b != 0  # eager and compiled points both measured: a compile term was fitted
+
+    # the OOM candidate is unfit, with the memory miss recorded
+    oom = [o for o in result.outcomes if o.measurement is not None and o.measurement.oom]
+    assert [o.candidate.slug for o in oom] == ["tp1-pp1-cp1-dp2-none-mb1-eager"]
+    assert oom[0].dropped.startswith("out of memory: predicted 120.8 GiB")
+    assert result.winner is not oom[0]
+
+    path = tuning.write_winner(s, result)
+    assert path == catalog / "recipes/qwen3-8b/h200/tuned-tp1-pp1-cp1-dp2-none-mb1-compile-noreshard.yaml"
+    assert result.config["result"] == "pass" and result.convergence["passed"]
+    monkeypatch.chdir(catalog)
+    checked = CliRunner().invoke(app, ["validate", str(path)])
+    assert checked.exit_code == 0, checked.output
+    text = path.read_text()
+    assert "status: measured" in text and "--parallelism.fsdp_reshard_after_forward never" in text
+    assert "reference: runs/tune-qwen3-8b-h200x2-20261201-090000/reference" in text
+    assert "configuration: pass" in text and "correlation:" in text
+
+
+def test_tune_respects_the_budget(catalog):
+    s = _setup(catalog)
+    runner = FakeRunner()
+    result = tuning.tune(s, budget_minutes=6, runner=runner)
+    assert result.stop_reason.startswith("budget")
+    assert result.spent_minutes <= 6
+    assert 1 <= len(result.measured) < 3
+    assert any(o.dropped == "budget" for o in result.outcomes)
+
+
+def test_budget_too_small_for_the_reference_and_one_candidate(catalog):
+    with pytest.raises(UserError, match="budget-minutes 3 is below"):
+        tuning.tune(_setup(catalog), budget_minutes=3, runner=FakeRunner())
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nope", "--gpu", "H200", "--gpus", "2", "--budget-minutes", "5"], "unknown model 'nope'"),
+    (["gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--budget-minutes", "5"], "no torchtitan recipe of gpt-oss-20b"),
+    (["qwen3-8b", "--gpu", "H200", "--gpus", "2", "--budget-minutes", "0"], "give a positive number"),
+    (["gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--budget-minutes", "5", "--base",
+      str(REPO / "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.yaml")], "not a torchtitan recipe"),
+])
+def test_bad_input_exits_2_with_one_line(args, message):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "openrecipes", "tune", *args], capture_output=True, text=True,
+                          cwd=REPO)
+    assert done.returncode == 2
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
