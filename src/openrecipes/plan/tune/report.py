@@ -1,0 +1,60 @@
+"""What tune prints: the dry-run plan and the summary of a search."""
+
+from __future__ import annotations
+
+from openrecipes.engines.torchtitan.render import run_launch
+from openrecipes.plan.tune.arms import arm_of, reference_arm
+from openrecipes.plan.tune.candidates import (
+    HELD_OUT_ERROR_BOUND, MEASURE_STEPS, contenders, estimated_minutes, optimistic_prediction,
+    pessimistic_prediction, rank, within_budget,
+)
+from openrecipes.plan.tune.search import Setup, TuneResult
+from openrecipes.plan.tune.winner import relative_path
+
+
+def dry_run_text(s: Setup, budget_minutes: float, steps: int = MEASURE_STEPS) -> str:
+    efficiency = s.prior
+    ranked = rank(s.ranked, efficiency)
+    pool = contenders(ranked, efficiency)
+    reference_minutes = estimated_minutes(s.reference, efficiency, steps)
+    chosen = within_budget(pool, efficiency, budget_minutes - reference_minutes)
+    lines = [f"tune {s.base.model} on {s.base.gpu.count} x {s.base.gpu.type} from {relative_path(s.base_path, s.root)}: "
+             f"{len(ranked)} fitting torchtitan layouts, {len(pool)} can beat the best one's pessimistic prediction "
+             f"(error bound {HELD_OUT_ERROR_BOUND:.1%}), {len(chosen)} fit {budget_minutes:g} minutes after the "
+             f"{reference_minutes:.1f}-minute reference arm; predicted, not measured",
+             f"{'#':>3}  {'candidate':<44} {'tokens/s/GPU':>12} {'range':>15} {'GiB':>6} {'minutes':>7}  plan"]
+    for number, c in enumerate(ranked, 1):
+        tps = c.tokens_per_s_per_gpu(efficiency.of(c.layout))
+        plan = "measure" if c in chosen else "budget" if c in pool else "cannot win"
+        lines.append(f"{number:>3}  {c.label:<44} {tps:>12,.0f} "
+                     f"{pessimistic_prediction(c, efficiency):>7,.0f}-{optimistic_prediction(c, efficiency):<7,.0f} "
+                     f"{c.memory_gib:>6.1f} {estimated_minutes(c, efficiency, steps):>7.1f}  {plan}")
+    total = reference_minutes + sum(estimated_minutes(c, efficiency, steps) for c in chosen)
+    lines += ["", f"estimated device time: {total:.1f} of {budget_minutes:g} minutes (at most; candidates that cannot "
+              "win after a measurement are skipped); runs under " + relative_path(s.run_root, s.root), "",
+              f"# reference arm: {relative_path(s.base_path, s.root)} at {steps} steps"]
+    reference = reference_arm(s.base_data, s.base, s.card, s.reference, steps)
+    lines.append(run_launch(reference.recipe, s.card, steps).script().rstrip())
+    for c in chosen:
+        arm = arm_of(c.slug, s.base_data, s.base, s.card, c, steps)
+        lines += ["", f"# {c.label} -> {relative_path(s.run_root / c.slug, s.root)}",
+                  run_launch(arm.recipe, s.card, steps).script().rstrip()]
+    return "\n".join(lines) + "\n"
+
+
+def summary_text(result: TuneResult) -> str:
+    lines = [f"{'candidate':<44} {'predicted':>10} {'measured':>10} {'CV %':>6}  verdict"]
+    for o in [result.reference, *result.outcomes]:
+        if o.measurement is None:
+            continue
+        m = o.measurement
+        predicted = f"{o.predicted_at_measurement:,.0f}" if o.predicted_at_measurement else "-"
+        measured = f"{m.tokens_per_s_per_gpu:,.0f}" if m.ok else "-"
+        cv = f"{m.step_time_cv_percent:.2f}" if m.ok else "-"
+        verdict = "reference arm" if o is result.reference else (o.dropped or "measured")
+        lines.append(f"{o.candidate.label:<44} {predicted:>10} {measured:>10} {cv:>6}  "
+                     f"{'WINNER; ' if o is result.winner else ''}{verdict}")
+    skipped = sum(1 for o in result.outcomes if o.measurement is None)
+    lines.append(f"{len(result.measured)} measured, {skipped} not measured; {result.spent_minutes:.1f} of "
+                 f"{result.budget_minutes:g} minutes; stopped: {result.stop_reason}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,190 @@
+"""The tuning loop: measure, refit, re-rank, drop what cannot win, stop at the budget."""
+
+from __future__ import annotations
+
+import datetime
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
+from openrecipes.catalog.model import Recipe
+from openrecipes.catalog.paths import default_catalog_root
+from openrecipes.catalog.store import load_catalog
+from openrecipes.catalog.yamlio import read_yaml
+from openrecipes.engines.torchtitan.render import is_torchtitan
+from openrecipes.errors import UserError
+from openrecipes.plan.calibrate import measured_point
+from openrecipes.plan.predict import Context, PlanRequest, context
+from openrecipes.plan.tune.arms import Arm, arm_of, reference_arm
+from openrecipes.plan.tune.candidates import (
+    Candidate, Efficiency, MEASURE_STEPS, Runner, as_candidate, candidates, contenders, estimated_minutes,
+    optimistic_prediction, rank, refit,
+)
+from openrecipes.plan.tune.measuring import Measurement, measure_candidate
+
+
+@dataclass
+class Outcome:
+    candidate: Candidate
+    arm: Arm | None
+    measurement: Measurement | None = None
+    dropped: str | None = None  # why it was not measured or cannot win
+    predicted_at_measurement: float | None = None
+
+
+@dataclass
+class TuneResult:
+    base_path: Path
+    efficiency: Efficiency
+    outcomes: list[Outcome]
+    reference: Outcome
+    rankings: list[list[str]]  # the contenders' slugs in rank order, before each measurement
+    budget_minutes: float
+    spent_minutes: float
+    run_root: Path
+    winner: Outcome | None = None
+    recipe_path: Path | None = None
+    config: dict | None = None
+    convergence: dict | None = None
+    stop_reason: str = ""
+
+    @property
+    def measured(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.measurement is not None]
+
+
+@dataclass
+class Setup:
+    """Everything `tune` and `--dry-run` share."""
+    root: Path
+    tables: ReferenceTables
+    base_path: Path
+    base_data: dict
+    base: Recipe
+    card: object
+    ctx: Context
+    prior: Efficiency
+    ranked: list[Candidate]
+    reference: Candidate
+    run_root: Path
+
+
+def find_base(model: str, gpu_type: str, gpus: int, root: Path) -> Path:
+    """The catalog's stock torchtitan recipe of the model on this many GPUs of this type (no reference arm)."""
+    found = []
+    for entry in load_catalog(root).recipes:
+        recipe = entry.entry
+        if (recipe.model == model and recipe.gpu.type == gpu_type and recipe.gpu.count == gpus
+                and is_torchtitan(recipe)):
+            found.append((recipe.runs is not None and recipe.runs.reference is not None, str(entry.path), root / entry.path))
+    if not found:
+        raise UserError(f"no torchtitan recipe of {model} on {gpus} x {gpu_type} in {root / 'recipes'} to start from; "
+                        "give --base RECIPE (a torchtitan recipe of this model and GPU count)")
+    return sorted(found)[0][2]
+
+
+def setup(model: str, gpu_type: str, gpus: int, base_path: Path | None = None, root: Path | None = None,
+          when: datetime.datetime | None = None) -> Setup:
+    root = Path(root or default_catalog_root()).resolve()
+    tables = load_reference_tables(root)
+    if model not in tables.models:
+        raise UserError(f"unknown model '{model}'; known: {', '.join(sorted(tables.models))} (models/*.yaml)")
+    if gpu_type not in tables.gpus:
+        raise UserError(f"unknown GPU type '{gpu_type}'; known: {', '.join(tables.gpus)} (hardware/gpus.yaml)")
+    base_path = Path(base_path) if base_path else find_base(model, gpu_type, gpus, root)
+    from openrecipes.catalog import load_recipe
+
+    base = load_recipe(base_path)
+    if not is_torchtitan(base):
+        raise UserError(f"{base_path}: not a torchtitan recipe; tune measures torchtitan runs only")
+    if (base.model, base.gpu.type, base.gpu.count) != (model, gpu_type, gpus):
+        raise UserError(f"{base_path}: a recipe of {base.model} on {base.gpu.count} x {base.gpu.type}, not {model} on "
+                        f"{gpus} x {gpu_type}; give a base recipe of the same model, GPU type and count")
+    request = PlanRequest(model, gpu_type, gpus, base.workload.row_tokens, base.workload.global_batch, "torchtitan")
+    ctx = context(request, tables)
+    prior = Efficiency(math.log(ctx.calibration.efficiency("torchtitan", gpu_type)))
+    reference = as_candidate(ctx, measured_point('base', base).layout)
+    ranked = [c for c in candidates(ctx, tables) if c.layout != reference.layout]
+    stamp = (when or datetime.datetime.now()).strftime("%Y%m%d-%H%M%S")
+    run_root = root / "runs" / f"tune-{model.lower()}-{gpu_type.lower()}x{gpus}-{stamp}"
+    return Setup(root, tables, base_path, read_yaml(base_path).data, base, tables.models[model], ctx, prior, ranked,
+                 reference, run_root)
+
+
+def _leader(outcomes: list[Outcome]) -> Outcome | None:
+    measured = [o for o in outcomes if o.measurement is not None and o.measurement.ok]
+    return max(measured, key=lambda o: o.measurement.tokens_per_s_per_gpu, default=None)
+
+
+def _cannot_win(candidate: Candidate, efficiency: Efficiency, leader: Outcome | None) -> bool:
+    return leader is not None and optimistic_prediction(candidate, efficiency) < leader.measurement.pessimistic
+
+
+def _memory_miss(candidate: Candidate) -> str:
+    return (f"out of memory: predicted {candidate.memory_gib:.1f} GiB of {candidate.capacity_gib:.1f}, so the planner "
+            f"said it fits; the layout is unfit (memory under-predicted by at least "
+            f"{candidate.capacity_gib - candidate.memory_gib:.1f} GiB)")
+
+
+def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: int = MEASURE_STEPS) -> TuneResult:
+    """Measure the reference arm, then the contenders best-predicted first, refitting and pruning after each."""
+    def measure_arm(arm: Arm) -> Measurement:
+        return measure_candidate(arm.recipe, steps, s.run_root / arm.name, runner, s.tables)
+
+    efficiency = s.prior
+    reference = Outcome(s.reference, reference_arm(s.base_data, s.base, s.card, s.reference, steps))
+    pool = contenders(rank(s.ranked, efficiency), efficiency)
+    outcomes = [Outcome(c, None, dropped="its optimistic prediction cannot beat the best one's pessimistic one")
+                for c in s.ranked if c not in pool]
+    first = estimated_minutes(s.reference, efficiency) + (estimated_minutes(pool[0], efficiency) if pool else 0)
+    if first > budget_minutes:
+        raise UserError(f"--budget-minutes {budget_minutes:g} is below the {first:.1f} minutes the reference arm and "
+                        "the best candidate need; give more")
+    result = TuneResult(s.base_path, efficiency, outcomes, reference, [], budget_minutes, 0.0, s.run_root)
+    reference.measurement = measure_arm(reference.arm)
+    result.spent_minutes += reference.measurement.minutes
+    if not reference.measurement.ok:
+        raise UserError(f"the reference arm (the base recipe {s.base_path}) did not run: "
+                        f"{reference.measurement.error}; see {reference.measurement.log}")
+    efficiency = refit(s.prior, [(s.reference, _step_s(reference))])
+    while True:
+        pool = rank(pool, efficiency)
+        leader = _leader([reference, *result.outcomes])
+        for candidate in [c for c in pool if _cannot_win(c, efficiency, leader)]:
+            pool.remove(candidate)
+            best_case = optimistic_prediction(candidate, efficiency)
+            outcomes.append(Outcome(candidate, None, dropped=f"cannot win: optimistic {best_case:,.0f} < leader's "
+                                    f"pessimistic {leader.measurement.pessimistic:,.0f} tokens/s/GPU"))
+        left = budget_minutes - result.spent_minutes
+        affordable = [c for c in pool if estimated_minutes(c, efficiency) <= left]
+        if not pool:
+            result.stop_reason = "no candidate left that can win"
+            break
+        if not affordable:
+            result.stop_reason = f"budget: {left:.1f} minutes left, the next candidate needs more"
+            outcomes.extend(Outcome(c, None, dropped="budget") for c in pool)
+            break
+        result.rankings.append([c.slug for c in pool])
+        candidate = affordable[0]
+        pool.remove(candidate)
+        outcome = Outcome(candidate, arm_of(candidate.slug, s.base_data, s.base, s.card, candidate, steps),
+                          predicted_at_measurement=candidate.tokens_per_s_per_gpu(efficiency.of(candidate.layout)))
+        outcome.measurement = measure_arm(outcome.arm)
+        outcomes.append(outcome)
+        result.spent_minutes += outcome.measurement.minutes
+        if outcome.measurement.oom:
+            outcome.dropped = _memory_miss(candidate)
+        elif not outcome.measurement.ok:
+            outcome.dropped = f"the run failed: {outcome.measurement.error}"
+        points = [(o.candidate, _step_s(o)) for o in [reference, *result.outcomes]
+                  if o.measurement is not None and o.measurement.ok]
+        efficiency = refit(s.prior, points)
+    result.efficiency = efficiency
+    result.winner = _leader([reference, *result.outcomes])
+    return result
+
+
+def _step_s(outcome: Outcome) -> float:
+    c = outcome.candidate
+    return c.tokens_per_step / c.layout.gpus / outcome.measurement.tokens_per_s_per_gpu
