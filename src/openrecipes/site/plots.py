@@ -81,8 +81,10 @@ def pareto_svg(model: str, points: list[ParetoPoint], front: list[ParetoPoint]) 
 def loss_svg(title: str, curves: dict[str, tuple[list[int], list[float]]]) -> bytes:
     """Loss per step of each arm (candidate, reference) on one axis."""
     figure, axes = plt.subplots(figsize=(7.2, 3.2))
-    for (label, (steps, losses)), colour in zip(curves.items(), GPU_COLOURS):
-        axes.plot(steps, losses, marker="o", markersize=3, linewidth=1.2, color=colour, label=label)
+    # Arms that agree overlap exactly: the later arm is drawn dashed with hollow markers so both stay visible.
+    for i, ((label, (steps, losses)), colour) in enumerate(zip(curves.items(), GPU_COLOURS)):
+        axes.plot(steps, losses, marker="o", markersize=5 - 2 * i, linewidth=1.2, color=colour, label=label,
+                  linestyle="-" if i == 0 else "--", markerfacecolor=colour if i == 0 else "none")
     axes.set_xlabel("step (from 0)")
     axes.set_ylabel("loss")
     axes.set_title(plain(title), loc="left", fontsize=10)
