@@ -22,6 +22,8 @@ def test_megatron_iteration_n_is_step_n_minus_1():
     assert first.step_time_s == pytest.approx(15.0342) and first.loss == pytest.approx(2.034512)
     assert first.grad_norm == pytest.approx(4.127) and first.where.endswith(":2")
     assert table.planned_steps == 3
+    # "(after 1 iterations) memory (MB) | ... max allocated: 90112.0" is step 0's peak, in GiB
+    assert [s.memory_gib for s in table.steps] == [pytest.approx(88.0), None, None]
     assert table.first_timestamp == datetime(2026, 10, 20, 8, 0, 0)
     assert table.last_timestamp == datetime(2026, 10, 20, 8, 1, 40)
 

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from datetime import datetime
@@ -33,6 +34,10 @@ _MEGATRON_ITERATION = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
 _MEGATRON_ELAPSED_MS = re.compile(r"elapsed time per iteration \(ms\):\s*([^\s|]+)")
 _MEGATRON_LOSS = re.compile(r"\blm loss:\s*([^\s|]+)")
 _MEGATRON_GRAD_NORM = re.compile(r"\bgrad norm:\s*([^\s|]+)")
+# Megatron's memory report after the first logged iterations: "(after N iterations) memory (MB) | ... |
+# max allocated: X |"; its figure belongs to step N - 1.
+_MEGATRON_MEMORY = re.compile(r"\(after (\d+) iterations\) memory \(MB\).*?\bmax allocated:\s*([^\s|]+)")
+MIB_PER_GIB = 1024.0
 
 _SLIME_LINE = re.compile(r"\b(step|perf) (\d+): (\{.*)$")
 _SLIME_PAIR = re.compile(r"'([^']+)':\s*([^,}]+)")
@@ -66,8 +71,12 @@ def _number(text: str, where: str, what: str) -> float:
 
 
 def read_megatron(path: Path, lines: list[str]) -> StepTable:
-    steps, planned = [], None
+    steps, planned, memory_gib = [], None, {}
     for number, line in enumerate(lines, start=1):
+        memory = _MEGATRON_MEMORY.search(line)
+        if memory:
+            where = f"{path}:{number}"
+            memory_gib[int(memory.group(1)) - 1] = _number(memory.group(2), where, "max allocated") / MIB_PER_GIB
         match = _MEGATRON_ITERATION.search(line)
         if not match:
             continue
@@ -88,6 +97,7 @@ def read_megatron(path: Path, lines: list[str]) -> StepTable:
             loss=fields["lm loss"],
             grad_norm=_number(grad.group(1), where, "grad norm") if grad else None,
         ))
+    steps = [dataclasses.replace(s, memory_gib=memory_gib[s.step]) if s.step in memory_gib else s for s in steps]
     return StepTable("megatron", steps, planned_steps=planned)
 
 
