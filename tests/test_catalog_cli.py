@@ -64,3 +64,25 @@ def test_list_ranks_by_tokens_per_s_and_show_prints_a_recipe():
 def test_schema_is_generated_from_the_model_and_checked_in():
     result = openrecipes("schema", "--check")
     assert result.returncode == 0, "schema/recipe.schema.yaml is stale: run `openrecipes schema`"
+
+
+def test_recipe_text_is_shown_as_written_never_read_as_markup(tmp_path):
+    data = load_seed(GLM_16K)
+    data["layout"]["label"] = "TP4 [ep32] [/] PP2"
+    data["layout"]["summary"] = "[bold]not bold[/bold] [/]"
+    write_recipe(tmp_path, data)
+    listing = openrecipes("list", "--catalog", str(tmp_path))
+    assert listing.returncode == 0 and "TP4 [ep32] [/] PP2" in listing.stdout
+    shown = openrecipes("show", "recipe", "--catalog", str(tmp_path))
+    assert shown.returncode == 0 and "[bold]not bold[/bold] [/]" in shown.stdout
+    data["env"]["CUDA_DEVICE_MAX_CONNECTIONS"] = "[/]"
+    path = write_recipe(tmp_path, data)
+    result = openrecipes("validate", str(path))
+    assert result.returncode == 1 and "Traceback" not in result.stderr and "'[/]'" in result.stdout
+
+
+def test_an_unwritable_output_path_is_bad_input_not_a_traceback(tmp_path):
+    result = openrecipes("launch", "recipes/qwen3-8b/h200/openrecipes-fsdp2-compile-noac-mb1.yaml", "--slurm",
+                         "--out", str(tmp_path / "missing-folder" / "job.sbatch"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: ") and "check the path" in result.stderr

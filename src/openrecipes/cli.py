@@ -33,5 +33,11 @@ def main() -> None:
     try:
         app()
     except UserError as error:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {error}", markup=False)
-        sys.exit(EXIT_BAD_INPUT)
+        _bad_input(str(error))
+    except OSError as error:  # a path the user gave cannot be written or read: their input, not our bug
+        _bad_input(f"{error.filename or ''}: {error.strerror or error}; check the path")
+
+
+def _bad_input(reason: str) -> None:
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {reason}", markup=False)
+    sys.exit(EXIT_BAD_INPUT)

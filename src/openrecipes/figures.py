@@ -47,6 +47,11 @@ def tokens_per_s_per_gpu(tokens: int, seconds: float, gpus: int) -> float:
     return tokens / seconds / gpus
 
 
+def step_seconds(tokens_per_step: int, gpus: int, tokens_per_s_per_gpu: float) -> float:
+    """The step time a throughput implies: the inverse of tokens_per_s_per_gpu for one step."""
+    return tokens_per_step / gpus / tokens_per_s_per_gpu
+
+
 def step_time_cv_percent(step_times: Sequence[float]) -> float:
     """Coefficient of variation of step times: sample standard deviation / mean, in percent."""
     if len(step_times) < 2:

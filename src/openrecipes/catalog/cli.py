@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
 
+from openrecipes.atomic import write_atomic
 from openrecipes.catalog import render
 from openrecipes.catalog.hardware import load_reference_tables
 from openrecipes.catalog.paths import default_catalog_root
@@ -78,7 +77,5 @@ def schema(
             raise typer.Exit(EXIT_CHECK_FAILED)
         return
     target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False, encoding="utf-8") as tmp:
-        tmp.write(text)
-    os.replace(tmp.name, target)
+    write_atomic(target, text)
     typer.echo(f"wrote {target}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
@@ -14,12 +15,12 @@ from openrecipes.catalog.validate import FileReport
 def validation_reports(console: Console, reports: list[FileReport]) -> None:
     for report in reports:
         if report.ok:
-            console.print(f"[green]ok[/]      {report.path}", highlight=False)
+            console.print(f"[green]ok[/]      {escape(str(report.path))}", highlight=False)
             continue
-        console.print(f"[red]invalid[/] {report.path}", highlight=False)
+        console.print(f"[red]invalid[/] {escape(str(report.path))}", highlight=False)
         for error in report.errors:
             where = f"{report.path}:{error.line}" if error.line else str(report.path)
-            console.print(f"  {where}: [bold]{error.field or 'file'}[/] {error.message}", highlight=False,
+            console.print(f"  {escape(where)}: [bold]{escape(error.field or 'file')}[/] {escape(error.message)}", highlight=False,
                           markup=True, soft_wrap=True)
     bad = sum(not r.ok for r in reports)
     console.print(f"{len(reports) - bad} valid, {bad} invalid", highlight=False)
@@ -27,7 +28,7 @@ def validation_reports(console: Console, reports: list[FileReport]) -> None:
 
 def leaderboards(console: Console, catalog: Catalog) -> None:
     for board in boards(catalog):
-        table = Table(title=f"Training {board.model} on {board.gpu_type}\n[dim]{board.workload.label}[/]",
+        table = Table(title=f"Training {escape(board.model)} on {escape(board.gpu_type)}\n[dim]{board.workload.label}[/]",
                       title_justify="left")
         for column in ("#", "tokens/s per GPU", "$ / 1M tokens", "GPUs", "layout", "highlights", "measured",
                        "author", "recipe"):
@@ -36,8 +37,8 @@ def leaderboards(console: Console, catalog: Catalog) -> None:
         for rank, entry in enumerate(board.ranked, start=1):
             r = entry.entry
             table.add_row(f"#{rank}", f"{r.result.tokens_per_s_per_gpu:,.1f}", f"${r.result.usd_per_million_tokens:.2f}",
-                          str(r.gpu.count), r.layout.label, r.layout.highlights, str(r.result.measured),
-                          r.author.name, entry.name)
+                          str(r.gpu.count), *map(escape, (r.layout.label, r.layout.highlights)),
+                          str(r.result.measured), escape(r.author.name), escape(entry.name))
         console.print(table)
     if catalog.summaries:
         table = Table(title="Published summary entries (figures only, not ranked)", title_justify="left")
@@ -45,21 +46,21 @@ def leaderboards(console: Console, catalog: Catalog) -> None:
             table.add_column(column)
         for entry in catalog.summaries:
             s = entry.entry
-            table.add_row(s.model, s.gpu.type, str(s.gpu.count), f"{s.result.tokens_per_s_per_gpu:,}",
-                          f"${s.result.usd_per_million_tokens:.2f}", s.source)
+            table.add_row(escape(s.model), escape(s.gpu.type), str(s.gpu.count), f"{s.result.tokens_per_s_per_gpu:,}",
+                          f"${s.result.usd_per_million_tokens:.2f}", escape(s.source))
         console.print(table)
 
 
 def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
     if entry.is_summary:
         s = entry.entry
-        console.print(f"[bold]{s.model} on {s.gpu.count} x {s.gpu.type}[/] (published summary entry)\n"
+        console.print(f"[bold]{escape(s.model)} on {s.gpu.count} x {escape(s.gpu.type)}[/] (published summary entry)\n"
                       f"{s.result.tokens_per_s_per_gpu:,} tokens/s/GPU · ${s.result.usd_per_million_tokens:.2f} / 1M "
-                      f"tokens\n{s.note}\nsource: {s.source}", highlight=False)
+                      f"tokens\n{escape(s.note)}\nsource: {escape(s.source)}", highlight=False)
         return
     r = entry.entry
     res, c = r.result, r.correctness
-    table = Table(title=f"{entry.slug}", show_header=False, title_justify="left")
+    table = Table(title=escape(entry.slug), show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
     rows = [
@@ -85,6 +86,6 @@ def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
     rows.append(("rows", f"{r.workload.dataset.build.name} (rows_sha256 {r.workload.dataset.rows_sha256})"))
     rows.append(("stack", f"{r.stack.framework}; PyTorch {r.stack.pytorch}; CUDA {r.stack.cuda}; Python {r.stack.python}"))
     for key, value in rows:
-        table.add_row(key, value)
+        table.add_row(key, escape(value))  # recipe text is shown as written, never read as rich markup
     console.print(table)
     console.print(Syntax(r.run, "bash", word_wrap=True))

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
+
+from openrecipes.atomic import write_atomic
 
 PERMUTATION = "numpy.random.Generator(numpy.random.PCG64(seed)).permutation(conversations)"
 PACKING = ("source conversations in a seeded global permutation, concatenated with an EOS token between them and "
@@ -12,6 +13,4 @@ PACKING = ("source conversations in a seeded global permutation, concatenated wi
 
 
 def write_manifest(path: Path, manifest: dict) -> None:
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    temporary.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-    os.replace(temporary, path)
+    write_atomic(path, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")

@@ -9,11 +9,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from openrecipes.atomic import write_atomic
 from openrecipes.errors import UserError
 from openrecipes.rows.qwen3_template import QWEN3_CHAT_TEMPLATE
 
@@ -103,7 +103,7 @@ def write_o200k_tiktoken(directory: Path) -> Path:
     rank_file = tiktoken_rank_file(read_ranks(VOCABS["gpt-oss"]))
     _check_digest("gpt-oss", rank_file)
     path = directory / "o200k_base.tiktoken"
-    path.write_bytes(rank_file)
+    write_atomic(path, rank_file)
     return path
 
 
@@ -195,15 +195,10 @@ def export_tokenizer(family: str, out_dir: Path) -> dict:
         raise UserError(f"tokenizer export: {family!r} is not a bundled family; use one of {', '.join(VOCABS)}")
     out_dir.mkdir(parents=True, exist_ok=True)
     tokenizer_json, config = build_tokenizer_json(family)
-    _atomic_write(out_dir / "tokenizer.json", tokenizer_json.encode())
-    _atomic_write(out_dir / "tokenizer_config.json", (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
+    write_atomic(out_dir / "tokenizer.json", tokenizer_json)
+    write_atomic(out_dir / "tokenizer_config.json", json.dumps(config, indent=2, ensure_ascii=False) + "\n")
     if family == "gpt-oss":
         write_o200k_tiktoken(out_dir)
     return {"family": family, "out": str(out_dir), "ranks_sha256": VOCABS[family].ranks_sha256,
             "tokenizer_json_sha256": hashlib.sha256(tokenizer_json.encode()).hexdigest()}
 
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    temporary.write_bytes(data)
-    os.replace(temporary, path)

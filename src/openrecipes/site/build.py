@@ -14,9 +14,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 import jinja2
-import yaml
 
 from openrecipes.catalog.store import Catalog, CatalogEntry
+from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import UserError
 from openrecipes.site import format as fmt
 from openrecipes.site import plots
@@ -47,7 +47,7 @@ class BuildReport:
 
 @lru_cache(maxsize=1)
 def citations() -> dict[str, dict[str, str]]:
-    return yaml.safe_load((HERE / "citations.yaml").read_text(encoding="utf-8"))
+    return read_yaml(HERE / "citations.yaml").data
 
 
 @lru_cache(maxsize=1)
@@ -60,13 +60,24 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def _prepare(out: Path) -> None:
-    if out.exists() and any(out.iterdir()):
-        if not (out / BUILD_MARKER).exists():
-            raise UserError(f"{out}: not empty and not an OpenRecipes site build; give an empty or new folder")
+def _staging(out: Path) -> Path:
+    """A fresh folder beside `out` to build into; `out` must be new, empty or an earlier build (replaced at the end)."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out}: a file, not a folder; give an empty or new folder for the site")
+    if out.exists() and any(out.iterdir()) and not (out / BUILD_MARKER).exists():
+        raise UserError(f"{out}: not empty and not an OpenRecipes site build; give an empty or new folder")
+    staging = out.with_name(f".{out.name}.building")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    (staging / BUILD_MARKER).write_text("written by `openrecipes site build`; the next build replaces this folder\n")
+    return staging
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    """The finished build takes the place of the old one; a failed build leaves the old site whole."""
+    if out.exists():
         shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / BUILD_MARKER).write_text("written by `openrecipes site build`; the next build replaces this folder\n")
+    staging.rename(out)
 
 
 class _Writer:
@@ -90,7 +101,18 @@ class _Writer:
 
 def build_site(catalog: Catalog, out: Path) -> BuildReport:
     out = Path(out).resolve()
-    _prepare(out)
+    staging = _staging(out)
+    try:
+        report = _build_into(catalog, staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    _swap_in(staging, out)
+    report.out = out
+    return report
+
+
+def _build_into(catalog: Catalog, out: Path) -> BuildReport:
     report = BuildReport(out)
     write = _Writer(out, report)
     site = site_pages(catalog)
