@@ -28,7 +28,6 @@ class Context:
     recipe: Recipe
     doc: YamlDocument
     tables: ReferenceTables
-    command: ParsedRun | None = None
 
 
 def _get(recipe: Recipe, dotted: str) -> object:
@@ -157,7 +156,7 @@ def _compare_published(field: str, recomputed: float, raw: dict[str, str], formu
 
 def check_command(ctx: Context) -> Iterator[Issue]:
     try:
-        ctx.command = command = parse_run(ctx.recipe.run)
+        command = parse_run(ctx.recipe.run)
     except CommandError as error:
         yield Issue("run", f"{error}")
         return
@@ -170,7 +169,7 @@ def check_command(ctx: Context) -> Iterator[Issue]:
         yield from _compare_env(ctx.recipe.env, command.exports)
     torchtitan = command.launcher[:1] == ["torchrun"]
     table = flag_tables.TORCHTITAN if torchtitan else flag_tables.MEGATRON
-    optional = flag_tables.TORCHTITAN_WHEN_PRESENT if torchtitan else flag_tables.MEGATRON_WHEN_PRESENT
+    optional = () if torchtitan else flag_tables.MEGATRON_WHEN_PRESENT
     for row in table + tuple(row for row in optional if command.has(row.flag)):
         yield from _compare_flag(ctx.recipe, command, row)
     yield from _check_node_count(ctx.recipe, command, torchtitan)

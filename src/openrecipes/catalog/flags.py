@@ -60,4 +60,3 @@ TORCHTITAN = (
     FlagField("--compile.enable", "layout.compile", "switch"),
     FlagField("--nproc_per_node", "gpu.per_node", "int"),
 )
-TORCHTITAN_WHEN_PRESENT: tuple[FlagField, ...] = ()
