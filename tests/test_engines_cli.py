@@ -71,3 +71,26 @@ def test_run_keeps_the_raw_log_and_the_steps_csv(tmp_path, monkeypatch):
     assert "tokens_per_s_per_gpu" in result.output and "convergence against" in result.output
     again = runner.invoke(app, ["run", str(QWEN3_8B), "--out", str(out)])
     assert isinstance(again.exception, UserError) and "exists" in str(again.exception)
+
+
+def test_run_with_fewer_steps_is_measured_over_the_window_clipped_into_it(tmp_path, monkeypatch):
+    # --steps 10 of a 20-step recipe: the log ends at step 9, which is the whole run, not a truncated one.
+    _stand_in_torchrun(tmp_path, 10)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{__import__('os').environ['PATH']}")
+    monkeypatch.chdir(REPO)
+    result = runner.invoke(app, ["run", str(QWEN3_8B), "--steps", "10", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert '"steps_per_run": 10' in result.output and '"window": [\n    5,\n    9\n  ]' in result.output
+    assert "the recipe's window [5, 19] clipped into this 10-step run: [5, 9]" in result.output
+
+
+def test_run_finds_the_reference_arm_under_the_recipes_catalog_from_any_folder(tmp_path, monkeypatch):
+    _stand_in_torchrun(tmp_path, 20)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{__import__('os').environ['PATH']}")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # no runs/ here: the reference arm is the catalog's, REPO/runs/...
+    result = runner.invoke(app, ["run", str(QWEN3_8B), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    reference = REPO / "runs/qwen3-8b-h200x2-torchtitan-stock/train.log"
+    assert f"convergence against {reference}" in result.output.replace("\n", "")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 import pytest
 
 from conftest import REPO
 from openrecipes.errors import UserError
-from openrecipes.measure.formats import read_log
+from openrecipes.measure.formats import read_log, torchtitan_step
 
 LOGS = REPO / "tests/fixtures/logs"
 TORCHTITAN = LOGS / "torchtitan-0.2.2-qwen3-8b-fsdp2-2xh200.log"
@@ -34,8 +35,6 @@ def test_slime_joins_step_and_perf_lines_and_counts_from_0():
     assert [s.step for s in table.steps] == list(range(20))
     first = table.steps[0]
     assert first.step_time_s == pytest.approx(21.4) and first.loss == pytest.approx(1.9)
-    # perf/actor_train_tok_per_s is global: times perf/actor_train_time it is the step's 128 x 8,192 tokens.
-    assert first.tokens == 128 * 8192
 
 
 def test_torchtitan_real_log_step_times_from_timestamps():
@@ -43,7 +42,7 @@ def test_torchtitan_real_log_step_times_from_timestamps():
     assert table.log_format == "torchtitan"
     assert [s.step for s in table.steps] == list(range(25))  # torchtitan's "step: 1" is step 0
     assert table.planned_steps == 25
-    by_step = table.by_step()
+    by_step = {s.step: s for s in table.steps}
     # step: 2 at 01:04:02,276 after step: 1 at 01:04:00,475
     assert by_step[1].step_time_s == pytest.approx(1.801)
     assert by_step[1].loss == pytest.approx(10.00105) and by_step[1].memory_gib == pytest.approx(103.93)
@@ -61,11 +60,31 @@ def test_torchtitan_keeps_one_rank(tmp_path):
     assert [s.step for s in read_log(log).steps] == list(range(25))
 
 
+def test_torchtitan_without_rank_prefixes_keeps_the_first_line_of_each_step(tmp_path):
+    # Every rank printed to one stream with no [rankN]: prefix: each step line appears once per rank, the later
+    # copies a little later; the step is timed from the first copy of the step before it.
+    lines = [line.replace("[rank0]:", "", 1) for line in TORCHTITAN.read_text().splitlines()]
+    late = [re.sub(r"(\d{2}:\d{2}:\d{2},\d{3})", r"\g<1>9", line, count=1) for line in lines]
+    log = tmp_path / "every-rank.log"
+    log.write_text("\n".join(line for pair in zip(lines, late) for line in pair) + "\n")
+    table = read_log(log)
+    assert [s.step for s in table.steps] == list(range(25))
+    assert [s.step_time_s for s in table.steps] == [s.step_time_s for s in read_log(TORCHTITAN).steps]
+
+
+def test_torchtitan_step_parses_one_line():
+    line = ("[rank0]:[titan] 2026-11-30 01:04:02,276 - root - INFO - step:  2  loss: 10.00105  grad_norm:  3.1  "
+            "memory: 103.93GiB(74.34%)  tps: 9,102")
+    step = torchtitan_step(line, "x.log:7", datetime(2026, 11, 30, 1, 4, 0, 475000))
+    assert (step.step, step.loss, step.memory_gib, step.where) == (1, 10.00105, 103.93, "x.log:7")
+    assert step.step_time_s == pytest.approx(1.801)
+    assert torchtitan_step("[rank0]: Training starts at step 1", "x.log:1", None) is None
+
+
 def test_openrecipes_jsonl():
     table = read_log(LOGS / "openrecipes-3-steps.jsonl")
     assert table.log_format == "jsonl"
-    assert [(s.step, s.step_time_s, s.loss, s.tokens) for s in table.steps] == [
-        (0, 14.2, 2.5, 1048576), (1, 12.1, 2.25, 1048576), (2, 11.9, 2.0, 1048576)]
+    assert [(s.step, s.step_time_s, s.loss) for s in table.steps] == [(0, 14.2, 2.5), (1, 12.1, 2.25), (2, 11.9, 2.0)]
     assert table.last_timestamp == datetime(2026, 11, 2, 10, 0, 38)
 
 

@@ -157,3 +157,21 @@ def test_recipe_that_cannot_give_inputs_is_a_user_error(tmp_path):
     broken.write_text(GPTOSS_1.read_text().replace("  count: 8\n", "  count: eight\n", 1))
     with pytest.raises(UserError, match="gpu.count"):
         inputs_from_recipe(broken)
+
+
+def test_a_forks_own_instance_prices_are_measured_and_validated(tmp_path):
+    # A fork's catalog with its own hardware/instances.yaml (the H200 instance at twice the price): the recipe in
+    # it is priced from that table, and --write validates the new text against the same table.
+    shutil.copytree(REPO / "hardware", tmp_path / "hardware")
+    prices = tmp_path / "hardware/instances.yaml"
+    prices.write_text(prices.read_text().replace("usd_per_hour: 63.296", "usd_per_hour: 126.592"))
+    recipe = tmp_path / "recipes/gpt-oss-20b/h200/recipe.yaml"
+    recipe.parent.mkdir(parents=True)
+    shutil.copy(GPTOSS_1, recipe)
+    inputs = inputs_from_recipe(recipe)
+    assert inputs.usd_per_gpu_hour == pytest.approx(126.592 / 8)
+    result = measure(read_run([SLIME_GPTOSS_1]), inputs, None)
+    published = _published(GPTOSS_1)["usd_per_million_tokens"]
+    assert result["usd_per_million_tokens"] == pytest.approx(2 * published, abs=0.01)
+    assert "usd_per_million_tokens" in write_result(recipe, result)
+    assert f"usd_per_million_tokens: {result['usd_per_million_tokens']}" in recipe.read_text()

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from openrecipes.plan.calibrate import log_figures, measured_points, predict_point, reference_rows, spearman
+from openrecipes.plan.calibrate import log_figures, measured_points, predict_point, reference_rows
 from openrecipes.plan.constants import calibration, calibration_document
-from openrecipes.plan.memory import allocator_gib
+from openrecipes.plan.memory import MemoryEstimate
 
 OWN_RUNS = [row for row in reference_rows() if "log" in row]
 # The largest peak-memory error over the own runs, as RESULTS.md records it (+5.3%, compile + selective AC).
@@ -25,6 +25,23 @@ SPEARMAN_TARGET = 0.8
 # unfused norms and small matmuls are not modelled), so the planner over-predicts it by about half.
 KNOWN_SPEED_MISSES = {"qwen3-1.7b/h200/torchtitan-stock": (1.0, 1.6)}
 FITTED_ON = calibration_document()["compute_efficiency"]["torchtitan/H200"]["fitted_on"]
+
+
+def spearman(xs: list[float], ys: list[float]) -> float:
+    """Spearman's rank correlation: Pearson's over average ranks (ties share their mean rank)."""
+    def ranks(values: list[float]) -> list[float]:
+        order = sorted(values)
+        return [order.index(v) + (order.count(v) + 1) / 2 for v in values]
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    return cov / (sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry)) ** 0.5
+
+
+def allocator_gib(memory: MemoryEstimate, runtime_reserve_gib: float) -> float:
+    """The predicted peak without the runtime reserve: what torchtitan's `memory:` (the caching allocator's max
+    reserved) and its published Memory(GiB) measure, neither of which holds the CUDA context or NCCL's buffers."""
+    return memory.total_gib - runtime_reserve_gib
 
 
 def _predicted(name: str) -> tuple[float, float]:

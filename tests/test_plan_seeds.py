@@ -9,7 +9,7 @@ import pytest
 
 from openrecipes.plan.calibrate import measured_points, predict_point
 from openrecipes.plan.constants import GIB
-from openrecipes.plan.memory import fp32_logits_bytes
+from openrecipes.plan.memory import logits_bytes
 from openrecipes.plan.predict import context, predict_layout
 
 GPTOSS_EP4 = "gpt-oss-20b/h200/attune-tp1-pp1-ep4"
@@ -23,7 +23,7 @@ def points():
 
 
 def test_fp32_logits_of_an_8192_token_gpt_oss_microbatch_are_6_14_gib():
-    assert round(fp32_logits_bytes(8192, 201088) / GIB, 2) == 6.14
+    assert round(logits_bytes(8192, 201088) / GIB, 2) == 6.14
 
 
 def _on(point, gpu_type, recompute):
@@ -44,7 +44,7 @@ def test_the_same_gpt_oss_layout_needs_recompute_on_h100_80gb(points):
     assert not _on(point, "H100", "none").fits
     assert _on(point, "H100", "full").fits
     # the seed note's reason: the FP32 logits are part of what no longer fits
-    assert _on(point, "H100", "none").memory.parts["logits"] >= fp32_logits_bytes(8192, 201088)
+    assert _on(point, "H100", "none").memory.parts["logits"] >= logits_bytes(8192, 201088)
 
 
 @pytest.mark.parametrize("slug", GLM_B200)

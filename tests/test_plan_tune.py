@@ -180,3 +180,23 @@ def test_bad_input_exits_2_with_one_line(args, message):
                           cwd=REPO)
     assert done.returncode == 2
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_an_invalid_winner_is_refused_and_leaves_nothing_behind(catalog):
+    from openrecipes.catalog.hardware import load_reference_tables
+    from openrecipes.plan.tune.winner import write_recipe
+
+    tables = load_reference_tables(catalog)
+    target = catalog / "recipes/qwen3-8b/h200/tuned-broken.yaml"
+    bad = (catalog / "recipes/qwen3-8b/h200" / BASE.name).read_text().replace("status: ", "status: nonsense-", 1)
+    with pytest.raises(UserError, match="does not validate.*status"):
+        write_recipe(target, bad, tables)
+    assert sorted(p.name for p in target.parent.iterdir()) == [BASE.name]
+    fresh = catalog / "recipes/qwen3-8b/b200/tuned.yaml"  # a folder made for the file goes with it
+    with pytest.raises(UserError):
+        write_recipe(fresh, bad, tables)
+    assert not (catalog / "recipes/qwen3-8b/b200").exists()
+    good = (catalog / "recipes/qwen3-8b/h200" / BASE.name).read_text()
+    write_recipe(target, good, tables)
+    assert target.read_text() == good
+    assert sorted(p.name for p in target.parent.iterdir()) == sorted([BASE.name, target.name])

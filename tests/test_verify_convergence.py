@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO
 from openrecipes.errors import UserError
 from openrecipes.verify.convergence import check_convergence, read_curve
-from openrecipes.verify.thresholds import PIPELINE_CONVERGENCE
+from openrecipes.verify.thresholds import PIPELINE_CONVERGENCE, ConvergenceThresholds, LossBand
 
 SLIME_LOG = REPO / "tests/fixtures/logs/slime-gpt-oss-20b-attune-tp1-pp1-ep4.log"
 
@@ -108,10 +108,31 @@ def test_log_against_csv(tmp_path):
     assert verdict["passed"] and verdict["placement_only"]["passed"] and verdict["steps"] == 20
 
 
+def test_steps_csv_of_a_run_is_read_by_its_header(tmp_path):
+    # `openrecipes run` writes step,loss,step_time; the columns are read by name, the others ignored.
+    steps = tmp_path / "steps.csv"
+    steps.write_text("step,loss,step_time\n0,11.7,\n1,11.4,2.0\n2,11.1,2.0\n")
+    assert read_curve(steps) == {0: 11.7, 1: 11.4, 2: 11.1}
+    reordered = tmp_path / "curve.txt"
+    reordered.write_text("step_time,loss,step\n,2.5,0\n1.0,2.25,1\n")
+    assert read_curve(reordered) == {0: 2.5, 1: 2.25}
+
+
+def test_pointwise_reason_states_the_thresholds_in_use():
+    reference = {s: 3.0 - 0.1 * s for s in range(10)}
+    candidate = {s: loss * 1.5 for s, loss in reference.items()}
+    bands = (LossBand(above=1.0, relative_tolerance=0.25), LossBand(above=float("-inf"), relative_tolerance=0.01))
+    verdict = check_convergence(candidate, reference, ConvergenceThresholds(loss_bands=bands))
+    reason = next(r for r in verdict["reasons"] if "tolerance" in r)
+    assert "25% for loss > 1, 1% below" in reason
+
+
 @pytest.mark.parametrize("text, message", [
     ("step,loss\n0,1.0\n0,1.1\n", "step 0 is written twice"),
     ("step,loss\n0,abc\n", "expected 'step,loss'"),
-    ("step,loss\n0,1.0,7\n", "expected two columns"),
+    ("step,loss\n0,1.0,7\n", "curve.csv:2: 3 values for the 2 columns step,loss"),
+    ("0,1.0,7\n", "curve.csv:1: 3 values for the 2 columns step,loss"),
+    ("step,time\n0,1.0\n", "no 'loss' column"),
     ("step,loss\n", "no step,loss rows"),
 ])
 def test_bad_csv_is_a_user_error(tmp_path, text, message):

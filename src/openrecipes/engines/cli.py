@@ -11,6 +11,7 @@ from rich.console import Console
 
 from openrecipes.errors import UserError
 
+
 def _recipe_and_launch(recipe_path: Path, steps: Optional[int]):
     from openrecipes.catalog import load_recipe
     from openrecipes.catalog.hardware import load_reference_tables
@@ -48,7 +49,7 @@ def run_command(
 
     run_dir = out or Path("runs") / recipe_path.stem
     log = execute(launch, run_dir, tokens_per_step=recipe.workload.global_batch * recipe.workload.row_tokens)
-    report(recipe_path, recipe, log)
+    report(recipe_path, recipe, log, int(launch.flags["--training.steps"][0]))
 
 
 def launch_command(
@@ -57,6 +58,7 @@ def launch_command(
     out: Optional[Path] = typer.Option(None, "--out", help="script file (default: print it)"),
 ) -> None:
     """A batch script that starts the recipe on its nodes: one torchrun per node, c10d rendezvous, logs in runs/."""
+    from openrecipes.atomic import write_atomic
     from openrecipes.engines.launch import sbatch_script
 
     if not slurm:
@@ -68,7 +70,7 @@ def launch_command(
     if out is None:
         print(script, end="")
         return
-    out.write_text(script)
+    write_atomic(out, script)
     out.chmod(0o755)
     Console(stderr=True).print(f"wrote {out}: sbatch {out}")
 

@@ -1,11 +1,13 @@
 """Start a rendered launch, keep its raw log, show its progress, then measure it and check it against its reference.
 
-Step lines are read by the measure room's torchtitan reader, the one parser of these logs.
+Step lines are read by the measure room's torchtitan reader, the one parser of these logs: each output line is fed
+to it once, as it arrives.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import os
 import subprocess
 from pathlib import Path
@@ -13,16 +15,17 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from openrecipes import figures
+from openrecipes.atomic import write_atomic
 from openrecipes.catalog.model import Recipe
 from openrecipes.engines.torchtitan.render import TorchtitanLaunch
 from openrecipes.errors import UserError
-
-STEP_MARK = "step:"
+from openrecipes.measure.steps import Step
 
 
 def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int) -> Path:
     """Run `launch` to the end; the raw log lands in run_dir/train.log and the step table in run_dir/steps.csv."""
-    from openrecipes.measure.formats import read_torchtitan
+    from openrecipes.measure.formats import TorchtitanReader, strip_colour
 
     log = run_dir / "train.log"
     if log.exists():
@@ -30,7 +33,7 @@ def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int) ->
     run_dir.mkdir(parents=True, exist_ok=True)
     steps = int(launch.flags["--training.steps"][0])
     gpus = launch.nnodes * launch.nproc_per_node
-    kept: list[str] = []  # the lines the step reader needs: the start line and the step lines
+    reader, table = TorchtitanReader(), []
     console = Console()
     console.print(launch.script(), markup=False, highlight=False)
     with log.open("w") as sink, Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -38,48 +41,59 @@ def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int) ->
         task = progress.add_task("starting", total=steps)
         process = subprocess.Popen(launch.argv(), env={**os.environ, **launch.env}, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True, bufsize=1)
-        for line in process.stdout:
+        for number, line in enumerate(process.stdout, start=1):
             sink.write(line)
-            if STEP_MARK in line or "Training starts" in line:
-                kept.append(line.rstrip("\n"))
-                table = read_torchtitan(log, kept)
-                if table.steps:
-                    last = table.steps[-1]
-                    rate = (f"{tokens_per_step / last.step_time_s / gpus:,.0f} tokens/s/GPU"
-                            if last.step_time_s else "compiling/warming up")
-                    progress.update(task, completed=last.step + 1,
-                                    description=f"step {last.step + 1} loss {last.loss:.4f} {rate}")
+            step = reader.feed(strip_colour(line.rstrip("\n")), f"{log}:{number}")
+            if step is None:
+                continue
+            table.append(step)
+            rate = (f"{figures.tokens_per_s_per_gpu(tokens_per_step, step.step_time_s, gpus):,.0f} tokens/s/GPU"
+                    if step.step_time_s else "compiling/warming up")
+            progress.update(task, completed=step.step + 1,
+                            description=f"step {step.step + 1} loss {step.loss:.4f} {rate}")
         code = process.wait()
     if code != 0:
         raise UserError(f"torchrun exited with {code}; the raw log is {log}")
-    write_steps_csv(log, run_dir / "steps.csv")
+    write_steps_csv(table, run_dir / "steps.csv")
     return log
 
 
-def write_steps_csv(log: Path, path: Path) -> None:
-    from openrecipes.measure.formats import read_log
+def write_steps_csv(steps: list[Step], path: Path) -> None:
+    """The run's step table as `step,loss,step_time` (seconds), the CSV `check convergence` reads."""
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(["step", "loss", "step_time"])
+    for step in steps:
+        writer.writerow([step.step, step.loss, step.step_time_s])
+    write_atomic(path, text.getvalue())
 
-    with path.open("w", newline="") as sink:
-        writer = csv.writer(sink)
-        writer.writerow(["step", "loss", "step_time"])
-        for step in read_log(log).steps:
-            writer.writerow([step.step, step.loss, step.step_time_s])
 
-
-def report(recipe_path: Path, recipe: Recipe, log: Path) -> None:
-    """The measured result block, and the convergence check when the recipe names a reference arm."""
-    from openrecipes.measure.result import inputs_from_recipe, measure, read_run
+def report(recipe_path: Path, recipe: Recipe, log: Path, steps: int) -> None:
+    """The measured result block of a run of `steps` steps, and the convergence check when the recipe names a
+    reference arm. A run shorter than the recipe's is measured over the recipe's window clipped into it."""
+    from openrecipes.measure.result import catalog_root, clip_window, measure, read_run, recipe_tables, run_inputs
     from openrecipes.verify.convergence import check_convergence, read_curve
 
     console = Console()
-    result = measure(read_run([log]), inputs_from_recipe(recipe_path), None)
+    window = clip_window(tuple(recipe.result.window), steps)
+    inputs = run_inputs(recipe, recipe_tables(recipe_path), steps_per_run=steps, window=window)
+    result = measure(read_run([log]), inputs, None)
+    if window != tuple(recipe.result.window):
+        result["window_note"] = (f"the recipe's window {list(recipe.result.window)} clipped into this {steps}-step "
+                                 f"run: {list(window)}")
     console.print_json(data=result)
-    reference = Path(recipe.runs.reference) / "train.log" if recipe.runs and recipe.runs.reference else None
-    if reference is None:
+    if not (recipe.runs and recipe.runs.reference):
         return
+    # Relative to the catalog holding the recipe, as the catalog's own check reads runs:, else to the working folder.
+    reference = (catalog_root(recipe_path) or Path.cwd()) / recipe.runs.reference / "train.log"
     if not reference.exists():
         raise UserError(f"the recipe's reference arm {reference} is missing; run the reference recipe first")
     verdict = check_convergence(read_curve(log), read_curve(reference))
     console.print(f"convergence against {reference}: {'pass' if verdict['passed'] else 'FAIL'} "
-                  f"(correlation {verdict['correlation']:.6f}, final loss difference "
-                  f"{verdict['final_loss_difference']:.6f})", markup=False)
+                  f"(correlation {_figure(verdict['correlation'])}, final loss difference "
+                  f"{_figure(verdict['final_loss_difference'])})"
+                  + "".join(f"\n  {reason}" for reason in verdict["reasons"]), markup=False)
+
+
+def _figure(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.6f}"

@@ -3,16 +3,16 @@
 - Megatron-LM / Megatron-Bridge: ` iteration N/ T | ... | elapsed time per iteration (ms): X | ... | lm loss: Y |
   ... | grad norm: Z |`. "iteration N" announces that step N - 1 finished (Megatron-Bridge's golden values count so).
 - slime: `step N: {'train/loss': ..., 'train/grad_norm': ...}` and `perf N: {'perf/step_time': ...,
-  'perf/actor_train_tok_per_s': ..., 'perf/actor_train_time': ...}` (Python dict reprs; N counts from 0).
-  `perf/actor_train_tok_per_s` is a global figure (all GPUs together), so tokens = it * `perf/actor_train_time`.
+  'perf/max_cuda_memory_allocated_bytes': ...}` (Python dict reprs; N counts from 0).
   Step N and perf N are joined: one optimizer step per rollout (global batch = rollout batch), as in every seed.
 - torchtitan: `step: N  loss: ...  grad_norm: ...  memory: ...GiB(...)  tps: ...` (N counts from 1). torchtitan
   prints tokens/s per GPU, not a step time; a step's duration is the time between its line's timestamp and the
   previous step line's (the first step's from the "Training starts at step" line, so it includes compilation).
+  One rank's lines are read: the first `[rankN]:` seen, or without prefixes the first line of each step.
   Timestamps rather than tokens / tps: the window's total is then exactly the wall time its steps took,
   and tps is printed rounded to whole tokens.
 - OpenRecipes JSONL: one JSON object per line with `step` (from 0) and any of `step_time_s`, `loss`,
-  `grad_norm`, `tokens`, `memory_gib`, `time` (ISO 8601).
+  `grad_norm`, `memory_gib`, `time` (ISO 8601); other keys (`tokens`) are allowed and not read.
 """
 
 from __future__ import annotations
@@ -130,8 +130,6 @@ def read_slime(path: Path, lines: list[str]) -> StepTable:
     for step in sorted(set(train) | set(perf)):
         where, metrics = train.get(step) or perf[step]
         perf_metrics = perf.get(step, ("", {}))[1]
-        tok_per_s = perf_metrics.get("perf/actor_train_tok_per_s")
-        train_time = perf_metrics.get("perf/actor_train_time")
         memory = perf_metrics.get("perf/max_cuda_memory_allocated_bytes")
         steps.append(Step(
             step=step,
@@ -139,48 +137,76 @@ def read_slime(path: Path, lines: list[str]) -> StepTable:
             step_time_s=perf_metrics.get("perf/step_time"),
             loss=metrics.get("train/loss") if step in train else None,
             grad_norm=metrics.get("train/grad_norm") if step in train else None,
-            tokens=round(tok_per_s * train_time) if tok_per_s is not None and train_time is not None else None,
             memory_gib=memory / GIB if memory is not None else None,
         ))
     return StepTable("slime", steps)
 
 
-def read_torchtitan(path: Path, lines: list[str]) -> StepTable:
-    steps, planned = [], None
-    previous_time: datetime | None = None
-    rank: str | None = None
-    for number, line in enumerate(lines, start=1):
-        rank_match = _TITAN_RANK.match(line)
-        if rank_match:
-            rank = rank if rank is not None else rank_match.group(1)
-            if rank_match.group(1) != rank:
-                continue  # every rank prints the same step lines; one rank's are the run's
-        if _TITAN_START.search(line):
-            previous_time = timestamp_of(line)
+def torchtitan_step(line: str, where: str, previous_time: datetime | None) -> Step | None:
+    """One torchtitan step line as a Step (its time since `previous_time`, the previous step line's or the start
+    line's timestamp), or None for any other line."""
+    match = _TITAN_STEP.search(line)
+    if not match:
+        return None
+    now = timestamp_of(line)
+    if now is None:
+        raise UserError(f"{where}: the step line has no timestamp; torchtitan's step time is read from them")
+    grad, memory = _TITAN_GRAD_NORM.search(line), _TITAN_MEMORY.search(line)
+    return Step(
+        step=int(match.group(1)) - 1,
+        where=where,
+        step_time_s=(now - previous_time).total_seconds() if previous_time is not None else None,
+        loss=_number(match.group(2), where, "loss"),
+        grad_norm=_number(grad.group(1), where, "grad_norm") if grad else None,
+        memory_gib=_number(memory.group(1), where, "memory") if memory else None,
+    )
+
+
+class TorchtitanReader:
+    """torchtitan's lines fed one at a time (a finished log, or a live run's output as it arrives), each parsed once.
+
+    Every rank prints the same step lines. With `[rankN]:` prefixes the first rank seen is the run's; without them
+    (every rank printed to one stream) the first line of each step is kept and the other ranks' copies skipped."""
+
+    def __init__(self) -> None:
+        self.planned: int | None = None
+        self._rank: str | None = None
+        self._previous_time: datetime | None = None
+        self._started = False  # a start line was seen since the last step line kept
+        self._seen: set[int] = set()  # step numbers of unprefixed step lines
+
+    def feed(self, line: str, where: str) -> Step | None:
+        """The step `line` adds to the run, or None (another line, or another rank's copy of a step)."""
+        rank = _TITAN_RANK.match(line)
+        if rank:
+            self._rank = self._rank if self._rank is not None else rank.group(1)
+            if rank.group(1) != self._rank:
+                return None
+        if _TITAN_START.search(line) and (rank or not self._started):
+            self._previous_time, self._started = timestamp_of(line), True
         total = _TITAN_TOTAL.search(line)
         if total:
-            planned = int(total.group(1))
+            self.planned = int(total.group(1))
         match = _TITAN_STEP.search(line)
         if not match:
-            continue
-        where = f"{path}:{number}"
-        now = timestamp_of(line)
-        if now is None:
-            raise UserError(f"{where}: the step line has no timestamp; torchtitan's step time is read from them")
-        grad, memory = _TITAN_GRAD_NORM.search(line), _TITAN_MEMORY.search(line)
-        steps.append(Step(
-            step=int(match.group(1)) - 1,
-            where=where,
-            step_time_s=(now - previous_time).total_seconds() if previous_time is not None else None,
-            loss=_number(match.group(2), where, "loss"),
-            grad_norm=_number(grad.group(1), where, "grad_norm") if grad else None,
-            memory_gib=_number(memory.group(1), where, "memory") if memory else None,
-        ))
-        previous_time = now
-    return StepTable("torchtitan", steps, planned_steps=planned)
+            return None
+        if not rank:
+            if int(match.group(1)) in self._seen:
+                return None
+            self._seen.add(int(match.group(1)))
+        step = torchtitan_step(line, where, self._previous_time)
+        self._previous_time, self._started = timestamp_of(line), False
+        return step
 
 
-_JSONL_FIELDS = ("step_time_s", "loss", "grad_norm", "tokens", "memory_gib")
+def read_torchtitan(path: Path, lines: list[str]) -> StepTable:
+    reader = TorchtitanReader()
+    steps = [step for number, line in enumerate(lines, start=1)
+             if (step := reader.feed(line, f"{path}:{number}")) is not None]
+    return StepTable("torchtitan", steps, planned_steps=reader.planned)
+
+
+_JSONL_FIELDS = ("step_time_s", "loss", "grad_norm", "memory_gib")  # other keys (tokens) are allowed, not read
 
 
 def read_jsonl(path: Path, lines: list[str]) -> StepTable:
@@ -246,9 +272,14 @@ def read_text(path: Path) -> str:
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
+def strip_colour(text: str) -> str:
+    """`text` without terminal colour codes."""
+    return _ANSI_ESCAPE.sub("", text)
+
+
 def read_log_lines(path: Path) -> list[str]:
     """A log's lines with terminal colour codes removed."""
-    return _ANSI_ESCAPE.sub("", read_text(path)).splitlines()
+    return strip_colour(read_text(path)).splitlines()
 
 
 def read_log(path: Path) -> StepTable:

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from openrecipes import figures
 from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log
 from openrecipes.measure.steps import StepTable, check_for_measure, merge
+
+if TYPE_CHECKING:  # the catalog (pydantic) is imported only when a recipe is given
+    from openrecipes.catalog.hardware import ReferenceTables
+    from openrecipes.catalog.model import Recipe
 
 # Decimals each figure is published with on the seed pages (10,483.91 tokens/s, $0.21, 1.71 %, MFU 0.2294, 0.94 h).
 PUBLISHED_DECIMALS = {
@@ -38,12 +43,60 @@ class RunInputs:
     window: tuple[int, int]
 
 
+def catalog_root(recipe_path: Path) -> Path | None:
+    """The catalog folder holding a recipe laid out as recipes/<model>/<gpu>/NAME.yaml (as catalog/checks.py's
+    check_runs reads it), else None."""
+    resolved = Path(recipe_path).resolve()
+    return resolved.parents[3] if resolved.parent.parent.parent.name == "recipes" else None
+
+
+def recipe_tables(recipe_path: Path) -> ReferenceTables:
+    """The hardware and model tables of the recipe's own catalog (a fork's hardware/instances.yaml), else the
+    bundled ones."""
+    from openrecipes.catalog.hardware import load_reference_tables
+
+    return load_reference_tables(catalog_root(recipe_path))
+
+
+def clip_window(window: tuple[int, int], steps: int) -> tuple[int, int]:
+    """A recipe's window moved into a run of `steps` steps: its last step at most the run's last, and (where the
+    run allows) at least two steps, the fewest the step-time CV needs."""
+    last = min(window[1], steps - 1)
+    return max(0, min(window[0], last - 1)), last
+
+
+def run_inputs(recipe: Recipe, tables: ReferenceTables | None = None, steps_per_run: int | None = None,
+               window: tuple[int, int] | None = None) -> RunInputs:
+    """The inputs of a loaded recipe; steps_per_run and window default to its result block's. `tables` are the
+    hardware tables prices and peaks come from (default: the bundled catalog's)."""
+    from openrecipes.catalog.hardware import load_reference_tables
+
+    tables = tables or load_reference_tables()
+    if recipe.gpu.type not in tables.gpus:
+        raise UserError(f"unknown GPU type '{recipe.gpu.type}'; known: {', '.join(tables.gpus)} (hardware/gpus.yaml)")
+    if recipe.gpu.instance not in tables.instances:
+        raise UserError(f"unknown instance '{recipe.gpu.instance}'; known: {', '.join(tables.instances)} "
+                        "(hardware/instances.yaml)")
+    instance = tables.instances[recipe.gpu.instance]
+    return RunInputs(
+        gpus=recipe.gpu.count,
+        global_batch=recipe.workload.global_batch,
+        row_tokens=recipe.workload.row_tokens,
+        active_params=recipe.result.active_params.count,
+        peak_flops_per_gpu=tables.gpus[recipe.gpu.type].peak_bf16_flops,
+        usd_per_gpu_hour=figures.usd_per_gpu_hour(instance.usd_per_hour, instance.gpus),
+        steps_per_run=steps_per_run if steps_per_run is not None else recipe.result.steps_per_run,
+        window=tuple(window if window is not None else recipe.result.window),
+    )
+
+
 def inputs_from_recipe(path: Path) -> RunInputs:
     """The inputs, read through the typed schema but not its figure checks: a recipe whose result block is stale
-    or a placeholder (the reason to measure it) still gives its GPUs, batch and window."""
+    or a placeholder (the reason to measure it) still gives its GPUs, batch and window. Prices and peaks come from
+    the recipe's own catalog."""
     from pydantic import ValidationError  # the catalog (pydantic) only when a recipe is given
 
-    from openrecipes.catalog import hardware, load_recipe
+    from openrecipes.catalog import load_recipe
     from openrecipes.catalog.model import Recipe
     from openrecipes.catalog.validate import parse_entry
     from openrecipes.catalog.yamlio import read_yaml
@@ -54,16 +107,7 @@ def inputs_from_recipe(path: Path) -> RunInputs:
         recipe = load_recipe(path)  # raises the catalog's error naming the field and line
     if not isinstance(recipe, Recipe):
         raise UserError(f"{path}: a published summary entry, not a runnable recipe; give the recipe that ran")
-    return RunInputs(
-        gpus=recipe.gpu.count,
-        global_batch=recipe.workload.global_batch,
-        row_tokens=recipe.workload.row_tokens,
-        active_params=recipe.result.active_params.count,
-        peak_flops_per_gpu=hardware.peak_flops(recipe.gpu.type),
-        usd_per_gpu_hour=hardware.usd_per_gpu_hour(recipe.gpu.instance),
-        steps_per_run=recipe.result.steps_per_run,
-        window=tuple(recipe.result.window),
-    )
+    return run_inputs(recipe, recipe_tables(path))
 
 
 def read_run(logs: list[Path]) -> StepTable:

@@ -20,7 +20,6 @@ class Step:
     step_time_s: float | None = None
     loss: float | None = None
     grad_norm: float | None = None
-    tokens: int | None = None  # tokens the step trained, all GPUs together, where the log prints it
     memory_gib: float | None = None
 
 
@@ -32,9 +31,6 @@ class StepTable:
     last_timestamp: datetime | None = None
     planned_steps: int | None = None  # the run's length when the log states it (Megatron's "/ T", torchtitan)
     sources: list[str] = field(default_factory=list)
-
-    def by_step(self) -> dict[int, Step]:
-        return {s.step: s for s in self.steps}
 
 
 def merge(tables: list[StepTable]) -> StepTable:

@@ -1,21 +1,23 @@
 """`measure --write`: replace the measured fields of a recipe's `result:` block in place, atomically.
 
 Only those lines change: the rest of the YAML text (comments, key order, quoting, line breaks) is kept byte for
-byte. The new text is written to a temporary file beside the recipe and validated there; only a valid text is moved
-over the recipe (os.replace), so the recipe is never seen half-written or invalid.
+byte. The new text is validated first, read under the recipe's own path against its catalog's tables; only a valid
+text replaces the recipe, through openrecipes.atomic.write_atomic, so it is never seen half-written or invalid.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import yaml
-
+from openrecipes.atomic import write_atomic
+from openrecipes.catalog.yamlio import parse_yaml
 from openrecipes.errors import UserError
 from openrecipes.measure.result import PUBLISHED_DECIMALS
+
+if TYPE_CHECKING:
+    from openrecipes.catalog.hardware import ReferenceTables
 
 # The result fields a measurement sets; the others (active_params, runs, notes) are the author's.
 WRITTEN_FIELDS = (
@@ -90,45 +92,32 @@ def replace_result_fields(text: str, values: dict[str, object]) -> str:
     return "".join(lines)
 
 
-def _check_round_trip(text: str, values: dict[str, object], path: Path) -> None:
-    written = (yaml.safe_load(text) or {}).get("result", {})
+def _check_round_trip(written: dict, values: dict[str, object], path: Path) -> None:
     for name, value in values.items():
         read = written.get(name)
-        read = str(read) if name == "measured" else read
         close = isinstance(value, float) and isinstance(read, (int, float)) and abs(read - value) < 1e-12
         if read != value and not close:
             raise UserError(f"{path}: result.{name} would read back as {read!r}, not {value!r}; "
                             "the result block has a layout this writer does not handle; edit it by hand")
 
 
-def _write_beside(path: Path, text: str) -> Path:
-    """A temporary file in the recipe's folder: os.replace is atomic within one file system, and the validator
-    reads the folders a recipe lies in, so the temporary file validates exactly as the recipe will."""
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        out.write(text)
-        out.flush()
-        os.fsync(out.fileno())
-    os.chmod(temp, path.stat().st_mode & 0o777)
-    return Path(temp)
-
-
-def write_result(path: Path, result: dict) -> list[str]:
+def write_result(path: Path, result: dict, tables: ReferenceTables | None = None) -> list[str]:
     """Write the measured fields into the recipe; returns the fields written. The recipe is replaced only when the
-    new text validates; otherwise it is left as it was and the errors are reported."""
-    from openrecipes.catalog import validate_file
+    new text validates against `tables` (default: the recipe's own catalog's, as `measure` priced it); otherwise it
+    is left as it was and the errors are reported."""
+    from openrecipes.catalog.validate import validate_document
+    from openrecipes.measure.result import recipe_tables
 
     path = Path(path)
     values = {name: result[name] for name in WRITTEN_FIELDS if result.get(name) is not None}
     updated = replace_result_fields(path.read_text(encoding="utf-8"), values)
-    _check_round_trip(updated, values, path)
-    temp = _write_beside(path, updated)
-    try:
-        report = validate_file(temp)
-        if not report.ok:
-            shown = "; ".join(f"{e.field}: {e.message}" for e in report.errors[:3])
-            raise UserError(f"{path}: the measured result does not validate ({shown}); the recipe was left unchanged")
-        os.replace(temp, path)
-    finally:
-        temp.unlink(missing_ok=True)
+    doc = parse_yaml(updated, path)  # the new text read as the recipe will be: its path, its folders
+    _check_round_trip((doc.data or {}).get("result") or {}, values, path)
+    report = validate_document(doc, tables or recipe_tables(path))
+    if not report.ok:
+        shown = "; ".join(f"{e.field}: {e.message}" for e in report.errors[:3])
+        raise UserError(f"{path}: the measured result does not validate ({shown}); the recipe was left unchanged")
+    mode = path.stat().st_mode & 0o777
+    write_atomic(path, updated)
+    path.chmod(mode)  # the temporary file was created private; the recipe keeps its permissions
     return list(values)

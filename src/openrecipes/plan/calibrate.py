@@ -7,7 +7,6 @@ fitted on are held out. `python -m openrecipes.plan.calibrate` prints the fits f
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -15,20 +14,19 @@ from pathlib import Path
 import yaml
 
 from openrecipes import figures
+from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ModelCard, ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
+from openrecipes.catalog.yamlio import read_yaml
+from openrecipes.engines.torchtitan.render import is_torchtitan
 from openrecipes.errors import UserError
-from openrecipes.measure.formats import read_log_lines, read_torchtitan
+from openrecipes.measure.formats import read_log
 from openrecipes.measure.result import window_step_times
 from openrecipes.plan.constants import HERE, calibration_document
 from openrecipes.plan.layouts import Layout, stage_split
 from openrecipes.plan.predict import Context, PlanRequest, Prediction, context, predict_layout
-
-
-# A torchtitan step line's number ("step:  5  loss: ..."): one rank's lines are kept where every rank printed.
-_STEP_NUMBER = re.compile(r"step:\s*(\d+)\s+loss")
 
 
 @dataclass(frozen=True)
@@ -42,11 +40,12 @@ class MeasuredPoint:
 
 @lru_cache(maxsize=1)
 def _reference_document() -> dict:
-    return yaml.safe_load((HERE / "reference_points.yaml").read_text(encoding="utf-8"))
+    return read_yaml(HERE / "reference_points.yaml").data
 
 
+@lru_cache(maxsize=1)
 def reference_tables() -> ReferenceTables:
-    """The catalog's tables plus the model cards of reference_points.yaml."""
+    """The catalog's tables plus the model cards of reference_points.yaml (read and validated once)."""
     tables = load_reference_tables()
     doc = _reference_document()
     cards = {name: ModelCard(name=name, family="reference point", architecture=row["architecture"],
@@ -68,9 +67,8 @@ def reference_points() -> dict[str, MeasuredPoint]:
         request = PlanRequest(row["model"], row["gpu"], row["gpus"], row["row_tokens"], row["global_batch"],
                               "torchtitan")
         lay = row["layout"]
-        shape = context(request, reference_tables()).shape
         layout = Layout(engine="torchtitan", tp=lay["tp"], pp=lay["pp"], vpp=1, cp=lay["cp"], ep=1, etp=1, dp=lay["dp"],
-                        stage_layers=stage_split(shape.layers, lay["pp"]), recompute=lay["recompute"],
+                        stage_layers=stage_split(_model_layers(row["model"]), lay["pp"]), recompute=lay["recompute"],
                         offload_fraction=0.0, rows_per_microbatch=lay["rows_per_microbatch"],
                         max_tokens_per_gpu=lay["rows_per_microbatch"] * row["row_tokens"] // lay["cp"],
                         grad_reduce_bf16=False, compile=lay.get("compile", False),
@@ -82,18 +80,8 @@ def reference_points() -> dict[str, MeasuredPoint]:
 
 def log_figures(row: dict) -> tuple[float, float]:
     """(tokens/s per GPU, torchtitan's peak `memory:` GiB) of an own-run point, read from its log over its window
-    with openrecipes.measure. Logs where every rank printed its lines (no rank prefix) are read as one rank's: the
-    first line of each step."""
-    lines = read_log_lines(Path(row["log"]))
-    seen: set[str] = set()
-    kept = []
-    for line in lines:
-        step = _STEP_NUMBER.search(line)
-        if step and step.group(1) in seen:
-            continue
-        seen |= {step.group(1)} if step else set()
-        kept.append(line)
-    table = read_torchtitan(Path(row["log"]), kept)
+    with openrecipes.measure (which reads one rank's lines where every rank printed them)."""
+    table = read_log(Path(row["log"]))
     window = tuple(row["window"])
     seconds = sum(window_step_times(table, window))
     tokens = figures.window_tokens(window[0], window[1], row["global_batch"], row["row_tokens"])
@@ -101,43 +89,55 @@ def log_figures(row: dict) -> tuple[float, float]:
     return figures.tokens_per_s_per_gpu(tokens, seconds, row["gpus"]), memory
 
 
-def spearman(xs: list[float], ys: list[float]) -> float:
-    """Spearman's rank correlation: Pearson's over average ranks (ties share their mean rank)."""
-    def ranks(values: list[float]) -> list[float]:
-        order = sorted(values)
-        return [order.index(v) + (order.count(v) + 1) / 2 for v in values]
-    rx, ry = ranks(xs), ranks(ys)
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    return cov / (sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry)) ** 0.5
+def megatron_stage_layers(layers: int, pp: int, first: int, last: int) -> tuple[int, ...]:
+    """Layers per pipeline stage under Megatron's uneven split (--decoder-first/last-pipeline-num-layers): the first
+    and last stages take the given counts, the rest are split evenly over the middle stages."""
+    middle = (layers - first - last) // (pp - 2) if pp > 2 else 0
+    return (first, *[middle] * (pp - 2), last)
 
 
 def _stage_layers(recipe: Recipe, layers: int) -> tuple[int, ...]:
-    split = recipe.layout.layer_split
-    pp = recipe.layout.pp
+    split, pp = recipe.layout.layer_split, recipe.layout.pp
     if split is None:
         return stage_split(layers, pp)
-    middle = (layers - split.first - split.last) // (pp - 2) if pp > 2 else 0
-    return (split.first, *[middle] * (pp - 2), split.last)
+    return megatron_stage_layers(layers, pp, split.first, split.last)
 
 
-# torchtitan's flag that keeps parameters gathered from the forward to the backward (recipes carry it in `run`).
-NO_RESHARD_FLAG = "--parallelism.fsdp_reshard_after_forward never"
+# torchtitan's flag and value that keep parameters gathered from the forward to the backward (recipes carry it in
+# `run`).
+NO_RESHARD = ("--parallelism.fsdp_reshard_after_forward", "never")
+GRAD_REDUCE_BF16_FLAG = "--grad-reduce-in-bf16"
+
+
+def engine_of(recipe: Recipe) -> str:
+    """The planner's engine of a recipe: "torchtitan" when its run launches torchtitan, else "megatron"."""
+    return "torchtitan" if is_torchtitan(recipe) else "megatron"
+
+
+def request_of(recipe: Recipe) -> PlanRequest:
+    """The planner's request a recipe answers: its model, GPUs, workload, engine and gradient-buffer precision."""
+    return PlanRequest(recipe.model, recipe.gpu.type, recipe.gpu.count, recipe.workload.row_tokens,
+                       recipe.workload.global_batch, engine_of(recipe), parse_run(recipe.run).has(GRAD_REDUCE_BF16_FLAG))
+
+
+def _model_layers(model: str) -> int:
+    card = reference_tables().models.get(model)
+    if card is None or card.architecture.get("layers") is None:
+        raise UserError(f"unknown: layers of '{model}' (add architecture.layers to its model card)")
+    return card.layers
 
 
 def measured_point(slug: str, recipe: Recipe) -> MeasuredPoint:
     lay = recipe.layout
-    request = PlanRequest(recipe.model, recipe.gpu.type, recipe.gpu.count, recipe.workload.row_tokens,
-                          recipe.workload.global_batch, "megatron" if recipe.stack.megatron_lm else "torchtitan",
-                          "--grad-reduce-in-bf16" in recipe.run)
-    layers = context(request, reference_tables()).shape.layers
+    request = request_of(recipe)
     layout = Layout(
         engine=request.engine, tp=lay.tp, pp=lay.pp, vpp=lay.vpp, cp=lay.cp, ep=lay.ep, etp=lay.etp, dp=lay.dp,
-        stage_layers=_stage_layers(recipe, layers), recompute=lay.recompute.granularity if lay.recompute else "none",
+        stage_layers=_stage_layers(recipe, _model_layers(recipe.model)),
+        recompute=lay.recompute.granularity if lay.recompute else "none",
         offload_fraction=lay.offload.optimizer_fraction if lay.offload else 0.0,
         rows_per_microbatch=lay.rows_per_microbatch, max_tokens_per_gpu=lay.max_tokens_per_gpu,
         grad_reduce_bf16=request.grad_reduce_bf16, compile=bool(lay.compile),
-        reshard_after_forward=NO_RESHARD_FLAG not in recipe.run)
+        reshard_after_forward=parse_run(recipe.run).value(NO_RESHARD[0]) != NO_RESHARD[1])
     return MeasuredPoint(slug, request, layout, recipe.result.tokens_per_s_per_gpu)
 
 
@@ -154,7 +154,8 @@ def predict_point(point: MeasuredPoint, ctx: Context | None = None) -> Predictio
 
 
 def _measured_step_s(point: MeasuredPoint) -> float:
-    return point.request.global_batch * point.request.row_tokens / point.layout.gpus / point.tokens_per_s_per_gpu
+    return figures.step_seconds(point.request.global_batch * point.request.row_tokens, point.layout.gpus,
+                                point.tokens_per_s_per_gpu)
 
 
 def fit_compute_efficiency(point: MeasuredPoint) -> float:

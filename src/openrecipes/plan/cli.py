@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from openrecipes.errors import UserError
-from openrecipes.plan.predict import PlanRequest, Prediction, predict
+from openrecipes.plan.predict import PlanRequest, Prediction, plan_table, predict
 
 # Non-fitting layouts shown under the fitting ones: enough to see what stops the next-larger layouts.
 NON_FITTING_SHOWN = 5
@@ -38,13 +38,12 @@ def plan(
     then the ones that do not fit with the reason. Exit 2 on bad input."""
     if engine not in ("megatron", "torchtitan"):
         raise UserError(f"--engine {engine}: use megatron or torchtitan")
-    ranked = predict(PlanRequest(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16))
-    shown = ranked[:top] if top else ranked
     if as_json:
-        print(json.dumps([p.as_json() for p in shown], indent=2))
+        print(json.dumps(plan_table(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, top or None),
+                         indent=2))
         return
-    _print_table(Console(), PlanRequest(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16),
-                 ranked, top)
+    request = PlanRequest(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16)
+    _print_table(Console(), request, predict(request), top)
 
 
 def _print_table(console: Console, request: PlanRequest, ranked: list[Prediction], top: int) -> None:

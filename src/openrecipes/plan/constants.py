@@ -6,9 +6,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from openrecipes.catalog.hardware import GpuSpec
+from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import UserError
 
 HERE = Path(__file__).parent
@@ -42,8 +41,13 @@ class Calibration:
         return self.compute_efficiency.get(f"{engine}/{gpu_type}", self.compute_efficiency[engine])
 
 
+@lru_cache(maxsize=1)
+def interconnect_document() -> dict:
+    return read_yaml(HERE / "interconnect.yaml").data
+
+
 def links(gpu_type: str, gpu: GpuSpec) -> Links:
-    table = yaml.safe_load((HERE / "interconnect.yaml").read_text(encoding="utf-8"))
+    table = interconnect_document()
     if gpu_type not in table:
         raise UserError(f"unknown: interconnect of {gpu_type} (add it to src/openrecipes/plan/interconnect.yaml)")
     row = table[gpu_type]
@@ -55,7 +59,7 @@ def links(gpu_type: str, gpu: GpuSpec) -> Links:
 
 @lru_cache(maxsize=1)
 def calibration_document() -> dict:
-    return yaml.safe_load((HERE / "calibration.yaml").read_text(encoding="utf-8"))
+    return read_yaml(HERE / "calibration.yaml").data
 
 
 def calibration() -> Calibration:

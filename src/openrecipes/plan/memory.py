@@ -56,9 +56,10 @@ class MemoryEstimate:
         return {name: round(value / GIB, 2) for name, value in self.parts.items()}
 
 
-def fp32_logits_bytes(tokens: int, vocab: int, tp: int = 1) -> float:
-    """The seeds' figure: 8,192 tokens x 201,088 vocabulary x 4 B = 6.14 GiB on one GPU."""
-    return tokens * vocab / tp * FP32_BYTES
+def logits_bytes(tokens: int, vocab: int, tp: int = 1, bytes_per_logit: float = FP32_BYTES) -> float:
+    """The logits one GPU holds: tokens x vocabulary / TP x bytes each. The seeds' figure, in FP32: 8,192 tokens x
+    201,088 vocabulary x 4 B = 6.14 GiB on one GPU."""
+    return tokens * vocab / tp * bytes_per_logit
 
 
 def _stage_layer_kinds(shape: ModelShape, layout: Layout, stage: int) -> tuple[int, int]:
@@ -161,16 +162,10 @@ def _states(shape: ModelShape, layout: Layout, stage: int, non_expert: float, ex
             "optimizer_states": sharded * MEGATRON_OPTIMIZER_BYTES * (1 - layout.offload_fraction)}
 
 
-def _logits_bytes(layout: Layout) -> int:
+def _bytes_per_logit(layout: Layout) -> int:
     if layout.engine == "torchtitan" and layout.compile:
         return COMPILED_LOSS_LOGITS_BYTES
     return LOGITS_BYTES[layout.engine]
-
-
-def allocator_gib(memory: MemoryEstimate, runtime_reserve_gib: float) -> float:
-    """The predicted peak without the runtime reserve: what torchtitan's `memory:` (the caching allocator's max
-    reserved) and its published Memory(GiB) measure, neither of which holds the CUDA context or NCCL's buffers."""
-    return memory.total_gib - runtime_reserve_gib
 
 
 def estimate_memory(shape: ModelShape, layout: Layout, global_batch: int, runtime_reserve_gib: float) -> MemoryEstimate:
@@ -180,7 +175,8 @@ def estimate_memory(shape: ModelShape, layout: Layout, global_batch: int, runtim
         parts = _states(shape, layout, stage, non_expert, expert)
         parts["activations"] = _activation_bytes(shape, layout, stage, global_batch)
         last = stage == layout.pp - 1
-        parts["logits"] = layout.max_tokens_per_gpu * shape.vocab / layout.tp * _logits_bytes(layout) if last else 0.0
+        parts["logits"] = (logits_bytes(layout.max_tokens_per_gpu, shape.vocab, layout.tp, _bytes_per_logit(layout))
+                           if last else 0.0)
         parts["runtime_reserve"] = runtime_reserve_gib * GIB
         estimates.append(MemoryEstimate(parts, stage))
     return max(estimates, key=lambda e: e.total_bytes)

@@ -1,6 +1,7 @@
 """Predict every valid layout of a model on N GPUs: does it fit, how fast, what it costs; ranked.
 
-`plan_table` returns the ranked predictions as plain data (the `--json` objects), for the CLI and the site.
+`predict` returns them as Predictions; `plan_table` returns them as plain data (the objects `openrecipes plan --json`
+prints, through it); the site's tables are `predict`'s Predictions as the same objects (openrecipes.site.plan_tables).
 """
 
 from __future__ import annotations
@@ -135,10 +136,11 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
     return sorted(predictions, key=lambda p: (not p.fits, -p.tokens_per_s_per_gpu if p.fits else p.memory.total_bytes))
 
 
+
 def plan_table(model: str, gpu_type: str, gpus: int, row_tokens: int = 8192, global_batch: int = 128,
                engine: Engine = "megatron", grad_reduce_bf16: bool = False, top: int | None = None,
                root: Path | None = None) -> list[dict]:
-    """The ranked predictions as plain data: one `--json` object per layout (the site's Plan page renders these)."""
+    """The ranked predictions as plain data: one `--json` object per layout, the first `top` (None: all)."""
     request = PlanRequest(model, gpu_type, gpus, row_tokens, global_batch, engine, grad_reduce_bf16)
     ranked = predict(request, load_reference_tables(root))
     return [p.as_json() for p in ranked[:top]]

@@ -1,7 +1,8 @@
 """The Plan page of each model: the planner's predicted layouts per GPU type and count, beside the measured recipes.
 
 Every figure is the planner's (`openrecipes.plan.predict`): the tables come from openrecipes.site.plan_tables
-(`plan_table`'s objects, cached), a measured recipe's prediction is `predict_layout` of the recipe's own layout.
+(`predict`'s ranked predictions as their `--json` objects, cached), a measured recipe's prediction is
+`predict_layout` of the recipe's own layout.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.errors import UserError
-from openrecipes.plan.calibrate import measured_point
+from openrecipes.plan.calibrate import measured_point, request_of
 from openrecipes.plan.constants import calibration_document
 from openrecipes.plan.predict import PlanRequest, context, predict_layout
 from openrecipes.site.plan_tables import PLAN_TOP, plan_tables
@@ -112,9 +113,8 @@ def plan_counts(catalog: Catalog, model: str) -> list[int]:
 
 
 def _settings_of(entry: CatalogEntry) -> Settings:
-    recipe = entry.entry
-    return Settings(recipe.workload.row_tokens, recipe.workload.global_batch,
-                    "megatron" if recipe.stack.megatron_lm else "torchtitan", "--grad-reduce-in-bf16" in recipe.run)
+    request = request_of(entry.entry)  # the request measured_point plans the recipe with
+    return Settings(request.row_tokens, request.global_batch, request.engine, request.grad_reduce_bf16)
 
 
 def model_settings(catalog: Catalog, model: str) -> Settings:
@@ -168,7 +168,7 @@ class _Predictor:
                     self.contexts[point.request] = context(point.request, self.tables)
                 self.done[key] = predict_layout(self.contexts[point.request], point.layout).as_json()
             return point.request, self.done[key], None
-        except (UserError, KeyError, ValueError, ZeroDivisionError) as error:
+        except UserError as error:
             return None, None, str(error)
 
 

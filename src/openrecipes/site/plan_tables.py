@@ -14,10 +14,11 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
+from openrecipes.atomic import write_atomic
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.plan.predict import PlanRequest, predict
 
-# Fitting layouts shown per table, best predicted tokens/s first (plan_table's order).
+# Fitting layouts shown per table, best predicted tokens/s first (predict's order).
 PLAN_TOP = 15
 # Layouts that do not fit shown under them: the fastest misses and the closest ones (least memory).
 CLOSEST_MISSES = 2
@@ -45,7 +46,7 @@ def _distinct(rows: list[dict], count: int) -> list[dict]:
 
 
 def compute_table(request: PlanRequest, tables: ReferenceTables) -> dict:
-    """One table from the planner's ranked predictions: the same objects plan_table returns."""
+    """One table from the planner's ranked predictions: the same objects `openrecipes plan --json` prints."""
     ranked = predict(request, tables)
     fitting = [p for p in ranked if p.fits]
     not_fitting = ranked[len(fitting):]
@@ -102,9 +103,7 @@ def _write_cached(key: str, data: dict) -> None:
     folder = cache_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        temporary = folder / f".{key}.{os.getpid()}.tmp"
-        temporary.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(temporary, folder / f"{key}.json")
+        write_atomic(folder / f"{key}.json", json.dumps(data))
     except OSError:
         pass  # a read-only cache only costs the next build the computation
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
+from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_text
 
@@ -51,10 +50,7 @@ def _entries(path: Path, data: dict, key: str) -> dict[str, ArgumentClass]:
 
 
 def load_rules(path: Path = RULES_PATH) -> Rules:
-    try:
-        data = yaml.safe_load(read_text(path))
-    except yaml.YAMLError as error:
-        raise UserError(f"{path}: not valid YAML ({error})") from None
+    data = read_yaml(path).data
     if not isinstance(data, dict):
         raise UserError(f"{path}: expected 'arguments:' and 'environment:' mappings")
     return Rules(_entries(path, data, "arguments"), _entries(path, data, "environment"))

@@ -7,8 +7,8 @@ A second, strict verdict says whether the arms agree step for step, as a placeme
 
 from __future__ import annotations
 
+import csv
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -25,23 +25,39 @@ from openrecipes.verify.thresholds import (
 
 LossCurve = dict[int, float]  # step (from 0) -> loss
 
-_CSV_HEADER = re.compile(r"^\s*step\s*,\s*loss\s*$", re.IGNORECASE)
+_CSV_COLUMNS = ("step", "loss")  # the columns a curve needs; others (steps.csv's step_time) are ignored
+
+
+def _csv_header(row: list[str]) -> list[str]:
+    return [name.strip().lower() for name in row]
 
 
 def _read_csv(path: Path, lines: list[str]) -> LossCurve:
+    """A CSV whose header names a `step` and a `loss` column, in any order among others; without a header, the two
+    columns step,loss."""
+    rows = csv.reader(lines)
+    first = next((row for row in rows if row), [])
+    header = _csv_header(first)
+    if not set(_CSV_COLUMNS) <= set(header):
+        if not first or not first[0].strip().lstrip("-").isdigit():
+            missing = [name for name in _CSV_COLUMNS if name not in header]
+            raise UserError(f"{path}:{rows.line_num}: the header names no {' or '.join(map(repr, missing))} column; "
+                            "the first line must name the columns, e.g. 'step,loss'")
+        header, rows = list(_CSV_COLUMNS), csv.reader(lines)  # no header: read the first row as data
+    at = {name: header.index(name) for name in _CSV_COLUMNS}
     curve: LossCurve = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip() or (number == 1 and _CSV_HEADER.match(line)):
+    for values in rows:
+        if not values:
             continue
-        parts = [part.strip() for part in line.split(",")]
+        number = rows.line_num
+        if len(values) > len(header):
+            raise UserError(f"{path}:{number}: {len(values)} values for the {len(header)} columns "
+                            f"{','.join(header)}")
         try:
-            step, loss = int(parts[0]), float(parts[1])
-        except (ValueError, IndexError):
-            raise UserError(
-                f"{path}:{number}: expected 'step,loss' (an integer and a number), got {line.strip()!r}"
-            ) from None
-        if len(parts) != 2:
-            raise UserError(f"{path}:{number}: expected two columns 'step,loss', got {len(parts)}")
+            step, loss = int(values[at["step"]]), float(values[at["loss"]])
+        except (IndexError, ValueError):
+            raise UserError(f"{path}:{number}: expected 'step,loss' values (an integer and a number), got "
+                            f"{','.join(values)!r}") from None
         if step in curve:
             raise UserError(f"{path}:{number}: step {step} is written twice; keep one")
         curve[step] = loss
@@ -51,11 +67,12 @@ def _read_csv(path: Path, lines: list[str]) -> LossCurve:
 
 
 def read_curve(path: Path) -> LossCurve:
-    """A loss curve from a two-column step,loss CSV or from any training log `measure` reads."""
+    """A loss curve from a CSV with step and loss columns (a run's steps.csv) or from any training log `measure`
+    reads."""
     path = Path(path)
     lines = read_text(path).splitlines()
     first = next((line for line in lines if line.strip()), "")
-    if path.suffix.lower() == ".csv" or _CSV_HEADER.match(first):
+    if path.suffix.lower() == ".csv" or set(_CSV_COLUMNS) <= set(_csv_header(first.split(","))):
         return _read_csv(path, lines)
     table = read_log(path)
     require_unique_steps(table)
@@ -63,6 +80,12 @@ def read_curve(path: Path) -> LossCurve:
     if not curve:
         raise UserError(f"{path}: the log has no loss values")
     return curve
+
+
+def _bands_text(thresholds: ConvergenceThresholds) -> str:
+    """The pointwise tolerance bands in words: '10% for loss > 2, 5% for loss > 0.5, 2% below'."""
+    return ", ".join(f"{band.relative_tolerance:.0%} " + (f"for loss > {band.above:g}" if math.isfinite(band.above)
+                                                          else "below") for band in thresholds.loss_bands)
 
 
 def _steps_text(steps: list[int]) -> str:
@@ -154,7 +177,7 @@ def check_convergence(
     if len(pointwise) / len(scored) > thresholds.max_pointwise_failure_ratio:
         failed.append("point_wise_tolerance")
         reasons.append(f"{len(pointwise)} of {len(scored)} points (steps {_steps_text(pointwise)}) differ from the "
-                       f"reference by more than its tolerance (10%/5%/2% for loss >2/>0.5/below); at most "
+                       f"reference by more than its tolerance ({_bands_text(thresholds)}); at most "
                        f"{thresholds.max_pointwise_failure_ratio:.0%} may")
 
     final = _relative_difference(cand[-1], ref[-1])

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from openrecipes.catalog.model import Recipe
 from openrecipes.engines.torchtitan.render import compose, render
-from openrecipes.plan.calibrate import NO_RESHARD_FLAG
+from openrecipes.plan.calibrate import NO_RESHARD
 from openrecipes.plan.tune.candidates import Candidate, SELECTIVE_AC_METHOD
 
 
@@ -34,7 +34,7 @@ def candidate_data(base: dict, candidate: Candidate, steps: int) -> dict:
 def rendered_run(data: dict, base: Recipe, card, reshard_after_forward: bool) -> str:
     """`run` for a recipe whose fields differ from the base: its fields' flags over the base command's others."""
     launch = compose(Recipe.model_validate(data), card, base)
-    flag, value = NO_RESHARD_FLAG.split()
+    flag, value = NO_RESHARD
     launch.flags.pop(flag, None)  # the base's choice; the candidate's own follows
     if not reshard_after_forward:
         launch.flags[flag] = [value]

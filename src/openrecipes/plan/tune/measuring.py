@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from openrecipes import figures
@@ -58,12 +59,17 @@ def _stack_line(lines: list[str]) -> dict[str, str]:
     return {}
 
 
-def _log_minutes(log: Path) -> float:
-    from openrecipes.measure.formats import read_log_lines, timestamp_of
-
-    stamps = [t for t in map(timestamp_of, read_log_lines(log)) if t is not None] if log.exists() else []
-    seconds = (max(stamps) - min(stamps)).total_seconds() if stamps else 0.0
+def _minutes(first: datetime | None, last: datetime | None) -> float:
+    seconds = (last - first).total_seconds() if first is not None and last is not None else 0.0
     return PROCESS_START_MINUTES + seconds / 60
+
+
+def _log_minutes(lines: list[str]) -> float:
+    """The minutes of a log that has no step table (a failed run): its first to last timestamp."""
+    from openrecipes.measure.formats import timestamp_of
+
+    stamps = [t for t in map(timestamp_of, lines) if t is not None]
+    return _minutes(min(stamps, default=None), max(stamps, default=None))
 
 
 def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner | None = None,
@@ -82,9 +88,9 @@ def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner 
     try:
         log = (runner or execute)(launch, out_dir, tokens_per_step=tokens_per_step)
     except UserError as error:
-        text = "\n".join(read_log_lines(log)) if log.exists() else ""
-        oom = any(marker in text for marker in OOM_MARKERS)
-        return Measurement(log, _log_minutes(log), oom=oom, error=str(error))
+        lines = read_log_lines(log) if log.exists() else []
+        oom = any(marker in line for line in lines for marker in OOM_MARKERS)
+        return Measurement(log, _log_minutes(lines), oom=oom, error=str(error))
     instance = tables.instances[recipe.gpu.instance]
     inputs = RunInputs(
         gpus=recipe.gpu.count, global_batch=recipe.workload.global_batch, row_tokens=recipe.workload.row_tokens,
@@ -96,8 +102,9 @@ def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner 
         table = read_run([log])
         result = measure(table, inputs, None)
     except UserError as error:
-        return Measurement(log, _log_minutes(log), error=str(error))
+        return Measurement(log, _log_minutes(read_log_lines(log) if log.exists() else []), error=str(error))
     window = tuple(result["window"])
     memory = [s.memory_gib for s in table.steps if window[0] <= s.step <= window[1] and s.memory_gib is not None]
-    return Measurement(log, _log_minutes(log), result["tokens_per_s_per_gpu"], result["step_time_cv_percent"],
+    minutes = _minutes(table.first_timestamp, table.last_timestamp)
+    return Measurement(log, minutes, result["tokens_per_s_per_gpu"], result["step_time_cv_percent"],
                        window, max(memory, default=None), result, stack=_stack_line(read_log_lines(log)))

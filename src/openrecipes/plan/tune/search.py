@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from openrecipes import figures
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root
@@ -187,4 +188,4 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
 
 def _step_s(outcome: Outcome) -> float:
     c = outcome.candidate
-    return c.tokens_per_step / c.layout.gpus / outcome.measurement.tokens_per_s_per_gpu
+    return figures.step_seconds(c.tokens_per_step, c.layout.gpus, outcome.measurement.tokens_per_s_per_gpu)

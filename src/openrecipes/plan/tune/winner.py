@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import copy
 import datetime
+import os
+import tempfile
 from pathlib import Path
 
 import yaml
 
+from openrecipes.atomic import write_atomic
+from openrecipes.catalog.hardware import ReferenceTables
+from openrecipes.catalog.validate import validate_file
 from openrecipes.errors import UserError
 from openrecipes.plan.tune.candidates import Candidate
 from openrecipes.plan.tune.search import Setup, TuneResult
@@ -103,14 +108,39 @@ def write_winner(s: Setup, result: TuneResult, out_recipe: Path | None = None) -
     for name, outcome, arm in (("reference", result.reference, result.reference.arm),
                                ("candidate", result.winner, winner_arm)):
         scripts[name] = outcome.measurement.log.parent / "command.sh"  # each arm's exact command beside its log
-        scripts[name].write_text(arm.data["run"], encoding="utf-8")
+        write_atomic(scripts[name], arm.data["run"])
     result.config = check_config(scripts["candidate"], scripts["reference"])
     result.convergence = check_convergence(read_curve(result.winner.measurement.log),
                                            read_curve(result.reference.measurement.log))
     data = winner_recipe(s, result, result.config, result.convergence)
     path = Path(out_recipe) if out_recipe else default_recipe_path(s, result.winner.candidate)
-    path.parent.mkdir(parents=True, exist_ok=True)
     header = "# Written by `openrecipes tune` from measured short runs; fields: schema/recipe.schema.yaml.\n"
-    path.write_text(header + _dump(data), encoding="utf-8")
+    write_recipe(path, header + _dump(data), s.tables)
     result.recipe_path = path
     return path
+
+
+def write_recipe(path: Path, text: str, tables: ReferenceTables) -> None:
+    """Put a recipe into the catalog only once it validates: one invalid file makes load_catalog refuse the whole
+    catalog. The text is validated in a temporary file beside `path` (so the path checks see its folder), then
+    renamed into place; on failure a UserError names the field errors and nothing is left behind."""
+    path = Path(path)
+    created = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False,
+                                     encoding="utf-8") as temp:
+        temp.write(text)
+    try:
+        report = validate_file(Path(temp.name), tables)
+        if not report.ok:
+            errors = "; ".join(f"{e.field or '(file)'}: {e.message}" for e in report.errors)
+            raise UserError(f"{path}: the tuned recipe does not validate, so it was not written: {errors}")
+        os.replace(temp.name, path)
+    except BaseException:
+        Path(temp.name).unlink(missing_ok=True)
+        for folder in created:  # innermost first; only the folders made for this file, and only while empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise
