@@ -14,6 +14,7 @@ from openrecipes.catalog import flags as flag_tables
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Recipe
+from openrecipes.catalog.paths import catalog_root
 from openrecipes.catalog.yamlio import YamlDocument
 
 
@@ -79,9 +80,9 @@ def check_path(ctx: Context) -> Iterator[Issue]:
 
 def check_runs(ctx: Context) -> Iterator[Issue]:
     """Each arm named under runs: holds its raw log, so anyone can recompute the figures from it."""
-    if ctx.recipe.runs is None or ctx.doc.path.resolve().parent.parent.parent.name != "recipes":
+    root = catalog_root(ctx.doc.path)
+    if ctx.recipe.runs is None or root is None:
         return
-    root = ctx.doc.path.resolve().parents[3]
     for arm in ("candidate", "reference"):
         folder = getattr(ctx.recipe.runs, arm)
         if folder is not None and not (root / folder / "train.log").is_file():

@@ -70,9 +70,8 @@ def launch_command(
     if out is None:
         print(script, end="")
         return
-    write_atomic(out, script)
-    out.chmod(0o755)
-    Console(stderr=True).print(f"wrote {out}: sbatch {out}")
+    write_atomic(out, script, mode=0o755)
+    Console(stderr=True).print(f"wrote {out}: sbatch {out}", markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -71,7 +71,8 @@ def write_steps_csv(steps: list[Step], path: Path) -> None:
 def report(recipe_path: Path, recipe: Recipe, log: Path, steps: int) -> None:
     """The measured result block of a run of `steps` steps, and the convergence check when the recipe names a
     reference arm. A run shorter than the recipe's is measured over the recipe's window clipped into it."""
-    from openrecipes.measure.result import catalog_root, clip_window, measure, read_run, recipe_tables, run_inputs
+    from openrecipes.catalog.paths import catalog_root
+    from openrecipes.measure.result import clip_window, measure, read_run, recipe_tables, run_inputs
     from openrecipes.verify.convergence import check_convergence, read_curve
 
     console = Console()

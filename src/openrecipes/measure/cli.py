@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from openrecipes.errors import UserError
@@ -36,9 +37,9 @@ def measure_command(
     if as_json:
         print(json.dumps(result, indent=2))
         return
-    table = Table(title=f"result of {', '.join(map(str, logs))}", show_header=False)
+    table = Table(title=escape(f"result of {', '.join(map(str, logs))}"), show_header=False)
     for name, value in result.items():
-        table.add_row(name, "-" if value is None else str(value))
+        table.add_row(name, "-" if value is None else escape(str(value)))
     Console().print(table)
 
 

@@ -43,17 +43,11 @@ class RunInputs:
     window: tuple[int, int]
 
 
-def catalog_root(recipe_path: Path) -> Path | None:
-    """The catalog folder holding a recipe laid out as recipes/<model>/<gpu>/NAME.yaml (as catalog/checks.py's
-    check_runs reads it), else None."""
-    resolved = Path(recipe_path).resolve()
-    return resolved.parents[3] if resolved.parent.parent.parent.name == "recipes" else None
-
-
 def recipe_tables(recipe_path: Path) -> ReferenceTables:
     """The hardware and model tables of the recipe's own catalog (a fork's hardware/instances.yaml), else the
     bundled ones."""
     from openrecipes.catalog.hardware import load_reference_tables
+    from openrecipes.catalog.paths import catalog_root
 
     return load_reference_tables(catalog_root(recipe_path))
 

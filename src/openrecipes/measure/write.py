@@ -117,7 +117,5 @@ def write_result(path: Path, result: dict, tables: ReferenceTables | None = None
     if not report.ok:
         shown = "; ".join(f"{e.field}: {e.message}" for e in report.errors[:3])
         raise UserError(f"{path}: the measured result does not validate ({shown}); the recipe was left unchanged")
-    mode = path.stat().st_mode & 0o777
     write_atomic(path, updated)
-    path.chmod(mode)  # the temporary file was created private; the recipe keeps its permissions
     return list(values)
