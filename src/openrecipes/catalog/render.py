@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
+from openrecipes.catalog import facts
 from openrecipes.catalog.leaderboard import boards
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.catalog.validate import FileReport
@@ -36,7 +37,8 @@ def leaderboards(console: Console, catalog: Catalog) -> None:
                                                                     "GPUs") else "left")
         for rank, entry in enumerate(board.ranked, start=1):
             r = entry.entry
-            table.add_row(f"#{rank}", f"{r.result.tokens_per_s_per_gpu:,.1f}", f"${r.result.usd_per_million_tokens:.2f}",
+            table.add_row(f"#{rank}", facts.tokens_board(r.result.tokens_per_s_per_gpu),
+                          facts.usd(r.result.usd_per_million_tokens),
                           str(r.gpu.count), *map(escape, (r.layout.label, r.layout.highlights)),
                           str(r.result.measured), escape(r.author.name), escape(entry.name))
         console.print(table)
@@ -46,8 +48,9 @@ def leaderboards(console: Console, catalog: Catalog) -> None:
             table.add_column(column)
         for entry in catalog.summaries:
             s = entry.entry
-            table.add_row(escape(s.model), escape(s.gpu.type), str(s.gpu.count), f"{s.result.tokens_per_s_per_gpu:,}",
-                          f"${s.result.usd_per_million_tokens:.2f}", escape(s.source))
+            table.add_row(escape(s.model), escape(s.gpu.type), str(s.gpu.count),
+                          facts.tokens_board(s.result.tokens_per_s_per_gpu), facts.usd(s.result.usd_per_million_tokens),
+                          escape(s.source))
         console.print(table)
 
 
@@ -55,36 +58,16 @@ def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
     if entry.is_summary:
         s = entry.entry
         console.print(f"[bold]{escape(s.model)} on {s.gpu.count} x {escape(s.gpu.type)}[/] (published summary entry)\n"
-                      f"{s.result.tokens_per_s_per_gpu:,} tokens/s/GPU · ${s.result.usd_per_million_tokens:.2f} / 1M "
-                      f"tokens\n{escape(s.note)}\nsource: {escape(s.source)}", highlight=False)
+                      f"{facts.tokens_board(s.result.tokens_per_s_per_gpu)} tokens/s/GPU · "
+                      f"{facts.usd(s.result.usd_per_million_tokens)} / 1M tokens\n{escape(s.note)}\nsource: {escape(s.source)}", highlight=False)
         return
     r = entry.entry
-    res, c = r.result, r.correctness
     table = Table(title=escape(entry.slug), show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    rows = [
-        ("author", r.author.name + (f" ({r.author.url})" if r.author.url else "")),
-        ("GPUs", f"{r.gpu.count} x {r.gpu.type} {r.gpu.memory_gb} GB ({r.gpu.instance}, {r.gpu.per_node} per node)"),
-        ("workload", f"{r.workload.row_tokens:,}-token rows · global batch {r.workload.global_batch} · "
-                     f"{r.workload.precision.upper()}"),
-        ("layout", r.layout.summary),
-        ("tokens/s per GPU", f"{res.tokens_per_s_per_gpu:,}"),
-        ("$ / 1M tokens", f"${res.usd_per_million_tokens:.2f}"),
-        ("MFU", f"{res.mfu * 100:.1f}% (N = {res.active_params.count:,} active parameters per token)"),
-        ("step-time CV", f"{res.step_time_cv_percent}%"),
-        ("measured", f"{res.measured}, window steps {res.window[0]}–{res.window[1]} of {res.steps_per_run}"),
-        ("GPU-hours", f"{res.gpu_hours} ({res.gpu_hours_note})"),
-        ("correctness", f"{c.result}: {c.summary}"),
-    ]
-    if c.convergence:
-        cv = c.convergence
-        rows.append(("convergence", f"correlation {cv.correlation}, final loss difference "
-                                    f"{cv.final_loss_difference}, {cv.pointwise_failures} pointwise failures over "
-                                    f"{cv.steps} steps"))
-    rows += [("component test", f"{t.test}: {t.result} ({t.gpu}, {t.date}); {t.detail}") for t in c.component_tests]
-    rows.append(("rows", f"{r.workload.dataset.build.name} (rows_sha256 {r.workload.dataset.rows_sha256})"))
-    rows.append(("stack", f"{r.stack.framework}; PyTorch {r.stack.pytorch}; CUDA {r.stack.cuda}; Python {r.stack.python}"))
+    stack = "; ".join(f"{name} {value}" for name, value in facts.stack_items(r))
+    rows = [("Author", r.author.name + (f" ({r.author.url})" if r.author.url else "")),
+            ("Workload", facts.workload(r)), *facts.recipe_facts(r), ("Stack", stack)]
     for key, value in rows:
         table.add_row(key, escape(value))  # recipe text is shown as written, never read as rich markup
     console.print(table)

@@ -1,0 +1,100 @@
+"""A recipe's facts as text, in the seed pages' formats: the site and the terminal (`openrecipes show`) both use them.
+
+The values themselves are never recomputed: a figure is the recipe's `result:` field, only formatted.
+"""
+
+from __future__ import annotations
+
+from openrecipes.catalog.model import Recipe
+
+# The seeds' standard measurement: a 20-step run scored over steps 5-19 (numbered from 0). Only a run that differs
+# says so next to its date, as the seed page does ("14-step run scored over steps 4–13").
+STANDARD_STEPS_PER_RUN = 20
+STANDARD_WINDOW = (5, 19)
+
+
+def tokens_board(value: float) -> str:
+    """Leaderboards and cards: one decimal ("10,483.9")."""
+    return f"{value:,.1f}"
+
+
+def tokens_detail(value: float) -> str:
+    """A recipe's own page: two decimals ("10,483.91", "146.80")."""
+    return f"{value:,.2f}"
+
+
+def usd(value: float) -> str:
+    return f"${value:,.2f}"
+
+
+def mfu(recipe: Recipe) -> str:
+    result = recipe.result
+    text = f"{result.mfu * 100:.1f}% (N = {result.active_params.count:,} active parameters per token)"
+    return f"{text}; {result.mfu_note}" if result.mfu_note else text
+
+
+def gpus(recipe: Recipe) -> str:
+    g = recipe.gpu
+    return f"{g.count} x {g.type} {g.memory_gb} GB ({g.instance}, {g.per_node} per node)"
+
+
+def measured(recipe: Recipe) -> str:
+    result = recipe.result
+    first, last = result.window
+    if result.steps_per_run == STANDARD_STEPS_PER_RUN and tuple(result.window) == STANDARD_WINDOW:
+        return str(result.measured)
+    return f"{result.measured}, {result.steps_per_run}-step run scored over steps {first}–{last}"
+
+
+def convergence(recipe: Recipe) -> str | None:
+    check = recipe.correctness.convergence
+    if check is None:
+        return None
+    # Stored values as written (0.9999989, 7.4e-06, 0.00051): Python's repr of the YAML float is that text.
+    return (f"correlation {check.correlation}, final loss difference {check.final_loss_difference}, "
+            f"{check.pointwise_failures} pointwise failures over {check.steps} steps")
+
+
+def component_tests(recipe: Recipe) -> list[str]:
+    return [f"{t.test}: {t.gpu}, {t.date}. Shape: {t.shape}. {t.detail}"
+            for t in recipe.correctness.component_tests]
+
+
+def rows(recipe: Recipe) -> str:
+    dataset = recipe.workload.dataset
+    return f"{dataset.build.name} (rows_sha256 {dataset.rows_sha256})"
+
+
+def workload(recipe: Recipe) -> str:
+    w = recipe.workload
+    return f"{w.row_tokens:,}-token rows · global batch {w.global_batch} · {w.precision.upper()}"
+
+
+def recipe_facts(recipe: Recipe) -> list[tuple[str, str]]:
+    """The recipe's figures as the seed page lists them, label then value (the author is linked separately)."""
+    facts = [
+        ("GPUs", gpus(recipe)),
+        ("Layout", recipe.layout.summary),
+        ("Tokens/s per GPU", tokens_detail(recipe.result.tokens_per_s_per_gpu)),
+        ("$ / 1M tokens", usd(recipe.result.usd_per_million_tokens)),
+        ("MFU", mfu(recipe)),
+        ("Step-time CV", f"{recipe.result.step_time_cv_percent}%"),
+    ]
+    if (text := convergence(recipe)) is not None:
+        facts.append(("Convergence check", text))
+    facts += [("Component test", text) for text in component_tests(recipe)]
+    if recipe.result.reference_tokens_per_s_per_gpu is not None:
+        facts.append(("Reference arm", f"{tokens_detail(recipe.result.reference_tokens_per_s_per_gpu)} tokens/s per "
+                                       "GPU, measured in the same job"))
+    facts += [
+        ("Measured", measured(recipe)),
+        ("GPU-hours", f"{recipe.result.gpu_hours}"),
+        ("Rows", rows(recipe)),
+    ]
+    return facts
+
+
+def stack_items(recipe: Recipe) -> list[tuple[str, str]]:
+    """Stack fields as the seed page names them ("megatron lm"); the source is shown apart."""
+    fields = recipe.stack.model_dump(exclude={"source"})
+    return [(name.replace("_", " "), value) for name, value in fields.items() if value is not None]
