@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from openrecipes.catalog import load_recipe
+from openrecipes.catalog.store import load_recipe
 from openrecipes.catalog.hardware import load_reference_tables
 from openrecipes.engines.torchtitan.render import ENTRY_MODULE, is_torchtitan, layout_flags, render
 from openrecipes.errors import UserError

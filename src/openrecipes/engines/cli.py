@@ -13,7 +13,7 @@ from openrecipes.errors import UserError
 
 
 def _recipe_and_launch(recipe_path: Path, steps: Optional[int]):
-    from openrecipes.catalog import load_recipe
+    from openrecipes.catalog.store import load_recipe
     from openrecipes.catalog.hardware import load_reference_tables
     from openrecipes.engines.torchtitan.render import is_torchtitan, run_launch
 

@@ -60,7 +60,7 @@ def read_run(path: Path) -> ParsedRun:
     """The run command of a recipe (YAML) or of a plain shell script (a reference that is not in the catalog)."""
     path = Path(path)
     if path.suffix in (".yaml", ".yml"):
-        from openrecipes.catalog import load_recipe  # pydantic only for recipes
+        from openrecipes.catalog.store import load_recipe  # pydantic only for recipes
 
         text = load_recipe(path).run
     else:

@@ -94,7 +94,7 @@ def setup(model: str, gpu_type: str, gpus: int, base_path: Path | None = None, r
     if gpu_type not in tables.gpus:
         raise UserError(f"unknown GPU type '{gpu_type}'; known: {', '.join(tables.gpus)} (hardware/gpus.yaml)")
     base_path = Path(base_path) if base_path else find_base(model, gpu_type, gpus, root)
-    from openrecipes.catalog import load_recipe
+    from openrecipes.catalog.store import load_recipe
 
     base = load_recipe(base_path)
     if not is_torchtitan(base):
