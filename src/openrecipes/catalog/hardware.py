@@ -110,15 +110,15 @@ def load_reference_tables(root: Path | None = None) -> ReferenceTables:
     )
 
 
-def peak_flops(gpu_type: str, root: Path | None = None) -> float:
-    tables = load_reference_tables(root)
+def peak_flops(gpu_type: str, tables: ReferenceTables | None = None) -> float:
+    tables = tables or load_reference_tables()
     if gpu_type not in tables.gpus:
         raise UserError(f"unknown GPU type '{gpu_type}'; known: {', '.join(tables.gpus)} (hardware/gpus.yaml)")
     return tables.gpus[gpu_type].peak_bf16_flops
 
 
-def usd_per_gpu_hour(instance: str, root: Path | None = None) -> float:
-    tables = load_reference_tables(root)
+def usd_per_gpu_hour(instance: str, tables: ReferenceTables | None = None) -> float:
+    tables = tables or load_reference_tables()
     if instance not in tables.instances:
         raise UserError(
             f"unknown instance '{instance}'; known: {', '.join(tables.instances)} (hardware/instances.yaml)"

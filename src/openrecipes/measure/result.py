@@ -63,22 +63,15 @@ def run_inputs(recipe: Recipe, tables: ReferenceTables | None = None, steps_per_
                window: tuple[int, int] | None = None) -> RunInputs:
     """The inputs of a loaded recipe; steps_per_run and window default to its result block's. `tables` are the
     hardware tables prices and peaks come from (default: the bundled catalog's)."""
-    from openrecipes.catalog.hardware import load_reference_tables
+    from openrecipes.catalog.hardware import peak_flops, usd_per_gpu_hour
 
-    tables = tables or load_reference_tables()
-    if recipe.gpu.type not in tables.gpus:
-        raise UserError(f"unknown GPU type '{recipe.gpu.type}'; known: {', '.join(tables.gpus)} (hardware/gpus.yaml)")
-    if recipe.gpu.instance not in tables.instances:
-        raise UserError(f"unknown instance '{recipe.gpu.instance}'; known: {', '.join(tables.instances)} "
-                        "(hardware/instances.yaml)")
-    instance = tables.instances[recipe.gpu.instance]
     return RunInputs(
         gpus=recipe.gpu.count,
         global_batch=recipe.workload.global_batch,
         row_tokens=recipe.workload.row_tokens,
         active_params=recipe.result.active_params.count,
-        peak_flops_per_gpu=tables.gpus[recipe.gpu.type].peak_bf16_flops,
-        usd_per_gpu_hour=figures.usd_per_gpu_hour(instance.usd_per_hour, instance.gpus),
+        peak_flops_per_gpu=peak_flops(recipe.gpu.type, tables),
+        usd_per_gpu_hour=usd_per_gpu_hour(recipe.gpu.instance, tables),
         steps_per_run=steps_per_run if steps_per_run is not None else recipe.result.steps_per_run,
         window=tuple(window if window is not None else recipe.result.window),
     )

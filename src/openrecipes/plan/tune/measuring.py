@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from openrecipes import figures
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
 from openrecipes.engines.torchtitan.render import run_launch
@@ -78,7 +77,7 @@ def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner 
     openrecipes.measure over the steps after warm-up. An out-of-memory exit is a Measurement with oom set."""
     from openrecipes.engines.execute import execute
     from openrecipes.measure.formats import read_log_lines
-    from openrecipes.measure.result import RunInputs, measure, read_run
+    from openrecipes.measure.result import measure, read_run, run_inputs
 
     tables = tables or load_reference_tables()
     card = tables.models[recipe.model]
@@ -91,13 +90,8 @@ def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner 
         lines = read_log_lines(log) if log.exists() else []
         oom = any(marker in line for line in lines for marker in OOM_MARKERS)
         return Measurement(log, _log_minutes(lines), oom=oom, error=str(error))
-    instance = tables.instances[recipe.gpu.instance]
-    inputs = RunInputs(
-        gpus=recipe.gpu.count, global_batch=recipe.workload.global_batch, row_tokens=recipe.workload.row_tokens,
-        active_params=tables.models[recipe.model].active_params.count,
-        peak_flops_per_gpu=tables.gpus[recipe.gpu.type].peak_bf16_flops,
-        usd_per_gpu_hour=figures.usd_per_gpu_hour(instance.usd_per_hour, instance.gpus), steps_per_run=steps,
-        window=(WINDOW_FIRST_STEP, steps - 1))
+    # A candidate's recipe is the base's with another layout: its active parameters are the model card's.
+    inputs = run_inputs(recipe, tables, steps_per_run=steps, window=(WINDOW_FIRST_STEP, steps - 1))
     try:
         table = read_run([log])
         result = measure(table, inputs, None)
