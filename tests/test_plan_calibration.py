@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from openrecipes.catalog.hardware import load_reference_tables
-from openrecipes.plan.calibrate import fitted_values, measured_points, predict_point
+from openrecipes.plan.calibrate import fitted_values, measured_points, predict_point, reference_rows
 from openrecipes.plan.constants import calibration, calibration_document
 from openrecipes.plan.shape import model_shape
 
@@ -28,18 +28,21 @@ def test_calibration_yaml_records_the_fits_of_its_named_points():
         assert fits[f"compute_efficiency.{engine}"] == pytest.approx(row["value"], rel=5e-3), engine
     assert fits["cpu_optimizer_params_per_s_per_gpu"] == pytest.approx(
         doc["cpu_optimizer_params_per_s_per_gpu"]["value"], rel=5e-3)
+    assert fits["amp_composite_norm_s_per_element"] == pytest.approx(
+        doc["amp_composite_norm_s_per_element"]["value"], rel=5e-3)
 
 
 def _fitted() -> set[str]:
     doc = calibration_document()
     return {row["fitted_on"] for row in doc["compute_efficiency"].values()} | {
-        doc["cpu_optimizer_params_per_s_per_gpu"]["fitted_on"]}
+        doc[name]["fitted_on"] for name in ("cpu_optimizer_params_per_s_per_gpu", "amp_composite_norm_s_per_element")}
 
 
 def _held_out() -> list[str]:
     """The points calibration.yaml names as held out (a recipe added later joins when the fits are redone)."""
     doc = calibration_document()
-    rows = [*doc["compute_efficiency"].values(), doc["cpu_optimizer_params_per_s_per_gpu"]]
+    rows = [*doc["compute_efficiency"].values(), doc["cpu_optimizer_params_per_s_per_gpu"],
+            doc["amp_composite_norm_s_per_element"]]
     return sorted({slug for row in rows for slug in row["held_out"]})
 
 
@@ -51,14 +54,17 @@ def test_no_point_is_both_fitted_and_held_out():
 OWN_H200_ROW = "torchtitan/H200"
 
 
-@pytest.mark.parametrize("slug", sorted(set(_held_out()) - set(calibration_document()["compute_efficiency"][OWN_H200_ROW]["held_out"])))
+@pytest.mark.parametrize("slug", sorted(set(_held_out()) - set(calibration_document()["compute_efficiency"][OWN_H200_ROW]["held_out"])
+                                        - set(calibration_document()["amp_composite_norm_s_per_element"]["held_out"])))
 def test_held_out_tokens_per_s_within_tolerance(slug):
     point = measured_points()[slug]
     predicted = predict_point(point).tokens_per_s_per_gpu
     assert abs(predicted / point.tokens_per_s_per_gpu - 1) <= HELD_OUT_TOLERANCE, (slug, predicted)
 
 
-@pytest.mark.parametrize("name", sorted(n for n, p in measured_points().items() if p.memory_gib))
+# Our own H200 runs' memory, one a documented miss, is pinned in tests/test_plan_h200_accuracy.py.
+@pytest.mark.parametrize("name", sorted(n for n, p in measured_points().items() if p.memory_gib
+                                        and n not in {row["name"] for row in reference_rows() if "log" in row}))
 def test_published_peak_memory_within_tolerance(name):
     """The allocator's peak is what torchtitan publishes: compare without the runtime reserve."""
     point = measured_points()[name]

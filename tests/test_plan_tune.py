@@ -7,6 +7,7 @@ openrecipes.measure parses it exactly as it parses a real run.
 from __future__ import annotations
 
 import datetime
+import json
 import shutil
 from pathlib import Path
 
@@ -43,10 +44,16 @@ def _key(flags: dict[str, list[str]]) -> tuple:
 
 
 class FakeRunner:
-    """Writes the log a torchtitan run of the launch would print and records each launch it was given."""
+    """Writes the log a torchtitan run of the launch would print, records each launch it was given, and advances
+    its clock (`clock`, the tuner's device-time clock) by the run's simulated wall time: 30 s of process start and
+    model build, then the log's steps."""
 
     def __init__(self) -> None:
         self.launches: list = []
+        self.seconds = 0.0
+
+    def clock(self) -> float:
+        return self.seconds
 
     def __call__(self, launch, run_dir: Path, *, tokens_per_step: int) -> Path:
         self.launches.append(launch)
@@ -63,6 +70,7 @@ class FakeRunner:
             lines.append(f"[rank0]:[titan] {clock:%Y-%m-%d %H:%M:%S},000 - root - ERROR - torch.OutOfMemoryError: "
                          "CUDA out of memory. Tried to allocate 2.32 GiB.")
             log.write_text("\n".join(lines) + "\n")
+            self.seconds += 30 + 25
             from openrecipes.errors import UserError as RunError
             raise RunError(f"torchrun exited with 1; the raw log is {log}")
         speed = TRUE_SPEED.get(key, OTHER_COMPILED if key[6] else OTHER_EAGER)
@@ -75,6 +83,7 @@ class FakeRunner:
                          f"step: {step:2d}  loss: {loss:8.5f}  grad_norm: 10.0000  memory: 110.00GiB(78.68%)  "
                          f"tps: {speed:,.0f}  tflops: 500.00  mfu: 50.00%")
         log.write_text("\n".join(lines) + "\n")
+        self.seconds += 30 + (clock - WHEN - datetime.timedelta(hours=len(self.launches))).total_seconds()
         return log
 
 
@@ -114,7 +123,7 @@ def test_dry_run_prints_ranked_candidates_minutes_and_commands(monkeypatch, tmp_
 def test_tune_finds_true_best_early_refits_marks_oom_and_writes_a_valid_recipe(catalog, monkeypatch):
     s = _setup(catalog)
     runner = FakeRunner()
-    result = tuning.tune(s, budget_minutes=30, runner=runner)
+    result = tuning.tune(s, budget_minutes=30, runner=runner, clock=runner.clock)
 
     # the true best, found while measuring fewer candidates than exist; some dropped because they cannot win
     assert result.winner.candidate.slug == "tp1-pp1-cp1-dp2-none-mb1-compile-noreshard"
@@ -138,6 +147,18 @@ def test_tune_finds_true_best_early_refits_marks_oom_and_writes_a_valid_recipe(c
     assert oom[0].dropped.startswith("out of memory: predicted 120.8 GiB")
     assert result.winner is not oom[0]
 
+    # tune.json: the whole search as data, device minutes as the clock read them
+    record = json.loads((result.run_root / "tune.json").read_text())
+    assert record["winner"] == "tp1-pp1-cp1-dp2-none-mb1-compile-noreshard"
+    assert record["spent_minutes"] == pytest.approx(runner.seconds / 60, abs=1e-3)
+    assert record["reference"]["tokens_per_s_per_gpu"] == pytest.approx(8313, rel=1e-3)
+    rows = {row["slug"]: row for row in record["outcomes"]}
+    assert len(rows) == len(s.ranked)
+    assert rows["tp1-pp1-cp1-dp2-none-mb1-eager"]["oom"] is True
+    assert rows["tp1-pp1-cp1-dp2-none-mb1-compile-noreshard"]["log"].endswith("/train.log")
+    assert sum(row.get("minutes", 0) for row in rows.values()) + record["reference"]["minutes"] == pytest.approx(
+        record["spent_minutes"], abs=0.01)
+
     path = tuning.write_winner(s, result)
     assert path == catalog / "recipes/qwen3-8b/h200/tuned-tp1-pp1-cp1-dp2-none-mb1-compile-noreshard.yaml"
     assert result.config["result"] == "pass" and result.convergence["passed"]
@@ -153,7 +174,7 @@ def test_tune_finds_true_best_early_refits_marks_oom_and_writes_a_valid_recipe(c
 def test_tune_respects_the_budget(catalog):
     s = _setup(catalog)
     runner = FakeRunner()
-    result = tuning.tune(s, budget_minutes=6, runner=runner)
+    result = tuning.tune(s, budget_minutes=6, runner=runner, clock=runner.clock)
     assert result.stop_reason.startswith("budget")
     assert result.spent_minutes <= 6
     assert 1 <= len(result.measured) < 3

@@ -22,3 +22,11 @@ def catalog_root(recipe_path: Path) -> Path | None:
     and a fork's own models/ and hardware/ are read relative to it."""
     resolved = Path(recipe_path).resolve()
     return resolved.parents[3] if resolved.parent.parent.parent.name == "recipes" else None
+
+
+def relative_path(path: Path, root: Path) -> str:
+    """`path` as written in a recipe or record: relative to the catalog root when inside it, else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(root).resolve()))
+    except ValueError:
+        return str(path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -39,7 +40,7 @@ def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int) ->
     with log.open("w") as sink, Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                           TimeElapsedColumn(), console=console) as progress:
         task = progress.add_task("starting", total=steps)
-        process = subprocess.Popen(launch.argv(), env={**os.environ, **launch.env}, stdout=subprocess.PIPE,
+        process = subprocess.Popen(launch.argv(), env=launch_environment(launch), stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True, bufsize=1)
         for number, line in enumerate(process.stdout, start=1):
             sink.write(line)
@@ -56,6 +57,18 @@ def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int) ->
         raise UserError(f"torchrun exited with {code}; the raw log is {log}")
     write_steps_csv(table, run_dir / "steps.csv")
     return log
+
+
+def launch_environment(launch: TorchtitanLaunch) -> dict[str, str]:
+    """The process environment with the launch's exports. A one-node torchrun listens on port 29500 unless told
+    otherwise, so a second run on the same machine (one per GPU, as tune sweeps do) fails with EADDRINUSE: give each
+    one-node run a free port through torchrun's PET_MASTER_PORT, unless the caller chose one."""
+    env = {**os.environ, **launch.env}
+    if launch.nnodes == 1 and "PET_MASTER_PORT" not in env:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            env["PET_MASTER_PORT"] = str(probe.getsockname()[1])
+    return env
 
 
 def write_steps_csv(steps: list[Step], path: Path) -> None:

@@ -159,13 +159,13 @@ def _measured_step_s(point: MeasuredPoint) -> float:
 
 
 def fit_compute_efficiency(point: MeasuredPoint) -> float:
-    """Solve measured step = slots * (compute(eff) + comm) + dp + offload for eff; compute scales as 1/eff."""
+    """Solve measured step = slots * (compute(eff) + norms + comm) + dp + offload for eff; compute scales as 1/eff."""
     ctx = context(point.request, reference_tables())
     at_unit = replace(ctx, calibration=replace(ctx.calibration, compute_efficiency=dict.fromkeys(
         ctx.calibration.compute_efficiency, 1.0)))
     step = predict_point(point, at_unit).step
     compute_budget = (_measured_step_s(point) - step.dp_s - step.offload_s) / step.pipeline_slots \
-        - sum(step.microbatch_comm_s.values())
+        - sum(step.microbatch_comm_s.values()) - step.microbatch_norm_s
     if compute_budget <= 0:
         raise UserError(f"{point.slug}: the model's communication alone exceeds the measured step; cannot fit")
     return step.microbatch_compute_s / compute_budget
@@ -184,6 +184,19 @@ def fit_cpu_optimizer_rate(point: MeasuredPoint, compute_efficiency: float) -> f
     return step.offload_s / host_s  # at 1 param/s, offload_s counts the offloaded parameters
 
 
+def fit_amp_composite_norm(point: MeasuredPoint) -> float:
+    """Solve measured step = prediction without the composite norms + their normalized elements * s for s, at the
+    calibrated efficiency (the norms are the one part of an eager AMP step a compiled or FSDP run lacks)."""
+    ctx = context(point.request, reference_tables())
+    without = predict_point(point, replace(ctx, calibration=replace(ctx.calibration, amp_composite_norm_s_per_element=0.0)))
+    at_one = predict_point(point, replace(ctx, calibration=replace(ctx.calibration, amp_composite_norm_s_per_element=1.0)))
+    elements_s = at_one.step.total_s - without.step.total_s  # the step's seconds at 1 s per element
+    norm_s = _measured_step_s(point) - without.step.total_s
+    if not elements_s or norm_s <= 0:
+        raise UserError(f"{point.slug}: no eager AMP norm time in the measured step; cannot fit")
+    return norm_s / elements_s
+
+
 def fitted_values(root: Path | None = None) -> dict[str, float]:
     """The fits calibration.yaml records, each from the point it names, in order (the rate needs the efficiency)."""
     doc = calibration_document()
@@ -191,8 +204,9 @@ def fitted_values(root: Path | None = None) -> dict[str, float]:
     efficiency = {engine: fit_compute_efficiency(points[row["fitted_on"]])
                   for engine, row in doc["compute_efficiency"].items()}
     rate = fit_cpu_optimizer_rate(points[doc["cpu_optimizer_params_per_s_per_gpu"]["fitted_on"]], efficiency["megatron"])
+    norm = fit_amp_composite_norm(points[doc["amp_composite_norm_s_per_element"]["fitted_on"]])
     return {**{f"compute_efficiency.{engine}": value for engine, value in efficiency.items()},
-            "cpu_optimizer_params_per_s_per_gpu": rate}
+            "cpu_optimizer_params_per_s_per_gpu": rate, "amp_composite_norm_s_per_element": norm}
 
 
 if __name__ == "__main__":

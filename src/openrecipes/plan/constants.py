@@ -30,6 +30,7 @@ class Links:
 class Calibration:
     compute_efficiency: dict[str, float]  # by engine, or "engine/GPU" where that GPU type has its own fit
     cpu_optimizer_params_per_s_per_gpu: float
+    amp_composite_norm_s_per_element: float  # eager torchtitan under AMP: seconds per normalized element
     exposed_communication: dict[str, float]
     nvlink_bus_efficiency: float
     network_bus_efficiency: float
@@ -68,6 +69,7 @@ def calibration() -> Calibration:
     return Calibration(
         compute_efficiency={engine: row["value"] for engine, row in doc["compute_efficiency"].items()},
         cpu_optimizer_params_per_s_per_gpu=doc["cpu_optimizer_params_per_s_per_gpu"]["value"],
+        amp_composite_norm_s_per_element=doc["amp_composite_norm_s_per_element"]["value"],
         exposed_communication=assumed["exposed_communication"],
         nvlink_bus_efficiency=assumed["nvlink_bus_efficiency"],
         network_bus_efficiency=assumed["network_bus_efficiency"],

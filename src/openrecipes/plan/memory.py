@@ -35,6 +35,12 @@ COMPILED_LOSS_LOGITS_BYTES = BF16_BYTES + FP32_BYTES
 # attention output, and recomputes the rest (torchtitan's _save_list policy).
 TORCHTITAN_SAC_SAVED_MATMUL_FRACTION = 0.5
 ROUTER_BYTES_PER_EXPERT = 2 * FP32_BYTES  # FP32 router logits and probabilities
+# torchtitan without FSDP trains under AMP: FP32 norm weights meet BF16 inputs, so torch's RMSNorm cannot use its
+# fused kernel ("Mismatch dtype between input and weight ... Cannot dispatch to fused implementation" in
+# runs/sweep-qwen3-1.7b-h200x1/*-eager/train.log) and runs its FP32 composite, whose backward keeps the FP32 upcast
+# input and the FP32 normalized tensor: 8 B per normalized element. Recompute drops them; a compiled block fuses the
+# norm and keeps its BF16 input only (counted with the activations).
+AMP_COMPOSITE_NORM_BYTES = 2 * FP32_BYTES
 # Two gathered BF16 layers (the running one and the prefetched one) and one FP32 gradient being reduce-scattered.
 FSDP_BUFFER_BYTES = 2 * BF16_BYTES + FP32_BYTES
 
@@ -98,6 +104,11 @@ def _layer_activation_bytes_per_token(shape: ModelShape, layout: Layout, moe: bo
     return kept / layout.tp, (norm_outputs + activation_out) / layout.tp
 
 
+def amp_composite_norms(layout: Layout) -> bool:
+    """Eager torchtitan with an FSDP degree of 1 (AMP, FP32 norm weights): the norms run their FP32 composite."""
+    return layout.engine == "torchtitan" and layout.dp * layout.cp == 1 and not layout.compile
+
+
 def _torchtitan_sac_bytes_per_token(shape: ModelShape, layout: Layout, moe: bool) -> float:
     h = shape.hidden
     attention_matmuls = shape.attention_qkv_width + shape.attention_latent_width + h
@@ -121,7 +132,8 @@ def _activation_bytes(shape: ModelShape, layout: Layout, stage: int, global_batc
         layer_inputs = sum(counts.values()) * BF16_BYTES * shape.hidden * tokens / layout.tp
         return in_flight * layer_inputs + max(sum(per_layer[moe]) * tokens for moe in counts)
     if layout.recompute == "none":
-        kept = {moe: sum(per_layer[moe]) for moe in counts}
+        norms = AMP_COMPOSITE_NORM_BYTES * shape.norm_width / layout.tp if amp_composite_norms(layout) else 0.0
+        kept = {moe: sum(per_layer[moe]) + norms for moe in counts}
     elif layout.engine == "torchtitan":
         kept = {moe: _torchtitan_sac_bytes_per_token(shape, layout, moe) for moe in counts}
     else:

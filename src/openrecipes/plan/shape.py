@@ -39,6 +39,7 @@ class ModelShape:
     router_topk: int
     shared_experts: int
     active_params: int  # the card's N (for MFU and 6N compute)
+    norm_width: int  # elements per token one layer's RMSNorms normalize: the two layer norms, plus q and k norms
 
     @property
     def is_moe(self) -> bool:
@@ -110,6 +111,8 @@ def model_shape(card: ModelCard) -> ModelShape:
         q_width, kv_width = heads * kv_channels, groups * kv_channels
         attention_params = hidden * (q_width + 2 * kv_width) + q_width * hidden
         qkv_width, out_width, score_width, latent = q_width + 2 * kv_width, q_width, 2 * q_width, 0
+    # architecture.qk_norm (Qwen3) adds per-head norms on queries and keys; cards without it have none.
+    norm_width = 2 * hidden + ((q_width + kv_width) if arch.get("qk_norm") and "kv_lora_rank" not in arch else 0)
     experts = int(arch.get("experts") or 0)
     layers = _field(arch, "layers", name)
     window_freq = arch.get("window_attn_skip_freq")
@@ -139,4 +142,5 @@ def model_shape(card: ModelCard) -> ModelShape:
         router_topk=_field(arch, "router_topk", name) if experts else 0,
         shared_experts=int(arch.get("shared_experts") or 0),
         active_params=card.active_params.count,
+        norm_width=norm_width,
     )

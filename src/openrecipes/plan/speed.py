@@ -12,34 +12,43 @@ from dataclasses import dataclass
 
 from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, Calibration, Links
 from openrecipes.plan.layouts import Layout
-from openrecipes.plan.memory import stage_params_per_gpu
+from openrecipes.plan.memory import amp_composite_norms, stage_params_per_gpu
 from openrecipes.plan.shape import ModelShape
 
 # Full recompute reruns the forward: 6N becomes 8N FLOPs, and the forward's collectives run twice.
 FULL_RECOMPUTE_FLOPS_FACTOR = 8 / 6
 PASSES = {"none": 2, "selective": 2, "full": 3}  # forward, [recomputed forward], backward
+# The FP32 composite norms of eager AMP (openrecipes.plan.memory.AMP_COMPOSITE_NORM_BYTES) are memory-bound
+# elementwise work; recompute reruns their forward, a third of forward + backward.
+COMPOSITE_NORM_RECOMPUTE_FACTOR = {"none": 1.0, "selective": 4 / 3, "full": 4 / 3}
 
 
 @dataclass(frozen=True)
 class StepTime:
-    microbatch_compute_s: float
+    microbatch_compute_s: float  # model FLOPs at the calibrated efficiency
     microbatch_comm_s: dict[str, float]  # exposed seconds per microbatch by kind (tp, cp, ep, pp, fsdp)
     pipeline_slots: float  # microbatches + bubble slots
     microbatches: int
     dp_s: float
     offload_s: float
+    microbatch_norm_s: float = 0.0  # eager AMP's FP32 composite norms (memory-bound, not at the FLOP efficiency)
+
+    @property
+    def microbatch_s(self) -> float:
+        return self.microbatch_compute_s + self.microbatch_norm_s + sum(self.microbatch_comm_s.values())
 
     @property
     def total_s(self) -> float:
-        return self.pipeline_slots * (self.microbatch_compute_s + sum(self.microbatch_comm_s.values())) \
-            + self.dp_s + self.offload_s
+        return self.pipeline_slots * self.microbatch_s + self.dp_s + self.offload_s
 
     def parts_s(self) -> dict[str, float]:
         """Seconds per step by part; the bubble holds the idle slots' compute and communication alike."""
         parts = {"compute": self.microbatches * self.microbatch_compute_s}
+        if self.microbatch_norm_s:
+            parts["composite_norms"] = self.microbatches * self.microbatch_norm_s
         parts |= {kind: self.microbatches * seconds for kind, seconds in self.microbatch_comm_s.items()}
         bubble_slots = self.pipeline_slots - self.microbatches
-        parts["bubble"] = bubble_slots * (self.microbatch_compute_s + sum(self.microbatch_comm_s.values()))
+        parts["bubble"] = bubble_slots * self.microbatch_s
         parts |= {"dp": self.dp_s, "offload": self.offload_s}
         return {name: round(seconds, 4) for name, seconds in parts.items()}
 
@@ -147,6 +156,11 @@ def step_time(shape: ModelShape, layout: Layout, links: Links, peak_flops: float
     seconds = flops / (peak_flops * calibration.efficiency(layout.engine, links.gpu_type))
     if layout.recompute == "selective":
         seconds *= calibration.selective_recompute_time_factor[layout.engine]
+    norm_s = 0.0
+    if amp_composite_norms(layout):
+        normalized = mean_rows * row_tokens * max(layout.stage_layers) * shape.norm_width / layout.tp
+        norm_s = normalized * calibration.amp_composite_norm_s_per_element \
+            * COMPOSITE_NORM_RECOMPUTE_FACTOR[layout.recompute]
     return StepTime(
         microbatch_compute_s=seconds,
         microbatch_comm_s=_microbatch_comm(shape, layout, links, calibration),
@@ -154,4 +168,5 @@ def step_time(shape: ModelShape, layout: Layout, links: Links, peak_flops: float
         microbatches=microbatches,
         dp_s=_dp_sync_s(shape, layout, links, calibration),
         offload_s=_offload_s(shape, layout, calibration),
+        microbatch_norm_s=norm_s,
     )

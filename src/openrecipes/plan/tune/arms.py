@@ -21,8 +21,9 @@ def candidate_data(base: dict, candidate: Candidate, steps: int) -> dict:
     data["layout"].update(
         label=candidate.label, summary=f"{lay.label}; {lay.rows_per_microbatch} row(s) of "
         f"{data['workload']['row_tokens']:,} tokens a microbatch; recompute {lay.recompute}; "
-        f"{'torch.compile' if lay.compile else 'eager'}; {'reshard' if lay.reshard_after_forward else 'no reshard'} "
-        "after forward (chosen by `openrecipes tune`)",
+        f"{'torch.compile' if lay.compile else 'eager'}"
+        f"{'' if lay.dp == 1 else '; reshard after forward' if lay.reshard_after_forward else '; no reshard after forward'}"
+        " (chosen by `openrecipes tune`)",
         highlights=f"tuned: {candidate.label}", tp=lay.tp, pp=lay.pp, vpp=1, cp=lay.cp, ep=lay.ep, etp=lay.etp,
         dp=lay.dp, fsdp=lay.dp, sequence_parallel=lay.tp > 1, layer_split=None,
         max_tokens_per_gpu=lay.max_tokens_per_gpu, rows_per_microbatch=lay.rows_per_microbatch, recompute=recompute,

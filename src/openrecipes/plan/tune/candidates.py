@@ -25,8 +25,6 @@ WINDOW_FIRST_STEP = 2
 # the first step line in runs/qwen3-8b-h200x2-openrecipes-fsdp2-compile-noac-mb1/train.log (compiled; 32 s eager),
 # rounded up.
 WARMUP_ALLOWANCE_MINUTES = 1.0
-# Seconds before a log's first timestamped line (torchrun and imports): 18 s in runs/qwen3-8b-h200x2-torchtitan-stock.
-PROCESS_START_MINUTES = 0.5
 # Standard errors between a measured mean and its optimistic / pessimistic bound.
 CONFIDENCE_SIGMAS = 2.0
 # torchtitan recomputes selectively per op in its stock qwen3 configuration.
@@ -98,7 +96,7 @@ def variants(layout: Layout) -> list[Layout]:
 def candidates(ctx: Context, tables: ReferenceTables) -> list[Candidate]:
     """Every fitting, renderable torchtitan layout and its variants, ranked by predicted tokens/s (then memory)."""
     request = ctx.request
-    layouts = {v for p in predict(request, tables) if p.fits and renderable(p.layout, request.global_batch)
+    layouts = {v for p in predict(request, tables) if renderable(p.layout, request.global_batch)
                for v in variants(p.layout)}
     found = [c for c in (as_candidate(ctx, lay) for lay in layouts) if c.memory_gib <= c.capacity_gib]
     return sorted(found, key=lambda c: (-round(c.tokens_per_s_per_gpu(1.0), 6), c.memory_gib, c.slug))

@@ -4,23 +4,25 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
+from typing import Callable
 
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
+from openrecipes.catalog.paths import relative_path
 from openrecipes.engines.torchtitan.render import run_launch
 from openrecipes.errors import UserError
-from openrecipes.plan.tune.candidates import (
-    CONFIDENCE_SIGMAS, OOM_MARKERS, PROCESS_START_MINUTES, Runner, WINDOW_FIRST_STEP,
-)
+from openrecipes.plan.tune.candidates import CONFIDENCE_SIGMAS, OOM_MARKERS, Candidate, Runner, WINDOW_FIRST_STEP
+
+Clock = Callable[[], float]  # seconds, monotonic
 
 
 @dataclass(frozen=True)
 class Measurement:
     log: Path
-    minutes: float  # device wall time: the log's first to last timestamp plus the process start
+    minutes: float  # device wall time: from starting the run to its exit, as the clock read it
     tokens_per_s_per_gpu: float | None = None
     step_time_cv_percent: float | None = None
     window: tuple[int, int] | None = None
@@ -58,23 +60,11 @@ def _stack_line(lines: list[str]) -> dict[str, str]:
     return {}
 
 
-def _minutes(first: datetime | None, last: datetime | None) -> float:
-    seconds = (last - first).total_seconds() if first is not None and last is not None else 0.0
-    return PROCESS_START_MINUTES + seconds / 60
-
-
-def _log_minutes(lines: list[str]) -> float:
-    """The minutes of a log that has no step table (a failed run): its first to last timestamp."""
-    from openrecipes.measure.formats import timestamp_of
-
-    stamps = [t for t in map(timestamp_of, lines) if t is not None]
-    return _minutes(min(stamps, default=None), max(stamps, default=None))
-
-
 def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner | None = None,
-                      tables: ReferenceTables | None = None) -> Measurement:
+                      tables: ReferenceTables | None = None, clock: Clock = time.monotonic) -> Measurement:
     """Run `recipe` for `steps` steps through the engines' execution path and measure its log with
-    openrecipes.measure over the steps after warm-up. An out-of-memory exit is a Measurement with oom set."""
+    openrecipes.measure over the steps after warm-up. An out-of-memory exit is a Measurement with oom set.
+    Its minutes are the run's wall time from start to exit (torchrun, model build and compilation included)."""
     from openrecipes.engines.execute import execute
     from openrecipes.measure.formats import read_log_lines
     from openrecipes.measure.result import measure, read_run, run_inputs
@@ -84,21 +74,38 @@ def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner 
     launch = run_launch(recipe, card, steps)
     tokens_per_step = recipe.workload.global_batch * recipe.workload.row_tokens
     log = out_dir / "train.log"
+    started = clock()
     try:
         log = (runner or execute)(launch, out_dir, tokens_per_step=tokens_per_step)
     except UserError as error:
         lines = read_log_lines(log) if log.exists() else []
         oom = any(marker in line for line in lines for marker in OOM_MARKERS)
-        return Measurement(log, _log_minutes(lines), oom=oom, error=str(error))
+        return Measurement(log, (clock() - started) / 60, oom=oom, error=str(error))
+    minutes = (clock() - started) / 60
     # A candidate's recipe is the base's with another layout: its active parameters are the model card's.
     inputs = run_inputs(recipe, tables, steps_per_run=steps, window=(WINDOW_FIRST_STEP, steps - 1))
     try:
         table = read_run([log])
         result = measure(table, inputs, None)
     except UserError as error:
-        return Measurement(log, _log_minutes(read_log_lines(log) if log.exists() else []), error=str(error))
+        return Measurement(log, minutes, error=str(error))
     window = tuple(result["window"])
     memory = [s.memory_gib for s in table.steps if window[0] <= s.step <= window[1] and s.memory_gib is not None]
-    minutes = _minutes(table.first_timestamp, table.last_timestamp)
     return Measurement(log, minutes, result["tokens_per_s_per_gpu"], result["step_time_cv_percent"],
                        window, max(memory, default=None), result, stack=_stack_line(read_log_lines(log)))
+
+
+def record(candidate: Candidate, measurement: Measurement | None, root: Path, **extra) -> dict:
+    """One arm as plain data (tune.json, a sweep's records): its layout, predicted memory, `extra`, and what the
+    run measured."""
+    lay = candidate.layout
+    row = {"slug": candidate.slug, "label": candidate.label, "tp": lay.tp, "pp": lay.pp, "cp": lay.cp, "dp": lay.dp,
+           "recompute": lay.recompute, "rows_per_microbatch": lay.rows_per_microbatch, "compile": lay.compile,
+           "reshard_after_forward": lay.reshard_after_forward, "predicted_memory_gib": round(candidate.memory_gib, 2),
+           **extra}
+    if measurement is not None:
+        m = measurement
+        row.update(log=relative_path(m.log, root), minutes=round(m.minutes, 3), oom=m.oom, error=m.error,
+                   tokens_per_s_per_gpu=m.tokens_per_s_per_gpu, step_time_cv_percent=m.step_time_cv_percent,
+                   window=list(m.window) if m.window else None, peak_memory_gib=m.peak_memory_gib)
+    return row

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from openrecipes.catalog.paths import relative_path
 from openrecipes.engines.torchtitan.render import run_launch
 from openrecipes.plan.tune.arms import arm_of, reference_arm
 from openrecipes.plan.tune.candidates import (
@@ -9,7 +10,6 @@ from openrecipes.plan.tune.candidates import (
     pessimistic_prediction, rank, within_budget,
 )
 from openrecipes.plan.tune.search import Setup, TuneResult
-from openrecipes.plan.tune.winner import relative_path
 
 
 def dry_run_text(s: Setup, budget_minutes: float, steps: int = MEASURE_STEPS) -> str:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import datetime
+import json
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from openrecipes import figures
+from openrecipes.atomic import write_atomic
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
-from openrecipes.catalog.paths import default_catalog_root
+from openrecipes.catalog.paths import default_catalog_root, relative_path
 from openrecipes.catalog.store import load_catalog
 from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.engines.torchtitan.render import is_torchtitan
@@ -22,7 +25,7 @@ from openrecipes.plan.tune.candidates import (
     Candidate, Efficiency, MEASURE_STEPS, Runner, as_candidate, candidates, contenders, estimated_minutes,
     optimistic_prediction, rank, refit,
 )
-from openrecipes.plan.tune.measuring import Measurement, measure_candidate
+from openrecipes.plan.tune.measuring import Clock, Measurement, measure_candidate, record
 
 
 @dataclass
@@ -128,10 +131,12 @@ def _memory_miss(candidate: Candidate) -> str:
             f"{candidate.capacity_gib - candidate.memory_gib:.1f} GiB)")
 
 
-def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: int = MEASURE_STEPS) -> TuneResult:
-    """Measure the reference arm, then the contenders best-predicted first, refitting and pruning after each."""
+def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: int = MEASURE_STEPS,
+         clock: Clock = time.monotonic) -> TuneResult:
+    """Measure the reference arm, then the contenders best-predicted first, refitting and pruning after each.
+    run_root/tune.json records every arm so far after each measurement (a search cut short keeps its record)."""
     def measure_arm(arm: Arm) -> Measurement:
-        return measure_candidate(arm.recipe, steps, s.run_root / arm.name, runner, s.tables)
+        return measure_candidate(arm.recipe, steps, s.run_root / arm.name, runner, s.tables, clock)
 
     efficiency = s.prior
     reference = Outcome(s.reference, reference_arm(s.base_data, s.base, s.card, s.reference, steps))
@@ -181,9 +186,33 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
         points = [(o.candidate, _step_s(o)) for o in [reference, *result.outcomes]
                   if o.measurement is not None and o.measurement.ok]
         efficiency = refit(s.prior, points)
+        result.efficiency = efficiency
+        write_record(s, result)
     result.efficiency = efficiency
     result.winner = _leader([reference, *result.outcomes])
+    write_record(s, result)
     return result
+
+
+def write_record(s: Setup, result: TuneResult) -> Path:
+    """run_root/tune.json: the search as data: every arm measured (layout, prediction, figures, minutes) and every
+    candidate left out with the reason."""
+    def row(o: Outcome) -> dict:
+        return record(o.candidate, o.measurement, s.root, dropped=o.dropped,
+                      predicted_tokens_per_s_per_gpu=o.predicted_at_measurement)
+
+    leader = _leader([result.reference, *result.outcomes])
+    data = {"model": s.base.model, "gpu": s.base.gpu.type, "gpus": s.base.gpu.count,
+            "base": relative_path(s.base_path, s.root),
+            "candidates": len(s.ranked), "budget_minutes": result.budget_minutes,
+            "spent_minutes": round(result.spent_minutes, 3), "stop_reason": result.stop_reason,
+            "efficiency": {"log_a": result.efficiency.log_a, "b_compile": result.efficiency.b,
+                           "points": result.efficiency.points},
+            "winner": leader.candidate.slug if leader else None,
+            "reference": row(result.reference), "outcomes": [row(o) for o in result.outcomes]}
+    path = s.run_root / "tune.json"
+    write_atomic(path, json.dumps(data, indent=1) + "\n")
+    return path
 
 
 def _step_s(outcome: Outcome) -> float:

@@ -12,17 +12,11 @@ import yaml
 
 from openrecipes.atomic import write_atomic
 from openrecipes.catalog.hardware import ReferenceTables
+from openrecipes.catalog.paths import relative_path
 from openrecipes.catalog.validate import validate_file
 from openrecipes.errors import UserError
 from openrecipes.plan.tune.candidates import Candidate
 from openrecipes.plan.tune.search import Setup, TuneResult
-
-
-def relative_path(path: Path, root: Path) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(root))
-    except ValueError:
-        return str(path)
 
 
 def winner_recipe(s: Setup, result: TuneResult, config: dict, convergence: dict) -> dict:
