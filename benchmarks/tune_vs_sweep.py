@@ -21,6 +21,7 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from openrecipes.atomic import write_atomic
@@ -102,53 +103,87 @@ def _planner(model: str, gpu: str, gpus: int) -> dict[str, tuple[float, float]]:
                                  allocator_gib(arm.candidate.memory_gib, reserve)) for _, arm in arms}
 
 
-def report(tune_dir: Path, sweep_dir: Path) -> str:
+@dataclass
+class Comparison:
+    tuned: dict  # tune.json
+    rows: list[dict]  # the sweep's arms with the planner's predictions now
+    best: dict  # the sweep's fastest arm
+    winner: dict  # tune's winner as tune measured it
+    winner_in_sweep: dict  # the same layout as the sweep measured it
+    tune_minutes: float
+    tune_runs: int
+    sweep_minutes: float
+
+    @property
+    def ran(self) -> list[dict]:
+        return [r for r in self.rows if r.get("tokens_per_s_per_gpu")]
+
+    @property
+    def winner_share(self) -> float:
+        """The winner's layout against the sweep's best, both measured by the sweep (same conditions)."""
+        return self.winner_in_sweep["tokens_per_s_per_gpu"] / self.best["tokens_per_s_per_gpu"]
+
+    @property
+    def time_share(self) -> float:
+        return self.tune_minutes / self.sweep_minutes
+
+    @property
+    def spearman(self) -> float:
+        return spearman([r["predicted_tokens_per_s_per_gpu"] for r in self.ran],
+                        [r["tokens_per_s_per_gpu"] for r in self.ran])
+
+    def memory_errors(self) -> list[float]:
+        return [r["predicted_allocator_gib"] / r["peak_memory_gib"] - 1 for r in self.ran if r.get("peak_memory_gib")]
+
+
+def compare(tune_dir: Path, sweep_dir: Path) -> Comparison:
     tuned = json.loads((tune_dir / "tune.json").read_text())
     planner = _planner(tuned["model"], tuned["gpu"], tuned["gpus"])
     rows = [{**row, "predicted_tokens_per_s_per_gpu": planner[row["slug"]][0],
              "predicted_allocator_gib": planner[row["slug"]][1]} for row in _rows(sweep_dir)]
-    ran = [r for r in rows if r.get("tokens_per_s_per_gpu")]
-    best = max(ran, key=lambda r: r["tokens_per_s_per_gpu"])
-    by_slug = {r["slug"]: r for r in rows}
     tune_arms = [tuned["reference"], *[o for o in tuned["outcomes"] if "minutes" in o]]
     winner = next(a for a in tune_arms if a["slug"] == tuned["winner"])
-    winner_in_sweep = by_slug.get(winner["slug"])
-    sweep_minutes = sum(r["minutes"] for r in rows)
-    tune_minutes = sum(a["minutes"] for a in tune_arms)
+    best = max((r for r in rows if r.get("tokens_per_s_per_gpu")), key=lambda r: r["tokens_per_s_per_gpu"])
+    return Comparison(tuned, rows, best, winner, next(r for r in rows if r["slug"] == winner["slug"]),
+                      sum(a["minutes"] for a in tune_arms), len(tune_arms), sum(r["minutes"] for r in rows))
+
+
+def report(tune_dir: Path, sweep_dir: Path) -> str:
+    c = compare(tune_dir, sweep_dir)
+    tuned = c.tuned
     lines = [
         f"Space: {tuned['model']} on {tuned['gpus']} x {tuned['gpu']}, base `{tuned['base']}`: the reference arm "
-        f"and {tuned['candidates']} candidates; {len(rows)} swept, {len(ran)} ran to the end.", "",
+        f"and {tuned['candidates']} candidates; {len(c.rows)} swept, {len(c.ran)} ran to the end.", "",
         "| layout | planner tok/s/GPU | measured | planner GiB (allocator) | measured GiB | error | minutes | tune |",
         "|---|---:|---:|---:|---:|---:|---:|---|"]
-    measured_by_tune = {a["slug"]: a for a in tune_arms}
-    for r in sorted(rows, key=lambda r: -(r.get("tokens_per_s_per_gpu") or 0)):
-        tps = r.get("tokens_per_s_per_gpu")
-        peak = r.get("peak_memory_gib")
-        error = f"{r["predicted_allocator_gib"] / peak - 1:+.1%}" if peak else "-"
-        reason = next((o.get("dropped") or "" for o in tuned["outcomes"] if o["slug"] == r["slug"]), "")
-        in_tune = "measured" if r["slug"] in measured_by_tune else next(
+    tune_outcomes = {o["slug"]: o for o in tuned["outcomes"]}
+    for r in sorted(c.rows, key=lambda r: -(r.get("tokens_per_s_per_gpu") or 0)):
+        tps, peak = r.get("tokens_per_s_per_gpu"), r.get("peak_memory_gib")
+        error = f"{r['predicted_allocator_gib'] / peak - 1:+.1%}" if peak else "-"
+        outcome = tune_outcomes.get(r["slug"], tuned["reference"])
+        reason = outcome.get("dropped") or ""
+        in_tune = "measured" if "minutes" in outcome else next(
             (short for start, short in NOT_MEASURED.items() if reason.startswith(start)), reason)
         label = "reference: " + r["label"] if r["name"] == "reference" else r["label"]
-        lines.append(f"| {label}{' **best**' if r is best else ''} | {r['predicted_tokens_per_s_per_gpu']:,.0f} | "
+        lines.append(f"| {label}{' **best**' if r is c.best else ''} | {r['predicted_tokens_per_s_per_gpu']:,.0f} | "
                      f"{f'{tps:,.0f}' if tps else 'OOM' if r.get('oom') else 'failed'} | "
                      f"{r['predicted_allocator_gib']:.1f} | {f'{peak:.2f}' if peak else '-'} | {error} | "
                      f"{r['minutes']:.2f} | {in_tune} |")
-    memory = [r for r in ran if r.get("peak_memory_gib")]
-    within = [r for r in memory if abs(r["predicted_allocator_gib"] / r["peak_memory_gib"] - 1) <= MEMORY_TOLERANCE]
-    rho = spearman([r["predicted_tokens_per_s_per_gpu"] for r in ran], [r["tokens_per_s_per_gpu"] for r in ran])
-    share = winner["tokens_per_s_per_gpu"] / best["tokens_per_s_per_gpu"]
+    errors = c.memory_errors()
     lines += ["",
-              f"- Sweep best: {best['label']}, {best['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU.",
-              f"- Tune's winner: {winner['label']}, {winner['tokens_per_s_per_gpu']:,.0f} in tune's run"
-              + (f", {winner_in_sweep['tokens_per_s_per_gpu']:,.0f} in the sweep's" if winner_in_sweep
-                 and winner_in_sweep.get("tokens_per_s_per_gpu") else "")
-              + f": **{share:.1%}** of the sweep's best (target {WINNER_SHARE:.0%}).",
-              f"- Device minutes (each run's wall time): tune {tune_minutes:.1f} ({len(tune_arms)} runs), sweep "
-              f"{sweep_minutes:.1f} ({len(rows)} runs): **{tune_minutes / sweep_minutes:.1%}** (target ≤ "
-              f"{TIME_SHARE:.0%}). Tune stopped: {tuned['stop_reason']}.",
-              f"- Planner peak memory within ±{MEMORY_TOLERANCE:.0%}: {len(within)} of {len(memory)} layouts.",
-              f"- Spearman, planner (prior calibration) vs measured tokens/s over {len(ran)} layouts: **{rho:.2f}** "
-              f"(target {SPEARMAN_TARGET})."]
+              f"- Sweep best: {c.best['label']}, {c.best['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU.",
+              f"- Tune's winner: {c.winner['label']}, {c.winner_in_sweep['tokens_per_s_per_gpu']:,.0f} in the sweep "
+              f"({c.winner['tokens_per_s_per_gpu']:,.0f} in tune's own run): **{c.winner_share:.1%}** of the sweep's "
+              f"best (target {WINNER_SHARE:.0%}).",
+              f"- Device minutes (each run's wall time): tune {c.tune_minutes:.1f} ({c.tune_runs} runs), sweep "
+              f"{c.sweep_minutes:.1f} "
+              f"({len(c.rows)} runs): **{c.time_share:.1%}** (target ≤ {TIME_SHARE:.0%}). Tune stopped: "
+              f"{tuned['stop_reason']}.",
+              f"- Planner peak memory within ±{MEMORY_TOLERANCE:.0%}: "
+              f"{sum(abs(e) <= MEMORY_TOLERANCE for e in errors)} of {len(errors)} layouts "
+              f"({min(errors):+.1%} … {max(errors):+.1%}).",
+              f"- Spearman, the planner's tokens/s (its calibration now, no tune refit) vs measured over {len(c.ran)} "
+              f"layouts: **{c.spearman:.2f}** (target {SPEARMAN_TARGET})."]
     return "\n".join(lines) + "\n"
 
 

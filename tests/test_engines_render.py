@@ -76,3 +76,18 @@ def test_a_card_without_a_torchtitan_flavor_is_refused():
 def test_seed_recipes_are_not_torchtitan():
     assert not is_torchtitan(load_recipe(GPTOSS_1))
     assert is_torchtitan(load_recipe(QWEN3_8B))
+
+
+def test_each_one_node_run_gets_its_own_torchrun_port(monkeypatch):
+    """Two one-node runs on one machine (a tune or sweep lane per GPU) must not both listen on torchrun's 29500."""
+    from openrecipes.engines.execute import launch_environment
+
+    recipe = load_recipe(REPO / "recipes/qwen3-1.7b/h200/torchtitan-stock.yaml")
+    launch = render(recipe, load_reference_tables().models[recipe.model], steps=10)
+    monkeypatch.delenv("PET_MASTER_PORT", raising=False)
+    first, second = launch_environment(launch), launch_environment(launch)
+    assert first["PET_MASTER_PORT"] != "29500" and first["PET_MASTER_PORT"].isdigit()
+    assert first["NCCL_NVLS_ENABLE"] == "0"  # the launch's own exports stay
+    monkeypatch.setenv("PET_MASTER_PORT", "29613")
+    assert launch_environment(launch)["PET_MASTER_PORT"] == "29613"  # the caller's choice wins
+    assert second["PET_MASTER_PORT"].isdigit()

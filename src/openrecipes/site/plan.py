@@ -131,6 +131,7 @@ def calibration_roles() -> dict[str, str]:
     doc = calibration_document()
     values = [(f"{engine.capitalize()} compute efficiency", row) for engine, row in doc["compute_efficiency"].items()]
     values.append(("host optimizer rate", doc["cpu_optimizer_params_per_s_per_gpu"]))
+    values.append(("eager AMP norm cost", doc["amp_composite_norm_s_per_element"]))
     for name, row in values:
         for slug in row.get("held_out", []):
             roles.setdefault(slug, f"held out from the {name} fit")
@@ -148,6 +149,9 @@ def calibration_rows() -> list[dict]:
     rate = doc["cpu_optimizer_params_per_s_per_gpu"]
     rows.append({"name": "Host optimizer rate (parameters/s per GPU)", "value": f"{rate['value']:.4g}",
                  "fitted_on": rate["fitted_on"], "held_out": rate.get("held_out", [])})
+    norm = doc["amp_composite_norm_s_per_element"]
+    rows.append({"name": "Eager AMP composite-norm cost (s per normalized element)", "value": f"{norm['value']:.4g}",
+                 "fitted_on": norm["fitted_on"], "held_out": norm.get("held_out", [])})
     return rows
 
 

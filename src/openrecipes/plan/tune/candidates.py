@@ -13,10 +13,10 @@ from openrecipes.plan.layouts import Layout
 from openrecipes.plan.predict import Context, predict, predict_layout
 
 
-# Relative error of a held-out tokens/s prediction: benchmarks/RESULTS.md ("torchtitan on H200"): the five compiled
-# held-out H200 layouts came within -2.5 % ... +6.5 % of the planner; the largest, 6.5 %, bounds both directions.
-# (The one eager Qwen3-1.7B miss, +50.7 %, is outside it: small eager models are not modelled; see README.)
-HELD_OUT_ERROR_BOUND = 0.065
+# Relative error of a held-out tokens/s prediction: benchmarks/RESULTS.md (the planner against our H200 runs): 19 of
+# the 20 held-out layouts came within -7.7 % ... +8.9 %; 9 % bounds both directions. (The one miss, eager selective
+# AC at one row a microbatch, +22 %, is outside it; see README.)
+HELD_OUT_ERROR_BOUND = 0.09
 # Steps of one short measuring run, and the first step scored: step 0 holds compilation and the first allocation,
 # step 1 the allocator's growth to its peak (runs/qwen3-8b-h200x2-*/train.log: step 1 is the slow one).
 MEASURE_STEPS = 10
