@@ -125,3 +125,28 @@ def test_tables_do_not_depend_on_the_recipes():
     assert plan.plan_counts(catalog, "GLM-5.2-744B-A40B") == [8, 64]
     assert plan.model_settings(catalog, "gpt-oss-20b").grad_reduce_bf16
     assert not plan.model_settings(catalog, "GLM-5.2-744B-A40B").grad_reduce_bf16
+
+
+def test_our_runs_without_a_recipe_sit_beside_their_predictions(built):
+    """Our Qwen3-1.7B runs that no recipe holds (reference_points.yaml own_runs: the tune sweep's 15 layouts and two
+    earlier ones) on the 1 x H200 table: each measured figure is its row's, each prediction the planner's."""
+    from openrecipes.plan.calibrate import measured_points, predict_point, reference_rows
+    from openrecipes.plan.constants import calibration
+
+    section = _section(built, "plan/qwen3-1.7b.html", "plan-h200-1")
+    rows = _rows(section, "run-points")
+    recipes = {entry.slug for entry in load_catalog(REPO).recipes}
+    sweep = {r["name"]: r for r in reference_rows() if "log" in r and r["model"] == "qwen3-1.7b"
+             and r["name"] not in recipes}
+    assert len(rows) == len(sweep) == 17
+    names = re.findall(r'data-name="([^"]+)"', section)
+    assert set(names) == set(sweep)
+    measured = [float(_values(row)[0]) for row in rows]
+    assert measured == sorted(measured, reverse=True)  # fastest first
+    for row, name in zip(rows, names):
+        tokens, predicted, memory, predicted_gib = map(float, _values(row))
+        prediction = predict_point(measured_points()[name])
+        assert tokens == sweep[name]["tokens_per_s_per_gpu"] and memory == sweep[name]["memory_gib"]
+        assert predicted == round(prediction.tokens_per_s_per_gpu, 1)
+        assert predicted_gib == pytest.approx(prediction.memory.total_gib - calibration().runtime_reserve_gib, abs=0.01)
+        assert sweep[name]["log"] in row

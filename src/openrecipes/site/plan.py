@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.errors import UserError
-from openrecipes.plan.calibrate import measured_point, request_of
-from openrecipes.plan.constants import calibration_document
+from openrecipes.plan.calibrate import MeasuredPoint, measured_point, reference_points, reference_rows, request_of
+from openrecipes.plan.constants import calibration, calibration_document
 from openrecipes.plan.predict import PlanRequest, context, predict_layout
 from openrecipes.site.plan_tables import PLAN_TOP, plan_tables
 
@@ -61,6 +61,25 @@ class MeasuredRow:
 
 
 @dataclass
+class RunPoint:
+    """One of our measured runs without a recipe (reference_points.yaml own_runs: the tune sweep's layouts)."""
+    name: str
+    label: str  # the layout as tune names it
+    tokens_per_s_per_gpu: float
+    memory_gib: float  # torchtitan's peak (max reserved), no runtime reserve
+    log: str
+    prediction: dict
+    allocator_gib: float  # the predicted peak without the runtime reserve: comparable with memory_gib
+    same_settings: bool
+    rank: int | None
+    role: str
+
+    @property
+    def ratio(self) -> float:
+        return self.tokens_per_s_per_gpu / self.prediction["tokens_per_s_per_gpu"]
+
+
+@dataclass
 class PlanTable:
     gpu_type: str
     gpus: int
@@ -70,6 +89,7 @@ class PlanTable:
     usd_per_gpu_hour: float | None
     measured: list[MeasuredRow] = field(default_factory=list)
     measured_total: int = 0
+    runs: list[RunPoint] = field(default_factory=list)
 
     @property
     def anchor(self) -> str:
@@ -166,14 +186,17 @@ class _Predictor:
     def __call__(self, entry: CatalogEntry) -> tuple[PlanRequest | None, dict | None, str | None]:
         try:
             point = measured_point(entry.slug, entry.entry)
-            key = (point.request, point.layout)
-            if key not in self.done:
-                if point.request not in self.contexts:
-                    self.contexts[point.request] = context(point.request, self.tables)
-                self.done[key] = predict_layout(self.contexts[point.request], point.layout).as_json()
-            return point.request, self.done[key], None
+            return point.request, self.predict(point), None
         except UserError as error:
             return None, None, str(error)
+
+    def predict(self, point: MeasuredPoint) -> dict:
+        key = (point.request, point.layout)
+        if key not in self.done:
+            if point.request not in self.contexts:
+                self.contexts[point.request] = context(point.request, self.tables)
+            self.done[key] = predict_layout(self.contexts[point.request], point.layout).as_json()
+        return self.done[key]
 
 
 def _rank(data: dict, prediction: dict) -> int | None:
@@ -194,6 +217,28 @@ def _measured(catalog: Catalog, table: PlanTable, predictor: _Predictor, roles: 
         rank = _rank(table.data, prediction) if prediction and same else None
         table.measured.append(MeasuredRow(entry, prediction, error, same, rank,
                                           roles.get(entry.slug, "not used in calibration")))
+
+
+def _runs(catalog: Catalog, table: PlanTable, predictor: _Predictor, roles: dict[str, str]) -> None:
+    """Our own runs of this model on this many GPUs of this type that no recipe holds, fastest first."""
+    recipes = {entry.slug for entry in catalog.recipes}
+    points = reference_points()
+    reserve = calibration().runtime_reserve_gib
+    for row in reference_rows():
+        if ("log" not in row or row["name"] in recipes or row["model"] != table.request.model
+                or row["gpu"] != table.gpu_type or row["gpus"] != table.gpus):
+            continue
+        point = points[row["name"]]
+        prediction = predictor.predict(point)
+        lay = point.layout
+        label = (f"{prediction['label']} · {lay.recompute} recompute · {lay.rows_per_microbatch} row(s) a microbatch · "
+                 f"{'torch.compile' if lay.compile else 'eager'}")
+        same = point.request == table.request
+        table.runs.append(RunPoint(row["name"], label, row["tokens_per_s_per_gpu"], row["memory_gib"], row["log"],
+                                   prediction, prediction["memory_gib"] - reserve, same,
+                                   _rank(table.data, prediction) if same else None,
+                                   roles.get(row["name"], "not used in calibration")))
+    table.runs.sort(key=lambda run: (-run.tokens_per_s_per_gpu, run.name))
 
 
 def model_plans(catalog: Catalog, sections) -> tuple[list[ModelPlan], int]:
@@ -225,4 +270,5 @@ def model_plans(catalog: Catalog, sections) -> tuple[list[ModelPlan], int]:
         for table in plan.tables:
             table.data = computed[table.request]
             _measured(catalog, table, predictor, roles)
+            _runs(catalog, table, predictor, roles)
     return plans, fresh
