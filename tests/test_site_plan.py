@@ -150,3 +150,5 @@ def test_our_runs_without_a_recipe_sit_beside_their_predictions(built):
         assert predicted == round(prediction.tokens_per_s_per_gpu, 1)
         assert predicted_gib == pytest.approx(prediction.memory.total_gib - calibration().runtime_reserve_gib, abs=0.01)
         assert sweep[name]["log"] in row
+        # the table plans eager layouts: a compiled run is not ranked among them, an eager one is
+        assert ("a compiled layout" in row) == ("compile" in name) and ("fits; #" in row) != ("compile" in name)

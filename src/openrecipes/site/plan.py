@@ -200,7 +200,9 @@ class _Predictor:
 
 
 def _rank(data: dict, prediction: dict) -> int | None:
-    if not prediction["fits"]:
+    """1-based rank among the table's fitting layouts; None when it does not fit or the table cannot hold it (the
+    enumeration plans torchtitan's defaults, eager with resharding, so a compiled or no-reshard layout has none)."""
+    if not prediction["fits"] or prediction["compile"] or not prediction["reshard_after_forward"]:
         return None
     tokens = prediction["tokens_per_s_per_gpu"]
     return 1 + sum(1 for t in data["fitting_tokens"] if round(t, 1) > tokens)
