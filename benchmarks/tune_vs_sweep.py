@@ -62,13 +62,19 @@ def _claim(out: Path, name: str) -> bool:
     return True
 
 
-def sweep(model: str, gpu: str, gpus: int, out: Path, until: float) -> None:
+def sweep(model: str, gpu: str, gpus: int, out: Path, until: float, only: list[str] | None = None,
+          margin: float = ESTIMATE_MARGIN) -> None:
     s, arms = sweep_arms(model, gpu, gpus)
+    if only:
+        unknown = set(only) - {arm.candidate.slug for _, arm in arms}
+        if unknown:
+            raise SystemExit(f"--only: not in the space: {', '.join(sorted(unknown))} (see `openrecipes tune --dry-run`)")
+        arms = sorted((a for a in arms if a[1].candidate.slug in only), key=lambda a: only.index(a[1].candidate.slug))
     out.mkdir(parents=True, exist_ok=True)
     for name, arm in arms:
         c = arm.candidate
         minutes = estimated_minutes(c, s.prior)
-        if time.time() + ESTIMATE_MARGIN * minutes * 60 > until:
+        if time.time() + margin * minutes * 60 > until:
             print(f"stop: {name} needs about {minutes:.1f} minutes, past --until", flush=True)
             continue
         if (out / f"{name}.json").exists() or not _claim(out, name):
@@ -196,13 +202,17 @@ def main() -> None:
     run.add_argument("--gpus", type=int, required=True)
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--until", type=float, required=True, help="epoch seconds after which no arm is started")
+    run.add_argument("--only", help="comma-separated layout slugs to run, in this order (default: the whole space)")
+    run.add_argument("--margin", type=float, default=ESTIMATE_MARGIN,
+                     help="an arm starts only if this many times its estimated minutes end before --until")
     sub.add_parser("clean").add_argument("out", type=Path)
     rep = sub.add_parser("report")
     rep.add_argument("--tune", type=Path, required=True)
     rep.add_argument("--sweep", type=Path, required=True)
     args = parser.parse_args()
     if args.verb == "sweep":
-        sweep(args.model, args.gpu, args.gpus, args.out, args.until)
+        sweep(args.model, args.gpu, args.gpus, args.out, args.until, args.only.split(",") if args.only else None,
+              args.margin)
     elif args.verb == "clean":
         clean(args.out)
     else:
