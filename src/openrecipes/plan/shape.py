@@ -68,6 +68,14 @@ class ModelShape:
         return self.hidden * self.experts + self.shared_experts * self.expert_params
 
     @property
+    def block_matmul_params(self) -> int:
+        """Active parameters of the decoder layers' matmuls per token: attention, dense FFNs, and per MoE layer the
+        router, the shared experts and the routed experts a token visits (no embedding, no output head)."""
+        per_moe_layer = self.moe_nonexpert_params + self.router_topk * self.expert_params
+        return (self.layers * self.attention_params_per_layer + self.dense_layers * self.dense_mlp_params
+                + self.moe_layers * per_moe_layer)
+
+    @property
     def total_params(self) -> int:
         embeddings = self.embedding_params * (2 if self.untied_embeddings else 1)
         per_moe_layer = self.experts * self.expert_params + self.moe_nonexpert_params

@@ -12,11 +12,9 @@ from dataclasses import dataclass
 
 from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, Calibration, Links
 from openrecipes.plan.layouts import Layout
-from openrecipes.plan.memory import amp_composite_norms, stage_params_per_gpu
+from openrecipes.plan.memory import TORCHTITAN_SAC_SAVED_MATMUL_FRACTION, amp_composite_norms, stage_params_per_gpu
 from openrecipes.plan.shape import ModelShape
 
-# Full recompute reruns the forward: 6N becomes 8N FLOPs, and the forward's collectives run twice.
-FULL_RECOMPUTE_FLOPS_FACTOR = 8 / 6
 PASSES = {"none": 2, "selective": 2, "full": 3}  # forward, [recomputed forward], backward
 # The FP32 composite norms of eager AMP (openrecipes.plan.memory.AMP_COMPOSITE_NORM_BYTES) are memory-bound
 # elementwise work; recompute reruns their forward, a third of forward + backward.
@@ -144,17 +142,27 @@ def _offload_s(shape: ModelShape, layout: Layout, calibration: Calibration) -> f
     return layout.offload_fraction * sharded / calibration.cpu_optimizer_params_per_s_per_gpu
 
 
+def _recomputed_flops_per_token(shape: ModelShape, layout: Layout, row_tokens: int) -> float:
+    """Forward FLOPs a recompute policy runs again. Full recompute reruns every decoder layer's forward (its matmuls,
+    2 FLOPs per parameter, and its attention scores, a third of their training FLOPs); the embedding and the output
+    head are outside the checkpointed layers. torchtitan's op-level selective AC reruns the block matmuls it did not
+    save (every other one) and nothing else. (Megatron's selective recompute reruns elementwise work: a time factor.)"""
+    if layout.recompute == "full":
+        return 2 * shape.block_matmul_params + shape.attention_flops_per_token(row_tokens) / 3
+    if layout.recompute == "selective" and layout.engine == "torchtitan":
+        return (1 - TORCHTITAN_SAC_SAVED_MATMUL_FRACTION) * 2 * shape.block_matmul_params
+    return 0.0
+
+
 def step_time(shape: ModelShape, layout: Layout, links: Links, peak_flops: float, calibration: Calibration,
               global_batch: int, row_tokens: int) -> StepTime:
     microbatches = layout.microbatches(global_batch)
     mean_rows = global_batch / layout.dp / microbatches  # the last microbatch may be short
     imbalance = max(layout.stage_layers) * layout.pp / shape.layers
-    flops = mean_rows * row_tokens * shape.step_flops_per_token(row_tokens) * imbalance \
-        / (layout.tp * layout.cp * layout.pp)
-    if layout.recompute == "full":
-        flops *= FULL_RECOMPUTE_FLOPS_FACTOR
+    flops_per_token = shape.step_flops_per_token(row_tokens) + _recomputed_flops_per_token(shape, layout, row_tokens)
+    flops = mean_rows * row_tokens * flops_per_token * imbalance / (layout.tp * layout.cp * layout.pp)
     seconds = flops / (peak_flops * calibration.efficiency(layout.engine, links.gpu_type))
-    if layout.recompute == "selective":
+    if layout.recompute == "selective" and layout.engine == "megatron":
         seconds *= calibration.selective_recompute_time_factor[layout.engine]
     norm_s = 0.0
     if amp_composite_norms(layout):
