@@ -32,9 +32,9 @@ SPEARMAN_TARGET = 0.8
 # more than the planner's half-exposed KV all-gather (torchtitan's ring attention over the load-balanced split).
 KNOWN_SPEED_MISSES = {"qwen3-1.7b-h200-sweep-selective-mb1-eager": (1.15, 1.30),
                       "qwen3-8b-h200x2-sweep-cp2-none-mb1-compile": (1.05, 1.15)}
-# Within Qwen3-8B (5 layouts) the rank agreement misses: CP2 is over-predicted and the compiled layouts run ~6%
+# Within Qwen3-8B (6 layouts) the rank agreement misses: CP2 is over-predicted and the compiled layouts run 3-8%
 # faster than the eager-fitted efficiency (torch.compile's speed is not modelled): documented in RESULTS.md.
-KNOWN_SPEARMAN_MISSES = {"qwen3-8b": (0.5, 0.7)}
+KNOWN_SPEARMAN_MISSES = {"qwen3-8b": (0.6, 0.8)}
 CALIBRATION = calibration_document()
 FITTED_ON = {CALIBRATION["compute_efficiency"]["torchtitan/H200"]["fitted_on"],
              CALIBRATION["amp_composite_norm_s_per_element"]["fitted_on"]}
