@@ -103,10 +103,10 @@ def _rows(out: Path) -> list[dict]:
 
 def _planner(model: str, gpu: str, gpus: int) -> dict[str, tuple[float, float]]:
     """slug -> (tokens/s per GPU, allocator GiB) the planner predicts now, at its calibration (no tune refit)."""
-    s, arms = sweep_arms(model, gpu, gpus)
+    s = setup(model, gpu, gpus)
     reserve = calibration().runtime_reserve_gib
-    return {arm.candidate.slug: (arm.candidate.tokens_per_s_per_gpu(s.prior.of(arm.candidate.layout)),
-                                 allocator_gib(arm.candidate.memory_gib, reserve)) for _, arm in arms}
+    return {c.slug: (c.tokens_per_s_per_gpu(s.prior.of(c.layout)), allocator_gib(c.memory_gib, reserve))
+            for c in [s.reference, *s.ranked]}
 
 
 @dataclass

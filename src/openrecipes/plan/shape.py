@@ -114,13 +114,14 @@ def model_shape(card: ModelCard) -> ModelShape:
                             + kv_lora * heads * (qk_dim + v_dim) + heads * v_dim * hidden + indexer)
         groups, qkv_width = heads, 2 * qk_width + heads * v_dim
         out_width, score_width, latent = heads * v_dim, heads * (qk_dim + rope_dim + v_dim), q_lora + kv_lora + rope_dim
+        qk_norm_width = 0  # MLA's latent norms are not per-head q/k norms
     else:
         groups, kv_channels = _field(arch, "query_groups", name), _field(arch, "kv_channels", name)
         q_width, kv_width = heads * kv_channels, groups * kv_channels
         attention_params = hidden * (q_width + 2 * kv_width) + q_width * hidden
         qkv_width, out_width, score_width, latent = q_width + 2 * kv_width, q_width, 2 * q_width, 0
-    # architecture.qk_norm (Qwen3) adds per-head norms on queries and keys; cards without it have none.
-    norm_width = 2 * hidden + ((q_width + kv_width) if arch.get("qk_norm") and "kv_lora_rank" not in arch else 0)
+        # architecture.qk_norm (Qwen3) adds per-head norms on queries and keys; cards without it have none.
+        qk_norm_width = q_width + kv_width if arch.get("qk_norm") else 0
     experts = int(arch.get("experts") or 0)
     layers = _field(arch, "layers", name)
     window_freq = arch.get("window_attn_skip_freq")
@@ -150,5 +151,5 @@ def model_shape(card: ModelCard) -> ModelShape:
         router_topk=_field(arch, "router_topk", name) if experts else 0,
         shared_experts=int(arch.get("shared_experts") or 0),
         active_params=card.active_params.count,
-        norm_width=norm_width,
+        norm_width=2 * hidden + qk_norm_width,
     )

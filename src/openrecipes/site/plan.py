@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.errors import UserError
+from openrecipes.plan.accuracy import allocator_gib
 from openrecipes.plan.calibrate import MeasuredPoint, measured_point, reference_points, reference_rows, request_of
 from openrecipes.plan.constants import calibration, calibration_document
 from openrecipes.plan.predict import PlanRequest, context, predict_layout
@@ -221,23 +222,26 @@ def _measured(catalog: Catalog, table: PlanTable, predictor: _Predictor, roles: 
                                           roles.get(entry.slug, "not used in calibration")))
 
 
-def _runs(catalog: Catalog, table: PlanTable, predictor: _Predictor, roles: dict[str, str]) -> None:
-    """Our own runs of this model on this many GPUs of this type that no recipe holds, fastest first."""
+def _own_runs(catalog: Catalog) -> list[tuple[dict, MeasuredPoint]]:
+    """Our own runs that no recipe holds (reference_points.yaml own_runs), each with its measured point."""
     recipes = {entry.slug for entry in catalog.recipes}
     points = reference_points()
-    reserve = calibration().runtime_reserve_gib
-    for row in reference_rows():
-        if ("log" not in row or row["name"] in recipes or row["model"] != table.request.model
-                or row["gpu"] != table.gpu_type or row["gpus"] != table.gpus):
+    return [(row, points[row["name"]]) for row in reference_rows() if "log" in row and row["name"] not in recipes]
+
+
+def _runs(table: PlanTable, own_runs: list[tuple[dict, MeasuredPoint]], predictor: _Predictor,
+          roles: dict[str, str], reserve_gib: float) -> None:
+    """The own runs of this model on this many GPUs of this type, fastest first."""
+    for row, point in own_runs:
+        if (row["model"], row["gpu"], row["gpus"]) != (table.request.model, table.gpu_type, table.gpus):
             continue
-        point = points[row["name"]]
         prediction = predictor.predict(point)
         lay = point.layout
         label = (f"{prediction['label']} · {lay.recompute} recompute · {lay.rows_per_microbatch} row(s) a microbatch · "
                  f"{'torch.compile' if lay.compile else 'eager'}")
         same = point.request == table.request
         table.runs.append(RunPoint(row["name"], label, row["tokens_per_s_per_gpu"], row["memory_gib"], row["log"],
-                                   prediction, prediction["memory_gib"] - reserve, same,
+                                   prediction, allocator_gib(prediction["memory_gib"], reserve_gib), same,
                                    _rank(table.data, prediction) if same else None,
                                    roles.get(row["name"], "not used in calibration")))
     table.runs.sort(key=lambda run: (-run.tokens_per_s_per_gpu, run.name))
@@ -268,9 +272,10 @@ def model_plans(catalog: Catalog, sections) -> tuple[list[ModelPlan], int]:
         plans.append(plan)
     computed, fresh = plan_tables(wanted, tables)
     predictor, roles = _Predictor(tables), calibration_roles()
+    own_runs, reserve_gib = _own_runs(catalog), calibration().runtime_reserve_gib
     for plan in plans:
         for table in plan.tables:
             table.data = computed[table.request]
             _measured(catalog, table, predictor, roles)
-            _runs(catalog, table, predictor, roles)
+            _runs(table, own_runs, predictor, roles, reserve_gib)
     return plans, fresh

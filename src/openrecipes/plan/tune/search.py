@@ -153,7 +153,8 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
     if not reference.measurement.ok:
         raise UserError(f"the reference arm (the base recipe {s.base_path}) did not run: "
                         f"{reference.measurement.error}; see {reference.measurement.log}")
-    efficiency = refit(s.prior, [(s.reference, _step_s(reference))])
+    efficiency = result.efficiency = refit(s.prior, [(s.reference, _step_s(reference))])
+    write_record(s, result)
     while True:
         pool = rank(pool, efficiency)
         leader = _leader([reference, *result.outcomes])
@@ -185,10 +186,8 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
             outcome.dropped = f"the run failed: {outcome.measurement.error}"
         points = [(o.candidate, _step_s(o)) for o in [reference, *result.outcomes]
                   if o.measurement is not None and o.measurement.ok]
-        efficiency = refit(s.prior, points)
-        result.efficiency = efficiency
+        efficiency = result.efficiency = refit(s.prior, points)
         write_record(s, result)
-    result.efficiency = efficiency
     result.winner = _leader([reference, *result.outcomes])
     write_record(s, result)
     return result
