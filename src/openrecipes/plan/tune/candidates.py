@@ -15,7 +15,7 @@ from openrecipes.plan.predict import Context, predict, predict_layout
 
 # Relative error of a held-out tokens/s prediction: benchmarks/RESULTS.md (the planner against our H200 runs): 21 of
 # the 23 held-out layouts came within -8.0 % ... +4.8 %; 9 % bounds both directions. (The two misses, eager selective
-# AC at one row a microbatch, +22 %, and context parallelism, +10 %, are outside it; see README.)
+# AC at one row a microbatch, +22 %, and context parallelism, +10 %, are outside it; see docs/planning.md.)
 HELD_OUT_ERROR_BOUND = 0.09
 # Steps of one short measuring run, and the first step scored: step 0 holds compilation and the first allocation,
 # step 1 the allocator's growth to its peak (runs/qwen3-8b-h200x2-*/train.log: step 1 is the slow one).
