@@ -1,0 +1,107 @@
+"""The import graph of src/: rooms import only downward, and the named rules of docs/architecture.md hold.
+
+A room is a top-level module or package of `openrecipes` (`plan/tune/` is its own room, above `plan/`). A new room must
+be given a floor here, so the rule cannot be bypassed by adding one.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "openrecipes"
+
+FLOORS = {
+    "figures": 1, "atomic": 1, "errors": 1, "__init__": 1, "__main__": 11,
+    "catalog": 2, "rows": 2,
+    "measure": 3,
+    "verify": 4,
+    "audit": 5,
+    "engines": 6,
+    "plan": 7,
+    "tune": 8,
+    "site": 9,
+    "cli": 10,
+}
+
+# Rules beyond "downward only" (importer room -> rooms it must not import).
+FORBIDDEN = {
+    "rows": {"catalog"},
+    "plan": {"engines", "measure", "verify", "audit"},
+    "site": {"engines", "tune"},
+}
+# The predictor: the site reads exported plan tables and never runs these.
+PREDICTOR = {"openrecipes.plan.predict", "openrecipes.plan.speed", "openrecipes.plan.memory",
+             "openrecipes.plan.calibrate", "openrecipes.plan.layouts"}
+
+
+def room_of(module: str) -> str:
+    parts = module.split(".")
+    if parts[:3] == ["openrecipes", "plan", "tune"]:
+        return "tune"
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    """Every openrecipes module a file imports, with its line (relative imports resolved)."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("openrecipes")]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.startswith("openrecipes"):
+                found += [(node.lineno, target)]
+                found += [(node.lineno, f"{target}.{a.name}") for a in node.names]
+    return found
+
+
+def violations() -> list[str]:
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        here = room_of(module_name(path)) if path.parent != SRC else path.stem
+        assert here in FLOORS, f"{path}: room {here!r} has no floor in tests/test_layering.py"
+        for line, target in imports_of(path):
+            there = room_of(target)
+            if there not in FLOORS or there == here:
+                continue
+            where = f"{path.relative_to(SRC.parent)}:{line} imports {target}"
+            if FLOORS[there] > FLOORS[here]:
+                found.append(f"{where}: upward ({here} is floor {FLOORS[here]}, {there} is {FLOORS[there]})")
+            if there in FORBIDDEN.get(here, set()):
+                found.append(f"{where}: {here} must not import {there}")
+            if here == "site" and target in PREDICTOR:
+                found.append(f"{where}: the site must not run the predictor")
+    return sorted(set(found))
+
+
+def test_imports_run_only_downward_and_follow_the_named_rules():
+    assert violations() == []
+
+
+def test_the_checker_catches_an_upward_import(tmp_path, monkeypatch):
+    fake = tmp_path / "openrecipes"
+    (fake / "catalog").mkdir(parents=True)
+    (fake / "catalog" / "bad.py").write_text("from openrecipes.measure import result\n")
+    monkeypatch.setattr(__import__(__name__), "SRC", fake)
+    assert any("upward" in v for v in violations())
+
+
+@pytest.mark.parametrize("module, room", [("openrecipes.plan.tune.search", "tune"), ("openrecipes.plan.predict", "plan"),
+                                          ("openrecipes.figures", "figures")])
+def test_rooms_are_named_by_their_top_package(module, room):
+    assert room_of(module) == room
