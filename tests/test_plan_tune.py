@@ -205,7 +205,7 @@ def test_bad_input_exits_2_with_one_line(args, message):
 
 def test_an_invalid_winner_is_refused_and_leaves_nothing_behind(catalog):
     from openrecipes.catalog.hardware import load_reference_tables
-    from openrecipes.plan.tune.winner import write_recipe
+    from openrecipes.audit.record import write_recipe
 
     tables = load_reference_tables(catalog)
     target = catalog / "recipes/qwen3-8b/h200/tuned-broken.yaml"
