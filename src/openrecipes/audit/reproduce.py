@@ -124,3 +124,21 @@ def write_reproduction(path: Path, recipe: Recipe, entry: Reproduction, tables: 
         shown = "; ".join(f"{e.field}: {e.message}" for e in report.errors[:3]) or "the entry does not read back"
         raise UserError(f"{path}: the reproduction would not validate ({shown}); the recipe was left unchanged")
     write_atomic(path, updated)
+
+
+@dataclass(frozen=True)
+class ReproductionSummary:
+    """A recipe's reproductions at a glance: how many, and the lowest and highest delta in percent."""
+
+    count: int
+    lowest_delta_percent: float | None
+    highest_delta_percent: float | None
+
+    def as_json(self) -> dict:
+        return {"count": self.count, "lowest_delta_percent": self.lowest_delta_percent,
+                "highest_delta_percent": self.highest_delta_percent}
+
+
+def reproduction_summary(recipe: Recipe) -> ReproductionSummary:
+    deltas = [entry.delta_percent for entry in recipe.reproductions]
+    return ReproductionSummary(len(deltas), min(deltas, default=None), max(deltas, default=None))
