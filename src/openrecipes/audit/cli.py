@@ -114,7 +114,8 @@ def _print_reproduction(reproduced, recipe: Path, written: bool) -> None:
 
 
 def record_command(
-    run_dir: Annotated[Path, typer.Argument(help="the measured run's folder under runs/ (train.log, command.sh)")],
+    run_dir: Annotated[Path, typer.Argument(
+        help="the measured run's folder under runs/: train.log, and command.sh when the run was not --like's command")],
     like: Annotated[Path, typer.Option("--like", help="the recipe the run is a variant of (its layout must match)")],
     name: Annotated[str, typer.Option("--name", help="file name of the new recipe, without .yaml")],
     reference: Annotated[Optional[Path], typer.Option(
@@ -134,7 +135,7 @@ def record_command(
         if base.runs is None:
             raise UserError(f"{like}: names no runs:, so there is no reference arm; give --reference RUN_DIR")
         reference = root / (base.runs.reference or base.runs.candidate)
-    recorded = record(base, run_arm(run_dir), reference_arm(base, reference, root, tables), root, tables)
+    recorded = record(base, run_arm(run_dir, base.run), reference_arm(base, reference, root, tables), root, tables)
     path = like.resolve().parent / f"{name}.yaml"
     if path.exists():
         raise UserError(f"{path}: already exists; choose another --name")
