@@ -167,3 +167,25 @@ def test_a_swapped_reproduction_log_is_caught(catalog):
     code, report = findings_of(catalog, OURS_8B)
     fields = {f["field"] for f in report["findings"]}
     assert code == 1 and {"reproductions.0.log_sha256", "reproductions.0.tokens_per_s_per_gpu"} <= fields
+
+
+SMALL_DEMO = "openrecipes rows demo --out .data/small --chat-format qwen3 --rows 2 --row-tokens 1024 --seed 42"
+
+
+@pytest.mark.slow
+def test_rebuild_rows_compares_the_rebuilt_digests(catalog):
+    from openrecipes.audit.rows import demo_arguments, rebuild
+
+    built = rebuild(demo_arguments(SMALL_DEMO))
+    assert built.error is None
+    for recipe in (OURS_8B, STOCK_8B):  # both recipes name the small build: it is built once per audit
+        text = (catalog / recipe).read_text(encoding="utf-8")
+        text = text.replace("builder: openrecipes rows demo --out .data/qwen3-rows --chat-format qwen3 --rows 320 "
+                            "--seed 42", f"builder: {SMALL_DEMO}")
+        text = text.replace("ac4a2e4e70875be8014824c876a77d21301af8870400f0b25a7529cf21e3521b", built.rows_sha256)
+        text = text.replace("de04967ecf5ec9817958230e734f285f3df1f66de70781edc36b5f8375ae7850",
+                            built.parquet_sha256 if recipe == OURS_8B else "0" * 64)
+        (catalog / recipe).write_text(text, encoding="utf-8")
+    code, reports = audit_json("--catalog", str(catalog), "--rebuild-rows")
+    fields = {r["path"]: [f["field"] for f in r["findings"]] for r in reports}
+    assert code == 1 and fields == {OURS_8B: [], STOCK_8B: ["workload.dataset.build.parquet_sha256"]}

@@ -21,13 +21,15 @@ CatalogOption = Annotated[
 def audit_command(
     paths: Annotated[Optional[list[Path]], typer.Argument(help="recipe files or folders (default: every recipe)")] = None,
     catalog: CatalogOption = None,
+    rebuild_rows: Annotated[bool, typer.Option(
+        "--rebuild-rows", help="rebuild rows made from the bundled demo corpus and compare their sha256 (slow)")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print [{path, evidence, ok, findings}]")] = False,
 ) -> None:
     """Re-derive every published figure from the raw logs under runs/ and check each recipe's verdicts against
     its own figures and thresholds. Exit 0 when all hold, 1 on a finding, 2 on bad input."""
     from openrecipes.audit.review import audit
 
-    reports = audit(catalog or default_catalog_root(), paths)
+    reports = audit(catalog or default_catalog_root(), paths, rebuild_rows)
     if as_json:
         print(json.dumps([r.as_json() for r in reports], indent=2))
     else:

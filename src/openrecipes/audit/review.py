@@ -12,6 +12,7 @@ from openrecipes.audit.duplicates import Entry, duplicate_findings
 from openrecipes.audit.evidence import AuditReport, Finding
 from openrecipes.audit.pins import COMMAND_NAME
 from openrecipes.audit.rederive import Evidence, check_logged_recipe, check_reproductions
+from openrecipes.audit.rows import RowsRebuilder
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import relative_path
@@ -51,7 +52,8 @@ def reference_run(recipe: Recipe, root: Path, catalog: list[Entry]) -> str | Non
     return script.read_text(encoding="utf-8") if script.is_file() else None
 
 
-def _audit_one(loaded: Loaded, root: Path, tables: ReferenceTables, rules: Rules, catalog: list[Entry]) -> AuditReport:
+def _audit_one(loaded: Loaded, root: Path, tables: ReferenceTables, rules: Rules, catalog: list[Entry],
+               rows: RowsRebuilder | None) -> AuditReport:
     report, doc = loaded.report, loaded.doc
     shown = Path(relative_path(report.path, root))
     findings = [Finding(e.field, doc.raw.get(e.field), None, e.message) for e in report.errors]
@@ -64,12 +66,14 @@ def _audit_one(loaded: Loaded, root: Path, tables: ReferenceTables, rules: Rules
         findings += check_logged_recipe(ev)
     findings += check_reproductions(ev)
     findings += duplicate_findings(Entry(report.path.resolve(), recipe), catalog, rules, root)
+    if rows is not None:
+        findings += rows.findings(recipe)
     return AuditReport(shown, has_logs=recipe.runs is not None, findings=tuple(findings))
 
 
-def audit(root: Path, paths: list[Path] | None = None) -> list[AuditReport]:
+def audit(root: Path, paths: list[Path] | None = None, rebuild_rows: bool = False) -> list[AuditReport]:
     """Audit the recipes named (files or folders), or every file under root/recipes; runs: paths are read
-    relative to root."""
+    relative to root. `rebuild_rows` rebuilds the rows of recipes built from the bundled demo corpus."""
     root = Path(root).resolve()
     tables, rules = load_reference_tables(root), load_rules()
     catalog_files = recipe_files([root / "recipes"]) if (root / "recipes").is_dir() else []
@@ -81,4 +85,5 @@ def audit(root: Path, paths: list[Path] | None = None) -> list[AuditReport]:
     in_catalog = {path.resolve() for path in catalog_files}
     catalog = [Entry(path, item.report.entry) for path, item in loaded.items()
                if path in in_catalog and isinstance(item.report.entry, Recipe)]
-    return [_audit_one(loaded[path], root, tables, rules, catalog) for path in named]
+    rows = RowsRebuilder() if rebuild_rows else None
+    return [_audit_one(loaded[path], root, tables, rules, catalog, rows) for path in named]
