@@ -12,7 +12,8 @@ from openrecipes.audit.evidence import Finding
 from openrecipes.catalog.command import CommandError, parse_run
 from openrecipes.catalog.leaderboard import workload_of
 from openrecipes.catalog.model import Recipe
-from openrecipes.verify.config import Rules, compare_runs
+from openrecipes.verify.config import Rules
+from openrecipes.verify.verdicts import config_verdict
 
 # Arguments that change how long a run is, not what it trains: steps in the run (torchtitan, Megatron, slime).
 RUN_LENGTH_ARGUMENTS = frozenset({"--training.steps", "--train-iters", "--num-rollout"})
@@ -42,10 +43,10 @@ def same_configuration(a: Recipe, b: Recipe, rules: Rules) -> list[str] | None:
     if _board(a) != _board(b):
         return None
     try:
-        verdict = compare_runs(parse_run(a.run), parse_run(b.run), rules)
+        verdict = config_verdict(parse_run(a.run), parse_run(b.run), rules)
     except CommandError:
         return None  # the validator reports a run command it cannot read
-    changed = [change["argument"] for change in verdict["changes"]]
+    changed = list(verdict.changed)
     return changed if all(_length_or_logging(argument) for argument in changed) else None
 
 

@@ -30,8 +30,9 @@ from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log_lines
 from openrecipes.measure.result import Measured, clip_window, measure, read_run, run_inputs
 from openrecipes.measure.stack import read_stack_line
-from openrecipes.verify.config import compare_runs, load_rules
-from openrecipes.verify.convergence import check_convergence, read_curve
+from openrecipes.verify.config import load_rules
+from openrecipes.verify.convergence import read_curve
+from openrecipes.verify.verdicts import ConfigVerdict, ConvergenceVerdict, config_verdict, convergence_verdict
 
 # A run shorter than 36 s on one GPU still took GPU time: the published figure is at least one unit of its 0.01.
 MIN_GPU_HOURS = 0.01
@@ -40,7 +41,7 @@ GPU_HOURS_NOTE = ("GPUs x (first to last timestamp of the log), compile warm-up 
 
 
 @dataclass(frozen=True)
-class Arm:
+class MeasuredRun:
     """A measured run: its folder under the catalog (train.log inside) and its exact command."""
 
     folder: Path
@@ -55,24 +56,24 @@ class Arm:
 class Recorded:
     recipe: Recipe
     measured: Measured
-    config: dict  # check config's verdict of the candidate against the reference
-    convergence: dict  # check convergence's verdict
+    config: ConfigVerdict  # the candidate's command against the reference's
+    convergence: ConvergenceVerdict  # the candidate's loss curve against the reference's
 
 
-def run_arm(folder: Path, fallback_run: str | None = None) -> Arm:
+def run_arm(folder: Path, fallback_run: str | None = None) -> MeasuredRun:
     """A run folder as an arm: its command.sh, else `fallback_run` (the recipe it ran)."""
     folder = Path(folder)
     if not (folder / LOG_NAME).is_file():
         raise UserError(f"{folder}: no {LOG_NAME}; give the folder `openrecipes run --out` wrote")
     script = folder / COMMAND_NAME
     if script.is_file():
-        return Arm(folder, script.read_text(encoding="utf-8"))
+        return MeasuredRun(folder, script.read_text(encoding="utf-8"))
     if fallback_run is None:
         raise UserError(f"{folder}: no {COMMAND_NAME}; write the run's exact command there")
-    return Arm(folder, fallback_run)
+    return MeasuredRun(folder, fallback_run)
 
 
-def reference_arm(like: Recipe, folder: Path, root: Path, tables: ReferenceTables) -> Arm:
+def reference_arm(like: Recipe, folder: Path, root: Path, tables: ReferenceTables) -> MeasuredRun:
     """The reference arm in `folder`, its command from command.sh there, else from the recipe that measured it
     (`like` itself, or the recipe whose candidate is like's reference arm)."""
     folder, runs, fallback = Path(folder), like.runs, None
@@ -90,7 +91,7 @@ def _exports(run: str, where: Path) -> dict[str, str]:
         raise UserError(f"{where}: {error}") from None
 
 
-def record(like: Recipe, candidate: Arm, reference: Arm, root: Path, tables: ReferenceTables,
+def record(like: Recipe, candidate: MeasuredRun, reference: MeasuredRun, root: Path, tables: ReferenceTables,
            summary: str | None = None, notes: str | None = None, window: tuple[int, int] | None = None) -> Recorded:
     """The recipe of `candidate`'s run, shaped like `like` (its layout must be the run's), checked against
     `reference`. Nothing is written."""
@@ -101,9 +102,9 @@ def record(like: Recipe, candidate: Arm, reference: Arm, root: Path, tables: Ref
     measured = measure(table, inputs, None)
     reference_measured = measure(read_run([reference.log]), inputs, None)
     rules = load_rules()
-    config = compare_runs(parse_run(reference.run), parse_run(candidate.run), rules)
-    convergence = check_convergence(read_curve(candidate.log), read_curve(reference.log))
-    passed = config["result"] == "pass" and convergence["passed"]
+    config = config_verdict(parse_run(reference.run), parse_run(candidate.run), rules)
+    convergence = convergence_verdict(read_curve(candidate.log), read_curve(reference.log))
+    passed = config.result == "pass" and convergence.passed
     where = {arm: relative_path(arm.folder, root) for arm in (candidate, reference)}
 
     line = read_stack_line(read_log_lines(candidate.log))
@@ -128,21 +129,21 @@ def record(like: Recipe, candidate: Arm, reference: Arm, root: Path, tables: Ref
         "gpu_hours_note": GPU_HOURS_NOTE,
         "reference_tokens_per_s_per_gpu": reference_measured.tokens_per_s_per_gpu,
     })
-    verdict = "pass" if convergence["passed"] else "fail"
+    verdict = convergence.result
     block = None
-    if convergence["correlation"] is not None and convergence["final_loss_difference"] is not None:
+    if convergence.correlation is not None and convergence.final_loss_difference is not None:
         block = Convergence(
-            steps=max(convergence["steps"], 1), result=verdict,
-            correlation=round(convergence["correlation"], CORRELATION_DECIMALS),
-            final_loss_difference=round(convergence["final_loss_difference"], LOSS_DIFFERENCE_DECIMALS),
-            pointwise_failures=convergence["pointwise_failures"] or 0,
+            steps=max(convergence.steps, 1), result=verdict,
+            correlation=round(convergence.correlation, CORRELATION_DECIMALS),
+            final_loss_difference=round(convergence.final_loss_difference, LOSS_DIFFERENCE_DECIMALS),
+            pointwise_failures=convergence.pointwise_failures or 0,
             note=f"candidate arm: {where[candidate]}; reference arm: {where[reference]}")
     correctness = Correctness(
         result="pass" if passed else "fail",
-        summary=summary or (f"configuration {config['result']}, {steps}-step convergence {verdict} against the "
+        summary=summary or (f"configuration {config.result}, {steps}-step convergence {verdict} against the "
                             f"reference arm {where[reference]}"),
         reference=f"{where[reference]}",
-        configuration=config["result"],
+        configuration=config.result,
         component_tests=[],
         convergence=block,
         rules=like.correctness.rules,

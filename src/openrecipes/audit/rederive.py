@@ -29,8 +29,9 @@ from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log_lines
 from openrecipes.measure.result import Measured, measure, read_run, run_inputs
 from openrecipes.measure.stack import StackLine, read_stack_line
-from openrecipes.verify.config import Rules, compare_runs
-from openrecipes.verify.convergence import check_convergence, read_curve
+from openrecipes.verify.config import Rules
+from openrecipes.verify.convergence import read_curve
+from openrecipes.verify.verdicts import config_verdict, convergence_verdict
 
 # Result fields compared with the figure as written (half a unit of its last digit), and those compared exactly.
 _ROUNDED_RESULT_FIELDS = ("tokens_per_s_per_gpu", "usd_per_million_tokens", "step_time_cv_percent", "mfu", "gpu_hours")
@@ -142,7 +143,7 @@ def check_convergence_block(ev: Evidence) -> Iterator[Finding]:
     published = ev.recipe.correctness.convergence
     source = "`openrecipes check convergence` of the two arms' logs"
     try:
-        verdict = check_convergence(read_curve(candidate), read_curve(reference))
+        verdict = convergence_verdict(read_curve(candidate), read_curve(reference))
     except UserError as error:
         yield Finding("correctness.convergence", None, None, f"cannot be re-derived: {error}")
         return
@@ -151,13 +152,13 @@ def check_convergence_block(ev: Evidence) -> Iterator[Finding]:
                       "is missing but runs: holds both arms; add the verdict `openrecipes check convergence` gives")
         return
     yield from _compare_exact("correctness.convergence.result", published.result,
-                              "pass" if verdict["passed"] else "fail", source)
-    yield from _compare_exact("correctness.convergence.steps", published.steps, verdict["steps"], source)
+                              verdict.result, source)
+    yield from _compare_exact("correctness.convergence.steps", published.steps, verdict.steps, source)
     yield from _compare_exact("correctness.convergence.pointwise_failures", published.pointwise_failures,
-                              verdict["pointwise_failures"], source)
+                              verdict.pointwise_failures, source)
     for name in ("correlation", "final_loss_difference"):
         yield from _compare_rounded(ev.doc, f"correctness.convergence.{name}", getattr(published, name),
-                                    verdict[name], source)
+                                    getattr(verdict, name), source)
 
 
 def _parsed(text: str, what: str) -> ParsedRun:
@@ -176,12 +177,12 @@ def check_configuration(ev: Evidence) -> Iterator[Finding]:
                       f"has runs.candidate {ev.recipe.runs.reference} and that folder holds no command.sh; add the "
                       "reference arm's recipe or its command")
         return
-    verdict = compare_runs(_parsed(ev.reference_run, "the reference arm's command"),
+    verdict = config_verdict(_parsed(ev.reference_run, "the reference arm's command"),
                            _parsed(ev.recipe.run, "run"), ev.rules)
-    if not published.startswith(verdict["result"]):
-        yield Finding("correctness.configuration", published, verdict["result"],
+    if not published.startswith(verdict.result):
+        yield Finding("correctness.configuration", published, verdict.result,
                       f"is '{published}' but `openrecipes check config` against the reference arm's command gives "
-                      f"'{verdict['result']}' ({'; '.join(verdict['reasons']) or 'placement only'})")
+                      f"'{verdict.result}' ({'; '.join(verdict.reasons) or 'placement only'})")
 
 
 def check_stack(ev: Evidence) -> Iterator[Finding]:

@@ -23,7 +23,8 @@ from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log_lines
 from openrecipes.measure.result import clip_window, measure, read_run, run_inputs
 from openrecipes.measure.stack import StackLine, read_stack_line
-from openrecipes.verify.convergence import check_convergence, read_curve
+from openrecipes.verify.convergence import read_curve
+from openrecipes.verify.verdicts import convergence_verdict
 
 
 @dataclass(frozen=True)
@@ -47,13 +48,13 @@ class Reproduced:
 def reproduction_convergence(curve: dict[int, float], candidate_log: Path
                              ) -> tuple[ReproductionConvergence, tuple[str, ...]]:
     """A reproduction's loss curve checked against the recipe's own candidate log, at the published precision."""
-    verdict = check_convergence(curve, read_curve(candidate_log))
-    correlation, final = verdict["correlation"], verdict["final_loss_difference"]
+    verdict = convergence_verdict(curve, read_curve(candidate_log))
+    correlation, final = verdict.correlation, verdict.final_loss_difference
     return ReproductionConvergence(
-        result="pass" if verdict["passed"] else "fail",
+        result=verdict.result,
         correlation=None if correlation is None else round(correlation, CORRELATION_DECIMALS),
         final_loss_difference=None if final is None else round(final, LOSS_DIFFERENCE_DECIMALS),
-    ), tuple(verdict["reasons"])
+    ), verdict.reasons
 
 
 def reproduce(recipe: Recipe, logs: list[Path], root: Path, tables: ReferenceTables, by: str,

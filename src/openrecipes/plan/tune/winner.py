@@ -6,7 +6,7 @@ from pathlib import Path
 
 from openrecipes.atomic import write_atomic
 from openrecipes.audit.pins import COMMAND_NAME
-from openrecipes.audit.record import Arm, record, recipe_text, write_recipe
+from openrecipes.audit.record import MeasuredRun, record, recipe_text, write_recipe
 from openrecipes.catalog.paths import relative_path
 from openrecipes.errors import UserError
 from openrecipes.plan.tune.candidates import Candidate
@@ -43,13 +43,13 @@ def write_winner(s: Setup, result: TuneResult, out_recipe: Path | None = None) -
                                ("candidate", result.winner, winner_arm)):
         folder = outcome.measurement.log.parent
         write_atomic(folder / COMMAND_NAME, arm.recipe.run)  # each arm's exact command beside its log
-        arms[name] = Arm(folder, arm.recipe.run)
+        arms[name] = MeasuredRun(folder, arm.recipe.run)
     steps = result.winner.measurement.result.steps_per_run
     recorded = record(winner_arm.recipe, arms["candidate"], arms["reference"], s.root, s.tables,
                       notes=_notes(s, result), window=result.winner.measurement.window)
     result.config, result.convergence = recorded.config, recorded.convergence
-    summary = (f"`openrecipes tune`: configuration {recorded.config['result']}, {steps}-step convergence "
-               f"{'pass' if recorded.convergence['passed'] else 'fail'} against the base recipe's stock configuration")
+    summary = (f"`openrecipes tune`: configuration {recorded.config.result}, {steps}-step convergence "
+               f"{recorded.convergence.result} against the base recipe's stock configuration")
     reference = (f"{relative_path(arms['reference'].folder, s.root)}: {relative_path(s.base_path, s.root)} at "
                  f"{steps} steps")
     recipe = recorded.recipe.model_copy(update={"correctness": recorded.recipe.correctness.model_copy(
