@@ -80,6 +80,7 @@ def test_reproduce_write_of_a_log_outside_the_catalog_is_refused(catalog, tmp_pa
 @pytest.mark.parametrize("args, message", [
     (("reproduce", OURS_8B, "runs/nope/train.log"), "cannot read"),
     (("audit", "recipes/nope.yaml"), "no such file or folder"),
+    (("audit", "--catalog", "/nonexistent-catalog"), "no recipes/ folder"),
     (("record", "runs/nope", "--like", OURS_8B, "--name", "x"), "no train.log"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message):

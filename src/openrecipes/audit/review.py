@@ -18,6 +18,7 @@ from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import relative_path
 from openrecipes.catalog.validate import FileReport, recipe_files, validate_document
 from openrecipes.catalog.yamlio import YamlDocument, read_yaml
+from openrecipes.errors import UserError
 from openrecipes.verify.config import Rules, load_rules
 
 
@@ -75,6 +76,8 @@ def audit(root: Path, paths: list[Path] | None = None, rebuild_rows: bool = Fals
     """Audit the recipes named (files or folders), or every file under root/recipes; runs: paths are read
     relative to root. `rebuild_rows` rebuilds the rows of recipes built from the bundled demo corpus."""
     root = Path(root).resolve()
+    if not (root / "recipes").is_dir() and not paths:
+        raise UserError(f"{root}: no recipes/ folder; give --catalog the folder that holds recipes/ and runs/")
     tables, rules = load_reference_tables(root), load_rules()
     catalog_files = recipe_files([root / "recipes"]) if (root / "recipes").is_dir() else []
     loaded = {path.resolve(): _load(path, tables) for path in catalog_files}
