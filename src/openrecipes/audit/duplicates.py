@@ -1,6 +1,10 @@
 """One configuration, one entry: two recipes on one leaderboard whose run commands differ only in run length or
 logging are the same configuration measured twice. The later measurement is a reproduction of the first
-(`openrecipes reproduce --write`), not a second row."""
+(`openrecipes reproduce --write`), not a second row.
+
+Each recipe's configuration is reduced to a signature (its board, launcher, exports and every flag but run
+length and logging), so a catalog of any size is grouped in one pass; `check config` then names what differs.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ LOGGING_ARGUMENTS = frozenset({"--local-ranks-filter", "--role", "--tee", "--log
 LOGGING_PREFIXES = ("--metrics.",)
 
 
-def _length_or_logging(argument: str) -> bool:
+def length_or_logging(argument: str) -> bool:
     return argument in RUN_LENGTH_ARGUMENTS or argument in LOGGING_ARGUMENTS or argument.startswith(LOGGING_PREFIXES)
 
 
@@ -34,31 +38,40 @@ class Entry:
     recipe: Recipe
 
 
-def _board(recipe: Recipe) -> tuple:
-    return recipe.model, recipe.gpu.type, workload_of(recipe)
-
-
-def same_configuration(a: Recipe, b: Recipe, rules: Rules) -> list[str] | None:
-    """The arguments two recipes on one board differ in when those are only run length or logging, else None."""
-    if _board(a) != _board(b):
-        return None
+def signature(recipe: Recipe) -> tuple | None:
+    """What makes a configuration on its board; None for a run command that cannot be read (validate says why)."""
     try:
-        verdict = config_verdict(parse_run(a.run), parse_run(b.run), rules)
+        parsed = parse_run(recipe.run)
     except CommandError:
-        return None  # the validator reports a run command it cannot read
-    changed = list(verdict.changed)
-    return changed if all(_length_or_logging(argument) for argument in changed) else None
+        return None
+    flags = tuple(sorted((flag, tuple(values)) for flag, values in parsed.flags.items()
+                         if not length_or_logging(flag)))
+    return (recipe.model, recipe.gpu.type, workload_of(recipe), tuple(parsed.launcher), flags,
+            tuple(sorted(parsed.exports.items())))
 
 
-def duplicate_findings(entry: Entry, others: list[Entry], rules: Rules, root: Path) -> Iterator[Finding]:
-    for other in others:
-        if other.path == entry.path:
-            continue
-        changed = same_configuration(entry.recipe, other.recipe, rules)
-        if changed is None:
-            continue
-        name = other.path.relative_to(root) if other.path.is_relative_to(root) else other.path
+class DuplicateIndex:
+    """The catalog's recipes grouped by configuration."""
+
+    def __init__(self, entries: list[Entry], rules: Rules) -> None:
+        self.rules = rules
+        self.groups: dict[tuple, list[Entry]] = {}
+        for entry in entries:
+            key = signature(entry.recipe)
+            if key is not None:
+                self.groups.setdefault(key, []).append(entry)
+
+    def findings(self, entry: Entry, root: Path) -> Iterator[Finding]:
+        """One finding naming the recipe's other entries of the same configuration, if any."""
+        key = signature(entry.recipe)
+        others = [other for other in self.groups.get(key, []) if other.path != entry.path] if key else []
+        if not others:
+            return
+        names = [str(other.path.relative_to(root) if other.path.is_relative_to(root) else other.path)
+                 for other in others]
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        changed = config_verdict(parse_run(entry.recipe.run), parse_run(others[0].recipe.run), self.rules).changed
         differs = f"differ only in {', '.join(changed)}" if changed else "are the same"
-        yield Finding("run", None, str(name), f"this recipe and {name} are one configuration (their run commands "
+        yield Finding("run", None, shown, f"this recipe and {shown} are one configuration (their run commands "
                       f"{differs}); keep one entry and record the later measurement as its reproduction with "
                       "`openrecipes reproduce RECIPE LOG --write`")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from openrecipes.audit.evidence import AuditReport
-from openrecipes.audit.review import audit
+from openrecipes.audit.review import audit_catalog
 from openrecipes.catalog.leaderboard import Board, GpuBest, best_per_gpu, boards, models
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.errors import UserError
@@ -156,8 +156,7 @@ def site_pages(catalog: Catalog) -> Site:
                 for rank, entry in enumerate(page.rows, start=page.start + 1):
                     board_of[entry.slug] = (page, rank)
         sections.append(section)
-    audits = {report.path.as_posix(): report for report in audit(catalog.root)}
-    return Site(catalog, sections, board_of, {e.slug: audits[e.path.as_posix()] for e in catalog.entries})
+    return Site(catalog, sections, board_of, audit_catalog(catalog))
 
 
 def _in_hardware_order(catalog: Catalog, best: list[GpuBest]) -> list[GpuBest]:
