@@ -199,3 +199,22 @@ def test_named_run_folders_must_hold_their_raw_log(tmp_path):
     errors = errors_of(tmp_path, data)
     assert "holds no train.log" in errors["runs.reference"]
     assert "runs.candidate" in errors  # the tmp catalog has no runs/ at all
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda c: c["convergence"].update(correlation=0.5), "correctness.convergence.correlation"),
+    (lambda c: c["convergence"].update(final_loss_difference=0.08), "correctness.convergence.final_loss_difference"),
+    (lambda c: c["convergence"].update(pointwise_failures=5), "correctness.convergence.pointwise_failures"),
+    (lambda c: c["convergence"].update(result="fail"), "correctness.result"),
+    (lambda c: c.update(configuration="fail: a numerics argument changed"), "correctness.result"),
+])
+def test_a_verdict_its_figures_do_not_support_is_rejected(tmp_path, mutate, field):
+    data = load_seed(GPTOSS_1)
+    mutate(data["correctness"])
+    assert field in errors_of(tmp_path, data)
+
+
+def test_verified_needs_passed_checks(tmp_path):
+    data = load_seed(GPTOSS_1)
+    data["correctness"]["result"] = "pending"
+    assert "verified" in errors_of(tmp_path, data)["status"]

@@ -108,3 +108,13 @@ def test_bad_logs_name_the_problem(tmp_path, text, message):
 def test_missing_file_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="cannot read"):
         read_log(tmp_path / "absent.log")
+
+
+def test_slime_numpy2_scalars_read_as_their_values():
+    """Under numpy 2 slime prints metrics as `np.float64(21.4)`; they must read as the same figures."""
+    plain = read_log(LOGS / "slime-gpt-oss-20b-attune-tp1-pp1-ep4.log")
+    numpy2 = read_log(LOGS / "slime-numpy2-gpt-oss-20b-attune-tp1-pp1-ep4.log")
+    assert "np.float64(" in (LOGS / "slime-numpy2-gpt-oss-20b-attune-tp1-pp1-ep4.log").read_text()
+    assert [(s.step, s.step_time_s, s.loss, s.grad_norm) for s in numpy2.steps] == \
+        [(s.step, s.step_time_s, s.loss, s.grad_norm) for s in plain.steps]
+    assert all(s.step_time_s is not None for s in numpy2.steps)

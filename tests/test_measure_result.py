@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import shutil
 from datetime import date
 
@@ -35,25 +37,25 @@ def _published(recipe_path):
 
 @pytest.mark.parametrize("log, recipe", [(SLIME_GPTOSS_1, GPTOSS_1), (MEGATRON_GLM_2, GLM_12K)])
 def test_result_block_equals_the_seeds_published_figures(log, recipe):
-    result = measure(read_run([log]), inputs_from_recipe(recipe), None)
+    result = measure(read_run([log]), inputs_from_recipe(recipe), None).as_json()
     assert {name: result[name] for name in (*PUBLISHED, "window")} == _published(recipe)
 
 
 def test_window_is_inclusive_and_numbered_from_0(tmp_path):
     log = tmp_path / "run.jsonl"
     log.write_text("".join(f'{{"step": {s}, "step_time_s": {t}, "loss": 1.0}}\n' for s, t in enumerate([9, 2, 4])))
-    result = measure(read_run([log]), TINY, None)
+    result = measure(read_run([log]), TINY, None).as_json()
     # Steps 1 and 2: 2 steps x 4 rows x 8 tokens = 64 tokens in 6 s on 2 GPUs.
     assert result["window_tokens"] == 64
     assert result["tokens_per_s_per_gpu"] == round(64 / 6 / 2, 2)
     assert result["window_seconds"] == 6
-    assert measure(read_run([log]), TINY, (0, 2))["window_seconds"] == 15
+    assert measure(read_run([log]), TINY, (0, 2)).window_seconds == 15
 
 
 def test_without_a_recipe_only_log_figures(tmp_path):
     result = measure(read_run([LOGS / "torchtitan-0.2.2-qwen3-8b-fsdp2-2xh200.log"]), None, (1, 24))
-    assert result["tokens_per_s_per_gpu"] is None and result["step_time_cv_percent"] > 0
-    assert result["steps_per_run"] == 25 and result["log_format"] == "torchtitan"
+    assert result.tokens_per_s_per_gpu is None and result.step_time_cv_percent > 0
+    assert result.steps_per_run == 25 and result.log_format == "torchtitan"
 
 
 def _jsonl(tmp_path, rows):
@@ -121,7 +123,7 @@ def test_write_that_would_not_validate_leaves_the_recipe_unchanged(tmp_path):
     shutil.copy(GPTOSS_1, recipe)
     result = measure(read_run([SLIME_GPTOSS_1]), inputs_from_recipe(recipe), None)
     with pytest.raises(UserError, match="left unchanged"):
-        write_result(recipe, {**result, "window_tokens": 123})
+        write_result(recipe, dataclasses.replace(result, window_tokens=123))
     assert recipe.read_text() == GPTOSS_1.read_text()
 
 
@@ -172,6 +174,6 @@ def test_a_forks_own_instance_prices_are_measured_and_validated(tmp_path):
     assert inputs.usd_per_gpu_hour == pytest.approx(126.592 / 8)
     result = measure(read_run([SLIME_GPTOSS_1]), inputs, None)
     published = _published(GPTOSS_1)["usd_per_million_tokens"]
-    assert result["usd_per_million_tokens"] == pytest.approx(2 * published, abs=0.01)
+    assert result.usd_per_million_tokens == pytest.approx(2 * published, abs=0.01)
     assert "usd_per_million_tokens" in write_result(recipe, result)
-    assert f"usd_per_million_tokens: {result['usd_per_million_tokens']}" in recipe.read_text()
+    assert f"usd_per_million_tokens: {result.usd_per_million_tokens}" in recipe.read_text()

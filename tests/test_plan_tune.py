@@ -161,7 +161,7 @@ def test_tune_finds_true_best_early_refits_marks_oom_and_writes_a_valid_recipe(c
 
     path = tuning.write_winner(s, result)
     assert path == catalog / "recipes/qwen3-8b/h200/tuned-tp1-pp1-cp1-dp2-none-mb1-compile-noreshard.yaml"
-    assert result.config["result"] == "pass" and result.convergence["passed"]
+    assert result.config.result == "pass" and result.convergence.passed
     monkeypatch.chdir(catalog)
     checked = CliRunner().invoke(app, ["validate", str(path)])
     assert checked.exit_code == 0, checked.output
@@ -205,7 +205,7 @@ def test_bad_input_exits_2_with_one_line(args, message):
 
 def test_an_invalid_winner_is_refused_and_leaves_nothing_behind(catalog):
     from openrecipes.catalog.hardware import load_reference_tables
-    from openrecipes.plan.tune.winner import write_recipe
+    from openrecipes.audit.record import write_recipe
 
     tables = load_reference_tables(catalog)
     target = catalog / "recipes/qwen3-8b/h200/tuned-broken.yaml"

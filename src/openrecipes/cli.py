@@ -7,6 +7,7 @@ import sys
 import typer
 from rich.console import Console
 
+from openrecipes.audit import cli as audit_cli
 from openrecipes.catalog import cli as catalog_cli
 from openrecipes.engines import cli as engines_cli
 from openrecipes.errors import EXIT_BAD_INPUT, UserError
@@ -25,7 +26,7 @@ app = typer.Typer(
 )
 
 
-for room in (catalog_cli, rows_cli, engines_cli, measure_cli, verify_cli, plan_cli, site_cli):
+for room in (catalog_cli, rows_cli, engines_cli, measure_cli, verify_cli, audit_cli, plan_cli, site_cli):
     room.register(app)
 
 

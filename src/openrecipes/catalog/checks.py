@@ -16,6 +16,9 @@ from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import catalog_root
 from openrecipes.catalog.yamlio import YamlDocument
+# Plain data with no imports: the one module of a higher room the validator reads, so a verdict and the thresholds
+# `check convergence` applies can never disagree.
+from openrecipes.verify.thresholds import PIPELINE_CONVERGENCE
 
 
 @dataclass(frozen=True)
@@ -245,6 +248,37 @@ def _check_node_count(recipe: Recipe, command: ParsedRun, torchtitan: bool) -> I
                     f"GPUs = {total}; expected {total}")
 
 
+def check_correctness(ctx: Context) -> Iterator[Issue]:
+    """The verdicts agree with their own figures and the thresholds of verify/thresholds.py: a correlation below
+    the minimum cannot say pass, and an overall pass needs every part to pass."""
+    c, limits = ctx.recipe.correctness, PIPELINE_CONVERGENCE
+    conv = c.convergence
+    if conv is not None and conv.result == "pass":
+        scored = conv.steps - int(conv.steps * limits.skip_first_fraction)
+        if conv.correlation < limits.min_correlation:
+            yield Issue("correctness.convergence.correlation", f"is {conv.correlation:g}, below {limits.min_correlation}"
+                        f", the least a pass allows; correctness.convergence.result cannot say pass")
+        if conv.final_loss_difference > limits.max_final_loss_difference:
+            yield Issue("correctness.convergence.final_loss_difference",
+                        f"is {conv.final_loss_difference:g}, above {limits.max_final_loss_difference}, the most a pass "
+                        "allows; correctness.convergence.result cannot say pass")
+        if conv.pointwise_failures > limits.max_pointwise_failure_ratio * scored:
+            yield Issue("correctness.convergence.pointwise_failures",
+                        f"is {conv.pointwise_failures} of {scored} scored points, more than "
+                        f"{limits.max_pointwise_failure_ratio:.0%}; correctness.convergence.result cannot say pass")
+    if c.result == "pass":
+        if conv is not None and conv.result != "pass":
+            yield Issue("correctness.result", "is pass but correctness.convergence.result is fail; make it fail")
+        if c.configuration.startswith("fail"):
+            yield Issue("correctness.result", "is pass but correctness.configuration failed; make it fail")
+        for i, test in enumerate(c.component_tests):
+            if test.result != "pass":
+                yield Issue(f"correctness.component_tests.{i}.result", f"is fail but correctness.result is pass; "
+                            "make the overall result fail")
+    if ctx.recipe.status == "verified" and c.result != "pass":
+        yield Issue("status", f"is verified but correctness.result is {c.result}; verified needs passed checks")
+
+
 CHECKS: tuple[Callable[[Context], Iterator[Issue]], ...] = (
     check_reference_rows,
     check_path,
@@ -252,6 +286,7 @@ CHECKS: tuple[Callable[[Context], Iterator[Issue]], ...] = (
     check_layout,
     check_published_figures,
     check_command,
+    check_correctness,
 )
 
 

@@ -181,7 +181,50 @@ class Correctness(Strict):
 
 class RunFolders(Strict):
     candidate: str = Field(description="folder of the candidate arm's raw log (train.log), under runs/")
+    candidate_sha256: Sha256 | None = Field(
+        None, description="sha256 of the candidate's train.log: `openrecipes audit` refuses a swapped or edited log"
+    )
     reference: str | None = Field(None, description="folder of the reference arm's raw log, under runs/")
+    reference_sha256: Sha256 | None = Field(None, description="sha256 of the reference's train.log")
+
+
+class ReproductionStack(Strict):
+    torch: str | None = Field(None, description="PyTorch version the reproduction's log printed")
+    cuda: str | None = Field(None, description="CUDA version")
+    nccl: str | None = Field(None, description="NCCL version")
+    torchtitan: str | None = Field(None, description="torchtitan version")
+    python: str | None = Field(None, description="Python version")
+
+
+class ReproductionConvergence(Strict):
+    result: Literal["pass", "fail"] = Field(description="convergence check of its loss curve against the candidate's")
+    correlation: float | None = Field(description="Pearson correlation of the two loss curves")
+    final_loss_difference: float | None = Field(description="relative difference of the final losses")
+
+
+class Reproduction(Strict):
+    """Someone ran the recipe again and measured it with the recipe's window: `openrecipes reproduce --write`."""
+
+    date: datetime.date = Field(description="date of the reproduced run (its log's last timestamp)")
+    by: str = Field(description="who ran it")
+    gpu: str = Field(description="the GPU the run reported (stack line), else the recipe's GPU type")
+    stack: ReproductionStack = Field(description="versions the run printed; null where it printed none")
+    log: str = Field(description="the reproduction's raw log, relative to the catalog root")
+    log_sha256: Sha256 = Field(description="sha256 of that log")
+    window: tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]] = Field(
+        description="steps scored: the recipe's window, clipped into a shorter run"
+    )
+    tokens_per_s_per_gpu: Annotated[float, Field(gt=0)] = Field(description="reproduced tokens/s per GPU")
+    step_time_cv_percent: Annotated[float, Field(ge=0)] = Field(description="step-time CV over the window, percent")
+    delta_percent: float = Field(description="reproduced over published tokens/s per GPU, minus 1, in percent")
+    noise_band_percent: Annotated[float, Field(gt=0)] = Field(
+        description="how far a reproduction may land from the published figure by run-to-run noise (docs/trust.md)"
+    )
+    within_noise_band: bool = Field(description="|delta| <= the noise band")
+    convergence: ReproductionConvergence | None = Field(
+        description="its loss curve checked against the recipe's candidate log; null when the recipe stores none"
+    )
+    note: str | None = Field(None, description="what the reproducer wants readers to know")
 
 
 class Recipe(Strict):
@@ -201,6 +244,9 @@ class Recipe(Strict):
     patches: list[str] = Field(description="patch files the run applies")
     run: str = Field(description="the exact command, its exports included")
     runs: RunFolders | None = Field(None, description="raw logs of both arms under runs/ (our own measured recipes)")
+    reproductions: list[Reproduction] = Field(
+        default_factory=list, description="independent re-runs measured against this recipe, oldest first"
+    )
     notes: str | None = Field(None, description="notes shown with the recipe")
 
 

@@ -91,7 +91,7 @@ def report(recipe_path: Path, recipe: Recipe, log: Path, steps: int) -> None:
     console = Console()
     window = clip_window(tuple(recipe.result.window), steps)
     inputs = run_inputs(recipe, recipe_tables(recipe_path), steps_per_run=steps, window=window)
-    result = measure(read_run([log]), inputs, None)
+    result = measure(read_run([log]), inputs, None).as_json()
     if window != tuple(recipe.result.window):
         result["window_note"] = (f"the recipe's window {list(recipe.result.window)} clipped into this {steps}-step "
                                  f"run: {list(window)}")

@@ -31,9 +31,10 @@ def measure_command(
     if write and recipe is None:
         raise UserError("--write needs --recipe: the recipe whose result: block is written")
     inputs = inputs_from_recipe(recipe) if recipe else None
-    result = measure(read_run(logs), inputs, window)
+    measured = measure(read_run(logs), inputs, window)
+    result = measured.as_json()
     if write:
-        result["written"] = write_result(recipe, result)
+        result["written"] = write_result(recipe, measured)
     if as_json:
         print(json.dumps(result, indent=2))
         return

@@ -3,7 +3,8 @@
 - Megatron-LM / Megatron-Bridge: ` iteration N/ T | ... | elapsed time per iteration (ms): X | ... | lm loss: Y |
   ... | grad norm: Z |`. "iteration N" announces that step N - 1 finished (Megatron-Bridge's golden values count so).
 - slime: `step N: {'train/loss': ..., 'train/grad_norm': ...}` and `perf N: {'perf/step_time': ...,
-  'perf/max_cuda_memory_allocated_bytes': ...}` (Python dict reprs; N counts from 0).
+  'perf/max_cuda_memory_allocated_bytes': ...}` (Python dict reprs, numpy 2's `np.float64(12.7)` included; N counts
+  from 0).
   Step N and perf N are joined: one optimizer step per rollout (global batch = rollout batch), as in every seed.
 - torchtitan: `step: N  loss: ...  grad_norm: ...  memory: ...GiB(...)  tps: ...` (N counts from 1). torchtitan
   prints tokens/s per GPU, not a step time; a step's duration is the time between its line's timestamp and the
@@ -40,7 +41,8 @@ _MEGATRON_MEMORY = re.compile(r"\(after (\d+) iterations\) memory \(MB\).*?\bmax
 MIB_PER_GIB = 1024.0
 
 _SLIME_LINE = re.compile(r"\b(step|perf) (\d+): (\{.*)$")
-_SLIME_PAIR = re.compile(r"'([^']+)':\s*([^,}]+)")
+# A value as Python prints it: `21.4`, or under numpy 2 `np.float64(21.4)` (slime logs numpy scalars as they are).
+_SLIME_PAIR = re.compile(r"'([^']+)':\s*(?:np\.\w+\(([^,}()]+)\)|([^,}]+))")
 
 _TITAN_STEP = re.compile(r"\bstep:\s*(\d+)\s+loss:\s*(\S+)")
 _TITAN_GRAD_NORM = re.compile(r"\bgrad_norm:\s*(\S+)")
@@ -105,9 +107,9 @@ def _slime_dict(text: str, where: str) -> dict[str, float]:
     if not text.rstrip().endswith("}"):
         raise UserError(f"{where}: the metrics dict is cut off (no closing '}}'); the log looks truncated")
     values = {}
-    for key, raw in _SLIME_PAIR.findall(text):
+    for key, wrapped, plain in _SLIME_PAIR.findall(text):
         try:
-            values[key] = float(raw.strip())
+            values[key] = float((wrapped or plain).strip())
         except ValueError:
             continue  # a non-numeric entry (a string, a list) is not a figure we read
     return values

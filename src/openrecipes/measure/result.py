@@ -6,6 +6,8 @@ GPU-hours from the logs' first and last timestamps. Figures are rounded to the p
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +29,29 @@ PUBLISHED_DECIMALS = {
     "mfu": 4,
     "gpu_hours": 2,
 }
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A run's figures over a window, rounded as published; those that need the recipe are None without one."""
+
+    tokens_per_s_per_gpu: float | None
+    usd_per_million_tokens: float | None
+    step_time_cv_percent: float
+    mfu: float | None
+    window: tuple[int, int]
+    window_tokens: int | None
+    gpu_hours: float | None
+    steps_per_run: int
+    measured: datetime.date | None  # the date of the log's last timestamp
+    log_format: str
+    window_seconds: float
+
+    def as_json(self) -> dict:
+        """The figures as `measure --json` prints them (window a list, the date ISO text)."""
+        data = dataclasses.asdict(self)
+        data.update(window=list(self.window), measured=self.measured.isoformat() if self.measured else None)
+        return data
 
 
 @dataclass(frozen=True)
@@ -126,40 +151,42 @@ def _published(name: str, value: float) -> float:
     return round(value, PUBLISHED_DECIMALS[name])
 
 
-def measure(table: StepTable, inputs: RunInputs | None, window: tuple[int, int] | None) -> dict:
-    """The result block as a dict; the figures that need the recipe are None without one."""
+def measure(table: StepTable, inputs: RunInputs | None, window: tuple[int, int] | None) -> Measured:
+    """The measured figures; those that need the recipe are None without one."""
     check_for_measure(table, inputs.steps_per_run if inputs else None)
     window = window or (inputs.window if inputs else None)
     if window is None:
         raise UserError("no window: give --window FIRST LAST or --recipe (whose result.window is used)")
     step_times = window_step_times(table, window)
     seconds = sum(step_times)
-    result = {
-        "tokens_per_s_per_gpu": None,
-        "usd_per_million_tokens": None,
-        "step_time_cv_percent": _published("step_time_cv_percent", figures.step_time_cv_percent(step_times)),
-        "mfu": None,
-        "window": list(window),
-        "window_tokens": None,
-        "gpu_hours": None,
-        "steps_per_run": table.steps[-1].step + 1,
-        "measured": table.last_timestamp.date().isoformat() if table.last_timestamp else None,
-        "log_format": table.log_format,
-        "window_seconds": seconds,
-    }
+    measured = Measured(
+        tokens_per_s_per_gpu=None,
+        usd_per_million_tokens=None,
+        step_time_cv_percent=_published("step_time_cv_percent", figures.step_time_cv_percent(step_times)),
+        mfu=None,
+        window=tuple(window),
+        window_tokens=None,
+        gpu_hours=None,
+        steps_per_run=table.steps[-1].step + 1,
+        measured=table.last_timestamp.date() if table.last_timestamp else None,
+        log_format=table.log_format,
+        window_seconds=seconds,
+    )
     if inputs is None:
-        return result
+        return measured
     tokens = figures.window_tokens(window[0], window[1], inputs.global_batch, inputs.row_tokens)
     throughput = figures.tokens_per_s_per_gpu(tokens, seconds, inputs.gpus)
-    result.update(
+    gpu_hours = None
+    if table.first_timestamp and table.last_timestamp:
+        elapsed = (table.last_timestamp - table.first_timestamp).total_seconds()
+        gpu_hours = _published("gpu_hours", figures.gpu_hours(inputs.gpus, elapsed))
+    return dataclasses.replace(
+        measured,
         tokens_per_s_per_gpu=_published("tokens_per_s_per_gpu", throughput),
         usd_per_million_tokens=_published(
             "usd_per_million_tokens", figures.usd_per_million_tokens(inputs.usd_per_gpu_hour, throughput)
         ),
         mfu=_published("mfu", figures.mfu(inputs.active_params, throughput, inputs.peak_flops_per_gpu)),
         window_tokens=tokens,
+        gpu_hours=gpu_hours,
     )
-    if table.first_timestamp and table.last_timestamp:
-        elapsed = (table.last_timestamp - table.first_timestamp).total_seconds()
-        result["gpu_hours"] = _published("gpu_hours", figures.gpu_hours(inputs.gpus, elapsed))
-    return result

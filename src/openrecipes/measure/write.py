@@ -18,6 +18,7 @@ from openrecipes.measure.result import PUBLISHED_DECIMALS
 
 if TYPE_CHECKING:
     from openrecipes.catalog.hardware import ReferenceTables
+    from openrecipes.measure.result import Measured
 
 # The result fields a measurement sets; the others (active_params, runs, notes) are the author's.
 WRITTEN_FIELDS = (
@@ -101,7 +102,7 @@ def _check_round_trip(written: dict, values: dict[str, object], path: Path) -> N
                             "the result block has a layout this writer does not handle; edit it by hand")
 
 
-def write_result(path: Path, result: dict, tables: ReferenceTables | None = None) -> list[str]:
+def write_result(path: Path, result: Measured, tables: ReferenceTables | None = None) -> list[str]:
     """Write the measured fields into the recipe; returns the fields written. The recipe is replaced only when the
     new text validates against `tables` (default: the recipe's own catalog's, as `measure` priced it); otherwise it
     is left as it was and the errors are reported."""
@@ -109,7 +110,8 @@ def write_result(path: Path, result: dict, tables: ReferenceTables | None = None
     from openrecipes.measure.result import recipe_tables
 
     path = Path(path)
-    values = {name: result[name] for name in WRITTEN_FIELDS if result.get(name) is not None}
+    figures = result.as_json()  # as YAML reads them back: the window a list, the date text
+    values = {name: figures[name] for name in WRITTEN_FIELDS if figures[name] is not None}
     updated = replace_result_fields(path.read_text(encoding="utf-8"), values)
     doc = parse_yaml(updated, path)  # the new text read as the recipe will be: its path, its folders
     _check_round_trip((doc.data or {}).get("result") or {}, values, path)

@@ -91,5 +91,5 @@ def tune(
     result = tuning.tune(setup, budget_minutes)
     print(tuning.summary_text(result), end="")
     path = tuning.write_winner(setup, result, out_recipe)
-    print(f"wrote {path}: configuration {result.config['result']}, convergence "
-          f"{'pass' if result.convergence['passed'] else 'FAIL'}")
+    print(f"wrote {path}: configuration {result.config.result}, convergence "
+          f"{'pass' if result.convergence.passed else 'FAIL'}")

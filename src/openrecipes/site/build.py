@@ -15,6 +15,8 @@ from urllib.parse import quote
 
 import jinja2
 
+from openrecipes.audit.evidence import EVIDENCE_LEVELS
+from openrecipes.audit.reproduce import reproduction_summary
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import UserError
@@ -56,7 +58,8 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(tokens_board=fmt.tokens_board, tokens_detail=fmt.tokens_detail, usd=fmt.usd)
     env.globals.update(csp=CSP, fmt=fmt, citations=citations(), page_of=recipe_page_path, yaml_of=recipe_yaml_path,
-                       plan_of=lambda section: plan_page_path(section.folder))
+                       plan_of=lambda section: plan_page_path(section.folder), reproductions_of=reproduction_summary,
+                       evidence_levels=EVIDENCE_LEVELS)
     return env
 
 
@@ -170,7 +173,9 @@ def export_json(site: Site) -> str:
         if not entry.is_summary:
             board_page, rank = site.board_of[entry.slug]
             record.update(page=recipe_page_path(entry), yaml=recipe_yaml_path(entry), board=board_page.path,
-                          workload=board_page.board.workload.label, rank=rank)
+                          workload=board_page.board.workload.label, rank=rank,
+                          reproductions=reproduction_summary(entry.entry).as_json())
+        record["evidence"] = site.evidence(entry)
         record["entry"] = entry.entry.model_dump(mode="json")
         entries.append(record)
     boards = [{"model": p.board.model, "gpu_type": p.board.gpu_type, "workload": p.board.workload.label,

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from openrecipes.audit.evidence import AuditReport
+from openrecipes.audit.review import audit_catalog
 from openrecipes.catalog.leaderboard import Board, GpuBest, best_per_gpu, boards, models
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.errors import UserError
@@ -106,9 +108,14 @@ class Site:
     catalog: Catalog
     sections: list[ModelSection]
     board_of: dict[str, tuple[BoardPage, int]]  # recipe slug -> the board page listing it and its 1-based rank
+    audits: dict[str, AuditReport] = field(default_factory=dict)  # entry slug -> its audit, once per build
 
     def section(self, model: str) -> ModelSection:
         return next(s for s in self.sections if s.name == model)
+
+    def evidence(self, entry: CatalogEntry) -> str:
+        """The entry's evidence level, computed by `openrecipes audit` for this build."""
+        return self.audits[entry.slug].evidence
 
 
 def recipe_page_path(entry: CatalogEntry) -> str:
@@ -149,7 +156,7 @@ def site_pages(catalog: Catalog) -> Site:
                 for rank, entry in enumerate(page.rows, start=page.start + 1):
                     board_of[entry.slug] = (page, rank)
         sections.append(section)
-    return Site(catalog, sections, board_of)
+    return Site(catalog, sections, board_of, audit_catalog(catalog))
 
 
 def _in_hardware_order(catalog: Catalog, best: list[GpuBest]) -> list[GpuBest]:

@@ -19,8 +19,7 @@ import sys
 import torch
 
 from openrecipes.engines.torchtitan.rows import RowsDataLoader
-
-STACK_PREFIX = "openrecipes stack:"
+from openrecipes.measure.stack import STACK_PREFIX
 
 
 def stack_line() -> str:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import math
-import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -14,6 +13,8 @@ from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import relative_path
 from openrecipes.engines.torchtitan.render import run_launch
 from openrecipes.errors import UserError
+from openrecipes.measure.result import Measured
+from openrecipes.measure.stack import StackLine, read_stack_line
 from openrecipes.plan.tune.candidates import CONFIDENCE_SIGMAS, OOM_MARKERS, Candidate, Runner, WINDOW_FIRST_STEP
 
 Clock = Callable[[], float]  # seconds, monotonic
@@ -27,10 +28,10 @@ class Measurement:
     step_time_cv_percent: float | None = None
     window: tuple[int, int] | None = None
     peak_memory_gib: float | None = None
-    result: dict | None = None
+    result: Measured | None = None
     oom: bool = False
     error: str | None = None
-    stack: dict[str, str] = field(default_factory=dict)
+    stack: StackLine | None = None  # the versions rank 0 printed
 
     @property
     def ok(self) -> bool:
@@ -47,17 +48,6 @@ class Measurement:
     @property
     def pessimistic(self) -> float:
         return self.tokens_per_s_per_gpu * (1 - self._half_width())
-
-
-_STACK = re.compile(r"openrecipes stack: (.*)$")
-
-
-def _stack_line(lines: list[str]) -> dict[str, str]:
-    for line in lines:
-        match = _STACK.search(line)
-        if match:
-            return dict(word.split("=", 1) for word in match.group(1).split(" ") if "=" in word)
-    return {}
 
 
 def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner | None = None,
@@ -89,10 +79,10 @@ def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner 
         result = measure(table, inputs, None)
     except UserError as error:
         return Measurement(log, minutes, error=str(error))
-    window = tuple(result["window"])
+    window = result.window
     memory = [s.memory_gib for s in table.steps if window[0] <= s.step <= window[1] and s.memory_gib is not None]
-    return Measurement(log, minutes, result["tokens_per_s_per_gpu"], result["step_time_cv_percent"],
-                       window, max(memory, default=None), result, stack=_stack_line(read_log_lines(log)))
+    return Measurement(log, minutes, result.tokens_per_s_per_gpu, result.step_time_cv_percent,
+                       window, max(memory, default=None), result, stack=read_stack_line(read_log_lines(log)))
 
 
 def record(candidate: Candidate, measurement: Measurement | None, root: Path, **extra) -> dict:

@@ -26,6 +26,7 @@ from openrecipes.plan.tune.candidates import (
     optimistic_prediction, rank, refit,
 )
 from openrecipes.plan.tune.measuring import Clock, Measurement, measure_candidate, record
+from openrecipes.verify.verdicts import ConfigVerdict, ConvergenceVerdict
 
 
 @dataclass
@@ -49,8 +50,8 @@ class TuneResult:
     run_root: Path
     winner: Outcome | None = None
     recipe_path: Path | None = None
-    config: dict | None = None
-    convergence: dict | None = None
+    config: ConfigVerdict | None = None  # the winner against the reference arm, set when its recipe is written
+    convergence: ConvergenceVerdict | None = None
     stop_reason: str = ""
 
     @property

@@ -68,15 +68,22 @@
   }
 
   function initFilters() {
-    document.querySelectorAll("input[data-filter]").forEach(function (input) {
-      var table = document.getElementById(input.getAttribute("data-filter"));
-      input.addEventListener("input", function () {
-        var words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
-        Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
-          var text = row.textContent.toLowerCase();
-          row.hidden = !words.every(function (word) { return text.indexOf(word) !== -1; });
-        });
+    // A table's text filter and its evidence select apply together: a row shows when it matches both.
+    function apply(table) {
+      var input = document.querySelector('input[data-filter="' + table.id + '"]');
+      var select = document.querySelector('select[data-evidence-filter="' + table.id + '"]');
+      var words = input ? input.value.toLowerCase().split(/\s+/).filter(Boolean) : [];
+      var level = select ? select.value : "";
+      Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
+        var text = row.textContent.toLowerCase();
+        row.hidden = !words.every(function (word) { return text.indexOf(word) !== -1; }) ||
+          (level !== "" && row.getAttribute("data-evidence") !== level);
       });
+    }
+    document.querySelectorAll("input[data-filter], select[data-evidence-filter]").forEach(function (control) {
+      var table = document.getElementById(control.getAttribute("data-filter") ||
+                                          control.getAttribute("data-evidence-filter"));
+      control.addEventListener(control.tagName === "SELECT" ? "change" : "input", function () { apply(table); });
     });
   }
 

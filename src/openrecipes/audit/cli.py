@@ -1,0 +1,153 @@
+"""`openrecipes audit`, `openrecipes reproduce`, `openrecipes record`: argument parsing and printing only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from openrecipes.catalog.paths import default_catalog_root
+from openrecipes.errors import EXIT_CHECK_FAILED, UserError
+
+CatalogOption = Annotated[
+    Optional[Path], typer.Option("--catalog", help="folder holding recipes/ and runs/ (default: this checkout's)")
+]
+
+
+def audit_command(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="recipe files or folders (default: every recipe)")] = None,
+    catalog: CatalogOption = None,
+    rebuild_rows: Annotated[bool, typer.Option(
+        "--rebuild-rows", help="rebuild rows made from the bundled demo corpus and compare their sha256 (slow)")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print [{path, evidence, ok, findings}]")] = False,
+) -> None:
+    """Re-derive every published figure from the raw logs under runs/ and check each recipe's verdicts against
+    its own figures and thresholds. Exit 0 when all hold, 1 on a finding, 2 on bad input."""
+    from openrecipes.audit.review import audit
+
+    reports = audit(catalog or default_catalog_root(), paths, rebuild_rows)
+    if as_json:
+        print(json.dumps([r.as_json() for r in reports], indent=2))
+    else:
+        _print_reports(reports)
+    if not all(r.ok for r in reports):
+        raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def _print_reports(reports) -> None:
+    console = Console(highlight=False, soft_wrap=True)
+    table = Table(show_header=True, header_style="bold")
+    for column in ("evidence", "recipe", "findings"):
+        table.add_column(column)
+    for report in reports:
+        table.add_row(report.evidence, str(report.path), str(len(report.findings)))
+    console.print(table)
+    for report in reports:
+        for finding in report.findings:
+            console.print(f"{report.path}: {finding.field}: {finding.message}", markup=False)
+    failed = sum(1 for r in reports if not r.ok)
+    console.print(f"{len(reports) - failed} hold, {failed} with findings", markup=False)
+
+
+def _catalog_of(recipe: Path, catalog: Path | None) -> Path:
+    from openrecipes.catalog.paths import catalog_root
+
+    root = catalog or catalog_root(recipe)
+    if root is None:
+        raise UserError(f"{recipe}: not under a catalog's recipes/<model>/<gpu>/; give --catalog")
+    return root.resolve()
+
+
+def reproduce_command(
+    recipe: Annotated[Path, typer.Argument(help="the recipe you ran (its YAML file)")],
+    logs: Annotated[list[Path], typer.Argument(help="your run's training log(s)")],
+    by: Annotated[str, typer.Option("--by", help="who ran it, as the recipe will credit it")] = "anonymous",
+    note: Annotated[Optional[str], typer.Option("--note", help="what readers should know about the run")] = None,
+    write: Annotated[bool, typer.Option("--write", help="append the entry to the recipe's reproductions:")] = False,
+    catalog: CatalogOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the entry as JSON")] = False,
+) -> None:
+    """Measure your run of a recipe with the recipe's window: published vs reproduced tokens/s per GPU, the delta
+    against the recipe's noise band, your loss curve against the recipe's own, the stack. Exit 0 when it holds,
+    1 when it lands outside the band or the loss curve fails, 2 on bad input."""
+    from openrecipes.audit.reproduce import reproduce, write_reproduction
+    from openrecipes.catalog.hardware import load_reference_tables
+    from openrecipes.catalog.store import load_recipe
+
+    root = _catalog_of(recipe, catalog)
+    tables = load_reference_tables(root)
+    loaded = load_recipe(recipe)
+    reproduced = reproduce(loaded, logs, root, tables, by, note)
+    if write:
+        write_reproduction(recipe, loaded, reproduced.entry, tables)
+    if as_json:
+        print(json.dumps(reproduced.as_json(), indent=2))
+    else:
+        _print_reproduction(reproduced, recipe, write)
+    if not reproduced.holds:
+        raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def _print_reproduction(reproduced, recipe: Path, written: bool) -> None:
+    e = reproduced.entry
+    lines = [
+        f"published   {reproduced.published:,.2f} tokens/s per GPU ({recipe})",
+        f"reproduced  {e.tokens_per_s_per_gpu:,.2f} tokens/s per GPU over steps {e.window[0]}-{e.window[1]} "
+        f"(step-time CV {e.step_time_cv_percent}%)",
+        f"delta       {e.delta_percent:+.2f}%: {'inside' if e.within_noise_band else 'OUTSIDE'} the noise band "
+        f"±{e.noise_band_percent}% (docs/trust.md)",
+    ]
+    if e.convergence is None:
+        lines.append(f"convergence not checked: {'; '.join(reproduced.convergence_reasons)}")
+    else:
+        lines.append(f"convergence {e.convergence.result} against the recipe's candidate log (correlation "
+                     f"{e.convergence.correlation}, final loss difference {e.convergence.final_loss_difference})")
+        lines += [f"  - {reason}" for reason in reproduced.convergence_reasons]
+    line = reproduced.stack_line
+    lines.append("stack       " + (" ".join(f"{k}={v}" for k, v in vars(line).items() if v) if line else
+                                   "the log prints no 'openrecipes stack:' line"))
+    if written:
+        lines.append(f"written to {recipe} (reproductions: {e.date}, {e.by})")
+    Console(highlight=False, soft_wrap=True).print("\n".join(lines), markup=False)
+
+
+def record_command(
+    run_dir: Annotated[Path, typer.Argument(
+        help="the measured run's folder under runs/: train.log, and command.sh when the run was not --like's command")],
+    like: Annotated[Path, typer.Option("--like", help="the recipe the run is a variant of (its layout must match)")],
+    name: Annotated[str, typer.Option("--name", help="file name of the new recipe, without .yaml")],
+    reference: Annotated[Optional[Path], typer.Option(
+        "--reference", help="the reference arm's run folder (default: the --like recipe's reference arm)")] = None,
+    catalog: CatalogOption = None,
+) -> None:
+    """Write a new recipe from a measured run: result, correctness, stack and log hashes filled by our code from
+    the run's logs, like the --like recipe otherwise; written only when it validates and audits clean."""
+    from openrecipes.audit.record import record, recipe_text, reference_arm, run_arm, write_recipe
+    from openrecipes.catalog.hardware import load_reference_tables
+    from openrecipes.catalog.store import load_recipe
+
+    root = _catalog_of(like, catalog)
+    tables = load_reference_tables(root)
+    base = load_recipe(like)
+    if reference is None:
+        if base.runs is None:
+            raise UserError(f"{like}: names no runs:, so there is no reference arm; give --reference RUN_DIR")
+        reference = root / (base.runs.reference or base.runs.candidate)
+    recorded = record(base, run_arm(run_dir, base.run), reference_arm(base, reference, root, tables), root, tables)
+    path = like.resolve().parent / f"{name}.yaml"
+    if path.exists():
+        raise UserError(f"{path}: already exists; choose another --name")
+    header = "# Written by `openrecipes record` from a measured run; fields: schema/recipe.schema.yaml.\n"
+    write_recipe(path, recipe_text(recorded.recipe, header), tables, root)
+    typer.echo(f"wrote {path}: {recorded.recipe.result.tokens_per_s_per_gpu:,.2f} tokens/s per GPU, correctness "
+               f"{recorded.recipe.correctness.result}, evidence re-derived")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("audit")(audit_command)
+    app.command("reproduce")(reproduce_command)
+    app.command("record")(record_command)

@@ -1,0 +1,50 @@
+"""What an audit finds and the evidence level it gives: computed here, never written in a recipe by hand.
+
+- re-derived: the recipe names its raw logs under runs: and every figure was re-derived from them and agrees;
+- author-reported: no stored logs (the seed pages' recipes): the figures agree with each other, not with a log;
+- failed: a finding, whichever kind of recipe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+Evidence = Literal["re-derived", "author-reported", "failed"]
+EVIDENCE_LEVELS: tuple[Evidence, ...] = ("re-derived", "author-reported", "failed")
+Figure = str | float | int | bool | None
+# Decimals convergence figures are published with, wherever our code writes them (the seeds write 0.999935, 0.00085).
+CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS = 7, 6
+
+
+@dataclass(frozen=True)
+class Finding:
+    field: str  # the dotted recipe field that does not hold
+    published: Figure  # as the recipe writes it (None where the recipe writes nothing)
+    derived: Figure  # what our code derives from the stored evidence (None where it cannot)
+    message: str  # what is wrong and the fix
+
+    def as_json(self) -> dict:
+        return {"field": self.field, "published": self.published, "derived": self.derived, "message": self.message}
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    path: Path
+    has_logs: bool  # the recipe names runs: (its figures can be re-derived)
+    findings: tuple[Finding, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    @property
+    def evidence(self) -> Evidence:
+        if self.findings:
+            return "failed"
+        return "re-derived" if self.has_logs else "author-reported"
+
+    def as_json(self) -> dict:
+        return {"path": str(self.path), "evidence": self.evidence, "ok": self.ok,
+                "findings": [f.as_json() for f in self.findings]}

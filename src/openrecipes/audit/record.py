@@ -1,0 +1,203 @@
+"""A measured run written as a new recipe: `openrecipes record RUN_DIR --like RECIPE --name NAME`, and the path
+`tune` writes its winner through.
+
+The new recipe is the --like recipe with everything a run decides filled in by our code: the result block
+(measure over the recipe's window, clipped into a shorter run), the stack (the run's stack line), correctness
+(check config and check convergence against the reference arm), runs: with each log's sha256. It is built as a
+typed Recipe, validated, written only when it validates and audits clean, atomically.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
+from openrecipes.audit.pins import COMMAND_NAME, LOG_NAME, file_sha256
+from openrecipes.audit.rederive import STACK_FIELDS
+from openrecipes.audit.review import audit, catalog_entries, reference_run
+from openrecipes.catalog.command import CommandError, parse_run
+from openrecipes.catalog.hardware import ReferenceTables
+from openrecipes.catalog.model import Convergence, Correctness, Recipe, RunFolders
+from openrecipes.catalog.paths import relative_path
+from openrecipes.catalog.validate import validate_file
+from openrecipes.errors import UserError
+from openrecipes.measure.formats import read_log_lines
+from openrecipes.measure.result import Measured, clip_window, measure, read_run, run_inputs
+from openrecipes.measure.stack import read_stack_line
+from openrecipes.verify.config import load_rules
+from openrecipes.verify.convergence import read_curve
+from openrecipes.verify.verdicts import ConfigVerdict, ConvergenceVerdict, config_verdict, convergence_verdict
+
+# A run shorter than 36 s on one GPU still took GPU time: the published figure is at least one unit of its 0.01.
+MIN_GPU_HOURS = 0.01
+GPU_HOURS_NOTE = ("GPUs x (first to last timestamp of the log), compile warm-up included; machine start not "
+                  "included (floored at 0.01)")
+
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    """A measured run: its folder under the catalog (train.log inside) and its exact command."""
+
+    folder: Path
+    run: str
+
+    @property
+    def log(self) -> Path:
+        return self.folder / LOG_NAME
+
+
+@dataclass(frozen=True)
+class Recorded:
+    recipe: Recipe
+    measured: Measured
+    config: ConfigVerdict  # the candidate's command against the reference's
+    convergence: ConvergenceVerdict  # the candidate's loss curve against the reference's
+
+
+def run_arm(folder: Path, fallback_run: str | None = None) -> MeasuredRun:
+    """A run folder as an arm: its command.sh, else `fallback_run` (the recipe it ran)."""
+    folder = Path(folder)
+    if not (folder / LOG_NAME).is_file():
+        raise UserError(f"{folder}: no {LOG_NAME}; give the folder `openrecipes run --out` wrote")
+    script = folder / COMMAND_NAME
+    if script.is_file():
+        return MeasuredRun(folder, script.read_text(encoding="utf-8"))
+    if fallback_run is None:
+        raise UserError(f"{folder}: no {COMMAND_NAME}; write the run's exact command there")
+    return MeasuredRun(folder, fallback_run)
+
+
+def reference_arm(like: Recipe, folder: Path, root: Path, tables: ReferenceTables) -> MeasuredRun:
+    """The reference arm in `folder`, its command from command.sh there, else from the recipe that measured it
+    (`like` itself, or the recipe whose candidate is like's reference arm)."""
+    folder, runs, fallback = Path(folder), like.runs, None
+    if runs is not None and (root / runs.candidate).resolve() == folder.resolve():
+        fallback = like.run
+    elif runs is not None and runs.reference and (root / runs.reference).resolve() == folder.resolve():
+        fallback = reference_run(like, root, catalog_entries(root, tables))
+    return run_arm(folder, fallback)
+
+
+def _exports(run: str, where: Path) -> dict[str, str]:
+    try:
+        return parse_run(run).exports
+    except CommandError as error:
+        raise UserError(f"{where}: {error}") from None
+
+
+def record(like: Recipe, candidate: MeasuredRun, reference: MeasuredRun, root: Path, tables: ReferenceTables,
+           summary: str | None = None, notes: str | None = None, window: tuple[int, int] | None = None) -> Recorded:
+    """The recipe of `candidate`'s run, shaped like `like` (its layout must be the run's), checked against
+    `reference`. Nothing is written."""
+    table = read_run([candidate.log])
+    steps = table.steps[-1].step + 1
+    window = window or clip_window(tuple(like.result.window), steps)
+    inputs = run_inputs(like, tables, steps_per_run=steps, window=window)
+    measured = measure(table, inputs, None)
+    reference_measured = measure(read_run([reference.log]), inputs, None)
+    rules = load_rules()
+    config = config_verdict(parse_run(reference.run), parse_run(candidate.run), rules)
+    convergence = convergence_verdict(read_curve(candidate.log), read_curve(reference.log))
+    passed = config.result == "pass" and convergence.passed
+    where = {arm: relative_path(arm.folder, root) for arm in (candidate, reference)}
+
+    line = read_stack_line(read_log_lines(candidate.log))
+    stack = like.stack
+    if line is not None:
+        stack = stack.model_copy(update={
+            **{field: getattr(line, printed) for field, printed in STACK_FIELDS.items()
+               if getattr(line, printed) is not None},
+            "source": f"the 'openrecipes stack:' line rank 0 printed ({relative_path(candidate.log, root)})"})
+    result = like.result.model_copy(update={
+        "tokens_per_s_per_gpu": measured.tokens_per_s_per_gpu,
+        "usd_per_million_tokens": measured.usd_per_million_tokens,
+        "step_time_cv_percent": measured.step_time_cv_percent,
+        "mfu": measured.mfu,
+        "measured": measured.measured or datetime.date.today(),
+        "steps_per_run": measured.steps_per_run,
+        "window": measured.window,
+        "window_tokens": measured.window_tokens,
+        "runs": 1,
+        "profiler": False,
+        "gpu_hours": max(measured.gpu_hours or 0.0, MIN_GPU_HOURS),
+        "gpu_hours_note": GPU_HOURS_NOTE,
+        "reference_tokens_per_s_per_gpu": reference_measured.tokens_per_s_per_gpu,
+    })
+    verdict = convergence.result
+    block = None
+    if convergence.correlation is not None and convergence.final_loss_difference is not None:
+        block = Convergence(
+            steps=max(convergence.steps, 1), result=verdict,
+            correlation=round(convergence.correlation, CORRELATION_DECIMALS),
+            final_loss_difference=round(convergence.final_loss_difference, LOSS_DIFFERENCE_DECIMALS),
+            pointwise_failures=convergence.pointwise_failures or 0,
+            note=f"candidate arm: {where[candidate]}; reference arm: {where[reference]}")
+    correctness = Correctness(
+        result="pass" if passed else "fail",
+        summary=summary or (f"configuration {config.result}, {steps}-step convergence {verdict} against the "
+                            f"reference arm {where[reference]}"),
+        reference=f"{where[reference]}",
+        configuration=config.result,
+        component_tests=[],
+        convergence=block,
+        rules=like.correctness.rules,
+    )
+    runs = RunFolders(candidate=where[candidate], candidate_sha256=file_sha256(candidate.log),
+                      reference=where[reference], reference_sha256=file_sha256(reference.log))
+    recipe = like.model_copy(update={
+        "status": "measured", "stack": stack, "result": result, "correctness": correctness, "runs": runs,
+        "run": candidate.run, "env": _exports(candidate.run, candidate.folder), "reproductions": [],
+        "notes": notes if notes is not None else like.notes,
+    })
+    # model_copy does not validate: read the copy back through the schema, so a bad field fails here.
+    return Recorded(Recipe.model_validate(recipe.model_dump()), measured, config, convergence)
+
+
+def recipe_text(recipe: Recipe, header: str) -> str:
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    Dumper.add_representer(str, lambda d, v: d.represent_scalar(
+        "tag:yaml.org,2002:str", v, style="|" if "\n" in v else None))
+    data = recipe.model_dump(mode="json")
+    if not data["reproductions"]:
+        del data["reproductions"]
+    return header + yaml.dump(data, Dumper=Dumper, sort_keys=False, width=1000, allow_unicode=True)
+
+
+def write_recipe(path: Path, text: str, tables: ReferenceTables, root: Path | None = None) -> None:
+    """Put a recipe into the catalog only once it validates (one invalid file makes the catalog refuse to load)
+    and, given the catalog `root`, audits clean. The text is checked in a temporary file beside `path` (so the
+    path checks see its folder), then renamed into place; on failure a UserError names the problems and nothing
+    is left behind."""
+    path = Path(path)
+    created = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False,
+                                     encoding="utf-8") as temp:
+        temp.write(text)
+    try:
+        report = validate_file(Path(temp.name), tables)
+        if not report.ok:
+            errors = "; ".join(f"{e.field or '(file)'}: {e.message}" for e in report.errors)
+            raise UserError(f"{path}: the recipe does not validate, so it was not written: {errors}")
+        if root is not None:
+            findings = [f for r in audit(root, [Path(temp.name)]) for f in r.findings]
+            if findings:
+                shown = "; ".join(f"{f.field}: {f.message}" for f in findings)
+                raise UserError(f"{path}: the recipe does not audit clean, so it was not written: {shown}")
+        os.replace(temp.name, path)
+    except BaseException:
+        Path(temp.name).unlink(missing_ok=True)
+        for folder in created:  # innermost first; only the folders made for this file, and only while empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise

@@ -1,0 +1,247 @@
+"""One recipe's figures re-derived from its raw logs under runs/ and compared at the precision it publishes them.
+
+- result: measure over result.window from the candidate's train.log (the reference's tokens/s from its log);
+- correctness.convergence: check convergence between the candidate's and the reference's logs;
+- correctness.configuration: check config between the reference arm's command and the recipe's run;
+- stack: the 'openrecipes stack:' line rank 0 printed (torchtitan runs);
+- runs.<arm>_sha256: each log's digest;
+- reproductions: each entry re-measured from its own log.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from pydantic import BaseModel
+
+from openrecipes import figures
+from openrecipes.audit.evidence import Figure, Finding
+from openrecipes.audit.pins import LOG_NAME, file_sha256
+from openrecipes.audit.reproduce import reproduce
+from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
+from openrecipes.catalog.hardware import ReferenceTables
+from openrecipes.catalog.model import Recipe, Reproduction
+from openrecipes.catalog.yamlio import YamlDocument
+from openrecipes.errors import UserError
+from openrecipes.measure.formats import read_log_lines
+from openrecipes.measure.result import Measured, measure, read_run, run_inputs
+from openrecipes.measure.stack import StackLine, read_stack_line
+from openrecipes.verify.config import Rules
+from openrecipes.verify.convergence import read_curve
+from openrecipes.verify.verdicts import config_verdict, convergence_verdict
+
+# Result fields compared with the figure as written (half a unit of its last digit), and those compared exactly.
+_ROUNDED_RESULT_FIELDS = ("tokens_per_s_per_gpu", "usd_per_million_tokens", "step_time_cv_percent", "mfu", "gpu_hours")
+_EXACT_RESULT_FIELDS = ("steps_per_run", "window_tokens", "measured")
+# The stack: fields a stack line re-derives, and the name it prints each under.
+STACK_FIELDS = {"pytorch": "torch", "cuda": "cuda", "nccl": "nccl", "torchtitan": "torchtitan", "python": "python"}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the audit of one recipe reads: the recipe, its YAML as written, where its runs/ folders are, the
+    reference arm's command when known, and the tables prices and peaks come from."""
+
+    recipe: Recipe
+    doc: YamlDocument
+    root: Path  # the catalog root runs/ paths are relative to
+    tables: ReferenceTables
+    rules: Rules
+    reference_run: str | None  # the reference arm's command: its recipe's run, or command.sh beside its log
+
+
+def _published_text(doc: YamlDocument, field: str, value: object) -> str:
+    return doc.raw.get(field, str(value))
+
+
+def _compare_rounded(doc: YamlDocument, field: str, published: float | None, derived: float | None,
+                     source: str) -> Iterator[Finding]:
+    if published is None or derived is None:
+        if published != derived:
+            yield Finding(field, published, derived, f"is {published} but {source} gives {derived}")
+        return
+    text = _published_text(doc, field, published)
+    if not figures.within_published_rounding(derived, text):
+        yield Finding(field, text, derived, f"is {text} but {source} gives {derived}; the published figure must "
+                      f"round to it (within ±{figures.published_half_unit(text):g})")
+
+
+def _compare_exact(field: str, published: Figure, derived: Figure, source: str) -> Iterator[Finding]:
+    if published != derived:
+        yield Finding(field, published, derived, f"is {published} but {source} gives {derived}")
+
+
+def _as_figure(value: object) -> Figure:
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, tuple):
+        return str(list(value))
+    if isinstance(value, BaseModel):
+        return str(value.model_dump(exclude_none=True))
+    return value
+
+
+def _log(ev: Evidence, arm: str) -> Path | None:
+    folder = getattr(ev.recipe.runs, arm)
+    return ev.root / folder / LOG_NAME if folder is not None else None
+
+
+def check_pins(ev: Evidence) -> Iterator[Finding]:
+    for arm in ("candidate", "reference"):
+        log = _log(ev, arm)
+        if log is None or not log.is_file():
+            continue  # the validator reports a missing log
+        field, pinned, digest = f"runs.{arm}_sha256", getattr(ev.recipe.runs, f"{arm}_sha256"), file_sha256(log)
+        if pinned is None:
+            yield Finding(field, None, digest, f"is missing; pin the log the figures come from: "
+                          f"`{arm}_sha256: {digest}` under runs:")
+        elif pinned != digest:
+            yield Finding(field, pinned, digest, f"{log} has sha256 {digest}, not the pinned one: the log was edited "
+                          "or swapped; restore the measured log, or measure the new one and pin it")
+
+
+def measure_log(log: Path, recipe: Recipe, tables: ReferenceTables, window: tuple[int, int] | None = None,
+                steps_per_run: int | None = None) -> Measured:
+    return measure(read_run([log]), run_inputs(recipe, tables, steps_per_run=steps_per_run, window=window), None)
+
+
+def check_result(ev: Evidence) -> Iterator[Finding]:
+    r, log = ev.recipe.result, _log(ev, "candidate")
+    if not log.is_file():
+        return
+    source = f"`openrecipes measure` of {log.relative_to(ev.root)} over steps {r.window[0]}-{r.window[1]}"
+    try:
+        derived = measure_log(log, ev.recipe, ev.tables)
+    except UserError as error:
+        yield Finding("runs.candidate", ev.recipe.runs.candidate, None, f"its log cannot be measured: {error}")
+        return
+    for name in _ROUNDED_RESULT_FIELDS:
+        yield from _compare_rounded(ev.doc, f"result.{name}", getattr(r, name), getattr(derived, name), source)
+    for name in _EXACT_RESULT_FIELDS:
+        yield from _compare_exact(f"result.{name}", _as_figure(getattr(r, name)), _as_figure(getattr(derived, name)),
+                                  source)
+    reference = _log(ev, "reference")
+    if reference is None or not reference.is_file():
+        return
+    try:
+        reference_figures = measure_log(reference, ev.recipe, ev.tables)
+    except UserError as error:
+        yield Finding("runs.reference", ev.recipe.runs.reference, None, f"its log cannot be measured: {error}")
+        return
+    yield from _compare_rounded(ev.doc, "result.reference_tokens_per_s_per_gpu", r.reference_tokens_per_s_per_gpu,
+                                reference_figures.tokens_per_s_per_gpu,
+                                f"`openrecipes measure` of {reference.relative_to(ev.root)} over the same window")
+
+
+def check_convergence_block(ev: Evidence) -> Iterator[Finding]:
+    candidate, reference = _log(ev, "candidate"), _log(ev, "reference")
+    if reference is None or not (candidate.is_file() and reference.is_file()):
+        return
+    published = ev.recipe.correctness.convergence
+    source = "`openrecipes check convergence` of the two arms' logs"
+    try:
+        verdict = convergence_verdict(read_curve(candidate), read_curve(reference))
+    except UserError as error:
+        yield Finding("correctness.convergence", None, None, f"cannot be re-derived: {error}")
+        return
+    if published is None:
+        yield Finding("correctness.convergence", None, "pass" if verdict["passed"] else "fail",
+                      "is missing but runs: holds both arms; add the verdict `openrecipes check convergence` gives")
+        return
+    yield from _compare_exact("correctness.convergence.result", published.result,
+                              verdict.result, source)
+    yield from _compare_exact("correctness.convergence.steps", published.steps, verdict.steps, source)
+    yield from _compare_exact("correctness.convergence.pointwise_failures", published.pointwise_failures,
+                              verdict.pointwise_failures, source)
+    for name in ("correlation", "final_loss_difference"):
+        yield from _compare_rounded(ev.doc, f"correctness.convergence.{name}", getattr(published, name),
+                                    getattr(verdict, name), source)
+
+
+def _parsed(text: str, what: str) -> ParsedRun:
+    try:
+        return parse_run(text)
+    except CommandError as error:
+        raise UserError(f"{what}: {error}") from None
+
+
+def check_configuration(ev: Evidence) -> Iterator[Finding]:
+    if ev.recipe.runs.reference is None:
+        return
+    published = ev.recipe.correctness.configuration
+    if ev.reference_run is None:
+        yield Finding("correctness.configuration", published, None, "cannot be re-derived: no recipe in the catalog "
+                      f"has runs.candidate {ev.recipe.runs.reference} and that folder holds no command.sh; add the "
+                      "reference arm's recipe or its command")
+        return
+    verdict = config_verdict(_parsed(ev.reference_run, "the reference arm's command"),
+                           _parsed(ev.recipe.run, "run"), ev.rules)
+    if not published.startswith(verdict.result):
+        yield Finding("correctness.configuration", published, verdict.result,
+                      f"is '{published}' but `openrecipes check config` against the reference arm's command gives "
+                      f"'{verdict.result}' ({'; '.join(verdict.reasons) or 'placement only'})")
+
+
+def check_stack(ev: Evidence) -> Iterator[Finding]:
+    log = _log(ev, "candidate")
+    if not log.is_file():
+        return
+    lines = read_log_lines(log)
+    line = read_stack_line(lines)
+    if line is None:
+        if any("step:" in text and "loss:" in text for text in lines):  # torchtitan: its runs print the line
+            yield Finding("stack", None, None, f"{log.relative_to(ev.root)} has no 'openrecipes stack:' line; run "
+                          "through `openrecipes run` (its entry module prints the versions on rank 0)")
+        return
+    yield from compare_stack(ev.recipe, line, f"the stack line of {log.relative_to(ev.root)}")
+
+
+def compare_stack(recipe: Recipe, line: StackLine, source: str) -> Iterator[Finding]:
+    for field, printed in STACK_FIELDS.items():
+        yield from _compare_exact(f"stack.{field}", getattr(recipe.stack, field), getattr(line, printed), source)
+    if line.gpu is not None and recipe.gpu.type.lower() not in line.gpu.lower().split():
+        yield Finding("gpu.type", recipe.gpu.type, line.gpu, f"is {recipe.gpu.type} but {source} names {line.gpu}")
+
+
+def check_reproductions(ev: Evidence) -> Iterator[Finding]:
+    """Each entry measured again from its own log, as `openrecipes reproduce` measured it, field by field."""
+    for i, entry in enumerate(ev.recipe.reproductions):
+        at, log = f"reproductions.{i}", ev.root / entry.log
+        if not log.is_file():
+            yield Finding(f"{at}.log", entry.log, None, "no such file under the catalog; commit the reproduction's log")
+            continue
+        try:
+            derived = reproduce(ev.recipe, [log], ev.root, ev.tables, entry.by, entry.note).entry
+        except UserError as error:
+            yield Finding(f"{at}.log", entry.log, None, f"cannot be measured: {error}")
+            continue
+        source = f"`openrecipes reproduce` of {entry.log}"
+        if derived.log_sha256 != entry.log_sha256:
+            yield Finding(f"{at}.log_sha256", entry.log_sha256, derived.log_sha256, f"{entry.log} has sha256 "
+                          f"{derived.log_sha256}, not the pinned one: the log was edited or swapped")
+        for name in ("tokens_per_s_per_gpu", "step_time_cv_percent", "delta_percent", "noise_band_percent"):
+            yield from _compare_rounded(ev.doc, f"{at}.{name}", getattr(entry, name), getattr(derived, name), source)
+        for name in ("date", "gpu", "stack", "window", "within_noise_band"):
+            yield from _compare_exact(f"{at}.{name}", _as_figure(getattr(entry, name)),
+                                      _as_figure(getattr(derived, name)), source)
+        yield from _compare_reproduced_convergence(ev.doc, f"{at}.convergence", entry, derived, source)
+
+
+def _compare_reproduced_convergence(doc: YamlDocument, at: str, entry: Reproduction, derived: Reproduction,
+                                    source: str) -> Iterator[Finding]:
+    if entry.convergence is None or derived.convergence is None:
+        yield from _compare_exact(at, str(entry.convergence), str(derived.convergence), source)
+        return
+    yield from _compare_exact(f"{at}.result", entry.convergence.result, derived.convergence.result, source)
+    for name in ("correlation", "final_loss_difference"):
+        yield from _compare_rounded(doc, f"{at}.{name}", getattr(entry.convergence, name),
+                                    getattr(derived.convergence, name), source)
+
+
+def check_logged_recipe(ev: Evidence) -> list[Finding]:
+    """Every re-derivation of a recipe that names runs:."""
+    checks = (check_pins, check_result, check_convergence_block, check_configuration, check_stack)
+    return [finding for check in checks for finding in check(ev)]

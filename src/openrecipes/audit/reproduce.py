@@ -1,0 +1,145 @@
+"""`openrecipes reproduce RECIPE LOG...`: a user's run of a recipe measured with the recipe's window and set
+against the published figure, its noise band, the recipe's own loss curve and its stack; `--write` appends it to
+the recipe's `reproductions:`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from openrecipes.atomic import write_atomic
+from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
+from openrecipes.audit.noise import delta_percent, noise_band_percent
+from openrecipes.audit.pins import LOG_NAME, file_sha256
+from openrecipes.catalog.hardware import ReferenceTables
+from openrecipes.catalog.model import Recipe, Reproduction, ReproductionConvergence, ReproductionStack
+from openrecipes.catalog.paths import relative_path
+from openrecipes.catalog.validate import validate_document
+from openrecipes.catalog.yamlio import parse_yaml
+from openrecipes.errors import UserError
+from openrecipes.measure.formats import read_log_lines
+from openrecipes.measure.result import clip_window, measure, read_run, run_inputs
+from openrecipes.measure.stack import StackLine, read_stack_line
+from openrecipes.verify.convergence import read_curve
+from openrecipes.verify.verdicts import convergence_verdict
+
+
+@dataclass(frozen=True)
+class Reproduced:
+    entry: Reproduction
+    published: float  # the recipe's tokens/s per GPU
+    stack_line: StackLine | None
+    convergence_reasons: tuple[str, ...]
+
+    @property
+    def holds(self) -> bool:
+        """Inside the noise band, and the loss curve (where one can be compared) passes."""
+        return self.entry.within_noise_band and (self.entry.convergence is None
+                                                 or self.entry.convergence.result == "pass")
+
+    def as_json(self) -> dict:
+        return {"published_tokens_per_s_per_gpu": self.published, "holds": self.holds,
+                **self.entry.model_dump(mode="json"), "convergence_reasons": list(self.convergence_reasons)}
+
+
+def reproduction_convergence(curve: dict[int, float], candidate_log: Path
+                             ) -> tuple[ReproductionConvergence, tuple[str, ...]]:
+    """A reproduction's loss curve checked against the recipe's own candidate log, at the published precision."""
+    verdict = convergence_verdict(curve, read_curve(candidate_log))
+    correlation, final = verdict.correlation, verdict.final_loss_difference
+    return ReproductionConvergence(
+        result=verdict.result,
+        correlation=None if correlation is None else round(correlation, CORRELATION_DECIMALS),
+        final_loss_difference=None if final is None else round(final, LOSS_DIFFERENCE_DECIMALS),
+    ), verdict.reasons
+
+
+def reproduce(recipe: Recipe, logs: list[Path], root: Path, tables: ReferenceTables, by: str,
+              note: str | None = None) -> Reproduced:
+    table = read_run(logs)
+    steps = table.steps[-1].step + 1
+    window = clip_window(tuple(recipe.result.window), steps)
+    measured = measure(table, run_inputs(recipe, tables, steps_per_run=steps, window=window), None)
+    published = recipe.result.tokens_per_s_per_gpu
+    delta, band = delta_percent(measured.tokens_per_s_per_gpu, published), noise_band_percent(
+        recipe.result.step_time_cv_percent)
+    convergence, reasons = None, ("the recipe stores no candidate log",)
+    if recipe.runs is not None and steps != recipe.result.steps_per_run:
+        reasons = (f"a {steps}-step run has another learning-rate schedule than the recipe's "
+                   f"{recipe.result.steps_per_run} steps (warm-up and decay follow the run length), so its loss "
+                   "curve is not compared; its throughput is",)
+    elif recipe.runs is not None:
+        curve = {s.step: s.loss for s in table.steps if s.loss is not None}
+        convergence, reasons = reproduction_convergence(curve, root / recipe.runs.candidate / LOG_NAME)
+    line = read_stack_line([text for log in logs for text in read_log_lines(log)])
+    if measured.measured is None:
+        raise UserError(f"{logs[0]}: no timestamps; the reproduction's date is read from its log")
+    entry = Reproduction(
+        date=measured.measured, by=by, gpu=(line.gpu if line and line.gpu else recipe.gpu.type),
+        stack=ReproductionStack(**({name: getattr(line, name) for name in ReproductionStack.model_fields}
+                                   if line else {})),
+        log=relative_path(logs[0], root), log_sha256=file_sha256(logs[0]), window=window,
+        tokens_per_s_per_gpu=measured.tokens_per_s_per_gpu, step_time_cv_percent=measured.step_time_cv_percent,
+        delta_percent=delta, noise_band_percent=band, within_noise_band=abs(delta) <= band,
+        convergence=convergence, note=note)
+    return Reproduced(entry, published, line, reasons)
+
+
+def _entry_lines(entry: Reproduction) -> str:
+    data = entry.model_dump(mode="json", exclude_none=True)
+    data["window"] = list(entry.window)
+    if entry.convergence is None:
+        data["convergence"] = None  # written out: null says no candidate log to compare with
+    text = yaml.safe_dump([data], sort_keys=False, width=110, allow_unicode=True, default_flow_style=None)
+    return "".join(f"  {line}" for line in text.splitlines(keepends=True))
+
+
+def append_reproduction(text: str, entry: Reproduction) -> str:
+    """The recipe's text with `entry` last in its reproductions: block (added at the end when it has none); every
+    other line kept byte for byte."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if re.match(r"^reproductions:\s*(#.*)?$", line)), None)
+    if start is None:
+        body = text if text.endswith("\n") else text + "\n"
+        return body + "reproductions:\n" + _entry_lines(entry)
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or lines[end][0] in " \t#-"):
+        end += 1
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    return "".join(lines[:end]) + _entry_lines(entry) + "".join(lines[end:])
+
+
+def write_reproduction(path: Path, recipe: Recipe, entry: Reproduction, tables: ReferenceTables) -> None:
+    """Append the entry, validate the new text under the recipe's own path, and replace the file atomically."""
+    if entry.log.startswith(("/", "..")):
+        raise UserError(f"{entry.log}: the log lies outside the catalog; copy it under runs/ (e.g. "
+                        "runs/reproductions/<name>/train.log) so the entry can point at it, then run again")
+    updated = append_reproduction(path.read_text(encoding="utf-8"), entry)
+    report = validate_document(parse_yaml(updated, path), tables)
+    if not report.ok or len(report.entry.reproductions) != len(recipe.reproductions) + 1 \
+            or report.entry.reproductions[-1] != entry:
+        shown = "; ".join(f"{e.field}: {e.message}" for e in report.errors[:3]) or "the entry does not read back"
+        raise UserError(f"{path}: the reproduction would not validate ({shown}); the recipe was left unchanged")
+    write_atomic(path, updated)
+
+
+@dataclass(frozen=True)
+class ReproductionSummary:
+    """A recipe's reproductions at a glance: how many, and the lowest and highest delta in percent."""
+
+    count: int
+    lowest_delta_percent: float | None
+    highest_delta_percent: float | None
+
+    def as_json(self) -> dict:
+        return {"count": self.count, "lowest_delta_percent": self.lowest_delta_percent,
+                "highest_delta_percent": self.highest_delta_percent}
+
+
+def reproduction_summary(recipe: Recipe) -> ReproductionSummary:
+    deltas = [entry.delta_percent for entry in recipe.reproductions]
+    return ReproductionSummary(len(deltas), min(deltas, default=None), max(deltas, default=None))

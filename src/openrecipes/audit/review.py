@@ -1,0 +1,131 @@
+"""`openrecipes audit`: each recipe's validation, its re-derivation from raw logs, duplicates on its board.
+
+The whole catalog is read once (references and duplicates need every recipe). A site build audits the catalog it
+has already loaded and validated (`audit_catalog`): only recipes with logs or reproductions are read again, for
+the figures as written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from openrecipes.audit.duplicates import DuplicateIndex, Entry
+from openrecipes.audit.evidence import AuditReport, Finding
+from openrecipes.audit.pins import COMMAND_NAME
+from openrecipes.audit.rederive import Evidence, check_logged_recipe, check_reproductions
+from openrecipes.audit.rows import RowsRebuilder
+from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
+from openrecipes.catalog.model import Recipe
+from openrecipes.catalog.paths import relative_path
+from openrecipes.catalog.store import Catalog
+from openrecipes.catalog.validate import FileReport, recipe_files, validate_document
+from openrecipes.catalog.yamlio import YamlDocument, read_yaml
+from openrecipes.errors import UserError
+from openrecipes.verify.config import Rules, load_rules
+
+
+@dataclass(frozen=True)
+class Loaded:
+    doc: YamlDocument
+    report: FileReport
+
+
+@dataclass(frozen=True)
+class Reviewer:
+    """What auditing any recipe of one catalog needs, read once."""
+
+    root: Path
+    tables: ReferenceTables
+    rules: Rules
+    catalog: list[Entry]
+    duplicates: DuplicateIndex
+    rows: RowsRebuilder | None
+
+    @classmethod
+    def of(cls, root: Path, tables: ReferenceTables, catalog: list[Entry], rebuild_rows: bool) -> Reviewer:
+        rules = load_rules()
+        return cls(root, tables, rules, catalog, DuplicateIndex(catalog, rules),
+                   RowsRebuilder() if rebuild_rows else None)
+
+    def review(self, path: Path, recipe: Recipe, doc: YamlDocument, findings: list[Finding]) -> AuditReport:
+        # A recipe that parsed is re-derived even when a check failed: the user sees what its logs say as well.
+        ev = Evidence(recipe, doc, self.root, self.tables, self.rules, reference_run(recipe, self.root, self.catalog))
+        if recipe.runs is not None:
+            findings += check_logged_recipe(ev)
+        findings += check_reproductions(ev)
+        findings += self.duplicates.findings(Entry(path.resolve(), recipe), self.root)
+        if self.rows is not None:
+            findings += self.rows.findings(recipe)
+        return AuditReport(Path(relative_path(path, self.root)), has_logs=recipe.runs is not None,
+                           findings=tuple(findings))
+
+
+def _load(path: Path, tables: ReferenceTables) -> Loaded:
+    doc = read_yaml(path)  # an unreadable file is bad input (UserError, exit 2)
+    return Loaded(doc, validate_document(doc, tables))
+
+
+def catalog_entries(root: Path, tables: ReferenceTables) -> list[Entry]:
+    """Every recipe of the catalog at root that validates."""
+    files = recipe_files([root / "recipes"]) if (root / "recipes").is_dir() else []
+    return [Entry(path.resolve(), item.report.entry) for path in files
+            if isinstance((item := _load(path, tables)).report.entry, Recipe)]
+
+
+def reference_run(recipe: Recipe, root: Path, catalog: list[Entry]) -> str | None:
+    """The command of the reference arm: the recipe that measured runs.reference as its candidate, else the
+    command.sh beside the reference's log."""
+    wanted = recipe.runs.reference if recipe.runs else None
+    if wanted is None:
+        return None
+    for other in catalog:
+        if other.recipe.runs is not None and other.recipe.runs.candidate == wanted:
+            return other.recipe.run
+    script = root / wanted / COMMAND_NAME
+    return script.read_text(encoding="utf-8") if script.is_file() else None
+
+
+def audit(root: Path, paths: list[Path] | None = None, rebuild_rows: bool = False) -> list[AuditReport]:
+    """Audit the recipes named (files or folders), or every file under root/recipes; runs: paths are read
+    relative to root. `rebuild_rows` rebuilds the rows of recipes built from the bundled demo corpus."""
+    root = Path(root).resolve()
+    if not (root / "recipes").is_dir() and not paths:
+        raise UserError(f"{root}: no recipes/ folder; give --catalog the folder that holds recipes/ and runs/")
+    tables = load_reference_tables(root)
+    catalog_files = recipe_files([root / "recipes"]) if (root / "recipes").is_dir() else []
+    loaded = {path.resolve(): _load(path, tables) for path in catalog_files}
+    named = [p.resolve() for p in recipe_files(paths)] if paths else list(loaded)
+    for path in named:
+        if path not in loaded:
+            loaded[path] = _load(path, tables)
+    in_catalog = {path.resolve() for path in catalog_files}
+    reviewer = Reviewer.of(root, tables, [Entry(path, item.report.entry) for path, item in loaded.items()
+                                          if path in in_catalog and isinstance(item.report.entry, Recipe)],
+                           rebuild_rows)
+    reports = []
+    for path in named:
+        doc, report = loaded[path].doc, loaded[path].report
+        findings = [Finding(e.field, doc.raw.get(e.field), None, e.message) for e in report.errors]
+        if isinstance(report.entry, Recipe):
+            reports.append(reviewer.review(path, report.entry, doc, findings))
+        else:  # a published summary (two figures copied from a seed page), or a file whose schema failed
+            reports.append(AuditReport(Path(relative_path(path, root)), has_logs=False, findings=tuple(findings)))
+    return reports
+
+
+def audit_catalog(catalog: Catalog) -> dict[str, AuditReport]:
+    """Every entry of a loaded (so valid) catalog by slug; only recipes whose figures come from logs or carry
+    reproductions are read again, for the figures as written."""
+    entries = [Entry(catalog.root / e.path, e.entry) for e in catalog.recipes]
+    reviewer = Reviewer.of(catalog.root, catalog.tables, entries, rebuild_rows=False)
+    reports = {}
+    for entry in catalog.entries:
+        recipe, path = entry.entry, catalog.root / entry.path
+        if not isinstance(recipe, Recipe):
+            reports[entry.slug] = AuditReport(entry.path, has_logs=False)
+            continue
+        needs_text = recipe.runs is not None or recipe.reproductions
+        doc = read_yaml(path) if needs_text else YamlDocument(path, None)
+        reports[entry.slug] = reviewer.review(path, recipe, doc, [])
+    return reports
