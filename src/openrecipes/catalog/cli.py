@@ -19,7 +19,7 @@ from openrecipes.catalog.validate import recipe_files, validate_file
 from openrecipes.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 
 CatalogOption = Annotated[
-    Optional[Path], typer.Option("--catalog", help="folder holding recipes/ (default: this checkout's catalog)")
+    Optional[Path], typer.Option("--catalog", exists=True, file_okay=False, help="folder holding recipes/ (default: this checkout's catalog)")
 ]
 
 

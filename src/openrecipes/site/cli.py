@@ -13,7 +13,7 @@ from openrecipes.catalog.store import load_catalog
 from openrecipes.errors import UserError
 
 CatalogOption = Annotated[
-    Optional[Path], typer.Option("--catalog", help="folder holding recipes/ (default: this checkout's catalog)")
+    Optional[Path], typer.Option("--catalog", exists=True, file_okay=False, help="folder holding recipes/ (default: this checkout's catalog)")
 ]
 site_app = typer.Typer(help="The static website built from the catalog.", no_args_is_help=True)
 
