@@ -38,7 +38,8 @@ def test_table_lists_fitting_then_not_fitting():
     (["nope", "--gpu", "H200", "--gpus", "8"], "unknown model 'nope'"),
     (["gpt-oss-20b", "--gpu", "H300", "--gpus", "8"], "unknown GPU type 'H300'"),
     (["gpt-oss-20b", "--gpu", "H200", "--gpus", "12"], "not a whole number of 8-GPU H200 nodes"),
-    (["gpt-oss-20b", "--gpu", "H200", "--gpus", "0"], "not a whole number"),
+    (["gpt-oss-20b", "--gpu", "H200", "--gpus", "0"], "Invalid value for '--gpus': Input should be greater than or equal to 1"),
+    (["gpt-oss-20b", "--gpu", "H200", "--gpus", "99999"], "less than or equal to 16384"),
     (["gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--engine", "jax"], "--engine jax"),
 ])
 def test_bad_input_exits_2_with_one_line(args, message):

@@ -125,7 +125,7 @@ def test_the_server_sends_the_csp_and_never_serves_outside_its_root(hostile, tmp
     (root / "escape").symlink_to(tmp_path / "secret.txt")
     with served(root) as base:
         with urllib.request.urlopen(base) as response:
-            assert response.headers["Content-Security-Policy"] == CSP
+            assert response.headers["Content-Security-Policy"] == f"{CSP}; frame-ancestors 'none'"
             assert response.headers["X-Content-Type-Options"] == "nosniff"
             assert b"All models" in response.read()
         for path in ("../secret.txt", "%2e%2e/secret.txt", "..%2fsecret.txt", "escape", "static/",

@@ -12,7 +12,7 @@ def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None
     The file keeps the permissions of the one it replaces (a new one gets `mode`, else the umask's default)."""
     path = Path(path)
     if mode is None:
-        mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~current_umask()
     open_mode, encoding = ("wb", None) if isinstance(data, bytes) else ("w", "utf-8")
     with tempfile.NamedTemporaryFile(open_mode, dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
                                      delete=False, encoding=encoding) as temp:
@@ -25,7 +25,7 @@ def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None
         raise
 
 
-def _umask() -> int:
+def current_umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current

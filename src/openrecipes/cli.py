@@ -6,6 +6,7 @@ import sys
 
 import typer
 from rich.console import Console
+from typer._click import exceptions as click  # typer vendors click; its usage errors are these classes
 
 from openrecipes.audit import cli as audit_cli
 from openrecipes.catalog import cli as catalog_cli
@@ -15,6 +16,7 @@ from openrecipes.measure import cli as measure_cli
 from openrecipes.plan import cli as plan_cli
 from openrecipes.rows import cli as rows_cli
 from openrecipes.site import cli as site_cli
+from openrecipes.textfile import shown
 from openrecipes.verify import cli as verify_cli
 
 app = typer.Typer(
@@ -32,13 +34,30 @@ for room in (catalog_cli, rows_cli, engines_cli, measure_cli, verify_cli, audit_
 
 def main() -> None:
     try:
-        app()
+        code = app(standalone_mode=False)  # usage errors come here, to be told on one line like any bad input
+    except click.NoArgsIsHelpError as error:
+        typer.echo(error.ctx.get_help())
+        code = 0
+    except click.UsageError as error:
+        command = error.ctx.command_path if error.ctx else "openrecipes"
+        _bad_input(f"{error.format_message()} (see `{command} --help`)")
+    except click.ClickException as error:
+        _bad_input(error.format_message())
+    except typer.Abort:
+        code = 1
     except UserError as error:
         _bad_input(str(error))
     except OSError as error:  # a path the user gave cannot be written or read: their input, not our bug
-        _bad_input(f"{error.filename or ''}: {error.strerror or error}; check the path")
+        _bad_input(f"{shown(error.filename or '')}: {error.strerror or error}; check the path")
+    except RuntimeError as error:
+        if "Symlink loop" not in str(error):  # pathlib's resolve() on a looping link; anything else is our bug
+            raise
+        _bad_input(f"{error}; remove the looping symbolic link")
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def _bad_input(reason: str) -> None:
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {reason}", markup=False)
+    """Every bad input ends here: one line (whatever the message holds), printable, exit 2."""
+    line = shown(" ".join(reason.splitlines()))
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {line}", markup=False)
     sys.exit(EXIT_BAD_INPUT)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -17,9 +16,10 @@ from openrecipes.catalog.schema import SCHEMA_PATH, render_schema
 from openrecipes.catalog.store import load_catalog, validate_catalog
 from openrecipes.catalog.validate import recipe_files, validate_file
 from openrecipes.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from openrecipes.jsonout import json_text
 
 CatalogOption = Annotated[
-    Optional[Path], typer.Option("--catalog", help="folder holding recipes/ (default: this checkout's catalog)")
+    Optional[Path], typer.Option("--catalog", exists=True, file_okay=False, help="folder holding recipes/ (default: this checkout's catalog)")
 ]
 
 
@@ -43,7 +43,7 @@ def validate(
     else:
         reports = validate_catalog(catalog or default_catalog_root())
     if as_json:
-        print(json.dumps([r.as_json() for r in reports], indent=2))
+        print(json_text([r.as_json() for r in reports]))
     else:
         render.validation_reports(Console(), reports)
     if any(r.unreadable for r in reports):

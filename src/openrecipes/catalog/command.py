@@ -8,7 +8,6 @@ flags. Only the shell the catalog uses is understood: `export A=B C=D`, `NAME=( 
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 
 _ARRAY_START = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=\($")
@@ -28,6 +27,7 @@ class ParsedRun:
     argv: list[str] = field(default_factory=list)  # the launch command's words, arrays expanded
     flags: dict[str, list[str]] = field(default_factory=dict)  # --flag -> its values ([] for a switch)
     repeated: list[str] = field(default_factory=list)  # flags given more than once
+    conflicts: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)  # flag -> two differing values
 
     def has(self, flag: str) -> bool:
         return flag in self.flags
@@ -37,67 +37,103 @@ class ParsedRun:
         return " ".join(values) if values else None
 
 
+_PLAIN = re.compile(r"[^\s'\"$#)]+")  # a run of characters with no meaning to the word splitter
+_SPECIAL = re.compile(r"['\"$#\\]")  # a line without these is split on whitespace alone
+_SUBSTITUTION_EDGE = re.compile(r"\$\(|\)")
+# One piece of a word, as POSIX shell (and shlex) reads it: '...' literal, "..." with \" and \\ escaped, \x, text.
+_WORD_PIECE = re.compile(r"'([^']*)'|\"((?:[^\"\\]|\\.)*)\"|\\(.)|([^'\"\\]+)", re.DOTALL)
+_ESCAPED_IN_DOUBLE_QUOTES = re.compile(r"\\([\"\\])")
+
+
+def _excerpt(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def split_words(line: str) -> list[str]:
-    """Shell words of one logical line: quotes removed, `$( ... )` kept whole, a `#` word ends the line."""
-    words, current, depth, quote = [], "", 0, ""
-    i = 0
-    while i < len(line):
+    """Shell words of one logical line: quotes removed, `$( ... )` kept whole, a `#` word ends the line.
+    Linear in the line's length (a recipe's run may hold a megabyte-long word)."""
+    if not _SPECIAL.search(line):
+        return line.split()
+    words: list[str] = []
+    current: list[str] = []
+    depth, i, n = 0, 0, len(line)
+    while i < n:
+        if depth:  # inside $( ... ): everything up to the matching ')' belongs to the word
+            edge = _SUBSTITUTION_EDGE.search(line, i)
+            if edge is None:
+                break
+            current.append(line[i:edge.end()])
+            depth += 1 if edge.group() == "$(" else -1
+            i = edge.end()
+            continue
         ch = line[i]
-        if quote:
-            current += ch
-            if ch == quote:
-                quote = ""
+        if ch in "'\"":
+            end = line.find(ch, i + 1)
+            if end < 0:
+                raise CommandError("unbalanced quote or $( in: " + _excerpt(line))
+            current.append(line[i:end + 1])
+            i = end + 1
         elif line.startswith("$(", i):
-            depth += 1
-            current += "$("
-            i += 1
-        elif ch == ")" and depth:
-            depth -= 1
-            current += ch
-        elif depth:
-            current += ch
-        elif ch in "'\"":
-            quote = ch
-            current += ch
+            depth = 1
+            current.append("$(")
+            i += 2
         elif ch.isspace():
             if current:
-                words.append(current)
-                current = ""
+                words.append("".join(current))
+                current = []
+            i += 1
         elif ch == "#" and not current:
             break
         else:
-            current += ch
-        i += 1
-    if quote or depth:
-        raise CommandError("unbalanced quote or $( in: " + line.strip())
+            plain = _PLAIN.match(line, i)
+            current.append(plain.group() if plain else ch)
+            i = plain.end() if plain else i + 1
+    if depth:
+        raise CommandError("unbalanced quote or $( in: " + _excerpt(line))
     if current:
-        words.append(current)
+        words.append("".join(current))
     return [w if "$(" in w else _unquote(w) for w in words]
 
 
 def _unquote(word: str) -> str:
-    try:
-        parts = shlex.split(word)
-    except ValueError as error:
-        raise CommandError(f"{error} in word {word!r}") from None
-    return parts[0] if len(parts) == 1 else word
+    """The word with its quotes and escapes removed, as shlex.split reads one word (in linear time)."""
+    if not _SPECIAL.search(word):
+        return word
+    pieces, at = [], 0
+    for match in _WORD_PIECE.finditer(word):
+        if match.start() != at:
+            break
+        single, double, escaped, plain = match.groups()
+        pieces.append(single if single is not None else
+                      _ESCAPED_IN_DOUBLE_QUOTES.sub(r"\1", double) if double is not None else
+                      escaped if escaped is not None else plain)
+        at = match.end()
+    if at != len(word):
+        raise CommandError(f"unbalanced quote or a trailing backslash in word {_excerpt(word)!r}")
+    return "".join(pieces)
 
 
 def logical_lines(text: str) -> list[tuple[int, str]]:
     """(first line number, text) of each logical line, backslash continuations joined."""
-    lines, buffer, start = [], "", 0
+    lines: list[tuple[int, str]] = []
+    buffer: list[str] = []
+    start = 0
     for number, raw in enumerate(text.splitlines(), start=1):
         if not buffer:
             start = number
-        if raw.rstrip().endswith("\\"):
-            buffer += raw.rstrip()[:-1] + " "
+        stripped = raw.rstrip()
+        if stripped.endswith("\\"):
+            buffer.append(stripped[:-1] + " ")
             continue
-        buffer += raw
-        if buffer.strip():
-            lines.append((start, buffer))
-        buffer = ""
-    if buffer.strip():
-        lines.append((start, buffer))
+        buffer.append(raw)
+        joined = "".join(buffer)
+        if joined.strip():
+            lines.append((start, joined))
+        buffer = []
+    joined = "".join(buffer)
+    if joined.strip():
+        lines.append((start, joined))
     return lines
 
 
@@ -146,12 +182,14 @@ def _expand(words: list[str], arrays: dict[str, list[str]]) -> list[str]:
 
 def _read_flags(parsed: ParsedRun) -> None:
     current: str | None = None
+    given: dict[str, list[list[str]]] = {}  # flag -> the values of each time it is given
     for word in parsed.argv:
         if word.startswith("--"):
             flag, sep, inline = word.partition("=")
             if flag in parsed.flags:
                 parsed.repeated.append(flag)
             parsed.flags[flag] = [inline] if sep else []
+            given.setdefault(flag, []).append(parsed.flags[flag])
             current = flag
         elif current is None or _is_short_option(word):
             # Words outside any --flag (the program, `-m module`) belong to the launcher.
@@ -161,6 +199,10 @@ def _read_flags(parsed: ParsedRun) -> None:
             parsed.flags[current].append(word)
         else:
             current = None  # an unexpanded array ends the previous flag's values
+    for flag, values in given.items():
+        other = next((v for v in values[1:] if v != values[0]), None)
+        if other is not None:
+            parsed.conflicts[flag] = (values[0], other)
 
 
 def _is_short_option(word: str) -> bool:

@@ -6,40 +6,74 @@ import datetime
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from openrecipes import figures
+from openrecipes.catalog.model import MAX_COUNT, Degree, Figure, PositiveInt
 from openrecipes.catalog.paths import bundled_root
 from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import UserError
 
 
 class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class GpuSpec(_Row):
     name: str
-    peak_bf16_flops: float = Field(gt=0)
-    memory_gb: int = Field(gt=0)
+    peak_bf16_flops: float = Field(gt=0, le=1e18)
+    memory_gb: Degree
     source: str
     date: datetime.date
 
 
 class InstanceSpec(_Row):
     gpu: str
-    gpus: int = Field(gt=0)
-    usd_per_hour: float = Field(gt=0)
+    gpus: Degree
+    usd_per_hour: Figure
     source: str
     date: datetime.date
 
 
 class ActiveParamsCard(_Row):
-    count: int = Field(gt=0)
+    count: PositiveInt
     source: str
     revision: str | None
+
+
+class Architecture(_Row):
+    """The architecture fields the validator, planner and engines read, typed; a card may carry more (its sources,
+    descriptions), which are kept as written."""
+
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+    layers: Degree | None = None
+    hidden_size: PositiveInt | None = None
+    ffn_hidden_size: PositiveInt | None = None
+    attention_heads: Degree | None = None
+    query_groups: Degree | None = None
+    kv_channels: PositiveInt | None = None
+    padded_vocab_size: PositiveInt | None = None
+    experts: Annotated[int, Field(ge=0, le=MAX_COUNT)] | None = None
+    expert_ffn_hidden_size: PositiveInt | None = None
+    router_topk: Degree | None = None
+    shared_experts: Annotated[int, Field(ge=0, le=MAX_COUNT)] | None = None
+    dense_layers: Annotated[int, Field(ge=0, le=MAX_COUNT)] | None = None
+    q_lora_rank: PositiveInt | None = None
+    kv_lora_rank: PositiveInt | None = None
+    qk_head_dim: PositiveInt | None = None
+    qk_pos_emb_head_dim: PositiveInt | None = None
+    v_head_dim: PositiveInt | None = None
+    index_topk: PositiveInt | None = None
+    index_heads: Annotated[int, Field(ge=0, le=MAX_COUNT)] | None = None
+    index_head_dim: Annotated[int, Field(ge=0, le=MAX_COUNT)] | None = None
+    window_size: PositiveInt | None = None
+    window_attn_skip_freq: PositiveInt | None = None
+    qk_norm: bool | None = None
+    untied_embeddings: bool | None = None
+    torchtitan_model: str | None = None
+    torchtitan_flavor: str | None = None
 
 
 class ModelCard(_Row):
@@ -47,11 +81,18 @@ class ModelCard(_Row):
     family: str
     architecture: dict[str, Any]
     active_params: ActiveParamsCard
-    total_params: int | None
+    total_params: PositiveInt | None
     total_params_note: str | None = None
     weights: str | None = None
     notes: list[str]
     notes_source: str
+
+    @field_validator("architecture")
+    @classmethod
+    def _typed_architecture(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # Kept a mapping (the planner reads it by key), its known fields typed: `layers: twenty-four` is an error;
+        # a field written as null is a field not given.
+        return Architecture.model_validate(value).model_dump(exclude_unset=True, exclude_none=True)
 
     @property
     def layers(self) -> int:

@@ -11,20 +11,27 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="a sha256 digest: 64 lowercase hex digits")]
-PositiveInt = Annotated[int, Field(ge=1)]
+# Every number is bounded by what its field can mean, and integers stay exact as floats, so no figure computed from
+# a recipe can overflow; non-finite floats (.inf, .nan) are refused by the model config.
+MAX_COUNT = 2**53
+MAX_DEGREE = 2**20  # GPUs, parallel degrees, GB of one GPU
+PositiveInt = Annotated[int, Field(ge=1, le=MAX_COUNT)]
+NonNegativeInt = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+Degree = Annotated[int, Field(ge=1, le=MAX_DEGREE)]
+Figure = Annotated[float, Field(gt=0, le=1e15)]
 Url = Annotated[str, Field(pattern=r"^https?://\S+$")]
 
 
 class Strict(BaseModel):
     # A misspelt key must be an error, not a silently ignored field.
-    model_config = ConfigDict(extra="forbid", strict=False, str_strip_whitespace=False)
+    model_config = ConfigDict(extra="forbid", strict=False, str_strip_whitespace=False, allow_inf_nan=False)
 
 
 class Gpu(Strict):
     type: str = Field(description="GPU type, a key of hardware/gpus.yaml (e.g. H200, B200)")
-    memory_gb: PositiveInt = Field(description="memory of one GPU in GB, as the vendor states it")
-    count: PositiveInt = Field(description="GPUs the run used")
-    per_node: PositiveInt = Field(description="GPUs per node")
+    memory_gb: Degree = Field(description="memory of one GPU in GB, as the vendor states it")
+    count: Degree = Field(description="GPUs the run used")
+    per_node: Degree = Field(description="GPUs per node")
     instance: str = Field(description="the priced instance, a key of hardware/instances.yaml (e.g. AWS p5en.48xlarge)")
 
 
@@ -53,8 +60,8 @@ class Build(Strict):
     loss_mask: str = Field(description="loss-mask rule of the chat format (gpt_oss, glm5, qwen3, chatml, template)")
     rows: PositiveInt = Field(description="rows built")
     row_tokens: PositiveInt = Field(description="tokens in every row")
-    padding_tokens: Annotated[int, Field(ge=0)] = Field(description="padding tokens in the build (0 for packed rows)")
-    seed: int = Field(description="seed of the global permutation of conversations")
+    padding_tokens: NonNegativeInt = Field(description="padding tokens in the build (0 for packed rows)")
+    seed: Annotated[int, Field(ge=-(2**63), le=2**64 - 1)] = Field(description="seed of the global permutation of conversations")
     packing: str = Field(description="how conversations become rows")
     supervised_token_ratio: Annotated[float, Field(ge=0, le=1)] = Field(
         description="fraction of tokens with a loss target"
@@ -103,14 +110,14 @@ class Layout(Strict):
     label: str = Field(description="short layout label (e.g. TP4 PP2 CP4 EP32 DP2)")
     summary: str = Field(description="the layout in one sentence")
     highlights: str = Field(description="what stands out, for the leaderboard")
-    tp: PositiveInt = Field(description="tensor-parallel size")
-    pp: PositiveInt = Field(description="pipeline-parallel size")
-    vpp: PositiveInt = Field(description="virtual pipeline stages per rank")
-    cp: PositiveInt = Field(description="context-parallel size")
-    ep: PositiveInt = Field(description="expert-parallel size")
-    etp: PositiveInt = Field(description="expert tensor-parallel size")
-    dp: PositiveInt = Field(description="data-parallel size; TP*PP*CP*DP is the GPU count")
-    fsdp: PositiveInt | None = Field(None, description="FSDP shard degree (torchtitan); null for Megatron")
+    tp: Degree = Field(description="tensor-parallel size")
+    pp: Degree = Field(description="pipeline-parallel size")
+    vpp: Degree = Field(description="virtual pipeline stages per rank")
+    cp: Degree = Field(description="context-parallel size")
+    ep: Degree = Field(description="expert-parallel size")
+    etp: Degree = Field(description="expert tensor-parallel size")
+    dp: Degree = Field(description="data-parallel size; TP*PP*CP*DP is the GPU count")
+    fsdp: Degree | None = Field(None, description="FSDP shard degree (torchtitan); null for Megatron")
     sequence_parallel: bool = Field(description="Megatron sequence parallelism")
     layer_split: LayerSplit | None = Field(description="uneven pipeline split; null for an even split")
     max_tokens_per_gpu: PositiveInt = Field(description="tokens one GPU holds in a microbatch")
@@ -128,25 +135,25 @@ class ActiveParams(Strict):
 
 
 class Result(Strict):
-    tokens_per_s_per_gpu: Annotated[float, Field(gt=0)] = Field(description="measured training tokens/s per GPU")
-    usd_per_million_tokens: Annotated[float, Field(gt=0)] = Field(
+    tokens_per_s_per_gpu: Figure = Field(description="measured training tokens/s per GPU")
+    usd_per_million_tokens: Figure = Field(
         description="$ per 1M tokens at the instance's on-demand price (figures.py)"
     )
-    step_time_cv_percent: Annotated[float, Field(ge=0)] = Field(description="step-time CV over the window, percent")
+    step_time_cv_percent: Annotated[float, Field(ge=0, le=1e6)] = Field(description="step-time CV over the window, percent")
     mfu: Annotated[float, Field(gt=0, lt=1)] = Field(description="6*N*tokens/s/GPU / peak dense BF16 FLOP/s")
     mfu_note: str | None = Field(description="how to read the MFU, if it needs a note")
     active_params: ActiveParams = Field(description="N used for the MFU")
     measured: datetime.date = Field(description="date of the measured run")
     steps_per_run: PositiveInt = Field(description="optimizer steps in the measured run")
-    window: tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]] = Field(
+    window: tuple[NonNegativeInt, NonNegativeInt] = Field(
         description="first and last step scored, steps numbered from 0, both included"
     )
     window_tokens: PositiveInt = Field(description="tokens in the window = steps * global batch * row tokens")
     runs: PositiveInt = Field(description="runs the figure comes from")
     profiler: bool = Field(description="a profiler was on during the measured run")
-    gpu_hours: Annotated[float, Field(gt=0)] = Field(description="GPU-hours the run took")
+    gpu_hours: Figure = Field(description="GPU-hours the run took")
     gpu_hours_note: str = Field(description="what the GPU-hours count")
-    reference_tokens_per_s_per_gpu: Annotated[float, Field(gt=0)] | None = Field(
+    reference_tokens_per_s_per_gpu: Figure | None = Field(
         None, description="tokens/s per GPU of the reference arm, measured in the same job"
     )
 
@@ -165,7 +172,7 @@ class Convergence(Strict):
     result: Literal["pass", "fail"] = Field(description="verdict")
     correlation: float = Field(description="Pearson correlation of the loss curves")
     final_loss_difference: float = Field(description="relative difference of the final losses")
-    pointwise_failures: Annotated[int, Field(ge=0)] = Field(description="steps outside the pointwise tolerance")
+    pointwise_failures: NonNegativeInt = Field(description="steps outside the pointwise tolerance")
     note: str = Field(description="what the two arms were")
 
 
@@ -252,12 +259,12 @@ class Recipe(Strict):
 
 class SummaryGpu(Strict):
     type: str = Field(description="GPU type")
-    count: PositiveInt = Field(description="GPUs")
+    count: Degree = Field(description="GPUs")
 
 
 class SummaryResult(Strict):
-    tokens_per_s_per_gpu: Annotated[float, Field(gt=0)] = Field(description="published tokens/s per GPU")
-    usd_per_million_tokens: Annotated[float, Field(gt=0)] = Field(description="published $ per 1M tokens")
+    tokens_per_s_per_gpu: Figure = Field(description="published tokens/s per GPU")
+    usd_per_million_tokens: Figure = Field(description="published $ per 1M tokens")
 
 
 class PublishedSummary(Strict):

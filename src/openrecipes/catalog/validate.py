@@ -12,6 +12,7 @@ from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import PublishedSummary, Recipe
 from openrecipes.catalog.yamlio import YamlDocument, read_yaml
 from openrecipes.errors import UserError
+from openrecipes.textfile import require_utf8_name, shown
 
 
 @dataclass
@@ -56,7 +57,8 @@ def _schema_errors(error: ValidationError, doc: YamlDocument) -> list[FieldError
         elif item["type"] == "extra_forbidden":
             message = "is not a field of the schema; remove it or fix its spelling (see schema/recipe.schema.yaml)"
         elif "input" in item and not isinstance(item["input"], (dict, list)):
-            message = f"{message} (got {item['input']!r})"
+            got = repr(item["input"])
+            message = f"{message} (got {got if len(got) <= 80 else got[:60] + '...'})"
         out.append(FieldError(dotted, message, doc.line_of(dotted)))
     return out
 
@@ -91,9 +93,10 @@ def validate_document(doc: YamlDocument, tables: ReferenceTables) -> FileReport:
 def validate_file(path: Path, tables: ReferenceTables | None = None) -> FileReport:
     tables = tables or load_reference_tables()
     try:
+        require_utf8_name(Path(path))
         doc = read_yaml(Path(path))
     except UserError as error:
-        return FileReport(path=Path(path), errors=[FieldError("", str(error))], unreadable=True)
+        return FileReport(path=Path(shown(path)), errors=[FieldError("", str(error))], unreadable=True)
     return validate_document(doc, tables)
 
 
@@ -106,5 +109,5 @@ def recipe_files(paths: list[Path]) -> list[Path]:
         elif path.exists():
             files.append(path)
         else:
-            raise UserError(f"{path}: no such file or folder; give recipe files or a catalog folder")
+            raise UserError(f"{shown(path)}: no such file or folder; give recipe files or a catalog folder")
     return files

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -10,6 +9,7 @@ import typer
 from rich.console import Console
 
 from openrecipes.errors import UserError
+from openrecipes.jsonout import json_text
 
 
 def _recipe_and_launch(recipe_path: Path, steps: Optional[int]):
@@ -26,7 +26,7 @@ def _recipe_and_launch(recipe_path: Path, steps: Optional[int]):
 def run_command(
     recipe_path: Path = typer.Argument(..., metavar="RECIPE", help="a recipe YAML (torchtitan recipes run here)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the exact command and resolved config; run nothing"),
-    steps: Optional[int] = typer.Option(None, "--steps", min=1, help="optimizer steps (default: the recipe's)"),
+    steps: Optional[int] = typer.Option(None, "--steps", min=1, max=10**9, help="optimizer steps (default: the recipe's)"),
     out: Optional[Path] = typer.Option(None, "--out", help="run folder (default: runs/<recipe file name>)"),
 ) -> None:
     """Run a recipe with torchrun: raw log and step,loss,step_time CSV under runs/, then measure and check it."""
@@ -40,7 +40,7 @@ def run_command(
         return
     if dry_run:
         print(launch.script(), end="")
-        print(json.dumps({"env": launch.env, "nnodes": launch.nnodes, "nproc_per_node": launch.nproc_per_node,
+        print(json_text({"env": launch.env, "nnodes": launch.nnodes, "nproc_per_node": launch.nproc_per_node,
                           "torchtitan": {flag: values for flag, values in launch.flags.items()}}, indent=2))
         return
     if launch.nnodes > 1:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -12,13 +11,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from openrecipes.errors import UserError
+from openrecipes.jsonout import json_text
 
 
 def measure_command(
     logs: list[Path] = typer.Argument(..., help="the run's training logs (Megatron, slime, torchtitan or JSONL)"),
     recipe: Optional[Path] = typer.Option(None, "--recipe", help="the recipe the run measured (GPUs, batch, price)"),
     window: Optional[tuple[int, int]] = typer.Option(
-        None, "--window",
+        None, "--window", min=0, max=10**15,
         help="first and last step scored, numbered from 0, both included (default: the recipe's result.window)",
     ),
     write: bool = typer.Option(False, "--write", help="write the figures into the recipe's result: block"),
@@ -36,7 +36,7 @@ def measure_command(
     if write:
         result["written"] = write_result(recipe, measured)
     if as_json:
-        print(json.dumps(result, indent=2))
+        print(json_text(result))
         return
     table = Table(title=escape(f"result of {', '.join(map(str, logs))}"), show_header=False)
     for name, value in result.items():

@@ -19,14 +19,17 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import re
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
 from openrecipes.errors import UserError
 from openrecipes.measure.steps import Step, StepTable
+from openrecipes.textfile import iter_lines, shown
 
 # The first date and time on a line: Megatron's "[2026-10-14 10:00:00]", Python logging's "2026-11-30 01:04:02,276".
 _TIMESTAMP = re.compile(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:[.,](\d{1,6}))?")
@@ -37,7 +40,9 @@ _MEGATRON_LOSS = re.compile(r"\blm loss:\s*([^\s|]+)")
 _MEGATRON_GRAD_NORM = re.compile(r"\bgrad norm:\s*([^\s|]+)")
 # Megatron's memory report after the first logged iterations: "(after N iterations) memory (MB) | ... |
 # max allocated: X |"; its figure belongs to step N - 1.
-_MEGATRON_MEMORY = re.compile(r"\(after (\d+) iterations\) memory \(MB\).*?\bmax allocated:\s*([^\s|]+)")
+# Two searches, not one pattern with `.*?` between them: that would rescan the line from every repeat of its start.
+_MEGATRON_MEMORY = re.compile(r"\(after (\d+) iterations\) memory \(MB\)")
+_MEGATRON_MAX_ALLOCATED = re.compile(r"\bmax allocated:\s*([^\s|]+)")
 MIB_PER_GIB = 1024.0
 
 _SLIME_LINE = re.compile(r"\b(step|perf) (\d+): (\{.*)$")
@@ -65,6 +70,15 @@ def timestamp_of(line: str) -> datetime | None:
         return None
 
 
+MAX_STEP_DIGITS = 15  # a step or iteration number is a count, not a 400-digit figure
+
+
+def _count(text: str, where: str, what: str) -> int:
+    if len(text) > MAX_STEP_DIGITS:
+        raise UserError(f"{where}: {what} {text[:20]}... has over {MAX_STEP_DIGITS} digits; the line is damaged")
+    return int(text)
+
+
 def _number(text: str, where: str, what: str) -> float:
     try:
         return float(text.replace(",", ""))
@@ -72,17 +86,19 @@ def _number(text: str, where: str, what: str) -> float:
         raise UserError(f"{where}: {what} '{text}' is not a number; the line is damaged or cut off") from None
 
 
-def read_megatron(path: Path, lines: list[str]) -> StepTable:
+def read_megatron(path: Path, lines: Iterable[str]) -> StepTable:
     steps, planned, memory_gib = [], None, {}
     for number, line in enumerate(lines, start=1):
         memory = _MEGATRON_MEMORY.search(line)
-        if memory:
-            where = f"{path}:{number}"
-            memory_gib[int(memory.group(1)) - 1] = _number(memory.group(2), where, "max allocated") / MIB_PER_GIB
+        allocated = memory and _MEGATRON_MAX_ALLOCATED.search(line, memory.end())
+        if allocated:
+            where = f"{shown(path)}:{number}"
+            after = _count(memory.group(1), where, "iteration")
+            memory_gib[after - 1] = _number(allocated.group(1), where, "max allocated") / MIB_PER_GIB
         match = _MEGATRON_ITERATION.search(line)
         if not match:
             continue
-        where = f"{path}:{number}"
+        where = f"{shown(path)}:{number}"
         fields = {}
         for name, pattern in (("elapsed time per iteration (ms)", _MEGATRON_ELAPSED_MS), ("lm loss", _MEGATRON_LOSS)):
             found = pattern.search(line)
@@ -91,9 +107,9 @@ def read_megatron(path: Path, lines: list[str]) -> StepTable:
                                 "or a cut-off line); the log cannot be measured")
             fields[name] = _number(found.group(1), where, name)
         grad = _MEGATRON_GRAD_NORM.search(line)
-        planned = int(match.group(2))
+        planned = _count(match.group(2), where, "iteration count")
         steps.append(Step(
-            step=int(match.group(1)) - 1,
+            step=_count(match.group(1), where, "iteration") - 1,
             where=where,
             step_time_s=fields["elapsed time per iteration (ms)"] / 1000.0,
             loss=fields["lm loss"],
@@ -115,15 +131,15 @@ def _slime_dict(text: str, where: str) -> dict[str, float]:
     return values
 
 
-def read_slime(path: Path, lines: list[str]) -> StepTable:
+def read_slime(path: Path, lines: Iterable[str]) -> StepTable:
     train: dict[int, tuple[str, dict[str, float]]] = {}
     perf: dict[int, tuple[str, dict[str, float]]] = {}
     for number, line in enumerate(lines, start=1):
         match = _SLIME_LINE.search(line)
         if not match:
             continue
-        kind, step, text = match.group(1), int(match.group(2)), match.group(3)
-        where = f"{path}:{number}"
+        where = f"{shown(path)}:{number}"
+        kind, step, text = match.group(1), _count(match.group(2), where, "step"), match.group(3)
         into = train if kind == "step" else perf
         if step in into:
             raise UserError(f"{where}: '{kind} {step}' is also at {into[step][0]}; give one rank's log of one run")
@@ -155,7 +171,7 @@ def torchtitan_step(line: str, where: str, previous_time: datetime | None) -> St
         raise UserError(f"{where}: the step line has no timestamp; torchtitan's step time is read from them")
     grad, memory = _TITAN_GRAD_NORM.search(line), _TITAN_MEMORY.search(line)
     return Step(
-        step=int(match.group(1)) - 1,
+        step=_count(match.group(1), where, "step") - 1,
         where=where,
         step_time_s=(now - previous_time).total_seconds() if previous_time is not None else None,
         loss=_number(match.group(2), where, "loss"),
@@ -188,60 +204,92 @@ class TorchtitanReader:
             self._previous_time, self._started = timestamp_of(line), True
         total = _TITAN_TOTAL.search(line)
         if total:
-            self.planned = int(total.group(1))
+            self.planned = _count(total.group(1), where, "total steps")
         match = _TITAN_STEP.search(line)
         if not match:
             return None
         if not rank:
-            if int(match.group(1)) in self._seen:
+            number = _count(match.group(1), where, "step")
+            if number in self._seen:
                 return None
-            self._seen.add(int(match.group(1)))
+            self._seen.add(number)
         step = torchtitan_step(line, where, self._previous_time)
         self._previous_time, self._started = timestamp_of(line), False
         return step
 
 
-def read_torchtitan(path: Path, lines: list[str]) -> StepTable:
+def read_torchtitan(path: Path, lines: Iterable[str]) -> StepTable:
     reader = TorchtitanReader()
     steps = [step for number, line in enumerate(lines, start=1)
-             if (step := reader.feed(line, f"{path}:{number}")) is not None]
+             if (step := reader.feed(line, f"{shown(path)}:{number}")) is not None]
     return StepTable("torchtitan", steps, planned_steps=reader.planned)
 
 
 _JSONL_FIELDS = ("step_time_s", "loss", "grad_norm", "memory_gib")  # other keys (tokens) are allowed, not read
+MAX_JSON_DEPTH = 16  # a row is flat; Python's json would recurse (and fail) on a line nested thousands deep
+_JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
-def read_jsonl(path: Path, lines: list[str]) -> StepTable:
+def _json_depth(line: str) -> int:
+    depth = deepest = 0
+    for token in _JSON_NESTING.finditer(line):
+        bracket = token.group()
+        if bracket in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif bracket in "]}":
+            depth -= 1
+    return deepest
+
+
+def json_row(line: str, where: str) -> object:
+    """One JSON value of a JSON-lines file; nesting over MAX_JSON_DEPTH or a damaged line is a UserError."""
+    if line.count("[") + line.count("{") > MAX_JSON_DEPTH and _json_depth(line) > MAX_JSON_DEPTH:
+        raise UserError(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels; a log row is one flat object")
+    try:
+        return json.loads(line)  # Python's json reads NaN and Infinity, so they reach the finiteness check
+    except ValueError as error:  # JSONDecodeError, or an integer of thousands of digits
+        reason = error.msg if isinstance(error, json.JSONDecodeError) else str(error)
+        raise UserError(f"{where}: not a JSON object ({reason}); the line is damaged or cut off") from None
+
+
+def _jsonl_number(row: dict, name: str, where: str) -> float | None:
+    value = row.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UserError(f"{where}: '{name}' must be a number, not {str(value)[:40]!r}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise UserError(f"{where}: '{name}' is too large to be a figure; the line is damaged") from None
+
+
+def read_jsonl(path: Path, lines: Iterable[str]) -> StepTable:
     steps = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        where = f"{path}:{number}"
-        try:
-            row = json.loads(line)  # Python's json reads NaN and Infinity, so they reach the finiteness check
-        except json.JSONDecodeError as error:
-            raise UserError(f"{where}: not a JSON object ({error.msg}); the line is damaged or cut off") from None
-        if not isinstance(row, dict) or not isinstance(row.get("step"), int):
+        where = f"{shown(path)}:{number}"
+        row = json_row(line, where)
+        step = row.get("step") if isinstance(row, dict) else None
+        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < 10**MAX_STEP_DIGITS:
             raise UserError(f"{where}: each line needs an integer 'step' (numbered from 0)")
-        values = {}
-        for name in _JSONL_FIELDS:
-            value = row.get(name)
-            if value is not None and not isinstance(value, (int, float)):
-                raise UserError(f"{where}: '{name}' must be a number, not {value!r}")
-            values[name] = value
-        steps.append(Step(step=row["step"], where=where, **values))
+        steps.append(Step(step=step, where=where, **{name: _jsonl_number(row, name, where) for name in _JSONL_FIELDS}))
     return StepTable("jsonl", steps)
 
 
-def _is_jsonl(lines: list[str]) -> bool:
-    first = next((line for line in lines if line.strip()), "")
-    try:
-        return isinstance(json.loads(first), dict) and "step" in json.loads(first)
-    except json.JSONDecodeError:
+def _is_jsonl(first: str, where: str) -> bool:
+    if not first.lstrip().startswith("{"):
         return False
+    try:
+        row = json_row(first, where)
+    except UserError:
+        return False
+    return isinstance(row, dict) and "step" in row
 
 
-Reader = Callable[[Path, list[str]], StepTable]
+Reader = Callable[[Path, Iterable[str]], StepTable]
 # Each text format with the line that identifies it.
 _SIGNATURES: dict[str, tuple[re.Pattern, Reader]] = {
     "megatron": (_MEGATRON_ITERATION, read_megatron),
@@ -250,24 +298,25 @@ _SIGNATURES: dict[str, tuple[re.Pattern, Reader]] = {
 }
 
 
-def detect_format(path: Path, lines: list[str]) -> str:
-    if _is_jsonl(lines):
+def detect_format(path: Path, lines: Iterable[str]) -> str:
+    """The log's format: JSON lines when its first line is a row, else the one text format whose step lines it
+    holds (every line is looked at: a log mixing two frameworks' lines is refused)."""
+    lines = iter(lines)
+    first = next((line for line in lines if line.strip()), "")
+    if _is_jsonl(first, f"{shown(path)}:1"):
         return "jsonl"
-    found = [name for name, (pattern, _) in _SIGNATURES.items() if any(pattern.search(line) for line in lines)]
+    found = set()
+    for line in itertools.chain([first], lines):
+        for name, (pattern, _) in _SIGNATURES.items():
+            if name not in found and pattern.search(line):
+                found.add(name)
     if not found:
-        raise UserError(f"{path}: no training step lines of a known format (Megatron, slime, torchtitan, "
+        raise UserError(f"{shown(path)}: no training step lines of a known format (Megatron, slime, torchtitan, "
                         "OpenRecipes JSONL); give the training log itself")
     if len(found) > 1:
-        raise UserError(f"{path}: step lines of several formats ({', '.join(found)}); give one framework's log")
-    return found[0]
-
-
-def read_text(path: Path) -> str:
-    """A text file; undecodable bytes (a log cut mid-character) become U+FFFD rather than an exception."""
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as error:
-        raise UserError(f"{path}: cannot read ({error.strerror}); check the path") from None
+        raise UserError(f"{shown(path)}: step lines of several formats ({', '.join(sorted(found))}); "
+                        "give one framework's log")
+    return found.pop()
 
 
 # Terminal colour codes: torchtitan colours its log lines by default, which would hide the step lines.
@@ -276,21 +325,43 @@ _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 def strip_colour(text: str) -> str:
     """`text` without terminal colour codes."""
-    return _ANSI_ESCAPE.sub("", text)
+    return _ANSI_ESCAPE.sub("", text) if "\x1b" in text else text
+
+
+def log_lines(path: Path) -> Iterator[str]:
+    """A log's lines, terminal colour codes removed, read as a stream: a log of any size in constant memory."""
+    for line in iter_lines(path):
+        yield strip_colour(line)
 
 
 def read_log_lines(path: Path) -> list[str]:
-    """A log's lines with terminal colour codes removed."""
-    return strip_colour(read_text(path)).splitlines()
+    """A (small) log's lines with terminal colour codes removed."""
+    return list(log_lines(path))
+
+
+class _TimeSpan:
+    """The earliest and latest timestamps of the lines passed through it."""
+
+    def __init__(self) -> None:
+        self.first: datetime | None = None
+        self.last: datetime | None = None
+
+    def watch(self, lines: Iterable[str]) -> Iterator[str]:
+        for line in lines:
+            stamp = timestamp_of(line)
+            if stamp is not None:
+                self.first = stamp if self.first is None else min(self.first, stamp)
+                self.last = stamp if self.last is None else max(self.last, stamp)
+            yield line
 
 
 def read_log(path: Path) -> StepTable:
-    """One log file as a step table, its format detected; timestamps span every line of the file."""
-    lines = read_log_lines(path)
-    log_format = detect_format(path, lines)
+    """One log file as a step table, its format detected; timestamps span every line of the file. The file is read
+    twice as a stream (once to detect the format, once to read it), never held whole."""
+    log_format = detect_format(path, log_lines(path))
     reader = read_jsonl if log_format == "jsonl" else _SIGNATURES[log_format][1]
-    table = reader(path, lines)
-    stamps = [t for t in map(timestamp_of, lines) if t is not None]
-    table.first_timestamp, table.last_timestamp = (min(stamps), max(stamps)) if stamps else (None, None)
+    span = _TimeSpan()
+    table = reader(path, span.watch(log_lines(path)))
+    table.first_timestamp, table.last_timestamp = span.first, span.last
     table.sources = [str(path)]
     return table

@@ -80,6 +80,20 @@ def require_finite(table: StepTable) -> None:
                                 "value is not a result, fix the run and measure again")
 
 
+MAX_STEP_SECONDS = 366 * 24 * 3600.0  # one optimizer step longer than a year is a damaged line, not a run
+
+
+def require_positive_step_times(table: StepTable) -> None:
+    """A step takes a positive time: zero or negative is a damaged line or a clock that stepped back (torchtitan's
+    times are read from timestamps), and dividing by it would give an absurd or infinite figure."""
+    for step in table.steps:
+        seconds = step.step_time_s
+        if seconds is not None and not 0 < seconds <= MAX_STEP_SECONDS:
+            why = "the clock stepped back or the line is damaged" if seconds <= 0 else "longer than a year"
+            raise UserError(f"{step.where}: step {step.step} took {seconds:g} s ({why}); a step time must be "
+                            "positive; fix the log or start the window after it")
+
+
 def require_complete_run(table: StepTable, steps_per_run: int | None) -> None:
     """A log that stops before the run's last step was cut off (or the run died): never measure it silently."""
     if not table.steps:
@@ -97,4 +111,5 @@ def check_for_measure(table: StepTable, steps_per_run: int | None) -> None:
     require_unique_steps(table)
     require_contiguous_steps(table)
     require_finite(table)
+    require_positive_step_times(table)
     require_complete_run(table, steps_per_run)

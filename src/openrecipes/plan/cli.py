@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -11,10 +10,12 @@ from rich.console import Console
 from rich.table import Table
 
 from openrecipes.errors import UserError
+from openrecipes.jsonout import json_text
 from openrecipes.plan.predict import PlanRequest, Prediction, plan_table, predict
 
 # Non-fitting layouts shown under the fitting ones: enough to see what stops the next-larger layouts.
 NON_FITTING_SHOWN = 5
+MAX_GPUS = 16384  # the planner enumerates every layout of the GPU count; past this no catalog run exists
 
 
 def register(app: typer.Typer) -> None:
@@ -25,13 +26,13 @@ def register(app: typer.Typer) -> None:
 def plan(
     model: Annotated[str, typer.Argument(help="model name, as in models/*.yaml (e.g. gpt-oss-20b)")],
     gpu: Annotated[str, typer.Option("--gpu", help="GPU type, a key of hardware/gpus.yaml (e.g. H200)")],
-    gpus: Annotated[int, typer.Option("--gpus", help="GPU count")],
-    row_tokens: Annotated[int, typer.Option("--row-tokens", help="tokens per training row")] = 8192,
-    global_batch: Annotated[int, typer.Option("--global-batch", help="rows per optimizer step")] = 128,
+    gpus: Annotated[int, typer.Option("--gpus", min=1, max=MAX_GPUS, help="GPU count")],
+    row_tokens: Annotated[int, typer.Option("--row-tokens", min=1, max=2**24, help="tokens per training row")] = 8192,
+    global_batch: Annotated[int, typer.Option("--global-batch", min=1, max=2**24, help="rows per optimizer step")] = 128,
     engine: Annotated[str, typer.Option("--engine", help="megatron or torchtitan")] = "megatron",
     grad_reduce_bf16: Annotated[bool, typer.Option(
         "--grad-reduce-bf16", help="BF16 gradient buffers (Megatron --grad-reduce-in-bf16, as the gpt-oss seeds use)")] = False,
-    top: Annotated[int, typer.Option("--top", help="fitting layouts to show (0: all)")] = 20,
+    top: Annotated[int, typer.Option("--top", min=0, max=10**6, help="fitting layouts to show (0: all)")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="print every ranked layout (or --top of them) as JSON")] = False,
 ) -> None:
     """Predict memory and speed of every valid layout and rank them: fitting layouts by tokens/s per GPU,
@@ -39,8 +40,7 @@ def plan(
     if engine not in ("megatron", "torchtitan"):
         raise UserError(f"--engine {engine}: use megatron or torchtitan")
     if as_json:
-        print(json.dumps(plan_table(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, top or None),
-                         indent=2))
+        print(json_text(plan_table(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, top or None)))
         return
     request = PlanRequest(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16)
     _print_table(Console(), request, predict(request), top)
@@ -69,8 +69,9 @@ def _print_table(console: Console, request: PlanRequest, ranked: list[Prediction
 def tune(
     model: Annotated[str, typer.Argument(help="model name, as in models/*.yaml (e.g. qwen3-8b)")],
     gpu: Annotated[str, typer.Option("--gpu", help="GPU type, a key of hardware/gpus.yaml (e.g. H200)")],
-    gpus: Annotated[int, typer.Option("--gpus", help="GPU count")],
-    budget_minutes: Annotated[float, typer.Option("--budget-minutes", help="device minutes the runs may take")],
+    gpus: Annotated[int, typer.Option("--gpus", min=1, max=MAX_GPUS, help="GPU count")],
+    budget_minutes: Annotated[float, typer.Option("--budget-minutes", min=0, max=60 * 24 * 366,
+                                                  help="device minutes the runs may take")],
     base: Annotated[Optional[Path], typer.Option(
         "--base", help="torchtitan recipe to start from (default: the catalog's stock recipe of MODEL on N x GPU)")] = None,
     out_recipe: Annotated[Optional[Path], typer.Option(

@@ -2,12 +2,24 @@
 
 Every recipe string reaches HTML through Jinja's autoescape and reaches JavaScript only as JSON data read with
 textContent, so a recipe cannot inject markup or script; the pages' CSP forbids inline script and style as well.
+
+A build appears as one unit: it is written into a sibling folder and switched in with one atomic exchange, so a
+reader (or a build killed at any instant) sees the old complete site or the new complete one, never a mix. Builds
+into one folder take a lock beside it: a second build waits for the first instead of writing over it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import errno
+import fcntl
+import glob
 import json
+import os
 import shutil
+import sys
+import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -15,10 +27,11 @@ from urllib.parse import quote
 
 import jinja2
 
+from openrecipes.atomic import current_umask
 from openrecipes.audit.evidence import EVIDENCE_LEVELS
 from openrecipes.audit.reproduce import reproduction_summary
 from openrecipes.catalog.store import Catalog, CatalogEntry
-from openrecipes.catalog.yamlio import read_yaml
+from openrecipes.catalog.yamlio import MAX_YAML_BYTES, read_yaml
 from openrecipes.errors import UserError
 from openrecipes.site import format as fmt
 from openrecipes.site import plots
@@ -28,12 +41,16 @@ from openrecipes.site.pages import (
     Site, compare_data_path, pareto_points, recipe_page_path, recipe_yaml_path, relative_url, site_pages,
 )
 from openrecipes.site.runs import run_plots
+from openrecipes.textfile import MIB, read_text, shown
 
 HERE = Path(__file__).parent
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
        "base-uri 'none'; form-action 'none'")
 # Written into every build so a rebuild may clear the folder; a folder without it is never emptied.
 BUILD_MARKER = ".openrecipes-site"
+# A page is a recipe (at most 1 MiB of YAML) and its figures; a larger one means a runaway input, not a page.
+MAX_PAGE_BYTES = 16 * MIB
+_RENAME_EXCHANGE = 2  # renameat2(2)'s flag: swap two paths in one step
 
 
 @dataclass
@@ -63,24 +80,69 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def _staging(out: Path) -> Path:
-    """A fresh folder beside `out` to build into; `out` must be new, empty or an earlier build (replaced at the end)."""
+def _output_folder(out: Path) -> Path:
+    try:
+        out = Path(out).resolve()
+    except (OSError, RuntimeError) as error:  # a symlink loop on the way
+        raise UserError(f"{shown(out)}: cannot be resolved ({error}); give a plain folder path") from None
+    if out.parent == out:
+        raise UserError(f"{shown(out)}: give a folder for the site, not the file-system root")
     if out.exists() and not out.is_dir():
-        raise UserError(f"{out}: a file, not a folder; give an empty or new folder for the site")
+        raise UserError(f"{shown(out)}: a file, not a folder; give an empty or new folder for the site")
     if out.exists() and any(out.iterdir()) and not (out / BUILD_MARKER).exists():
-        raise UserError(f"{out}: not empty and not an OpenRecipes site build; give an empty or new folder")
-    staging = out.with_name(f".{out.name}.building")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    (staging / BUILD_MARKER).write_text("written by `openrecipes site build`; the next build replaces this folder\n")
-    return staging
+        raise UserError(f"{shown(out)}: not empty and not an OpenRecipes site build; give an empty or new folder")
+    return out
+
+
+@contextlib.contextmanager
+def _build_lock(out: Path):  # noqa: ANN202
+    """One build at a time into `out`: a lock file beside it (not in it: the folder itself is swapped)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.with_name(f".{out.name}.lock"), "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for the other `site build` into {shown(out)} to finish", file=sys.stderr)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _remove_leftovers(out: Path) -> None:
+    """Folders an earlier build left when it was killed (its staging, or the old site it was removing); safe to
+    remove under the lock, as no build is using them."""
+    for leftover in out.parent.glob(f".{glob.escape(out.name)}.building*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two folders in one atomic step (Linux renameat2); False where the system cannot."""
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_cwd = -100
+    if renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
 
 
 def _swap_in(staging: Path, out: Path) -> None:
-    """The finished build takes the place of the old one; a failed build leaves the old site whole."""
-    if out.exists():
-        shutil.rmtree(out)
-    staging.rename(out)
+    """The finished build takes the place of the old one in one step; the old one is then removed."""
+    if not out.exists():
+        os.rename(staging, out)
+    elif _exchange(staging, out):
+        shutil.rmtree(staging)  # now the old site; a kill here leaves a leftover the next build removes
+    else:  # no atomic exchange here: the old site is moved aside for the instant of the second rename
+        old = staging.with_name(staging.name + ".old")
+        os.rename(out, old)
+        os.rename(staging, out)
+        shutil.rmtree(old)
 
 
 class _Writer:
@@ -98,19 +160,28 @@ class _Writer:
 
         html = _environment().get_template(template).render(url=url, page_path=site_path, **context)
         data = html.encode("utf-8")
+        if len(data) > MAX_PAGE_BYTES:
+            raise UserError(f"the page {site_path} would be {len(data) / MIB:.0f} MiB, over {MAX_PAGE_BYTES // MIB} "
+                            "MiB; a recipe or run log behind it is far too large")
         self.bytes(site_path, data)
         self.report.pages[site_path] = len(data)
 
 
 def build_site(catalog: Catalog, out: Path) -> BuildReport:
-    out = Path(out).resolve()
-    staging = _staging(out)
-    try:
-        report = _build_into(catalog, staging)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    _swap_in(staging, out)
+    out = _output_folder(out)
+    with _build_lock(out):
+        out = _output_folder(out)  # the build this one waited for may have changed it
+        _remove_leftovers(out)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+        try:
+            os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp's folder is private; a site folder is not
+            (staging / BUILD_MARKER).write_text("written by `openrecipes site build`; the next build replaces "
+                                                "this folder\n")
+            report = _build_into(catalog, staging)
+            _swap_in(staging, out)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     report.out = out
     return report
 
@@ -145,7 +216,7 @@ def _recipe(write: _Writer, site: Site, entry: CatalogEntry) -> None:
     recipe = entry.entry
     board_page, rank = site.board_of[entry.slug]
     section = site.section(recipe.model)
-    yaml_text = (site.catalog.root / entry.path).read_text(encoding="utf-8")
+    yaml_text = read_text(site.catalog.root / entry.path, MAX_YAML_BYTES, "recipe")
     write.bytes(recipe_yaml_path(entry), yaml_text.encode("utf-8"))
     run_images = run_plots(site.catalog.root, entry)
     for image in run_images:

@@ -13,7 +13,7 @@ from openrecipes.catalog.store import load_catalog
 from openrecipes.errors import UserError
 
 CatalogOption = Annotated[
-    Optional[Path], typer.Option("--catalog", help="folder holding recipes/ (default: this checkout's catalog)")
+    Optional[Path], typer.Option("--catalog", exists=True, file_okay=False, help="folder holding recipes/ (default: this checkout's catalog)")
 ]
 site_app = typer.Typer(help="The static website built from the catalog.", no_args_is_help=True)
 
@@ -41,7 +41,7 @@ def build(
 
 def serve(
     catalog: CatalogOption = None,
-    port: Annotated[int, typer.Option("--port", help="port to listen on (0: any free port)")] = 8000,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="port to listen on (0: any free port)")] = 8000,
     host: Annotated[str, typer.Option("--host", help="address to bind; anything but loopback shares the site")] = "127.0.0.1",
 ) -> None:
     """Build the site into a temporary folder and serve it on http://127.0.0.1:PORT/ until Ctrl-C."""
@@ -50,11 +50,13 @@ def serve(
 
     loaded = load_catalog(catalog or default_catalog_root())
     with tempfile.TemporaryDirectory(prefix="openrecipes-site-") as folder:
-        build_site(loaded, Path(folder))
+        site = Path(folder) / "site"  # its build lock lies beside it, inside the temporary folder
+        build_site(loaded, site)
         try:
-            server = make_server(Path(folder), host, port)
-        except OSError as error:
-            raise UserError(f"cannot listen on {host}:{port} ({error.strerror}); pick another --port") from None
+            server = make_server(site, host, port)
+        except (OSError, ValueError, OverflowError) as error:  # in use, no such address, a malformed host
+            reason = getattr(error, "strerror", None) or str(error)
+            raise UserError(f"cannot listen on {host}:{port} ({reason}); pick another --host or --port") from None
         shown_host = f"[{host}]" if ":" in host else host
         typer.echo(f"OpenRecipes on http://{shown_host}:{server.server_address[1]}/  (Ctrl-C stops)")
         with server:

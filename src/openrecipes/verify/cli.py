@@ -6,7 +6,6 @@ On a machine with torch only, the component test runs as `python -m openrecipes.
 
 from __future__ import annotations
 
-import json
 from enum import Enum
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import typer
 from rich.console import Console
 
 from openrecipes.errors import EXIT_CHECK_FAILED
+from openrecipes.jsonout import json_text
 
 check_app = typer.Typer(help="Verify a recipe: convergence, configuration and component checks.", no_args_is_help=True)
 component_app = typer.Typer(help="Component tests at a recipe's shape.", no_args_is_help=True)
@@ -22,7 +22,7 @@ check_app.add_typer(component_app, name="component")
 
 def _report(verdict: dict, passed: bool, as_json: bool, headline: str, items: list[str]) -> None:
     if as_json:
-        print(json.dumps(verdict, indent=2))
+        print(json_text(verdict))
     else:
         Console(highlight=False, soft_wrap=True).print("\n".join([headline, *(f"  - {item}" for item in items)]),
                                                       markup=False)

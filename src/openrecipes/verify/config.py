@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
 from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import UserError
-from openrecipes.measure.formats import read_text
+from openrecipes.textfile import MIB, read_text, shown
 
+MAX_SCRIPT_BYTES = 1 * MIB
 RULES_PATH = Path(__file__).resolve().parents[3] / "rules" / "argument-classes.yaml"
 CLASSES = ("placement", "execution_fingerprint", "numerics")
 PASS, NEEDS_COMPONENT_TEST, FAIL = "pass", "needs component test", "fail"
@@ -40,20 +44,34 @@ class Rules:
         return self.arguments.get(f"{section}.*") if section else None
 
 
-def _entries(path: Path, data: dict, key: str) -> dict[str, ArgumentClass]:
-    entries = {}
-    for name, entry in (data.get(key) or {}).items():
-        if not isinstance(entry, dict) or entry.get("class") not in CLASSES or not entry.get("why"):
-            raise UserError(f"{path}: {key}.{name} needs 'class' (one of {', '.join(CLASSES)}) and 'why'")
-        entries[name] = ArgumentClass(entry["class"], entry["why"], entry.get("component_test"))
-    return entries
+class _RuleEntry(BaseModel):
+    """One entry of the rules file, as its own schema: `{class: ..., why: ..., component_test: ...}`."""
+
+    model_config = ConfigDict(extra="forbid")
+    klass: Literal["placement", "execution_fingerprint", "numerics"] = Field(alias="class")
+    why: str = Field(min_length=1)
+    component_test: Optional[str] = None
+
+
+class _RulesFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    arguments: dict[str, _RuleEntry] = {}
+    environment: dict[str, _RuleEntry] = {}
 
 
 def load_rules(path: Path = RULES_PATH) -> Rules:
-    data = read_yaml(path).data
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: expected 'arguments:' and 'environment:' mappings")
-    return Rules(_entries(path, data, "arguments"), _entries(path, data, "environment"))
+    """The rules file validated against its schema; an error names the entry, its line and the fix."""
+    doc = read_yaml(path)
+    try:
+        rules = _RulesFile.model_validate(doc.data if doc.data is not None else {})
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise UserError(f"{shown(path)}:{doc.line_of(field) or 1}: {field or 'file'}: {first['msg']}; the file "
+                        "holds 'arguments:' and 'environment:' mappings whose every entry needs 'class' "
+                        f"(one of {', '.join(CLASSES)}) and 'why'") from None
+    return Rules(*({name: ArgumentClass(e.klass, e.why, e.component_test) for name, e in entries.items()}
+                   for entries in (rules.arguments, rules.environment)))
 
 
 def read_run(path: Path) -> ParsedRun:
@@ -64,13 +82,16 @@ def read_run(path: Path) -> ParsedRun:
 
         text = load_recipe(path).run
     else:
-        text = read_text(path)
+        text = read_text(path, MAX_SCRIPT_BYTES, "run script")
     try:
         parsed = parse_run(text)
     except CommandError as error:
-        raise UserError(f"{path}: {error}") from None
+        raise UserError(f"{shown(path)}: {error}") from None
     if not parsed.argv:
-        raise UserError(f"{path}: no launch command (python3, python or torchrun) in the run script")
+        raise UserError(f"{shown(path)}: no launch command (python3, python or torchrun) in the run script")
+    for flag, values in parsed.conflicts.items():
+        raise UserError(f"{shown(path)}: {flag} is given twice with different values ({' '.join(values[0]) or '(set)'}"
+                        f" and {' '.join(values[1]) or '(set)'}); the launcher would take one silently, keep one")
     return parsed
 
 

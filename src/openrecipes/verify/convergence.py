@@ -8,14 +8,18 @@ A second, strict verdict says whether the arms agree step for step, as a placeme
 from __future__ import annotations
 
 import csv
+import itertools
 import math
+import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
 from openrecipes.errors import UserError
-from openrecipes.measure.formats import read_log, read_text
+from openrecipes.measure.formats import read_log
 from openrecipes.measure.steps import require_unique_steps
+from openrecipes.textfile import iter_lines, shown
 from openrecipes.verify.thresholds import (
     PIPELINE_CONVERGENCE,
     PLACEMENT_ONLY,
@@ -32,53 +36,59 @@ def _csv_header(row: list[str]) -> list[str]:
     return [name.strip().lower() for name in row]
 
 
-def _read_csv(path: Path, lines: list[str]) -> LossCurve:
+def _read_csv(path: Path, lines: Iterable[str]) -> LossCurve:
     """A CSV whose header names a `step` and a `loss` column, in any order among others; without a header, the two
-    columns step,loss."""
+    columns step,loss. Read as a stream; a field over csv's size limit or a broken quote is a UserError."""
     rows = csv.reader(lines)
+    try:
+        return _csv_curve(path, rows)
+    except csv.Error as error:
+        raise UserError(f"{shown(path)}:{rows.line_num}: not a readable CSV line ({error})") from None
+
+
+def _csv_curve(path: Path, rows) -> LossCurve:  # noqa: ANN001 (a csv reader)
     first = next((row for row in rows if row), [])
-    header = _csv_header(first)
+    header, pending = _csv_header(first), []
     if not set(_CSV_COLUMNS) <= set(header):
         if not first or not first[0].strip().lstrip("-").isdigit():
             missing = [name for name in _CSV_COLUMNS if name not in header]
-            raise UserError(f"{path}:{rows.line_num}: the header names no {' or '.join(map(repr, missing))} column; "
-                            "the first line must name the columns, e.g. 'step,loss'")
-        header, rows = list(_CSV_COLUMNS), csv.reader(lines)  # no header: read the first row as data
+            raise UserError(f"{shown(path)}:{rows.line_num}: the header names no "
+                            f"{' or '.join(map(repr, missing))} column; the first line must name the columns, "
+                            "e.g. 'step,loss'")
+        header, pending = list(_CSV_COLUMNS), [first]  # no header: the first row is data
     at = {name: header.index(name) for name in _CSV_COLUMNS}
     curve: LossCurve = {}
-    for values in rows:
+    for values in itertools.chain(pending, rows):
         if not values:
             continue
-        number = rows.line_num
+        where = f"{shown(path)}:{rows.line_num}"
         if len(values) > len(header):
-            raise UserError(f"{path}:{number}: {len(values)} values for the {len(header)} columns "
-                            f"{','.join(header)}")
+            raise UserError(f"{where}: {len(values)} values for the {len(header)} columns {','.join(header)[:80]}")
         try:
             step, loss = int(values[at["step"]]), float(values[at["loss"]])
         except (IndexError, ValueError):
-            raise UserError(f"{path}:{number}: expected 'step,loss' values (an integer and a number), got "
-                            f"{','.join(values)!r}") from None
+            raise UserError(f"{where}: expected 'step,loss' values (an integer and a number), got "
+                            f"{','.join(values)[:80]!r}") from None
         if step in curve:
-            raise UserError(f"{path}:{number}: step {step} is written twice; keep one")
+            raise UserError(f"{where}: step {step} is written twice; keep one")
         curve[step] = loss
     if not curve:
-        raise UserError(f"{path}: no step,loss rows")
+        raise UserError(f"{shown(path)}: no step,loss rows")
     return curve
 
 
 def read_curve(path: Path) -> LossCurve:
     """A loss curve from a CSV with step and loss columns (a run's steps.csv) or from any training log `measure`
-    reads."""
+    reads; either is read as a stream."""
     path = Path(path)
-    lines = read_text(path).splitlines()
-    first = next((line for line in lines if line.strip()), "")
+    first = next((line for line in iter_lines(path) if line.strip()), "")
     if path.suffix.lower() == ".csv" or set(_CSV_COLUMNS) <= set(_csv_header(first.split(","))):
-        return _read_csv(path, lines)
+        return _read_csv(path, iter_lines(path))
     table = read_log(path)
     require_unique_steps(table)
     curve = {step.step: step.loss for step in table.steps if step.loss is not None}
     if not curve:
-        raise UserError(f"{path}: the log has no loss values")
+        raise UserError(f"{shown(path)}: the log has no loss values")
     return curve
 
 
@@ -93,8 +103,41 @@ def _steps_text(steps: list[int]) -> str:
     return shown + (f" and {len(steps) - 5} more" if len(steps) > 5 else "")
 
 
+def _power_of_two_scale(*values: float) -> float:
+    """A power of two at least the largest |value|: dividing by it is exact (no rounding) and brings every value
+    into [-1, 1], so no difference, product or sum of squares below can overflow to Inf (and Inf - Inf to NaN)."""
+    largest = max((abs(v) for v in values), default=0.0)
+    return math.ldexp(1.0, math.frexp(largest)[1]) if largest > 0 else 1.0
+
+
 def _relative_difference(candidate: float, reference: float) -> float:
-    return abs(candidate - reference) / abs(reference) if reference != 0 else abs(candidate)
+    """|candidate - reference| / |reference| (|candidate| when the reference is 0), on scaled values: ±1e308 losses
+    give a huge difference, never Inf or NaN."""
+    if reference == 0:
+        return abs(float(candidate))
+    scale = _power_of_two_scale(candidate, reference)
+    denominator = abs(reference / scale)
+    return abs(candidate / scale - reference / scale) / denominator if denominator > 0 else sys.float_info.max
+
+
+def _correlation(candidate: np.ndarray, reference: np.ndarray) -> float | None:
+    """Pearson's correlation of two curves, each scaled exactly into [-1, 1] first (correlation does not change
+    with scale); None when it is undefined (a curve whose variation vanishes at double precision)."""
+    a = candidate / _power_of_two_scale(*candidate)
+    b = reference / _power_of_two_scale(*reference)
+    da, db = a - a.mean(), b - b.mean()
+    denominator = math.sqrt(float(np.dot(da, da))) * math.sqrt(float(np.dot(db, db)))
+    if not denominator > 0 or not math.isfinite(denominator):
+        return None
+    return max(-1.0, min(1.0, float(np.dot(da, db)) / denominator))
+
+
+def _outliers(candidate: np.ndarray, reference: np.ndarray, sigmas: float) -> int:
+    """Residuals further than `sigmas` standard deviations from their mean (a scale-free count, so on scaled
+    values)."""
+    scale = _power_of_two_scale(*candidate, *reference)
+    residuals = candidate / scale - reference / scale
+    return int(np.sum(np.abs(residuals - residuals.mean()) > sigmas * residuals.std()))
 
 
 def _placement_only(candidate: LossCurve, reference: LossCurve, common: list[int], sound: bool,
@@ -165,9 +208,13 @@ def check_convergence(
         reasons.append(f"the {' and the '.join(flat)} loss is the same value at every compared step; a constant "
                        "curve has no correlation (a run that did not train, or a log that repeats one value)")
     else:
-        correlation = float(np.corrcoef(cand, ref)[0, 1])
+        correlation = _correlation(cand, ref)
         result["correlation"] = correlation
-        if correlation < thresholds.min_correlation:
+        if correlation is None:
+            failed.append("correlation")
+            reasons.append("the curves' correlation is undefined (a curve varies by less than double precision "
+                           "resolves); a curve that does not move cannot show convergence")
+        elif not correlation >= thresholds.min_correlation:
             failed.append("correlation")
             reasons.append(f"the curves' correlation {correlation:.6f} is below {thresholds.min_correlation}")
 
@@ -182,16 +229,20 @@ def check_convergence(
 
     final = _relative_difference(cand[-1], ref[-1])
     result["final_loss_difference"] = float(final)
-    if final > thresholds.max_final_loss_difference:
+    if not final <= thresholds.max_final_loss_difference:
         failed.append("final_loss")
         reasons.append(f"the final losses (step {scored[-1]}: {cand[-1]:.6g} vs {ref[-1]:.6g}) differ by "
                        f"{final:.2%}, more than {thresholds.max_final_loss_difference:.0%}")
 
-    residuals = cand - ref
-    outliers = int(np.sum(np.abs(residuals - residuals.mean()) > thresholds.outlier_sigmas * residuals.std()))
+    outliers = _outliers(cand, ref, thresholds.outlier_sigmas)
     if outliers / len(scored) > thresholds.max_outlier_ratio:
         failed.append("outliers")
         reasons.append(f"{outliers} of {len(scored)} residuals lie beyond {thresholds.outlier_sigmas:g} sigma; at "
                        f"most {thresholds.max_outlier_ratio:.0%} may")
+    figures = {"correlation": result["correlation"], "final_loss_difference": final}
+    broken = [name for name, value in figures.items() if value is not None and not math.isfinite(value)]
+    if broken:  # cannot happen on scaled values; if it ever does, NaN must fail, never pass
+        failed.append("non_finite_figure")
+        reasons.append(f"the {' and '.join(broken)} came out non-finite; the curves cannot be compared")
     result["passed"] = not failed
     return result
