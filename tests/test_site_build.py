@@ -136,4 +136,4 @@ def test_the_server_sends_the_csp_and_never_serves_outside_its_root(hostile, tmp
 def test_site_build_command_writes_the_site(tmp_path):
     result = CliRunner().invoke(app, ["site", "build", "--catalog", str(HOSTILE_CATALOG), "--out", str(tmp_path / "s")])
     assert result.exit_code == 0, result.output
-    assert "wrote 6 pages" in result.output and (tmp_path / "s" / "index.html").exists()
+    assert "wrote 7 pages" in result.output and (tmp_path / "s" / "index.html").exists()
