@@ -58,16 +58,15 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(tokens_board=fmt.tokens_board, tokens_detail=fmt.tokens_detail, usd=fmt.usd,
-                       notes=_notes)
+                       notes=_notes, note_line=_note_line)
     env.globals.update(csp=CSP, fmt=fmt, citations=citations(), page_of=recipe_page_path, yaml_of=recipe_yaml_path,
                        plan_of=lambda section: plan_page_path(section.folder), pareto_svg=_pareto_svg,
                        running_of=lambda board_page: board_page.running_path)
     return env
 
 
-@jinja2.pass_context
-def _notes(context, text: str) -> Markup:
-    """A note in the safe Markdown subset (site/notes.py); repository paths link to recipe pages or files."""
+def _note_link(context):
+    """Where a repository path in a note links from this page: its recipe page, the repository's file, or nowhere."""
     site, url = context["site"], context["url"]
 
     def link(path: str) -> str | None:
@@ -77,7 +76,19 @@ def _notes(context, text: str) -> Markup:
         address, on_site = target
         return url(address) if on_site else address
 
-    return notes.render(text, link)
+    return link
+
+
+@jinja2.pass_context
+def _notes(context, text: str) -> Markup:
+    """A note in the safe Markdown subset (site/notes.py): paragraphs and lists."""
+    return notes.render(text, _note_link(context))
+
+
+@jinja2.pass_context
+def _note_line(context, text: str) -> Markup:
+    """One line of the safe Markdown subset, for a table cell or inside a paragraph."""
+    return notes.inline(text, _note_link(context))
 
 
 @jinja2.pass_context
@@ -186,7 +197,8 @@ def _recipe(write: _Writer, site: Site, entry: CatalogEntry) -> None:
     write.page(recipe_page_path(entry), "recipe.html", site=site, section=section, board_page=board_page,
                rank=rank, entry=entry, recipe=recipe, yaml_text=yaml_text, run_images=run_images,
                compare_partner=partner, inputs=run_inputs(site.catalog, entry), title=f"{entry.name} · {recipe.model} on {recipe.gpu.type}")
-    write.bytes(compare_data_path(entry), compare_script(compare_record(entry, board_page, rank)))
+    write.bytes(compare_data_path(entry), compare_script(compare_record(entry, board_page, rank,
+                                                                            site.usd_values[entry.slug])))
 
 
 def _plot_links(section: ModelSection) -> dict[int, tuple[str, str]]:
