@@ -136,4 +136,38 @@ def test_the_server_sends_the_csp_and_never_serves_outside_its_root(hostile, tmp
 def test_site_build_command_writes_the_site(tmp_path):
     result = CliRunner().invoke(app, ["site", "build", "--catalog", str(HOSTILE_CATALOG), "--out", str(tmp_path / "s")])
     assert result.exit_code == 0, result.output
-    assert "wrote 6 pages" in result.output and (tmp_path / "s" / "index.html").exists()
+    assert "wrote 7 pages" in result.output and (tmp_path / "s" / "index.html").exists()
+
+
+def test_every_page_links_the_favicon_the_repository_and_a_footer_of_its_own(bundled):
+    assert (bundled.out / "static/favicon.svg").read_text().startswith("<svg")
+    footers = {}
+    for page in bundled.pages:
+        html = (bundled.out / page).read_text(encoding="utf-8")
+        assert re.search(r'<link rel="icon" href="(\.\./)*static/favicon\.svg"', html), page
+        assert f'href="{REPO.resolve().as_uri()}" id="repository-link"' in html, page  # site.yaml: repository: .
+        footers[page.split("/")[0]] = re.search(r"<footer>(.*?)</footer>", html, re.S).group(1)
+    assert "validate" in footers["index.html"] and "in your browser" in footers["compare.html"]
+    assert "nothing on this page is a measured figure" in footers["running.html"]
+    assert "this recipe's published values" in footers["recipes"]
+
+
+def test_boards_show_costs_that_rank_and_recipe_pages_explain_their_inputs(bundled):
+    board = (bundled.out / "models/qwen3-1.7b/h200/rows8192-gb16-bf16.html").read_text(encoding="utf-8")
+    assert '>$0.0530</td>' in board and '>$0.0543</td>' in board
+    recipe = (bundled.out / "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.html").read_text(encoding="utf-8")
+    box = recipe[recipe.index('id="before-you-run"'):recipe.index('id="run-command"')]
+    for shown in ("$HF_CKPT", "$TORCH_DIST", "$SFT_DATA", "&lt;slime entry module&gt;"):
+        assert f"<code>{shown}</code>" in box
+    ours = (bundled.out / "recipes/qwen3-1.7b/h200/openrecipes-compile-noac-mb4.html").read_text(encoding="utf-8")
+    notes = ours[ours.index('id="recipe-notes"'):]
+    assert notes.count("<li>") >= 5 and "`" not in notes[:notes.index("</div>")]
+    assert 'href="../../../recipes/qwen3-1.7b/h200/torchtitan-stock.html"' in notes  # a recipe path links its page
+
+
+def test_running_pages_are_written_per_board_with_that_boards_rows(bundled):
+    glm = (bundled.out / "models/glm-5.2-744b-a40b/b200/rows8192-gb128-bf16-running.html").read_text(encoding="utf-8")
+    assert "--chat-format glm5" in glm and "--rows 12800" in glm and "recipes/glm-5.2-744b-a40b/b200/" in glm
+    qwen = (bundled.out / "models/qwen3-1.7b/h200/rows8192-gb16-bf16-running.html").read_text(encoding="utf-8")
+    assert "openrecipes rows demo --out .data/qwen3-rows --chat-format qwen3 --rows 320 --seed 42" in qwen
+    assert "glm5" not in qwen

@@ -123,3 +123,28 @@ def test_links_are_relative_so_the_site_works_from_file_urls():
     assert relative_url("index.html", "static/site.css") == "static/site.css"
     assert relative_url("recipes/a/b/c.html", "compare.html") == "../../../compare.html"
     assert relative_url("models/m/g/w.html", "recipes/m/g/r.html") == "../../../recipes/m/g/r.html"
+
+
+def test_costs_that_tie_at_two_decimals_get_the_digits_that_rank_them(site):
+    assert fmt.usd_ranked([(0.05, 0.054257), (0.05, 0.053032), (0.09, 0.091977)]) == ["$0.0543", "$0.0530", "$0.09"]
+    assert fmt.usd_ranked([(26.95, 26.951), (26.97, 26.97)]) == ["$26.95", "$26.97"]  # no tie: as published
+    assert fmt.usd_ranked([(0.21, 0.21), (0.21, 0.21)]) == ["$0.21", "$0.21"]  # equal figures stay equal
+    texts = {slug: text for slug, text in site.usd_texts.items() if slug.startswith("qwen3-1.7b/")}
+    assert texts == {"qwen3-1.7b/h200/tuned-tp1-pp1-cp1-dp1-none-mb4-compile": "$0.0530",
+                     "qwen3-1.7b/h200/openrecipes-compile-noac-mb4": "$0.0543",
+                     "qwen3-1.7b/h200/torchtitan-stock": "$0.09"}
+    assert site.usd_text(site.catalog.find("attune-tp1-pp1-ep4")) == "$0.21"  # seed figures as published
+    best = site.section("qwen3-1.7b").best[0]
+    assert best.cheapest.name == "tuned-tp1-pp1-cp1-dp1-none-mb4-compile"  # ranked by the full-precision cost
+
+
+def test_every_plotted_point_is_numbered_fastest_first(site):
+    points = site.section("GLM-5.2-744B-A40B").points
+    assert [p.number for p in points] == [1, 2, 3, 4, 5]
+    assert [p.label for p in points][:3] == ["H200 published summary", "attune-tp4-pp2-cp4-mt16k",
+                                             "attune-tp4-pp2-cp4-mt12k"]
+
+
+def test_board_running_pages_have_their_own_paths(site):
+    board = _board(site, "qwen3-1.7b", "H200")
+    assert board.running_path == "models/qwen3-1.7b/h200/rows8192-gb16-bf16-running.html"

@@ -207,3 +207,42 @@ def _read_flags(parsed: ParsedRun) -> None:
 
 def _is_short_option(word: str) -> bool:
     return word.startswith("-") and not word.startswith("--") and not re.match(r"^-\d", word)
+
+
+_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)(\[@\])?\}?")
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=")
+_PLACEHOLDER = re.compile(r"<[A-Za-z][^<>\n]*>")
+
+
+@dataclass
+class CommandInputs:
+    """What a run script needs from outside itself, in order of first use."""
+
+    variables: list[str] = field(default_factory=list)  # $NAME read but never set by the script
+    arrays: list[str] = field(default_factory=list)  # ${NAME[@]} expanded but never defined by the script
+    placeholders: list[str] = field(default_factory=list)  # <words> left for the reader to fill in
+    exports: dict[str, str] = field(default_factory=dict)  # what the script exports itself
+    program: list[str] = field(default_factory=list)  # the launch line's program words (script or -m module)
+
+
+def command_inputs(text: str) -> CommandInputs:
+    """The outside inputs of a run script: variables and arrays it reads without setting, and placeholders."""
+    parsed = parse_run(text)
+    inputs = CommandInputs(exports=dict(parsed.exports))
+    assigned = set(parsed.exports) | set(parsed.arrays)
+    for _, line in logical_lines(text):
+        words = split_words(line)
+        assigned |= {m.group(1) for w in words[:1] if (m := _ASSIGNMENT.match(w))}
+        for word in words:
+            for match in _VARIABLE.finditer(word):
+                name, array = match.group(1), match.group(2)
+                found = inputs.arrays if array else inputs.variables
+                if name not in assigned and name not in found:
+                    found.append(name)
+        for placeholder in _PLACEHOLDER.findall(line.partition(" #")[0]):
+            if placeholder not in inputs.placeholders:
+                inputs.placeholders.append(placeholder)
+    # The program: a script (train_async.py) or a dotted module after -m; a placeholder is listed above instead.
+    inputs.program = [w for w in parsed.launcher
+                      if (w.endswith(".py") or "." in w) and not w.startswith("-") and not _PLACEHOLDER.search(w)][:1]
+    return inputs

@@ -5,6 +5,9 @@ The values themselves are never recomputed: a figure is the recipe's `result:` f
 
 from __future__ import annotations
 
+import math
+
+from openrecipes import figures
 from openrecipes.catalog.model import Recipe
 
 # The seeds' standard measurement: a 20-step run scored over steps 5-19 (numbered from 0). Only a run that differs
@@ -25,6 +28,39 @@ def tokens_detail(value: float) -> str:
 
 def usd(value: float) -> str:
     return f"${value:,.2f}"
+
+
+def usd_recomputed(published: float, tokens_per_s_per_gpu: float, usd_per_gpu_hour: float | None) -> float:
+    """$ per 1M tokens at full precision from tokens/s per GPU and the instance's price (figures.py), when it
+    rounds to the published two decimals; otherwise (no price, or a figure that does not agree) the published one."""
+    if usd_per_gpu_hour is None:
+        return published
+    value = figures.usd_per_million_tokens(usd_per_gpu_hour, tokens_per_s_per_gpu)
+    return value if figures.within_published_rounding(value, f"{published:.2f}") else published
+
+
+# Decimals tried, in order, until costs that tie at two decimals are told apart.
+_TIE_DECIMALS = (3, 4, 5)
+
+
+def usd_ranked(costs: list[tuple[float, float]]) -> list[str]:
+    """(published, recomputed) costs shown side by side, as text: the published "$0.21", except where two
+    published costs tie but their recomputed values differ; those get the fewest decimals, and at least three
+    significant digits, that tell them apart ("$0.0543" beside "$0.0530")."""
+    texts = [usd(published) for published, _ in costs]
+    for text in set(texts):
+        tied = [i for i, t in enumerate(texts) if t == text]
+        if len(tied) < 2 or len({costs[i][1] for i in tied}) < 2:
+            continue
+        for decimals in _TIE_DECIMALS:
+            # three significant digits of the smallest: 0.0543 needs four decimals
+            places = max(decimals, 2 - math.floor(math.log10(min(costs[i][1] for i in tied))))
+            shown = {i: f"${costs[i][1]:,.{places}f}" for i in tied}
+            if len(set(shown.values())) == len({costs[i][1] for i in tied}):
+                break
+        for i in tied:
+            texts[i] = shown[i]
+    return texts
 
 
 def mfu(recipe: Recipe) -> str:

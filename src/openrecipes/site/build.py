@@ -26,6 +26,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import jinja2
+from markupsafe import Markup
 
 from openrecipes.atomic import current_umask
 from openrecipes.audit.evidence import EVIDENCE_LEVELS
@@ -34,12 +35,14 @@ from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.catalog.yamlio import MAX_YAML_BYTES, read_yaml
 from openrecipes.errors import UserError
 from openrecipes.site import format as fmt
-from openrecipes.site import plots
+from openrecipes.site import notes, plots
 from openrecipes.site.compare import compare_record, compare_script
 from openrecipes.site.plan import model_plans, plan_page_path
 from openrecipes.site.pages import (
-    Site, compare_data_path, pareto_points, recipe_page_path, recipe_yaml_path, relative_url, site_pages,
+    ModelSection, Site, compare_data_path, recipe_page_path, recipe_yaml_path, relative_url, site_pages,
 )
+from openrecipes.site.before_run import run_inputs
+from openrecipes.site.running import running_steps
 from openrecipes.site.runs import run_plots
 from openrecipes.textfile import MIB, read_text, shown
 
@@ -73,11 +76,46 @@ def citations() -> dict[str, dict[str, str]]:
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(tokens_board=fmt.tokens_board, tokens_detail=fmt.tokens_detail, usd=fmt.usd)
+    env.filters.update(tokens_board=fmt.tokens_board, tokens_detail=fmt.tokens_detail, usd=fmt.usd,
+                       notes=_notes, note_line=_note_line)
     env.globals.update(csp=CSP, fmt=fmt, citations=citations(), page_of=recipe_page_path, yaml_of=recipe_yaml_path,
                        plan_of=lambda section: plan_page_path(section.folder), reproductions_of=reproduction_summary,
-                       evidence_levels=EVIDENCE_LEVELS)
+                       evidence_levels=EVIDENCE_LEVELS, pareto_svg=_pareto_svg,
+                       running_of=lambda board_page: board_page.running_path)
     return env
+
+
+def _note_link(context):
+    """Where a repository path in a note links from this page: its recipe page, the repository's file, or nowhere."""
+    site, url = context["site"], context["url"]
+
+    def link(path: str) -> str | None:
+        target = site.link_target(path)
+        if target is None:
+            return None
+        address, on_site = target
+        return url(address) if on_site else address
+
+    return link
+
+
+@jinja2.pass_context
+def _notes(context, text: str) -> Markup:
+    """A note in the safe Markdown subset (site/notes.py): paragraphs and lists."""
+    return notes.render(text, _note_link(context))
+
+
+@jinja2.pass_context
+def _note_line(context, text: str) -> Markup:
+    """One line of the safe Markdown subset, for a table cell or inside a paragraph."""
+    return notes.inline(text, _note_link(context))
+
+
+@jinja2.pass_context
+def _pareto_svg(context, section: ModelSection) -> Markup:
+    """The section's plot, its links (written relative to the site root) made relative to this page."""
+    prefix = relative_url(context["page_path"], "")
+    return Markup(section.pareto_svg.replace('<a href="', f'<a href="{prefix}'))
 
 
 def _output_folder(out: Path) -> Path:
@@ -190,16 +228,23 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
     report = BuildReport(out)
     write = _Writer(out, report)
     site = site_pages(catalog)
-    for name in ("site.css", "site.js"):
+    for name in ("site.css", "site.js", "favicon.svg"):
         write.bytes(f"static/{name}", (HERE / "static" / name).read_bytes())
-    write.page("index.html", "index.html", site=site, title="All models")
-    write.page("running.html", "running.html", site=site, title="Running a recipe", example=_example(catalog))
+    for entry in catalog.summaries:
+        write.bytes(recipe_yaml_path(entry), (catalog.root / entry.path).read_bytes())
     for section in site.sections:
-        write.bytes(section.pareto_plot, plots.pareto_svg(section.name, pareto_points(catalog, section.name),
-                                                            section.front))
+        section.pareto_svg = plots.pareto_svg(section.points, section.front, _plot_links(section),
+                                              f"plot-{section.folder}")
+    write.page("index.html", "index.html", site=site, title="All models")
+    write.page("running.html", "running.html", site=site, title="Running a recipe", steps=None, board_page=None)
+    for section in site.sections:
         for board_page in section.pages:
             write.page(board_page.path, "board.html", site=site, section=section, page=board_page,
                        title=board_page.title)
+        for board_page in section.boards:
+            write.page(board_page.running_path, "running.html", site=site, board_page=board_page,
+                       steps=running_steps(board_page.board.ranked[0]),
+                       title=f"Running {section.name} on {board_page.board.gpu_type}")
     for entry in catalog.recipes:
         _recipe(write, site, entry)
     write.page("compare.html", "compare.html", site=site, title="Compare two recipes")
@@ -225,14 +270,18 @@ def _recipe(write: _Writer, site: Site, entry: CatalogEntry) -> None:
     partner = ranked[1] if rank == 1 and len(ranked) > 1 else ranked[0]
     write.page(recipe_page_path(entry), "recipe.html", site=site, section=section, board_page=board_page,
                rank=rank, entry=entry, recipe=recipe, yaml_text=yaml_text, run_images=run_images,
-               compare_partner=partner, title=f"{entry.name} · {recipe.model} on {recipe.gpu.type}")
-    write.bytes(compare_data_path(entry), compare_script(compare_record(entry, board_page, rank)))
+               compare_partner=partner, inputs=run_inputs(site.catalog, entry), title=f"{entry.name} · {recipe.model} on {recipe.gpu.type}")
+    write.bytes(compare_data_path(entry), compare_script(compare_record(entry, board_page, rank,
+                                                                            site.usd_values[entry.slug])))
 
 
-def _example(catalog: Catalog) -> CatalogEntry | None:
-    """The recipe the "Running a recipe" page uses in its commands: the fastest of the first model's boards."""
-    recipes = sorted(catalog.recipes, key=lambda e: (e.entry.model, -e.entry.result.tokens_per_s_per_gpu))
-    return recipes[0] if recipes else None
+def _plot_links(section: ModelSection) -> dict[int, tuple[str, str]]:
+    """Each plotted point's link (site path: the recipe page, or a summary's YAML) and accessible name."""
+    links = {}
+    for point in section.points:
+        target = recipe_yaml_path(point.entry) if point.entry.is_summary else recipe_page_path(point.entry)
+        links[point.number] = (quote(target), f"{point.number}: {point.label} on {point.gpu_type}")
+    return links
 
 
 def export_json(site: Site) -> str:

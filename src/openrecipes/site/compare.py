@@ -41,19 +41,43 @@ def _classes(flags: dict[str, str], exports: dict[str, str]) -> dict[str, str]:
     return {name: rule.klass.replace("_", " ") for name, rule in found.items() if rule is not None}
 
 
-def compare_record(entry: CatalogEntry, board_page: BoardPage, rank: int) -> dict:
+# The figures the compare page subtracts, each with the direction that is better (+1: higher is better).
+def _figures(recipe, usd_value: float) -> list[dict]:
+    result = recipe.result
+    return [
+        {"label": "Tokens/s per GPU", "value": result.tokens_per_s_per_gpu, "text": fmt.tokens_detail(
+            result.tokens_per_s_per_gpu), "better": 1, "decimals": 2},
+        {"label": "$ / 1M tokens", "value": usd_value, "text": fmt.usd(result.usd_per_million_tokens), "better": -1,
+         "decimals": 4, "prefix": "$"},
+        {"label": "MFU", "value": round(result.mfu * 100, 2), "text": f"{result.mfu * 100:.1f}%", "better": 1,
+         "decimals": 1, "suffix": " points"},
+        {"label": "Step-time CV", "value": result.step_time_cv_percent, "text": f"{result.step_time_cv_percent}%",
+         "better": -1, "decimals": 2, "suffix": " points"},
+        {"label": "GPUs", "value": recipe.gpu.count, "text": str(recipe.gpu.count), "better": 0, "decimals": 0},
+    ]
+
+
+def compare_record(entry: CatalogEntry, board_page: BoardPage, rank: int, usd_value: float) -> dict:
     recipe = entry.entry
     flags, exports = _arguments(recipe.run)
     facts = [("Model", recipe.model), ("Board", f"#{rank} on {board_page.title}"),
              ("Workload", fmt.workload(recipe)), ("Layout label", recipe.layout.label),
              ("Highlights", recipe.layout.highlights), ("Author", recipe.author.name)]
-    facts += fmt.recipe_facts(recipe)
+    facts += [(label, value) for label, value in fmt.recipe_facts(recipe)
+              if label not in ("Tokens/s per GPU", "$ / 1M tokens", "MFU", "Step-time CV")]
     facts += [(f"Stack: {name}", value) for name, value in fmt.stack_items(recipe)]
     return {
         "slug": entry.slug,
         "name": entry.name,
         "page": recipe_page_path(entry),
         "path": entry.path.as_posix(),
+        "model": recipe.model,
+        "gpu_type": recipe.gpu.type,
+        "board": board_page.title,
+        "board_page": board_page.path,
+        "rank": rank,
+        "workload": board_page.board.workload.label,
+        "figures": _figures(recipe, usd_value),
         "facts": facts,
         "arguments": {**flags, **{f"{name} (env)": value for name, value in exports.items()}},
         "classes": _classes(flags, exports),

@@ -6,14 +6,16 @@ adds the Pareto front and gives every page its stable path.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from openrecipes.audit.evidence import AuditReport
 from openrecipes.audit.review import audit_catalog
+from openrecipes.catalog import facts
 from openrecipes.catalog.leaderboard import Board, GpuBest, best_per_gpu, boards, models
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.errors import UserError
+from openrecipes.site.settings import Repository, read_repository
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,7 @@ class ParetoPoint:
     usd_per_million_tokens: float
     gpus: int
     gpu_type: str
+    number: int = 0  # the point's number on the plot and in its key, 1 = fastest
 
     @property
     def label(self) -> str:
@@ -43,9 +46,19 @@ def pareto_front(points: list[ParetoPoint]) -> list[ParetoPoint]:
 
 
 def pareto_points(catalog: Catalog, model: str) -> list[ParetoPoint]:
-    return [ParetoPoint(e, e.entry.result.tokens_per_s_per_gpu, e.entry.result.usd_per_million_tokens,
-                        e.entry.gpu.count, e.entry.gpu.type)
-            for e in catalog.entries if e.entry.model == model]
+    """Every entry of the model, numbered fastest first (ties: cheaper, then by slug)."""
+    entries = sorted((e for e in catalog.entries if e.entry.model == model),
+                     key=lambda e: (-e.entry.result.tokens_per_s_per_gpu, usd_recomputed(catalog, e), e.slug))
+    return [ParetoPoint(e, e.entry.result.tokens_per_s_per_gpu, usd_recomputed(catalog, e), e.entry.gpu.count,
+                        e.entry.gpu.type, number) for number, e in enumerate(entries, start=1)]
+
+
+def usd_recomputed(catalog: Catalog, entry: CatalogEntry) -> float:
+    """The entry's $ per 1M tokens at full precision where its instance is priced (catalog/facts.py)."""
+    instance = None if entry.is_summary else catalog.tables.instances.get(entry.entry.gpu.instance)
+    per_gpu_hour = instance.usd_per_hour / instance.gpus if instance else None
+    return facts.usd_recomputed(entry.entry.result.usd_per_million_tokens, entry.entry.result.tokens_per_s_per_gpu,
+                                per_gpu_hour)
 
 
 # A leaderboard longer than this continues on further pages, so no page outgrows the 150 KB budget.
@@ -64,6 +77,11 @@ class BoardPage:
     @property
     def title(self) -> str:
         return f"Training {self.board.model} on {self.board.gpu_type}"
+
+    @property
+    def running_path(self) -> str:
+        """The board's "Running a recipe" page, written with its best recipe's paths."""
+        return self.page_paths[0].removesuffix(".html") + "-running.html"
 
     @property
     def rows(self) -> tuple[CatalogEntry, ...]:
@@ -86,11 +104,12 @@ class ModelSection:
     folder: str
     notes: list[str]
     notes_source: str
-    pareto_plot: str  # site path of the SVG
     boards: list[BoardPage] = field(default_factory=list)  # the first page of each board
     pages: list[BoardPage] = field(default_factory=list)  # every page of every board
     best: list[GpuBest] = field(default_factory=list)
+    points: list[ParetoPoint] = field(default_factory=list)  # every entry of the model, numbered
     front: list[ParetoPoint] = field(default_factory=list)
+    pareto_svg: str = ""  # the Pareto plot as inline SVG, its links relative to the site root (site/build.py)
 
     def recipe_count(self, gpu_type: str) -> int:
         return sum(len(p.board.ranked) for p in self.boards if p.board.gpu_type == gpu_type)
@@ -108,6 +127,9 @@ class Site:
     catalog: Catalog
     sections: list[ModelSection]
     board_of: dict[str, tuple[BoardPage, int]]  # recipe slug -> the board page listing it and its 1-based rank
+    repository: Repository | None = None  # where "Repository" and "view source" links point (site.yaml)
+    usd_texts: dict[str, str] = field(default_factory=dict)  # slug -> $ per 1M tokens as shown
+    usd_values: dict[str, float] = field(default_factory=dict)  # slug -> $ per 1M tokens to sort and compare by
     audits: dict[str, AuditReport] = field(default_factory=dict)  # entry slug -> its audit, once per build
 
     def section(self, model: str) -> ModelSection:
@@ -116,6 +138,22 @@ class Site:
     def evidence(self, entry: CatalogEntry) -> str:
         """The entry's evidence level, computed by `openrecipes audit` for this build."""
         return self.audits[entry.slug].evidence
+
+    def usd_text(self, entry: CatalogEntry) -> str:
+        return self.usd_texts[entry.slug]
+
+    def link_target(self, path: str) -> tuple[str, bool] | None:
+        """Where a repository path written in a note links: (site path of its recipe page, True), (address of
+        the file in the repository, False), or None for a path that is not a file of the catalog."""
+        if "\\" in path or path.startswith("/") or ".." in PurePosixPath(path).parts:
+            return None
+        entry = next((e for e in self.catalog.recipes if e.path.as_posix() == path), None)
+        if entry is not None:
+            return recipe_page_path(entry), True
+        file = (self.catalog.root / path).resolve()
+        if self.repository is None or not file.is_file() or not file.is_relative_to(self.catalog.root):
+            return None
+        return self.repository.file(path), False
 
 
 def recipe_page_path(entry: CatalogEntry) -> str:
@@ -145,9 +183,11 @@ def site_pages(catalog: Catalog) -> Site:
         card = catalog.tables.models[model]
         folder = _model_folder(catalog, model)
         section = ModelSection(name=model, family=card.family, folder=folder, notes=card.notes,
-                               notes_source=card.notes_source, pareto_plot=f"plots/{folder}-pareto.svg",
-                               best=_in_hardware_order(catalog, best_per_gpu(catalog, model)),
-                               front=pareto_front(pareto_points(catalog, model)))
+                               notes_source=card.notes_source,
+                               best=_in_hardware_order(catalog, _cheapest_by_recomputed(
+                                   catalog, best_per_gpu(catalog, model))),
+                               points=pareto_points(catalog, model))
+        section.front = pareto_front(section.points)
         for board in by_model.get(model, []):
             pages = board_pages(board, folder)
             section.boards.append(pages[0])
@@ -156,7 +196,26 @@ def site_pages(catalog: Catalog) -> Site:
                 for rank, entry in enumerate(page.rows, start=page.start + 1):
                     board_of[entry.slug] = (page, rank)
         sections.append(section)
-    return Site(catalog, sections, board_of, audit_catalog(catalog))
+    site = Site(catalog, sections, board_of, read_repository(catalog.root), audits=audit_catalog(catalog))
+    for section in sections:
+        # Costs that tie at two decimals within a model are shown with the digits that rank them.
+        texts = facts.usd_ranked([(p.entry.entry.result.usd_per_million_tokens, p.usd_per_million_tokens)
+                                  for p in section.points])
+        for point, text in zip(section.points, texts):
+            site.usd_texts[point.entry.slug] = text
+            site.usd_values[point.entry.slug] = point.usd_per_million_tokens
+    return site
+
+
+def _cheapest_by_recomputed(catalog: Catalog, best: list[GpuBest]) -> list[GpuBest]:
+    """The cheapest of each GPU type by the full-precision cost, so two costs published as $0.05 rank right."""
+    out = []
+    for gpu in best:
+        entries = [e for e in catalog.entries if e.entry.model == gpu.fastest.entry.model
+                   and e.entry.gpu.type == gpu.gpu_type and e.is_summary == gpu.cheapest.is_summary]
+        cheapest = min(entries, key=lambda e: (usd_recomputed(catalog, e), e.slug))
+        out.append(replace(gpu, cheapest=cheapest))
+    return out
 
 
 def _in_hardware_order(catalog: Catalog, best: list[GpuBest]) -> list[GpuBest]:

@@ -7,6 +7,8 @@ the same catalog draws the same bytes.
 from __future__ import annotations
 
 import io
+import re
+from html import escape, unescape
 
 import matplotlib
 
@@ -29,8 +31,6 @@ plt.rcParams.update({
 GPU_COLOURS = ["#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b83280", "#2c7a7b", "#744210", "#4a5568"]
 # A recipe's marker area in points² per GPU, on a square-root scale so 256 GPUs stay readable beside 8.
 MARKER_AREA_PER_SQRT_GPU = 9.0
-# Name the recipes on the front only while the labels still fit beside each other.
-MAX_FRONT_LABELS = 10
 
 
 def plain(text: str) -> str:
@@ -49,33 +49,114 @@ def _marker_area(gpus: int) -> float:
     return MARKER_AREA_PER_SQRT_GPU * gpus ** 0.5
 
 
-def pareto_svg(model: str, points: list[ParetoPoint], front: list[ParetoPoint]) -> bytes:
-    """Tokens/s per GPU against $ per 1M tokens, one colour per GPU type, area by GPU count; summaries hollow."""
-    figure, axes = plt.subplots(figsize=(7.2, 3.9))
-    gpu_types = sorted({p.gpu_type for p in points})
-    for colour, gpu_type in zip(GPU_COLOURS * 4, gpu_types):
-        for summary in (False, True):
-            group = [p for p in points if p.gpu_type == gpu_type and p.entry.is_summary == summary]
-            if not group:
-                continue
-            axes.scatter([p.usd_per_million_tokens for p in group], [p.tokens_per_s_per_gpu for p in group],
-                         s=[_marker_area(p.gpus) for p in group], alpha=0.75, linewidths=1.2,
-                         facecolors="none" if summary else colour, edgecolors=colour,
-                         label=plain(f"{gpu_type}{' (published summary)' if summary else ''}"))
-    axes.plot([p.usd_per_million_tokens for p in front], [p.tokens_per_s_per_gpu for p in front],
-              color="#1a202c", linewidth=1, linestyle="--", label="Pareto front", zorder=1)
-    if len(front) <= MAX_FRONT_LABELS:
-        for point in front:
-            axes.annotate(plain(point.label), (point.usd_per_million_tokens, point.tokens_per_s_per_gpu),
-                          textcoords="offset points", xytext=(6, 4), fontsize=7, color="#2d3748")
-    costs = [p.usd_per_million_tokens for p in points]
-    if max(costs) / min(costs) > 20:
-        axes.set_xscale("log")
-    axes.set_xlabel("$ per 1M tokens (lower is better)")
-    axes.set_ylabel("tokens/s per GPU (higher is better)")
-    axes.set_title(f"{plain(model)}: speed against cost; marker area grows with GPU count", loc="left", fontsize=10)
-    axes.legend(fontsize=7, frameon=False, loc="best", markerscale=0.6)
-    return _svg(figure)
+# Label placement: candidate offsets (points) from a marker's edge, tried in order until one is free.
+_LABEL_FONT = 8.0
+_LABEL_OFFSETS = [(1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1)]
+_LABEL_RINGS = (2.0, 9.0, 18.0, 30.0)
+
+
+def _label_box(x: float, y: float, text: str) -> tuple[float, float, float, float]:
+    width, height = 0.62 * _LABEL_FONT * len(text) + 2, _LABEL_FONT + 2
+    return x - width / 2, y - height / 2, x + width / 2, y + height / 2
+
+
+def _overlaps(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _place_labels(axes, points: list[ParetoPoint]) -> list[tuple[float, float]]:
+    """Each point's label centre as an offset in points from its marker, clear of every other label and marker
+    (greedy, fastest point first): two recipes with equal figures get two labels, so each stays a link."""
+    to_points = 72.0 / axes.figure.dpi
+    centres = [axes.transData.transform((p.usd_per_million_tokens, p.tokens_per_s_per_gpu)) * to_points
+               for p in points]
+    radii = [(_marker_area(p.gpus) ** 0.5) / 2 for p in points]
+    bbox = axes.get_window_extent()
+    frame = (bbox.x0 * to_points, bbox.y0 * to_points, bbox.x1 * to_points, bbox.y1 * to_points)
+    taken = [(x - r, y - r, x + r, y + r) for (x, y), r in zip(centres, radii)]
+    offsets = []
+    for point, (x, y), radius in zip(points, centres, radii):
+        text = str(point.number)
+        half_w, half_h = (_label_box(0, 0, text)[2], _label_box(0, 0, text)[3])
+        choice = None
+        for ring in _LABEL_RINGS:
+            for sx, sy in _LABEL_OFFSETS:
+                dx = sx * (radius + ring + half_w)
+                dy = sy * (radius + ring + half_h)
+                box = _label_box(x + dx, y + dy, text)
+                inside = frame[0] <= box[0] and box[2] <= frame[2] and frame[1] <= box[1] and box[3] <= frame[3]
+                if inside and not any(_overlaps(box, other) for other in taken):
+                    choice = (dx, dy)
+                    break
+            if choice:
+                break
+        choice = choice or (radius + 2 + half_w, 0.0)
+        taken.append(_label_box(x + choice[0], y + choice[1], text))
+        offsets.append(choice)
+    return offsets
+
+
+def pareto_svg(points: list[ParetoPoint], front: list[ParetoPoint], link: dict[int, tuple[str, str]],
+               id_prefix: str) -> str:
+    """Tokens/s per GPU against $ per 1M tokens, one colour per GPU type, area by GPU count, summaries hollow;
+    every point numbered (its number in the key below the plot), and marker and number links to `link[number]`
+    = (href, accessible name). Returned as inline SVG markup (links in an <img> could not be followed)."""
+    with plt.rc_context({"svg.fonttype": "none", "font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans"],
+                         "svg.hashsalt": id_prefix}):
+        figure, axes = plt.subplots(figsize=(7.2, 3.9))
+        gpu_types = sorted({p.gpu_type for p in points})
+        for colour, gpu_type in zip(GPU_COLOURS * 4, gpu_types):
+            for summary in (False, True):
+                group = [p for p in points if p.gpu_type == gpu_type and p.entry.is_summary == summary]
+                if not group:
+                    continue
+                markers = axes.scatter([p.usd_per_million_tokens for p in group],
+                                       [p.tokens_per_s_per_gpu for p in group],
+                                       s=[_marker_area(p.gpus) for p in group], alpha=0.75, linewidths=1.2,
+                                       facecolors="none" if summary else colour, edgecolors=colour,
+                                       label=plain(f"{gpu_type}{' (published summary)' if summary else ''}"))
+                markers.set_urls([link[p.number][0] for p in group])
+        axes.plot([p.usd_per_million_tokens for p in front], [p.tokens_per_s_per_gpu for p in front],
+                  color="#1a202c", linewidth=1, linestyle="--", label="Pareto front", zorder=1)
+        costs = [p.usd_per_million_tokens for p in points]
+        if max(costs) / min(costs) > 20:
+            axes.set_xscale("log")
+        axes.margins(0.12, 0.15)
+        axes.set_xlabel("$ per 1M tokens (lower is better)")
+        axes.set_ylabel("tokens/s per GPU (higher is better)")
+        axes.legend(fontsize=7, frameon=True, framealpha=0.9, edgecolor="none", loc="best", markerscale=0.6)
+        figure.canvas.draw()  # fixes the axes' limits, which the label placement reads
+        for point, (dx, dy) in zip(points, _place_labels(axes, points)):
+            axes.annotate(str(point.number), (point.usd_per_million_tokens, point.tokens_per_s_per_gpu),
+                          textcoords="offset points", xytext=(dx, dy), ha="center", va="center",
+                          fontsize=_LABEL_FONT, fontweight="bold", color="#1a202c", url=link[point.number][0])
+        return inline_svg(_svg(figure).decode("utf-8"), id_prefix,
+                          {href: name for href, name in link.values()})
+
+
+_STYLE = re.compile(r'\sstyle="([^"]*)"')
+_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def inline_svg(svg: str, id_prefix: str, link_names: dict[str, str]) -> str:
+    """matplotlib's SVG made fit to sit inside a page under the site's CSP: no prolog, metadata or <style>
+    (CSS declarations become presentation attributes), ids unique to this plot, links opened in the same
+    tab with an accessible name, and a viewBox that scales to the column width."""
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
+    svg = re.sub(r"<style[^>]*>.*?</style>\s*", "", svg, flags=re.S)
+    svg = _STYLE.sub(lambda m: "".join(f' {name.strip()}="{value.strip()}"' for name, _, value in
+                                       (d.partition(":") for d in m.group(1).split(";") if d.strip())), svg)
+    for old in set(_ID.findall(svg)):
+        svg = svg.replace(f'id="{old}"', f'id="{id_prefix}-{old}"').replace(f'"#{old}"', f'"#{id_prefix}-{old}"')
+        svg = svg.replace(f"url(#{old})", f"url(#{id_prefix}-{old})")
+    svg = re.sub(r'<a xlink:href="([^"]*)" target="_blank">',
+                 lambda m: f'<a href="{m.group(1)}" aria-label="{escape(link_names.get(unescape(m.group(1)), ""))}">',
+                 svg)
+    svg = re.sub(r'<svg [^>]*viewBox="([^"]+)"[^>]*>',
+                 lambda m: f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+                           f'viewBox="{m.group(1)}" class="plot-svg" role="group">', svg, count=1)
+    return svg
 
 
 def loss_svg(title: str, curves: dict[str, tuple[list[int], list[float]]]) -> bytes:

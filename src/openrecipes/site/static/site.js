@@ -48,7 +48,10 @@
         header.tabIndex = 0;
         header.classList.add("sortable-head");
         function sort() {
-          var ascending = header.getAttribute("aria-sort") !== "ascending";
+          // The first click puts the best first: descending where higher is better (tokens/s), ascending where
+          // lower is better ($ / 1M tokens), as the header's data-first says; later clicks reverse.
+          var current = header.getAttribute("aria-sort");
+          var ascending = current ? current !== "ascending" : header.getAttribute("data-first") !== "desc";
           Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
           header.setAttribute("aria-sort", ascending ? "ascending" : "descending");
           var body = table.tBodies[0];
@@ -136,9 +139,71 @@
     head.appendChild(link);
   }
 
+  function renderSummary(base, id, record) {
+    var summary = document.getElementById(id);
+    summary.textContent = record.model + " on " + record.gpu_type + " · #" + record.rank + " on ";
+    var board = document.createElement("a");
+    board.href = sitePath(base, record.board_page);
+    board.textContent = record.board;
+    summary.appendChild(board);
+    summary.appendChild(document.createTextNode(" · " + record.workload));
+  }
+
+  function number(value, decimals) {
+    return value.toLocaleString("en-US", { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
+  }
+
+  function signed(value, figure) {
+    var text = number(Math.abs(value), figure.decimals);
+    return (value > 0 ? "+" : value < 0 ? "−" : "±") + (figure.prefix || "") + text + (figure.suffix || "");
+  }
+
+  function renderFigures(a, b) {
+    var body = document.querySelector("#compare-figures tbody");
+    body.textContent = "";
+    a.figures.forEach(function (fa, index) {
+      var fb = b.figures[index];
+      var row = document.createElement("tr");
+      row.setAttribute("data-figure", fa.label);
+      cell(row, fa.label, "th").scope = "row";
+      var ca = cell(row, fa.text), cb = cell(row, fb.text);
+      ca.className = cb.className = "num";
+      var delta = fb.value - fa.value;
+      cell(row, signed(delta, fa)).className = "num delta";
+      cell(row, fa.value ? (delta >= 0 ? "+" : "−") + number(Math.abs(delta) / fa.value * 100, 1) + "%" : "—")
+        .className = "num percent";
+      var verdict = "—";
+      if (fa.better && delta) {
+        var bWins = delta * fa.better > 0;
+        verdict = (bWins ? "B" : "A") + " (" + (fa.better > 0 ? "higher" : "lower") + " is better)";
+        (bWins ? cb : ca).className += " better";
+        (bWins ? ca : cb).className += " worse";
+      } else if (fa.better) {
+        verdict = "equal";
+      }
+      cell(row, verdict).className = "verdict";
+      body.appendChild(row);
+    });
+  }
+
+  function renderWarning(a, b) {
+    var differences = [];
+    if (a.model !== b.model) { differences.push("different models (" + a.model + " and " + b.model + ")"); }
+    if (a.gpu_type !== b.gpu_type) { differences.push("different GPU types (" + a.gpu_type + " and " + b.gpu_type + ")"); }
+    if (a.workload !== b.workload) { differences.push("different workloads (" + a.workload + " and " + b.workload + ")"); }
+    var warning = document.getElementById("compare-warning");
+    warning.hidden = !differences.length;
+    warning.textContent = differences.length ? "Not like for like: these recipes train " + differences.join(", ") +
+      ". Their figures are not a ranking, and their changed arguments are not a layout change." : "";
+  }
+
   function renderCompare(base, a, b) {
     renderHead(base, "head-a", a);
     renderHead(base, "head-b", b);
+    renderSummary(base, "summary-a", a);
+    renderSummary(base, "summary-b", b);
+    renderWarning(a, b);
+    renderFigures(a, b);
     var factsA = factMap(a), factsB = factMap(b);
     var labels = factsA.order.concat(factsB.order.filter(function (l) { return !(l in factsA.map); }));
     var body = document.querySelector("#compare-facts tbody");
@@ -146,7 +211,7 @@
     labels.forEach(function (label) {
       var row = document.createElement("tr");
       var va = (factsA.map[label] || ["—"]).join("\n"), vb = (factsB.map[label] || ["—"]).join("\n");
-      cell(row, label, "th");
+      cell(row, label, "th").scope = "row";
       cell(row, va);
       cell(row, vb);
       if (va !== vb) { row.className = "differs"; }
@@ -165,7 +230,7 @@
       changed += 1;
       var row = document.createElement("tr");
       var klass = a.classes[name] || b.classes[name] || "not classed";
-      cell(row, name, "th");
+      cell(row, name, "th").scope = "row";
       cell(row, klass).className = "class-label class-" + klass.replace(/\s+/g, "-");
       cell(row, va);
       cell(row, vb);
@@ -188,12 +253,36 @@
     Array.prototype.forEach.call(pickA.children, function (child) { pickB.appendChild(child.cloneNode(true)); });
     var options = Array.prototype.map.call(pickA.options, function (o) { return o.value; });
     var params = new URLSearchParams(window.location.search);
-    pickA.value = options.indexOf(params.get("a")) !== -1 ? params.get("a") : options[0];
-    var fallback = options.filter(function (v) { return v !== pickA.value; })[0] || options[0];
-    pickB.value = options.indexOf(params.get("b")) !== -1 ? params.get("b") : fallback;
+    var unknown = [];
+
+    // A slug from the link that names no recipe is reported, never silently replaced by another recipe.
+    function choose(select, key, fallback) {
+      var wanted = params.get(key);
+      if (wanted === null || options.indexOf(wanted) !== -1) {
+        select.value = wanted === null ? fallback : wanted;
+        return;
+      }
+      unknown.push(key + "=" + wanted);
+      var placeholder = document.createElement("option");
+      placeholder.value = "";
+      placeholder.textContent = "(no such recipe: pick one)";
+      select.insertBefore(placeholder, select.firstChild);
+      select.value = "";
+    }
+    choose(pickA, "a", options[0]);
+    choose(pickB, "b", options.filter(function (v) { return v !== pickA.value; })[0] || options[0]);
+    var error = document.getElementById("compare-error");
+    if (unknown.length) {
+      error.hidden = false;
+      error.textContent = "No recipe in this catalog matches " + unknown.join(" and ") +
+        " in the address. Pick the recipe" + (unknown.length > 1 ? "s" : "") + " to compare below.";
+      document.getElementById("compare-status").textContent = "Nothing compared yet.";
+    }
 
     function update() {
       var slugA = pickA.value, slugB = pickB.value;
+      if (!slugA || !slugB) { return; }
+      error.hidden = true;
       if (window.location.protocol !== "file:") {
         window.history.replaceState(null, "", "?a=" + encodeURIComponent(slugA) + "&b=" + encodeURIComponent(slugB));
       }
