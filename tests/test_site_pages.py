@@ -130,12 +130,11 @@ def test_costs_that_tie_at_two_decimals_get_the_digits_that_rank_them(site):
     assert fmt.usd_ranked([(26.95, 26.951), (26.97, 26.97)]) == ["$26.95", "$26.97"]  # no tie: as published
     assert fmt.usd_ranked([(0.21, 0.21), (0.21, 0.21)]) == ["$0.21", "$0.21"]  # equal figures stay equal
     texts = {slug: text for slug, text in site.usd_texts.items() if slug.startswith("qwen3-1.7b/")}
-    assert texts == {"qwen3-1.7b/h200/tuned-tp1-pp1-cp1-dp1-none-mb4-compile": "$0.0530",
-                     "qwen3-1.7b/h200/openrecipes-compile-noac-mb4": "$0.0543",
+    assert texts == {"qwen3-1.7b/h200/openrecipes-compile-noac-mb4": "$0.05",
                      "qwen3-1.7b/h200/torchtitan-stock": "$0.09"}
     assert site.usd_text(site.catalog.find("attune-tp1-pp1-ep4")) == "$0.21"  # seed figures as published
     best = site.section("qwen3-1.7b").best[0]
-    assert best.cheapest.name == "tuned-tp1-pp1-cp1-dp1-none-mb4-compile"  # ranked by the full-precision cost
+    assert best.cheapest.name == "openrecipes-compile-noac-mb4"
 
 
 def test_every_plotted_point_is_numbered_fastest_first(site):
