@@ -66,7 +66,7 @@ def test_the_seed_layout_fits_8_h200_with_its_prediction_beside_the_measured_fig
     fitting = [r for r in rows if r["fits"]]
     rank = 1 + sum(r["tokens_per_s_per_gpu"] > own["tokens_per_s_per_gpu"] for r in fitting)
     assert cells[6] == f"fits; #{rank} of {len(fitting):,}"
-    assert "calibration point" in cells[7]
+    assert cells[7].startswith("held-out error ")
     assert "Predicted, not measured." in (built.out / GPTOSS_PAGE).read_text(encoding="utf-8")
 
 
@@ -151,4 +151,6 @@ def test_our_runs_without_a_recipe_sit_beside_their_predictions(built):
         assert predicted_gib == pytest.approx(prediction.memory.total_gib - calibration().runtime_reserve_gib, abs=0.01)
         assert sweep[name]["log"] in row
         # the table plans eager layouts: a compiled run is not ranked among them, an eager one is
-        assert ("a compiled layout" in row) == ("compile" in name) and ("fits; #" in row) != ("compile" in name)
+        # (a layout inside the memory margin is not ranked either, and says so)
+        if "inside the margin" not in row:
+            assert ("a compiled layout" in row) == ("compile" in name) and ("fits; #" in row) != ("compile" in name)

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from openrecipes.errors import UserError
 from openrecipes.plan.predict import PlanRequest, Prediction, plan_table, predict
+from openrecipes.plan.trust import memory_margin
 
 # Non-fitting layouts shown under the fitting ones: enough to see what stops the next-larger layouts.
 NON_FITTING_SHOWN = 5
@@ -50,20 +51,29 @@ def _print_table(console: Console, request: PlanRequest, ranked: list[Prediction
     fitting = [p for p in ranked if p.fits]
     not_fitting = [p for p in ranked if not p.fits]
     rows = (fitting[:top] if top else fitting) + not_fitting[:NON_FITTING_SHOWN]
+    margin = memory_margin(request.engine)
+    bases = sorted({p.interval.basis for p in rows})
     table = Table(title=f"{request.model} on {request.gpus} x {request.gpu_type} ({request.engine}): "
                         f"{len(fitting):,} of {len(ranked):,} valid layouts fit; predicted, not measured",
                   caption=f"{request.row_tokens:,}-token rows, global batch {request.global_batch}; GiB: predicted "
-                          f"peak of {ranked[0].capacity_gib:.1f} GiB; --json has every part")
-    for header in ("#", "Layout", "Recompute", "Offload", "Tokens/GPU", "GiB", "Tokens/s/GPU", "MFU", "$/1M", "Fit"):
+                          f"peak of {ranked[0].capacity_gib:.1f} GiB; fits: leaves {margin.margin:.1%} of the "
+                          f"predicted allocator peak free ({margin.basis}); range: " + " | ".join(bases)
+                          + "; --json has every part")
+    for header in ("#", "Layout", "Recompute", "Offload", "Tokens/GPU", "GiB", "Headroom", "Tokens/s/GPU", "Range",
+                   "MFU", "$/1M", "Fit"):
         table.add_column(header, justify="left" if header in ("Layout", "Recompute", "Fit") else "right")
     for rank, p in enumerate(rows, 1):
-        lay = p.layout
+        lay, interval = p.layout, p.interval
         table.add_row(
             str(rank) if p.fits else "-", lay.label, lay.recompute, f"{lay.offload_fraction:g}",
-            f"{lay.max_tokens_per_gpu:,}", f"{p.memory.total_gib:.1f}", f"{p.tokens_per_s_per_gpu:,.1f}",
+            f"{lay.max_tokens_per_gpu:,}", f"{p.memory.total_gib:.1f}", f"{p.headroom_gib:.1f}",
+            f"{p.tokens_per_s_per_gpu:,.1f}", f"{interval.low:,.0f}-{interval.high:,.0f}"
+            + ("" if interval.constrained else "*"),
             f"{p.mfu:.1%}", f"{p.usd_per_million_tokens:.2f}" if p.usd_per_million_tokens is not None else "-",
             "yes" if p.fits else p.short_reason)
     console.print(table)
+    if any(not p.interval.constrained for p in rows):
+        console.print("* no measured point constrains this layout: the range is wide (see the caption)")
 
 
 def tune(

@@ -17,6 +17,7 @@ from openrecipes.plan.accuracy import allocator_gib
 from openrecipes.plan.calibrate import MeasuredPoint, measured_point, reference_points, reference_rows, request_of
 from openrecipes.plan.constants import calibration, calibration_document
 from openrecipes.plan.predict import PlanRequest, context, predict_layout
+from openrecipes.plan.trust import stored_points
 from openrecipes.site.plan_tables import PLAN_TOP, plan_tables
 
 # Measured recipes shown per table (the fastest); the rest are on the leaderboard.
@@ -148,32 +149,14 @@ def model_settings(catalog: Catalog, model: str) -> Settings:
 # --- measured points -----------------------------------------------------------------------------------------------
 
 def calibration_roles() -> dict[str, str]:
-    roles = {}
-    doc = calibration_document()
-    values = [(f"{engine.capitalize()} compute efficiency", row) for engine, row in doc["compute_efficiency"].items()]
-    values.append(("host optimizer rate", doc["cpu_optimizer_params_per_s_per_gpu"]))
-    values.append(("eager AMP norm cost", doc["amp_composite_norm_s_per_element"]))
-    for name, row in values:
-        for slug in row.get("held_out", []):
-            roles.setdefault(slug, f"held out from the {name} fit")
-    for name, row in values:
-        roles[row["fitted_on"]] = f"calibration point of the {name}: equal by construction"
-    return roles
+    """Each measured point's held-out error: predicted with every fitted value refitted without it."""
+    return {p.name: f"held-out error {p.error:+.1%}" for p in stored_points()}
 
 
 def calibration_rows() -> list[dict]:
-    """calibration.yaml's fitted values, each with the point it was fitted on and the points held out."""
-    doc = calibration_document()
-    rows = [{"name": f"{engine.capitalize()} compute efficiency", "value": f"{row['value']:g}",
-             "fitted_on": row["fitted_on"], "held_out": row.get("held_out", [])}
-            for engine, row in doc["compute_efficiency"].items()]
-    rate = doc["cpu_optimizer_params_per_s_per_gpu"]
-    rows.append({"name": "Host optimizer rate (parameters/s per GPU)", "value": f"{rate['value']:.4g}",
-                 "fitted_on": rate["fitted_on"], "held_out": rate.get("held_out", [])})
-    norm = doc["amp_composite_norm_s_per_element"]
-    rows.append({"name": "Eager AMP composite-norm cost (s per normalized element)", "value": f"{norm['value']:.4g}",
-                 "fitted_on": norm["fitted_on"], "held_out": norm.get("held_out", [])})
-    return rows
+    """calibration.yaml's fitted values, each with what it applies to (every one is fitted on every point)."""
+    return [{"name": name, "value": f"{row['value']:.4g}", "applies_to": row["applies_to"]}
+            for name, row in calibration_document()["fitted"].items()]
 
 
 class _Predictor:
