@@ -37,11 +37,13 @@ def _residuals(points: list[MeasuredPoint], contexts: list[Context], base: Calib
                               / p.tokens_per_s_per_gpu) for p, ctx in zip(points, contexts)])
 
 
-def fit(points: list[MeasuredPoint], start: Calibration | None = None) -> Calibration:
-    """The calibration whose fitted values best predict these points' tokens/s (and their priors)."""
-    base = start or calibration()
+def fit(points: list[MeasuredPoint], start: Calibration | None = None,
+        fixed: dict[str, float] | None = None) -> Calibration:
+    """The calibration whose fitted values best predict these points' tokens/s (and their priors); `fixed` values
+    are set, not fitted (benchmarks/plan_loo.py turns a term off this way)."""
+    base = (start or calibration()).with_values(fixed or {})
     prior = priors()
-    names = list(prior)
+    names = [name for name in prior if name not in (fixed or {})]
     prior_log = np.log([prior[n] for n in names])
     assumed = calibration_document()["assumed"]
     sigma, noise = assumed["prior_sigma"], assumed["measurement_sigma"]

@@ -40,12 +40,12 @@ def _predicted(point: MeasuredPoint, cal) -> float:
     return predict_layout(ctx, point.layout).tokens_per_s_per_gpu
 
 
-def leave_one_out(root: Path | None = None) -> list[HeldOutPoint]:
+def leave_one_out(root: Path | None = None, fixed: dict[str, float] | None = None) -> list[HeldOutPoint]:
     points = speed_points(root)
-    full = fit(points)
+    full = fit(points, fixed=fixed)
     rows = []
     for point in points:
-        without = fit([p for p in points if p is not point], start=full)
+        without = fit([p for p in points if p is not point], start=full, fixed=fixed)
         r = point.request
         rows.append(HeldOutPoint(point.slug, r.model, r.gpu_type, r.gpus, r.engine, _describe(point.layout),
                                  point.tokens_per_s_per_gpu, round(_predicted(point, full), 2),
