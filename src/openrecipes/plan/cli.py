@@ -24,9 +24,10 @@ def register(app: typer.Typer) -> None:
 
 
 def plan(
-    model: Annotated[str, typer.Argument(help="model name, as in models/*.yaml (e.g. gpt-oss-20b)")],
-    gpu: Annotated[str, typer.Option("--gpu", help="GPU type, a key of hardware/gpus.yaml (e.g. H200)")],
-    gpus: Annotated[int, typer.Option("--gpus", help="GPU count")],
+    model: Annotated[str, typer.Argument(
+        help="model name, as in models/*.yaml (e.g. gpt-oss-20b); or `export` to write the Plan pages' tables")],
+    gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU type, a key of hardware/gpus.yaml (e.g. H200)")] = None,
+    gpus: Annotated[Optional[int], typer.Option("--gpus", help="GPU count")] = None,
     row_tokens: Annotated[int, typer.Option("--row-tokens", help="tokens per training row")] = 8192,
     global_batch: Annotated[int, typer.Option("--global-batch", help="rows per optimizer step")] = 128,
     engine: Annotated[str, typer.Option("--engine", help="megatron or torchtitan")] = "megatron",
@@ -34,17 +35,50 @@ def plan(
         "--grad-reduce-bf16", help="BF16 gradient buffers (Megatron --grad-reduce-in-bf16, as the gpt-oss seeds use)")] = False,
     top: Annotated[int, typer.Option("--top", help="fitting layouts to show (0: all)")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="print every ranked layout (or --top of them) as JSON")] = False,
+    emit_recipe: Annotated[Optional[int], typer.Option(
+        "--emit-recipe", help="write the N-th fitting torchtitan layout a recipe can run as a recipe (status: planned; "
+        "workload from the catalog's torchtitan recipe of MODEL on N x GPU)")] = None,
+    out: Annotated[Optional[Path], typer.Option(
+        "--out", help="where --emit-recipe writes the recipe; for `plan export`, the folder (the site reads plans/)")] = None,
 ) -> None:
     """Predict memory and speed of every valid layout and rank them: fitting layouts by tokens/s per GPU,
-    then the ones that do not fit with the reason. Exit 2 on bad input."""
+    then the ones that do not fit with the reason. `plan export --out DIR` writes every model's Plan-page tables
+    as JSON. Exit 2 on bad input."""
+    if model == "export":
+        _export(out)
+        return
+    if gpu is None or gpus is None:
+        raise UserError("give --gpu TYPE and --gpus N (e.g. openrecipes plan gpt-oss-20b --gpu H200 --gpus 8)")
     if engine not in ("megatron", "torchtitan"):
         raise UserError(f"--engine {engine}: use megatron or torchtitan")
+    if emit_recipe is not None:
+        from openrecipes.plan.emit import emit_recipe as emit
+
+        if out is None:
+            raise UserError("--emit-recipe needs --out FILE (where the planned recipe goes)")
+        planned = emit(model, gpu, gpus, emit_recipe, out)
+        p = planned.prediction
+        print(f"wrote {out}: #{planned.rank} {p.layout.label} {p.layout.recompute} recompute, "
+              f"{p.layout.rows_per_microbatch} row(s) a microbatch; predicted {p.tokens_per_s_per_gpu:,.1f} tokens/s "
+              f"per GPU (status: planned, not measured); run it with `openrecipes run {out}`")
+        return
     if as_json:
         print(json.dumps(plan_table(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, top or None),
                          indent=2))
         return
     request = PlanRequest(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16)
     _print_table(Console(), request, predict(request), top)
+
+
+def _export(out: Path | None) -> None:
+    from openrecipes.catalog.paths import default_catalog_root
+    from openrecipes.catalog.store import load_catalog
+    from openrecipes.plan.export import export
+
+    if out is None:
+        raise UserError("plan export needs --out DIR (the site reads plans/ in the catalog root)")
+    for path in export(load_catalog(default_catalog_root()), out):
+        print(f"wrote {path}")
 
 
 def _print_table(console: Console, request: PlanRequest, ranked: list[Prediction], top: int) -> None:

@@ -38,7 +38,6 @@ BUILD_MARKER = ".openrecipes-site"
 class BuildReport:
     out: Path
     pages: dict[str, int] = field(default_factory=dict)  # site path of each HTML page -> bytes
-    plan_tables_computed: int = 0  # the Plan pages' tables not found in the cache
 
     @property
     def largest(self) -> tuple[str, int]:
@@ -116,7 +115,7 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
     report = BuildReport(out)
     write = _Writer(out, report)
     site = site_pages(catalog)
-    for name in ("site.css", "site.js"):
+    for name in ("site.css", "site.js", "plan.css"):
         write.bytes(f"static/{name}", (HERE / "static" / name).read_bytes())
     write.page("index.html", "index.html", site=site, title="All models")
     write.page("running.html", "running.html", site=site, title="Running a recipe", example=_example(catalog))
@@ -130,10 +129,12 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
         _recipe(write, site, entry)
     write.page("compare.html", "compare.html", site=site, title="Compare two recipes")
     recipe_pages = {entry.slug: recipe_page_path(entry) for entry in catalog.recipes}
-    plans, report.plan_tables_computed = model_plans(catalog, site.sections)
+    plans = model_plans(catalog, site.sections)
     for plan in plans:
         write.page(plan.path, "plan.html", site=site, section=site.section(plan.model), plan=plan,
                    recipe_pages=recipe_pages, title=f"Plan {plan.model}")
+        for path, text in plan.downloads.items():
+            write.bytes(path, text.encode("utf-8"))
     write.bytes("recipes.json", export_json(site).encode("utf-8"))
     return report
 
