@@ -31,7 +31,7 @@ def test_json_contract_and_ranking():
 def test_table_lists_fitting_then_not_fitting():
     result = openrecipes("plan", "gpt-oss-20b", "--gpu", "H100", "--gpus", "8", "--top", "3")
     assert result.returncode == 0, result.stderr
-    assert "valid layouts fit" in result.stdout and "no:" in result.stdout
+    assert "valid layouts fit" in result.stdout and ("no:" in result.stdout or "margin:" in result.stdout)
 
 
 @pytest.mark.parametrize("args, message", [

@@ -239,8 +239,10 @@ class Recipe(Strict):
     model: str = Field(description="model name, the `name` of a card in models/")
     gpu: Gpu = Field(description="the GPUs")
     author: Author = Field(description="who measured it")
-    status: Literal["verified", "measured"] = Field(
-        description="verified: measured and passed its correctness checks; measured: measured by OpenRecipes"
+    status: Literal["verified", "measured", "planned"] = Field(
+        description="verified: measured and passed its correctness checks; measured: measured by OpenRecipes; "
+        "planned: written by `openrecipes plan --emit-recipe`, never run: its result holds the planner's prediction "
+        "and it is ranked nowhere"
     )
     stack: Stack = Field(description="software versions of the measured run")
     workload: Workload = Field(description="what is trained: rows, batch, precision, data")

@@ -34,7 +34,8 @@ class CatalogEntry:
 class Catalog:
     root: Path
     tables: ReferenceTables
-    entries: tuple[CatalogEntry, ...]
+    entries: tuple[CatalogEntry, ...]  # measured recipes and published summaries: what is listed and ranked
+    planned: tuple[CatalogEntry, ...] = ()  # `status: planned` recipes (predictions never run): ranked nowhere
 
     @property
     def recipes(self) -> list[CatalogEntry]:
@@ -76,8 +77,10 @@ def load_catalog(root: Path) -> Catalog:
             f"{first.path}:{error.line or 1}: {error.field or 'file'}: {error.message} "
             f"({sum(len(r.errors) for r in broken)} error(s) in {len(broken)} file(s); run `openrecipes validate`)"
         )
-    entries = tuple(CatalogEntry(path=r.path.resolve().relative_to(root), entry=r.entry) for r in reports)
-    return Catalog(root=root, tables=load_reference_tables(root), entries=entries)
+    entries = [CatalogEntry(path=r.path.resolve().relative_to(root), entry=r.entry) for r in reports]
+    planned = tuple(e for e in entries if getattr(e.entry, "status", None) == "planned")
+    return Catalog(root=root, tables=load_reference_tables(root),
+                   entries=tuple(e for e in entries if e not in planned), planned=planned)
 
 
 def load_recipe(path: Path) -> Recipe:

@@ -24,7 +24,7 @@ from openrecipes.engines.torchtitan.render import is_torchtitan
 from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log
 from openrecipes.measure.result import window_step_times
-from openrecipes.plan.constants import HERE, calibration_document
+from openrecipes.plan.constants import HERE
 from openrecipes.plan.layouts import Layout, stage_split
 from openrecipes.plan.predict import Context, PlanRequest, Prediction, context, predict_layout
 
@@ -153,60 +153,16 @@ def predict_point(point: MeasuredPoint, ctx: Context | None = None) -> Predictio
     return predict_layout(ctx or context(point.request, reference_tables()), point.layout)
 
 
-def _measured_step_s(point: MeasuredPoint) -> float:
-    return figures.step_seconds(point.request.global_batch * point.request.row_tokens, point.layout.gpus,
-                                point.tokens_per_s_per_gpu)
-
-
-def fit_compute_efficiency(point: MeasuredPoint) -> float:
-    """Solve measured step = slots * (compute(eff) + norms + comm) + dp + offload for eff; compute scales as 1/eff."""
-    ctx = context(point.request, reference_tables())
-    at_unit = replace(ctx, calibration=replace(ctx.calibration, compute_efficiency=dict.fromkeys(
-        ctx.calibration.compute_efficiency, 1.0)))
-    step = predict_point(point, at_unit).step
-    compute_budget = (_measured_step_s(point) - step.dp_s - step.offload_s) / step.pipeline_slots \
-        - sum(step.microbatch_comm_s.values()) - step.microbatch_norm_s
-    if compute_budget <= 0:
-        raise UserError(f"{point.slug}: the model's communication alone exceeds the measured step; cannot fit")
-    return step.microbatch_compute_s / compute_budget
-
-
-def fit_cpu_optimizer_rate(point: MeasuredPoint, compute_efficiency: float) -> float:
-    """Solve measured step = pipeline + dp + offload for the host optimizer's parameters per second per GPU."""
-    ctx = context(point.request, reference_tables())
-    at_unit_rate = replace(ctx, calibration=replace(
-        ctx.calibration, compute_efficiency={**ctx.calibration.compute_efficiency, point.request.engine: compute_efficiency},
-        cpu_optimizer_params_per_s_per_gpu=1.0))
-    step = predict_point(point, at_unit_rate).step
-    host_s = _measured_step_s(point) - (step.total_s - step.offload_s)
-    if host_s <= 0 or not step.offload_s:
-        raise UserError(f"{point.slug}: no time left for the offloaded optimizer; cannot fit")
-    return step.offload_s / host_s  # at 1 param/s, offload_s counts the offloaded parameters
-
-
-def fit_amp_composite_norm(point: MeasuredPoint) -> float:
-    """Solve measured step = prediction without the composite norms + their normalized elements * s for s, at the
-    calibrated efficiency (the norms are the one part of an eager AMP step a compiled or FSDP run lacks)."""
-    ctx = context(point.request, reference_tables())
-    without = predict_point(point, replace(ctx, calibration=replace(ctx.calibration, amp_composite_norm_s_per_element=0.0)))
-    at_one = predict_point(point, replace(ctx, calibration=replace(ctx.calibration, amp_composite_norm_s_per_element=1.0)))
-    elements_s = at_one.step.total_s - without.step.total_s  # the step's seconds at 1 s per element
-    norm_s = _measured_step_s(point) - without.step.total_s
-    if not elements_s or norm_s <= 0:
-        raise UserError(f"{point.slug}: no eager AMP norm time in the measured step; cannot fit")
-    return norm_s / elements_s
+def speed_points(root: Path | None = None) -> list[MeasuredPoint]:
+    """The measured points with a comparable tokens/s figure: what the fitted values are fitted on."""
+    return [point for point in measured_points(root).values() if point.tokens_per_s_per_gpu]
 
 
 def fitted_values(root: Path | None = None) -> dict[str, float]:
-    """The fits calibration.yaml records, each from the point it names, in order (the rate needs the efficiency)."""
-    doc = calibration_document()
-    points = measured_points(root)
-    efficiency = {engine: fit_compute_efficiency(points[row["fitted_on"]])
-                  for engine, row in doc["compute_efficiency"].items()}
-    rate = fit_cpu_optimizer_rate(points[doc["cpu_optimizer_params_per_s_per_gpu"]["fitted_on"]], efficiency["megatron"])
-    norm = fit_amp_composite_norm(points[doc["amp_composite_norm_s_per_element"]["fitted_on"]])
-    return {**{f"compute_efficiency.{engine}": value for engine, value in efficiency.items()},
-            "cpu_optimizer_params_per_s_per_gpu": rate, "amp_composite_norm_s_per_element": norm}
+    """The fitted values calibration.yaml records: fitted on every speed point at once (openrecipes.plan.fit)."""
+    from openrecipes.plan.fit import fit
+
+    return fit(speed_points(root)).fitted_values()
 
 
 if __name__ == "__main__":

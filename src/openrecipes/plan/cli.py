@@ -12,6 +12,7 @@ from rich.table import Table
 from openrecipes.errors import UserError
 from openrecipes.jsonout import json_text
 from openrecipes.plan.predict import PlanRequest, Prediction, plan_table, predict
+from openrecipes.plan.trust import memory_margin
 
 # Non-fitting layouts shown under the fitting ones: enough to see what stops the next-larger layouts.
 NON_FITTING_SHOWN = 5
@@ -24,9 +25,10 @@ def register(app: typer.Typer) -> None:
 
 
 def plan(
-    model: Annotated[str, typer.Argument(help="model name, as in models/*.yaml (e.g. gpt-oss-20b)")],
-    gpu: Annotated[str, typer.Option("--gpu", help="GPU type, a key of hardware/gpus.yaml (e.g. H200)")],
-    gpus: Annotated[int, typer.Option("--gpus", min=1, max=MAX_GPUS, help="GPU count")],
+    model: Annotated[str, typer.Argument(
+        help="model name, as in models/*.yaml (e.g. gpt-oss-20b); or `export` to write the Plan pages' tables")],
+    gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU type, a key of hardware/gpus.yaml (e.g. H200)")] = None,
+    gpus: Annotated[Optional[int], typer.Option("--gpus", min=1, max=MAX_GPUS, help="GPU count")] = None,
     row_tokens: Annotated[int, typer.Option("--row-tokens", min=1, max=2**24, help="tokens per training row")] = 8192,
     global_batch: Annotated[int, typer.Option("--global-batch", min=1, max=2**24, help="rows per optimizer step")] = 128,
     engine: Annotated[str, typer.Option("--engine", help="megatron or torchtitan")] = "megatron",
@@ -34,11 +36,33 @@ def plan(
         "--grad-reduce-bf16", help="BF16 gradient buffers (Megatron --grad-reduce-in-bf16, as the gpt-oss seeds use)")] = False,
     top: Annotated[int, typer.Option("--top", min=0, max=10**6, help="fitting layouts to show (0: all)")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="print every ranked layout (or --top of them) as JSON")] = False,
+    emit_recipe: Annotated[Optional[int], typer.Option(
+        "--emit-recipe", help="write the N-th fitting torchtitan layout a recipe can run as a recipe (status: planned; "
+        "workload from the catalog's torchtitan recipe of MODEL on N x GPU)")] = None,
+    out: Annotated[Optional[Path], typer.Option(
+        "--out", help="where --emit-recipe writes the recipe; for `plan export`, the folder (the site reads plans/)")] = None,
 ) -> None:
     """Predict memory and speed of every valid layout and rank them: fitting layouts by tokens/s per GPU,
-    then the ones that do not fit with the reason. Exit 2 on bad input."""
+    then the ones that do not fit with the reason. `plan export --out DIR` writes every model's Plan-page tables
+    as JSON. Exit 2 on bad input."""
+    if model == "export":
+        _export(out)
+        return
+    if gpu is None or gpus is None:
+        raise UserError("give --gpu TYPE and --gpus N (e.g. openrecipes plan gpt-oss-20b --gpu H200 --gpus 8)")
     if engine not in ("megatron", "torchtitan"):
         raise UserError(f"--engine {engine}: use megatron or torchtitan")
+    if emit_recipe is not None:
+        from openrecipes.plan.emit import emit_recipe as emit
+
+        if out is None:
+            raise UserError("--emit-recipe needs --out FILE (where the planned recipe goes)")
+        planned = emit(model, gpu, gpus, emit_recipe, out)
+        p = planned.prediction
+        print(f"wrote {out}: #{planned.rank} {p.layout.label} {p.layout.recompute} recompute, "
+              f"{p.layout.rows_per_microbatch} row(s) a microbatch; predicted {p.tokens_per_s_per_gpu:,.1f} tokens/s "
+              f"per GPU (status: planned, not measured); run it with `openrecipes run {out}`")
+        return
     if as_json:
         print(json_text(plan_table(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, top or None)))
         return
@@ -46,24 +70,44 @@ def plan(
     _print_table(Console(), request, predict(request), top)
 
 
+def _export(out: Path | None) -> None:
+    from openrecipes.catalog.paths import default_catalog_root
+    from openrecipes.catalog.store import load_catalog
+    from openrecipes.plan.export import export
+
+    if out is None:
+        raise UserError("plan export needs --out DIR (the site reads plans/ in the catalog root)")
+    for path in export(load_catalog(default_catalog_root()), out):
+        print(f"wrote {path}")
+
+
 def _print_table(console: Console, request: PlanRequest, ranked: list[Prediction], top: int) -> None:
     fitting = [p for p in ranked if p.fits]
     not_fitting = [p for p in ranked if not p.fits]
     rows = (fitting[:top] if top else fitting) + not_fitting[:NON_FITTING_SHOWN]
+    margin = memory_margin(request.engine)
+    bases = sorted({p.interval.basis for p in rows})
     table = Table(title=f"{request.model} on {request.gpus} x {request.gpu_type} ({request.engine}): "
                         f"{len(fitting):,} of {len(ranked):,} valid layouts fit; predicted, not measured",
                   caption=f"{request.row_tokens:,}-token rows, global batch {request.global_batch}; GiB: predicted "
-                          f"peak of {ranked[0].capacity_gib:.1f} GiB; --json has every part")
-    for header in ("#", "Layout", "Recompute", "Offload", "Tokens/GPU", "GiB", "Tokens/s/GPU", "MFU", "$/1M", "Fit"):
+                          f"peak of {ranked[0].capacity_gib:.1f} GiB; fits: leaves {margin.margin:.1%} of the "
+                          f"predicted allocator peak free ({margin.basis}); range: " + " | ".join(bases)
+                          + "; --json has every part")
+    for header in ("#", "Layout", "Recompute", "Offload", "Tokens/GPU", "GiB", "Headroom", "Tokens/s/GPU", "Range",
+                   "MFU", "$/1M", "Fit"):
         table.add_column(header, justify="left" if header in ("Layout", "Recompute", "Fit") else "right")
     for rank, p in enumerate(rows, 1):
-        lay = p.layout
+        lay, interval = p.layout, p.interval
         table.add_row(
             str(rank) if p.fits else "-", lay.label, lay.recompute, f"{lay.offload_fraction:g}",
-            f"{lay.max_tokens_per_gpu:,}", f"{p.memory.total_gib:.1f}", f"{p.tokens_per_s_per_gpu:,.1f}",
+            f"{lay.max_tokens_per_gpu:,}", f"{p.memory.total_gib:.1f}", f"{p.headroom_gib:.1f}",
+            f"{p.tokens_per_s_per_gpu:,.1f}", f"{interval.low:,.0f}-{interval.high:,.0f}"
+            + ("" if interval.constrained else "*"),
             f"{p.mfu:.1%}", f"{p.usd_per_million_tokens:.2f}" if p.usd_per_million_tokens is not None else "-",
             "yes" if p.fits else p.short_reason)
     console.print(table)
+    if any(not p.interval.constrained for p in rows):
+        console.print("* no measured point constrains this layout: the range is wide (see the caption)")
 
 
 def tune(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,6 +26,9 @@ class Links:
     network_bytes_per_s: float  # one direction, per GPU
 
 
+EFFICIENCY = "compute_efficiency."  # prefix of the fitted efficiencies' names in calibration.yaml
+
+
 @dataclass(frozen=True)
 class Calibration:
     compute_efficiency: dict[str, float]  # by engine, or "engine/GPU" where that GPU type has its own fit
@@ -36,10 +39,39 @@ class Calibration:
     network_bus_efficiency: float
     selective_recompute_time_factor: dict[str, float]  # by engine
     runtime_reserve_gib: float
+    compile_speedup: float = 1.0  # compiled torchtitan compute runs this much faster
+    cp_attention_efficiency: float = 1.0  # torchtitan CP: attention scores at this fraction of the efficiency
+    microbatch_overhead_s_per_layer: float = 0.0  # torchtitan: host cost per layer per microbatch
+    eager_sac_overhead_s_per_layer: float = 0.0  # eager torchtitan selective AC: extra host cost per layer per microbatch
+    grouped_gemm_half_rows: float = 0.0  # tokens per expert at which a grouped GEMM runs at half the efficiency
 
     def efficiency(self, engine: str, gpu_type: str) -> float:
         """The engine's efficiency fitted on this GPU type where there is one, else the engine's."""
         return self.compute_efficiency.get(f"{engine}/{gpu_type}", self.compute_efficiency[engine])
+
+    def has_own_efficiency(self, engine: str, gpu_type: str) -> bool:
+        return f"{engine}/{gpu_type}" in self.compute_efficiency
+
+    def fitted_values(self) -> dict[str, float]:
+        """Every fitted value by its calibration.yaml name."""
+        return {**{EFFICIENCY + key: value for key, value in self.compute_efficiency.items()},
+                **{name: getattr(self, name) for name in FITTED_FIELDS}}
+
+    def with_values(self, values: dict[str, float]) -> "Calibration":
+        """This calibration with the named fitted values replaced."""
+        efficiency = dict(self.compute_efficiency)
+        fields = {}
+        for name, value in values.items():
+            if name.startswith(EFFICIENCY):
+                efficiency[name[len(EFFICIENCY):]] = value
+            else:
+                fields[name] = value
+        return replace(self, compute_efficiency=efficiency, **fields)
+
+
+# The fitted values that are plain fields of Calibration (the efficiencies are a dict).
+FITTED_FIELDS = ("compile_speedup", "cp_attention_efficiency", "microbatch_overhead_s_per_layer",
+                 "eager_sac_overhead_s_per_layer", "amp_composite_norm_s_per_element", "grouped_gemm_half_rows")
 
 
 @lru_cache(maxsize=1)
@@ -66,13 +98,19 @@ def calibration_document() -> dict:
 def calibration() -> Calibration:
     doc = calibration_document()
     assumed = doc["assumed"]
-    return Calibration(
-        compute_efficiency={engine: row["value"] for engine, row in doc["compute_efficiency"].items()},
-        cpu_optimizer_params_per_s_per_gpu=doc["cpu_optimizer_params_per_s_per_gpu"]["value"],
-        amp_composite_norm_s_per_element=doc["amp_composite_norm_s_per_element"]["value"],
+    base = Calibration(
+        compute_efficiency={},
+        cpu_optimizer_params_per_s_per_gpu=doc["measured"]["cpu_optimizer_params_per_s_per_gpu"]["value"],
+        amp_composite_norm_s_per_element=0.0,
         exposed_communication=assumed["exposed_communication"],
         nvlink_bus_efficiency=assumed["nvlink_bus_efficiency"],
         network_bus_efficiency=assumed["network_bus_efficiency"],
         selective_recompute_time_factor=assumed["selective_recompute_time_factor"],
         runtime_reserve_gib=assumed["runtime_reserve_gib"],
     )
+    return base.with_values({name: row["value"] for name, row in doc["fitted"].items()})
+
+
+def priors() -> dict[str, float]:
+    """Each fitted value's prior: what the fit falls back to where no measured point constrains it."""
+    return {name: row["prior"] for name, row in calibration_document()["fitted"].items()}

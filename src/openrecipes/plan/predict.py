@@ -1,7 +1,7 @@
 """Predict every valid layout of a model on N GPUs: does it fit, how fast, what it costs; ranked.
 
 `predict` returns them as Predictions; `plan_table` returns them as plain data (the objects `openrecipes plan --json`
-prints, through it); the site's tables are `predict`'s Predictions as the same objects (openrecipes.site.plan_tables).
+prints, through it); the site's tables are the same objects, exported as JSON by openrecipes.plan.export.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from openrecipes.plan.layouts import Engine, Layout, enumerate_layouts
 from openrecipes.plan.memory import MemoryEstimate, estimate_memory
 from openrecipes.plan.shape import ModelShape, model_shape
 from openrecipes.plan.speed import StepTime, step_time
+from openrecipes.plan.trust import Interval, interval, memory_margin
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class Context:
     peak_flops: float
     usd_per_gpu_hour: float | None
     calibration: Calibration
+    memory_margin: float  # share of the predicted allocator peak a layout must leave free (openrecipes.plan.trust)
 
 
 @dataclass(frozen=True)
@@ -50,23 +52,43 @@ class Prediction:
     tokens_per_s_per_gpu: float
     mfu: float
     usd_per_million_tokens: float | None
+    gpu_type: str
+    margin_gib: float  # the memory margin on this layout's predicted allocator peak
+
+    @property
+    def headroom_gib(self) -> float:
+        return self.capacity_gib - self.memory.total_gib
+
+    @property
+    def peak_fits(self) -> bool:
+        """The predicted peak is below capacity (it may still run out of memory inside the margin)."""
+        return self.headroom_gib >= 0
 
     @property
     def fits(self) -> bool:
-        return self.memory.total_gib <= self.capacity_gib
+        """The predicted peak leaves at least the margin free: a layout the planner bets on."""
+        return self.headroom_gib >= self.margin_gib
+
+    @property
+    def fit_label(self) -> str:
+        return "fits" if self.fits else "inside the margin" if self.peak_fits else "does not fit"
+
+    @property
+    def interval(self) -> Interval:
+        return interval(self.layout.engine, self.gpu_type, self.layout, self.tokens_per_s_per_gpu)
 
     @property
     def reason(self) -> str:
         largest = max(self.memory.parts, key=self.memory.parts.get)
-        verdict = "fits" if self.fits else "does not fit"
-        return (f"{verdict}: {self.memory.total_gib:.1f} GiB of {self.capacity_gib:.1f} GiB on stage "
-                f"{self.memory.stage} (largest part {largest.replace('_', ' ')}: "
-                f"{self.memory.parts[largest] / GIB:.1f} GiB)")
+        return (f"{self.fit_label}: {self.memory.total_gib:.1f} GiB of {self.capacity_gib:.1f} GiB on stage "
+                f"{self.memory.stage}, headroom {self.headroom_gib:.1f} GiB against a {self.margin_gib:.1f} GiB margin "
+                f"(largest part {largest.replace('_', ' ')}: {self.memory.parts[largest] / GIB:.1f} GiB)")
 
     @property
     def short_reason(self) -> str:
         largest = max(self.memory.parts, key=self.memory.parts.get)
-        return f"no: {self.memory.total_gib:.1f} GiB; {largest.replace('_', ' ')} {self.memory.parts[largest] / GIB:.1f}"
+        verdict = "margin" if self.peak_fits else "no"
+        return f"{verdict}: {self.memory.total_gib:.1f} GiB; {largest.replace('_', ' ')} {self.memory.parts[largest] / GIB:.1f}"
 
     def as_json(self) -> dict:
         layout = self.layout
@@ -78,11 +100,13 @@ class Prediction:
             "rows_per_microbatch": layout.rows_per_microbatch, "max_tokens_per_gpu": layout.max_tokens_per_gpu,
             "grad_reduce_bf16": layout.grad_reduce_bf16, "compile": layout.compile,
             "reshard_after_forward": layout.reshard_after_forward,
-            "fits": self.fits, "reason": self.reason,
+            "fits": self.fits, "peak_fits": self.peak_fits, "reason": self.reason,
             "memory_gib": round(self.memory.total_gib, 2), "capacity_gib": self.capacity_gib,
+            "headroom_gib": round(self.headroom_gib, 2), "margin_gib": round(self.margin_gib, 2),
             "memory_parts": self.memory.parts_gib(),
             "step_time_s": round(self.step.total_s, 4), "step_parts_s": self.step.parts_s(),
-            "tokens_per_s_per_gpu": round(self.tokens_per_s_per_gpu, 1), "mfu": round(self.mfu, 4),
+            "tokens_per_s_per_gpu": round(self.tokens_per_s_per_gpu, 1), "interval": self.interval.as_json(),
+            "mfu": round(self.mfu, 4),
             "usd_per_million_tokens": (round(self.usd_per_million_tokens, 4)
                                        if self.usd_per_million_tokens is not None else None),
         }
@@ -105,7 +129,8 @@ def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Cont
     price = (figures.usd_per_gpu_hour(tables.instances[priced[0]].usd_per_hour, tables.instances[priced[0]].gpus)
              if priced else None)
     return Context(request, model_shape(tables.models[request.model]), gpu_links,
-                   tables.gpus[request.gpu_type].peak_bf16_flops, price, calibration())
+                   tables.gpus[request.gpu_type].peak_bf16_flops, price, calibration(),
+                   memory_margin(request.engine).margin)
 
 
 def predict_layout(ctx: Context, layout: Layout) -> Prediction:
@@ -121,11 +146,14 @@ def predict_layout(ctx: Context, layout: Layout) -> Prediction:
         mfu=figures.mfu(ctx.shape.active_params, throughput, ctx.peak_flops),
         usd_per_million_tokens=(figures.usd_per_million_tokens(ctx.usd_per_gpu_hour, throughput)
                                 if ctx.usd_per_gpu_hour else None),
+        gpu_type=request.gpu_type,
+        margin_gib=ctx.memory_margin * (memory.total_gib - ctx.calibration.runtime_reserve_gib),
     )
 
 
 def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list[Prediction]:
-    """Every valid layout, ranked: fitting ones by predicted tokens/s, then the rest by how close they come."""
+    """Every valid layout, ranked: the ones that fit with the margin by predicted tokens/s, then the ones inside the
+    margin the same way, then the rest by how close they come."""
     ctx = context(request, tables)
     layouts = enumerate_layouts(ctx.shape, request.gpus, request.row_tokens, request.global_batch, request.engine,
                                 ctx.links.gpus_per_nvlink_domain, request.grad_reduce_bf16)
@@ -133,7 +161,8 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
     if not predictions:
         raise UserError(f"no valid {request.engine} layout of {request.model} on {request.gpus} GPUs with global batch "
                         f"{request.global_batch} and {request.row_tokens}-token rows")
-    return sorted(predictions, key=lambda p: (not p.fits, -p.tokens_per_s_per_gpu if p.fits else p.memory.total_bytes))
+    return sorted(predictions, key=lambda p: (not p.fits, not p.peak_fits,
+                                              -p.tokens_per_s_per_gpu if p.peak_fits else p.memory.total_bytes))
 
 
 

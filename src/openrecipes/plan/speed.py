@@ -30,10 +30,12 @@ class StepTime:
     dp_s: float
     offload_s: float
     microbatch_norm_s: float = 0.0  # eager AMP's FP32 composite norms (memory-bound, not at the FLOP efficiency)
+    microbatch_overhead_s: float = 0.0  # host-side cost per microbatch (torchtitan), independent of tokens
 
     @property
     def microbatch_s(self) -> float:
-        return self.microbatch_compute_s + self.microbatch_norm_s + sum(self.microbatch_comm_s.values())
+        return (self.microbatch_compute_s + self.microbatch_norm_s + self.microbatch_overhead_s
+                + sum(self.microbatch_comm_s.values()))
 
     @property
     def total_s(self) -> float:
@@ -44,6 +46,8 @@ class StepTime:
         parts = {"compute": self.microbatches * self.microbatch_compute_s}
         if self.microbatch_norm_s:
             parts["composite_norms"] = self.microbatches * self.microbatch_norm_s
+        if self.microbatch_overhead_s:
+            parts["host_overhead"] = self.microbatches * self.microbatch_overhead_s
         parts |= {kind: self.microbatches * seconds for kind, seconds in self.microbatch_comm_s.items()}
         bubble_slots = self.pipeline_slots - self.microbatches
         parts["bubble"] = bubble_slots * self.microbatch_s
@@ -104,10 +108,11 @@ def _microbatch_comm(shape: ModelShape, layout: Layout, links: Links, calibratio
     if layout.engine == "torchtitan":
         non_expert, expert = _heaviest_stage_params(shape, layout)
         shards = layout.dp * layout.cp
-        # FSDP gathers BF16 weights for the forward and again for the backward and reduce-scatters FP32 gradients,
-        # every microbatch.
+        # FSDP gathers BF16 weights for the forward and, when it resharded them after the forward, again for the
+        # backward, and reduce-scatters FP32 gradients, every microbatch.
+        gathers = 2 if layout.reshard_after_forward else 1
         volume = (non_expert * _shard_fraction(shards) + expert * _shard_fraction(layout.expert_data_parallel)) \
-            * (2 * BF16_BYTES + FP32_BYTES)
+            * (gathers * BF16_BYTES + FP32_BYTES)
         comm["fsdp"] = exposed["fsdp"] * _collective_s(volume, layout.tp * shards, links, calibration)
     return comm
 
@@ -154,14 +159,47 @@ def _recomputed_flops_per_token(shape: ModelShape, layout: Layout, row_tokens: i
     return 0.0
 
 
+def _routed_expert_tokens(shape: ModelShape, layout: Layout) -> float:
+    """Tokens one local expert multiplies per microbatch: this GPU's tokens (its sequence shard with ETP 1), times
+    the copies each token sends, gathered from the EP ranks and spread over the experts."""
+    tokens = layout.max_tokens_per_gpu / (layout.tp if layout.etp == 1 else 1)
+    return tokens * shape.router_topk * layout.ep / shape.experts
+
+
+def _grouped_gemm_extra_flops(shape: ModelShape, layout: Layout, calibration: Calibration) -> float:
+    """Routed-expert FLOPs per token counted again for small groups: a grouped GEMM over m tokens runs at
+    m / (m + m0) of the dense efficiency (m0: grouped_gemm_half_rows), so its time is that of (1 + m0/m) times its
+    FLOPs."""
+    if not shape.is_moe:
+        return 0.0
+    routed = 6 * shape.moe_layers * shape.router_topk * shape.expert_params
+    return routed * calibration.grouped_gemm_half_rows / _routed_expert_tokens(shape, layout)
+
+
+def _microbatch_overhead_s(layout: Layout, calibration: Calibration) -> float:
+    if layout.engine != "torchtitan":
+        return 0.0
+    per_layer = calibration.microbatch_overhead_s_per_layer
+    if layout.recompute == "selective" and not layout.compile:
+        per_layer += calibration.eager_sac_overhead_s_per_layer
+    return per_layer * max(layout.stage_layers)
+
+
 def step_time(shape: ModelShape, layout: Layout, links: Links, peak_flops: float, calibration: Calibration,
               global_batch: int, row_tokens: int) -> StepTime:
     microbatches = layout.microbatches(global_batch)
     mean_rows = global_batch / layout.dp / microbatches  # the last microbatch may be short
     imbalance = max(layout.stage_layers) * layout.pp / shape.layers
-    flops_per_token = shape.step_flops_per_token(row_tokens) + _recomputed_flops_per_token(shape, layout, row_tokens)
+    flops_per_token = (shape.step_flops_per_token(row_tokens) + _recomputed_flops_per_token(shape, layout, row_tokens)
+                       + _grouped_gemm_extra_flops(shape, layout, calibration))
+    if layout.engine == "torchtitan" and layout.cp > 1:
+        # Ring attention's score FLOPs at cp_attention_efficiency: counted as that many more FLOPs at the efficiency.
+        flops_per_token += shape.attention_flops_per_token(row_tokens) * (1 / calibration.cp_attention_efficiency - 1)
     flops = mean_rows * row_tokens * flops_per_token * imbalance / (layout.tp * layout.cp * layout.pp)
-    seconds = flops / (peak_flops * calibration.efficiency(layout.engine, links.gpu_type))
+    efficiency = calibration.efficiency(layout.engine, links.gpu_type)
+    if layout.engine == "torchtitan" and layout.compile:
+        efficiency *= calibration.compile_speedup
+    seconds = flops / (peak_flops * efficiency)
     if layout.recompute == "selective" and layout.engine == "megatron":
         seconds *= calibration.selective_recompute_time_factor[layout.engine]
     norm_s = 0.0
@@ -177,4 +215,5 @@ def step_time(shape: ModelShape, layout: Layout, links: Links, peak_flops: float
         dp_s=_dp_sync_s(shape, layout, links, calibration),
         offload_s=_offload_s(shape, layout, calibration),
         microbatch_norm_s=norm_s,
+        microbatch_overhead_s=_microbatch_overhead_s(layout, calibration),
     )

@@ -60,7 +60,6 @@ _RENAME_EXCHANGE = 2  # renameat2(2)'s flag: swap two paths in one step
 class BuildReport:
     out: Path
     pages: dict[str, int] = field(default_factory=dict)  # site path of each HTML page -> bytes
-    plan_tables_computed: int = 0  # the Plan pages' tables not found in the cache
 
     @property
     def largest(self) -> tuple[str, int]:
@@ -228,7 +227,7 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
     report = BuildReport(out)
     write = _Writer(out, report)
     site = site_pages(catalog)
-    for name in ("site.css", "site.js", "favicon.svg"):
+    for name in ("site.css", "site.js", "plan.css", "favicon.svg"):
         write.bytes(f"static/{name}", (HERE / "static" / name).read_bytes())
     for entry in catalog.summaries:
         write.bytes(recipe_yaml_path(entry), (catalog.root / entry.path).read_bytes())
@@ -249,10 +248,12 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
         _recipe(write, site, entry)
     write.page("compare.html", "compare.html", site=site, title="Compare two recipes")
     recipe_pages = {entry.slug: recipe_page_path(entry) for entry in catalog.recipes}
-    plans, report.plan_tables_computed = model_plans(catalog, site.sections)
+    plans = model_plans(catalog, site.sections)
     for plan in plans:
         write.page(plan.path, "plan.html", site=site, section=site.section(plan.model), plan=plan,
                    recipe_pages=recipe_pages, title=f"Plan {plan.model}")
+        for path, text in plan.downloads.items():
+            write.bytes(path, text.encode("utf-8"))
     write.bytes("recipes.json", export_json(site).encode("utf-8"))
     return report
 

@@ -33,8 +33,6 @@ def build(
 
     report = build_site(load_catalog(catalog or default_catalog_root()), out)
     page, size = report.largest
-    if report.plan_tables_computed:
-        typer.echo(f"planned {report.plan_tables_computed} Plan-page tables (cached for the next build)")
     typer.echo(f"wrote {len(report.pages)} pages to {report.out} (largest {page}, {size / 1024:.0f} KB); "
                f"open {report.out / 'index.html'}")
 

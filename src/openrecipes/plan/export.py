@@ -1,0 +1,266 @@
+"""The Plan pages as data: `openrecipes plan export --out DIR` writes one JSON file per model, every figure the
+planner's, so that the site renders them without running the predictor.
+
+A model's file holds, per GPU type and count: the ranked fitting layouts (with memory parts, headroom and the
+held-out interval), notable layouts that do not fit, the catalog's measured recipes and our other measured runs
+beside the planner's prediction of their own layout and their held-out error, and, for torchtitan tables with a
+recipe to compose from, each runnable row's planned recipe (the text `plan --emit-recipe` writes). The files record
+a fingerprint of every input (tests/test_plan_export.py fails when the committed ones are stale).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from openrecipes.atomic import write_atomic
+from openrecipes.catalog.hardware import ReferenceTables
+from openrecipes.catalog.store import Catalog, CatalogEntry, load_catalog
+from openrecipes.errors import UserError
+from openrecipes.plan.accuracy import allocator_gib
+from openrecipes.plan.calibrate import MeasuredPoint, measured_point, reference_points, reference_rows, request_of
+from openrecipes.plan.constants import calibration, calibration_document
+from openrecipes.plan.predict import PlanRequest, Prediction, context, predict, predict_layout
+from openrecipes.plan.trust import memory_margin, stored_points
+
+EXPORT_VERSION = 1
+# Fitting layouts shown per table, best predicted tokens/s first (predict's order).
+PLAN_TOP = 15
+# Layouts that do not fit shown under them: the fastest misses and the closest ones (least memory).
+CLOSEST_MISSES = 2
+FASTEST_MISSES = 3
+# Measured recipes shown per table (the fastest); the rest are on the leaderboard.
+MEASURED_SHOWN = 10
+# A GPU count always planned besides the catalog's: one node, cheap to enumerate for any model.
+ONE_NODE = 8
+SOURCES = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The workload and engine a model's tables are planned for: those of most of its recipes."""
+
+    row_tokens: int = 8192
+    global_batch: int = 128
+    engine: str = "megatron"
+    grad_reduce_bf16: bool = False
+
+    def request(self, model: str, gpu_type: str, gpus: int) -> PlanRequest:
+        return PlanRequest(model, gpu_type, gpus, self.row_tokens, self.global_batch, self.engine,
+                           self.grad_reduce_bf16)
+
+    @property
+    def label(self) -> str:
+        grads = "BF16" if self.grad_reduce_bf16 else "FP32"
+        return (f"{self.engine.capitalize()}, {self.row_tokens:,}-token rows, global batch {self.global_batch}, "
+                f"{grads} gradient buffers")
+
+
+def _settings_of(entry: CatalogEntry) -> Settings:
+    request = request_of(entry.entry)
+    return Settings(request.row_tokens, request.global_batch, request.engine, request.grad_reduce_bf16)
+
+
+def model_settings(catalog: Catalog, model: str) -> Settings:
+    counts = Counter(_settings_of(e) for e in catalog.recipes if e.entry.model == model)
+    if not counts:
+        return Settings()
+    return max(counts, key=lambda s: (counts[s], -s.row_tokens, s.engine == "megatron", s.grad_reduce_bf16))
+
+
+def priced_gpu_types(tables: ReferenceTables) -> list[str]:
+    """GPU types with an instance price, in hardware/gpus.yaml's order."""
+    priced = {row.gpu for row in tables.instances.values()}
+    return [gpu for gpu in tables.gpus if gpu in priced]
+
+
+def plan_counts(catalog: Catalog, model: str) -> list[int]:
+    """The GPU counts of the model's full recipes, and one node. Published summaries' counts are left out: they
+    carry no layout to compare, and the largest (GLM at 128 or 256 GPUs) take the planner 10-20 s each."""
+    return sorted({e.entry.gpu.count for e in catalog.recipes if e.entry.model == model} | {ONE_NODE})
+
+
+def command(request: PlanRequest) -> str:
+    parts = [f"openrecipes plan {request.model} --gpu {request.gpu_type} --gpus {request.gpus}"]
+    parts += [f"--row-tokens {request.row_tokens}"] if request.row_tokens != 8192 else []
+    parts += [f"--global-batch {request.global_batch}"] if request.global_batch != 128 else []
+    parts += [f"--engine {request.engine}"] if request.engine != "megatron" else []
+    parts += ["--grad-reduce-bf16"] if request.grad_reduce_bf16 else []
+    return " ".join(parts + [f"--top {PLAN_TOP}"])
+
+
+def _layout_key(row: dict) -> tuple:
+    return row["label"], row["recompute"], row["offload_fraction"]
+
+
+def _distinct(rows: list[dict], count: int) -> list[dict]:
+    seen, kept = set(), []
+    for row in rows:
+        if _layout_key(row) not in seen:
+            seen.add(_layout_key(row))
+            kept.append(row)
+        if len(kept) == count:
+            break
+    return kept
+
+
+def _planned_recipes(request: PlanRequest, ranked: list[Prediction], root: Path) -> dict[int, dict]:
+    """For a torchtitan table with a recipe to compose from: each shown row's planned recipe, by its index among
+    the shown rows (the same text `plan --emit-recipe RANK` writes, RANK among the runnable fitting layouts)."""
+    from openrecipes.plan.emit import planned_recipe, runnable_predictions
+    from openrecipes.plan.tune.search import find_base
+
+    if request.engine != "torchtitan":
+        return {}
+    try:
+        base_path = find_base(request.model, request.gpu_type, request.gpus, root)
+    except UserError:
+        return {}
+    base = load_catalog(root).find(str(base_path.relative_to(root))).entry
+    if (base.workload.row_tokens, base.workload.global_batch) != (request.row_tokens, request.global_batch):
+        return {}
+    runnable = runnable_predictions(request, root)
+    found = {}
+    for index, p in enumerate(ranked[:PLAN_TOP]):
+        if p in runnable:
+            rank = runnable.index(p) + 1
+            text = planned_recipe(base_path, rank, p, root).text
+            found[index] = {"rank": rank, "text": text, "command": (
+                f"openrecipes plan {request.model} --gpu {request.gpu_type} --gpus {request.gpus} --engine torchtitan "
+                f"--emit-recipe {rank} "
+                f"--out {request.model.lower()}-{request.gpu_type.lower()}x{request.gpus}-planned-{rank}.yaml")}
+    return found
+
+
+def table(request: PlanRequest, tables: ReferenceTables, root: Path) -> dict:
+    """One GPU type and count: the ranked fitting layouts and the notable misses, as `plan --json` objects."""
+    ranked = predict(request, tables)
+    fitting = [p for p in ranked if p.fits]
+    not_fitting = ranked[len(fitting):]
+    # With nothing fitting, the closest misses say how far off the count is; otherwise the fastest misses say
+    # what stops the layouts that would win, and the two closest show where the memory boundary lies.
+    closest = [dict(row, note="closest to fitting") for row in _distinct(
+        [p.as_json() for p in not_fitting[:50]], CLOSEST_MISSES if fitting else CLOSEST_MISSES + FASTEST_MISSES)]
+    best = fitting[0].tokens_per_s_per_gpu if fitting else float("inf")
+    faster = [p.as_json() for p in sorted(not_fitting, key=lambda p: -p.tokens_per_s_per_gpu)[:50]
+              if p.tokens_per_s_per_gpu > best]
+    notable = [dict(row, note="faster than #1") for row in _distinct(faster, FASTEST_MISSES)]
+    shown = {_layout_key(row) for row in notable}
+    notable += [row for row in closest if _layout_key(row) not in shown]
+    recipes = _planned_recipes(request, fitting, root)
+    rows = [dict(p.as_json(), planned_recipe=recipes.get(i)) for i, p in enumerate(fitting[:PLAN_TOP])]
+    return {"valid": len(ranked), "fitting": len(fitting), "capacity_gib": ranked[0].capacity_gib,
+            "rows": rows, "misses": notable, "fitting_tokens": [round(p.tokens_per_s_per_gpu, 1) for p in fitting]}
+
+
+def _rank(data: dict, prediction: dict) -> int | None:
+    """1-based rank among the table's fitting layouts; None when it does not fit or the table cannot hold it (the
+    enumeration plans torchtitan's defaults, eager with resharding, so a compiled or no-reshard layout has none)."""
+    if not prediction["fits"] or prediction["compile"] or not prediction["reshard_after_forward"]:
+        return None
+    return 1 + sum(1 for t in data["fitting_tokens"] if t > prediction["tokens_per_s_per_gpu"])
+
+
+def _point_row(point: MeasuredPoint, request: PlanRequest, data: dict, tables: ReferenceTables) -> dict:
+    prediction = predict_layout(context(point.request, tables), point.layout).as_json()
+    same = point.request == request
+    return {"prediction": prediction, "same_settings": same, "rank": _rank(data, prediction) if same else None,
+            "allocator_gib": round(allocator_gib(prediction["memory_gib"], calibration().runtime_reserve_gib), 2)}
+
+
+def _measured(catalog: Catalog, request: PlanRequest, data: dict, errors: dict[str, float]) -> tuple[list[dict], int]:
+    entries = sorted((e for e in catalog.recipes if e.entry.model == request.model
+                      and e.entry.gpu.type == request.gpu_type and e.entry.gpu.count == request.gpus),
+                     key=lambda e: (-e.entry.result.tokens_per_s_per_gpu, e.slug))
+    rows = []
+    for entry in entries[:MEASURED_SHOWN]:
+        row = {"slug": entry.slug, "measured": entry.entry.result.tokens_per_s_per_gpu,
+               "held_out_error": errors.get(entry.slug)}
+        try:
+            row |= _point_row(measured_point(entry.slug, entry.entry), request, data, catalog.tables)
+        except UserError as error:
+            row |= {"prediction": None, "error": str(error)}
+        rows.append(row)
+    return rows, len(entries)
+
+
+def _runs(catalog: Catalog, request: PlanRequest, data: dict, errors: dict[str, float]) -> list[dict]:
+    """Our own runs of this model on this many GPUs of this type that no recipe holds, fastest first."""
+    recipes = {entry.slug for entry in catalog.recipes}
+    points = reference_points()
+    rows = []
+    for row in reference_rows():
+        if ("log" not in row or row["name"] in recipes
+                or (row["model"], row["gpu"], row["gpus"]) != (request.model, request.gpu_type, request.gpus)):
+            continue
+        point = points[row["name"]]
+        lay = point.layout
+        rows.append({"name": row["name"], "measured": row["tokens_per_s_per_gpu"], "memory_gib": row["memory_gib"],
+                     "log": row["log"], "held_out_error": errors.get(row["name"]),
+                     "label": f"{lay.label} · {lay.recompute} recompute · {lay.rows_per_microbatch} row(s) a "
+                              f"microbatch · {'torch.compile' if lay.compile else 'eager'}"}
+                    | _point_row(point, request, data, catalog.tables))
+    return sorted(rows, key=lambda r: (-r["measured"], r["name"]))
+
+
+def _calibration_rows() -> list[dict]:
+    return [{"name": name, "value": f"{row['value']:.4g}", "applies_to": row["applies_to"]}
+            for name, row in calibration_document()["fitted"].items()]
+
+
+def model_plan(catalog: Catalog, model: str) -> dict:
+    """Everything one model's Plan page shows."""
+    tables = catalog.tables
+    settings = model_settings(catalog, model)
+    errors = {p.name: round(p.error, 4) for p in stored_points()}
+    plan = {"model": model, "settings": settings.label, "engine": settings.engine, "tables": [], "skipped": [],
+            "calibration": _calibration_rows(), "memory_margin": memory_margin(settings.engine).__dict__}
+    for gpu_type in priced_gpu_types(tables):
+        for gpus in plan_counts(catalog, model):
+            request = settings.request(model, gpu_type, gpus)
+            try:
+                ctx = context(request, tables)
+            except UserError as error:
+                plan["skipped"].append(f"{gpus} x {gpu_type}: {error}")
+                continue
+            data = table(request, tables, catalog.root)
+            measured, total = _measured(catalog, request, data, errors)
+            instance = min((n for n, row in tables.instances.items() if row.gpu == gpu_type), default=None)
+            runs = _runs(catalog, request, data, errors)
+            del data["fitting_tokens"]  # only for the ranks above
+            plan["tables"].append({"gpu_type": gpu_type, "gpus": gpus, "command": command(request),
+                                   "instance": instance, "usd_per_gpu_hour": ctx.usd_per_gpu_hour, "data": data,
+                                   "measured": measured, "measured_total": total, "runs": runs})
+    return plan
+
+
+def fingerprint(catalog: Catalog) -> str:
+    """A hash of every input of the export: the planner's code and data, and the catalog's recipes, model cards and
+    hardware tables as the planner reads them (notes left out: they change no figure)."""
+    digest = hashlib.sha256(str(EXPORT_VERSION).encode())
+    for path in sorted(p for p in SOURCES.rglob("*") if p.suffix in (".py", ".yaml", ".json")):
+        digest.update(path.relative_to(SOURCES).as_posix().encode() + b"\0" + path.read_bytes())
+    tables = catalog.tables
+    inputs = {"entries": sorted(json.dumps(e.entry.model_dump(mode="json", exclude={"notes"}), sort_keys=True)
+                                for e in catalog.entries),
+              "models": {n: c.model_dump(mode="json", exclude={"notes", "notes_source"}) for n, c in tables.models.items()},
+              "gpus": {n: g.model_dump(mode="json") for n, g in tables.gpus.items()},
+              "instances": {n: i.model_dump(mode="json") for n, i in tables.instances.items()}}
+    digest.update(json.dumps(inputs, sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def export(catalog: Catalog, out: Path) -> list[Path]:
+    """One JSON file per model with recipes: `<out>/<model>.json`."""
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = fingerprint(catalog)
+    written = []
+    for model in sorted({e.entry.model for e in catalog.recipes} & set(catalog.tables.models)):
+        path = out / f"{model}.json"
+        write_atomic(path, json.dumps({"fingerprint": stamp, **model_plan(catalog, model)}, indent=1) + "\n")
+        written.append(path)
+    return written
+

@@ -1,0 +1,102 @@
+"""What a prediction's trust rests on, read from heldout.json (written by openrecipes.plan.heldout): the held-out
+errors that give each prediction its interval, and each engine's memory margin."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+
+from openrecipes.plan.constants import HERE
+from openrecipes.plan.layouts import Layout
+
+HELDOUT_FILE = HERE / "heldout.json"
+# Where nothing of an engine was measured on a GPU type, or a layout uses a feature no measured point of its engine
+# has, the interval is the engine's whole held-out spread widened by this factor.
+UNCONSTRAINED_WIDENING = 2.0
+
+
+@dataclass(frozen=True)
+class HeldOutPoint:
+    name: str
+    model: str
+    gpu_type: str
+    gpus: int
+    engine: str
+    layout: str
+    measured: float
+    in_sample: float  # predicted with every point in the fit
+    held_out: float  # predicted with this point left out of the fit
+
+    @property
+    def error(self) -> float:
+        return self.held_out / self.measured - 1
+
+
+@dataclass(frozen=True)
+class MemoryMargin:
+    engine: str
+    margin: float  # share of the predicted allocator peak a layout must leave free
+    basis: str
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float  # tokens/s per GPU
+    high: float
+    basis: str  # which held-out errors set it, and why it is wide where it is
+    constrained: bool  # False: no measured point of this engine on this GPU type, or a feature none has
+
+    def as_json(self) -> dict:
+        return {"low": self.low, "high": self.high, "basis": self.basis, "constrained": self.constrained}
+
+
+@lru_cache(maxsize=1)
+def stored() -> dict:
+    return json.loads(HELDOUT_FILE.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def stored_points() -> tuple[HeldOutPoint, ...]:
+    return tuple(HeldOutPoint(**row) for row in stored()["points"])
+
+
+@lru_cache(maxsize=None)
+def memory_margin(engine: str) -> MemoryMargin:
+    return next(MemoryMargin(**m) for m in stored()["memory_margins"] if m["engine"] == engine)
+
+
+def layout_features(layout: Layout) -> set[str]:
+    """The parts of a layout that need a measured point of their own to be trusted."""
+    found = {name for name, on in (("TP > 1", layout.tp > 1), ("PP > 1", layout.pp > 1), ("VPP > 1", layout.vpp > 1),
+                                   ("CP > 1", layout.cp > 1), ("EP > 1", layout.ep > 1),
+                                   ("optimizer offload", layout.offload_fraction > 0)) if on}
+    return found | {f"{layout.recompute} recompute"}
+
+
+@lru_cache(maxsize=None)
+def _errors(engine: str, gpu_type: str | None) -> tuple[float, ...]:
+    return tuple(p.error for p in stored_points() if p.engine == engine and gpu_type in (None, p.gpu_type))
+
+
+def interval(engine: str, gpu_type: str, layout: Layout, tokens_per_s: float) -> Interval:
+    """The range the held-out errors of this engine and GPU type put around a prediction (measured = predicted /
+    (1 + error)); wider, the engine's spread on every GPU type doubled, where fewer than two points of the engine were
+    measured on this GPU type or the layout uses a feature no measured point of the engine has."""
+    errors, same = _errors(engine, None), _errors(engine, gpu_type)
+    missing = sorted(layout_features(layout) - set(stored()["measured_features"][engine]))
+    reasons = []
+    if len(same) < 2:
+        reasons.append(f"{len(same) or 'no'} measured {engine} run{'' if len(same) == 1 else 's'} on {gpu_type}")
+    if missing:
+        reasons.append(f"no measured {engine} layout with {', '.join(missing)}")
+    if reasons:
+        low = min(min(errors), 0.0) * UNCONSTRAINED_WIDENING
+        high = max(max(errors), 0.0) * UNCONSTRAINED_WIDENING
+        basis = (f"{'; '.join(reasons)}: {engine}'s held-out errors on every GPU type ({len(errors)} points, "
+                 f"{min(errors):+.1%} to {max(errors):+.1%}) doubled")
+        return Interval(round(tokens_per_s / (1 + high), 1), round(tokens_per_s / max(1 + low, 0.05), 1), basis, False)
+    low, high = min(min(same), 0.0), max(max(same), 0.0)
+    return Interval(round(tokens_per_s / (1 + high), 1), round(tokens_per_s / (1 + low), 1),
+                    f"held-out errors of {len(same)} measured {engine} runs on {gpu_type} ({low:+.1%} to {high:+.1%})",
+                    True)

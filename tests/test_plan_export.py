@@ -1,0 +1,71 @@
+"""Plans as data and planned recipes: the committed plans/*.json are what `openrecipes plan export` writes now, and
+a planned recipe (`plan --emit-recipe`) validates, dry-runs, is the text the Plan page offers, and is ranked nowhere."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from test_catalog_cli import openrecipes
+
+from openrecipes.catalog.store import load_catalog
+from openrecipes.plan.export import fingerprint
+
+REPO = Path(__file__).resolve().parents[1]
+PLANS = REPO / "plans"
+
+
+def test_committed_plans_are_current():
+    catalog = load_catalog(REPO)
+    stamp = fingerprint(catalog)
+    models = {e.entry.model for e in catalog.recipes} & set(catalog.tables.models)
+    assert {p.stem for p in PLANS.glob("*.json")} == models
+    for path in PLANS.glob("*.json"):
+        assert json.loads(path.read_text())["fingerprint"] == stamp, (
+            f"{path.name} is stale: run `openrecipes plan export --out plans`")
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("planned") / "qwen3-8b-planned-1.yaml"
+    result = openrecipes("plan", "qwen3-8b", "--gpu", "H200", "--gpus", "2", "--emit-recipe", "1", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "status: planned, not measured" in result.stdout
+    return out
+
+
+def test_emitted_recipe_is_the_plan_pages_text_and_validates(planned):
+    table = next(t for t in json.loads((PLANS / "qwen3-8b.json").read_text())["tables"]
+                 if (t["gpu_type"], t["gpus"]) == ("H200", 2))
+    offered = next(r["planned_recipe"] for r in table["data"]["rows"] if r["planned_recipe"]
+                   and r["planned_recipe"]["rank"] == 1)
+    assert planned.read_text() == offered["text"]
+    assert "--emit-recipe 1 " in offered["command"]
+    text = planned.read_text()
+    assert "\nstatus: planned\n" in text and "predicted, not measured" in text
+    assert openrecipes("validate", str(planned)).returncode == 0
+    dry = openrecipes("run", str(planned), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "torchrun --nnodes 1 --nproc_per_node 2" in dry.stdout
+
+
+def test_a_planned_recipe_in_the_catalog_is_ranked_nowhere(planned, tmp_path):
+    for folder in ("recipes", "models", "hardware", "runs"):
+        shutil.copytree(REPO / folder, tmp_path / folder)
+    inside = tmp_path / "recipes/qwen3-8b/h200/planned-1.yaml"
+    shutil.copy(planned, inside)
+    catalog = load_catalog(tmp_path)
+    assert [e.path.name for e in catalog.planned] == ["planned-1.yaml"]
+    assert all(e.path.name != "planned-1.yaml" for e in catalog.entries)
+
+
+def test_emit_errors_are_one_line_exit_2(tmp_path):
+    out = tmp_path / "x.yaml"
+    no_base = openrecipes("plan", "gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--emit-recipe", "1", "--out", str(out))
+    assert no_base.returncode == 2 and "no torchtitan recipe of gpt-oss-20b" in no_base.stderr
+    too_far = openrecipes("plan", "qwen3-8b", "--gpu", "H200", "--gpus", "2", "--emit-recipe", "999", "--out", str(out))
+    assert too_far.returncode == 2 and "--emit-recipe 999: choose 1.." in too_far.stderr
+    assert openrecipes("plan", "export").returncode == 2
+    assert not out.exists()

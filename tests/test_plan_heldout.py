@@ -1,0 +1,64 @@
+"""Leave-one-out on every measured point: each point predicted with every fitted value refitted without it.
+
+Pins the table benchmarks/RESULTS.md shows (benchmarks/plan_loo.py prints it): heldout.json is what the fit gives
+now; every held-out error within 15% but one documented miss, the median within 10%; rank agreement >= 0.8 within
+every model and GPU type with at least four measured layouts; and the intervals and margin `plan` prints come from it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from openrecipes.plan import heldout
+from openrecipes.plan.trust import stored, stored_points
+
+ERROR_BAR = 0.15
+MEDIAN_BAR = 0.10
+SPEARMAN_BAR = 0.8
+# Documented in docs/planning.md: eager selective AC at one row a microbatch. Its host cost (torchtitan's per-operator
+# policy in Python) grows faster than linearly as microbatches shrink once the GPU waits on it; without this point
+# the other eager selective layouts fit a smaller per-microbatch cost.
+KNOWN_MISSES = {"qwen3-1.7b-h200-sweep-selective-mb1-eager": (0.15, 0.20)}
+
+
+@pytest.fixture(scope="module")
+def fresh() -> dict:
+    return heldout.compute()
+
+
+def test_heldout_json_is_what_the_fit_gives_now(fresh):
+    assert fresh == stored(), "stale: run `python -m openrecipes.plan.heldout`"
+
+
+def test_every_held_out_error_within_the_bar_but_the_documented_miss():
+    for point in stored_points():
+        low, high = KNOWN_MISSES.get(point.name, (-ERROR_BAR, ERROR_BAR))
+        assert low <= point.error <= high, (point.name, point.error)
+
+
+def test_median_held_out_error():
+    assert heldout.median_abs_error(list(stored_points())) <= MEDIAN_BAR
+
+
+def test_every_point_of_the_catalog_and_reference_points_is_held_out():
+    from openrecipes.plan.calibrate import speed_points
+
+    assert {p.name for p in stored_points()} == {p.slug for p in speed_points()}
+
+
+def test_rank_agreement_within_each_model_and_gpu():
+    groups = stored()["rank_agreement"]
+    assert {"qwen3-1.7b on H200", "qwen3-8b on H200"} <= set(groups)
+    for name, (count, rho) in groups.items():
+        assert count >= heldout.RANKED_GROUP and rho >= SPEARMAN_BAR, (name, rho)
+
+
+def test_interval_is_wide_and_says_so_where_nothing_was_measured():
+    from openrecipes.plan.predict import PlanRequest, predict
+
+    measured = predict(PlanRequest("qwen3-8b", "H200", 2, 8192, 16, "torchtitan"))[0]
+    unmeasured = predict(PlanRequest("qwen3-8b", "B200", 2, 8192, 16, "torchtitan"))[0]
+    near, far = measured.interval, unmeasured.interval
+    assert near.constrained and near.low <= measured.tokens_per_s_per_gpu <= near.high
+    assert not far.constrained and "B200" in far.basis
+    assert far.high / far.low > near.high / near.low
