@@ -21,6 +21,7 @@ from openrecipes import figures
 from openrecipes.audit.evidence import Figure, Finding
 from openrecipes.audit.pins import LOG_NAME, file_sha256
 from openrecipes.audit.reproduce import reproduce
+from openrecipes.audit.stack import compare_stack
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Recipe, Reproduction
@@ -28,7 +29,7 @@ from openrecipes.catalog.yamlio import YamlDocument
 from openrecipes.errors import UserError
 from openrecipes.measure.formats import detect_format, read_log_lines
 from openrecipes.measure.result import Measured, measure, read_run, run_inputs
-from openrecipes.measure.stack import StackLine, read_stack_line
+from openrecipes.measure.stack import read_stack_line
 from openrecipes.verify.config import Rules
 from openrecipes.verify.convergence import read_curve
 from openrecipes.verify.verdicts import config_verdict, convergence_verdict
@@ -36,8 +37,6 @@ from openrecipes.verify.verdicts import config_verdict, convergence_verdict
 # Result fields compared with the figure as written (half a unit of its last digit), and those compared exactly.
 _ROUNDED_RESULT_FIELDS = ("tokens_per_s_per_gpu", "usd_per_million_tokens", "step_time_cv_percent", "mfu", "gpu_hours")
 _EXACT_RESULT_FIELDS = ("steps_per_run", "window_tokens", "measured")
-# The stack: fields a stack line re-derives, and the name it prints each under.
-STACK_FIELDS = {"pytorch": "torch", "cuda": "cuda", "nccl": "nccl", "torchtitan": "torchtitan", "python": "python"}
 
 
 @dataclass(frozen=True)
@@ -198,13 +197,6 @@ def check_stack(ev: AuditInputs) -> Iterator[Finding]:
                           "through `openrecipes run` (its entry module prints the versions on rank 0)")
         return
     yield from compare_stack(ev.recipe, line, f"the stack line of {log.relative_to(ev.root)}")
-
-
-def compare_stack(recipe: Recipe, line: StackLine, source: str) -> Iterator[Finding]:
-    for field, printed in STACK_FIELDS.items():
-        yield from _compare_exact(f"stack.{field}", getattr(recipe.stack, field), getattr(line, printed), source)
-    if line.gpu is not None and recipe.gpu.type.lower() not in line.gpu.lower().split():
-        yield Finding("gpu.type", recipe.gpu.type, line.gpu, f"is {recipe.gpu.type} but {source} names {line.gpu}")
 
 
 def check_reproductions(ev: AuditInputs) -> Iterator[Finding]:
