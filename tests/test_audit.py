@@ -189,3 +189,17 @@ def test_rebuild_rows_compares_the_rebuilt_digests(catalog):
     code, reports = audit_json("--catalog", str(catalog), "--rebuild-rows")
     fields = {r["path"]: [f["field"] for f in r["findings"]] for r in reports}
     assert code == 1 and fields == {OURS_8B: [], STOCK_8B: ["workload.dataset.build.parquet_sha256"]}
+
+
+def test_a_stack_version_its_log_does_not_print_is_caught(catalog):
+    edit(catalog, OURS_8B, "  nccl: 2.28.9", "  nccl: 2.27.3")
+    code, report = findings_of(catalog, OURS_8B)
+    assert code == 1 and [(f["field"], f["derived"]) for f in report["findings"]] == [("stack.nccl", "2.28.9")]
+    # a reproduction's run is set against the recipe's stack too
+    from openrecipes.audit.reproduce import reproduce
+    from openrecipes.catalog.hardware import load_reference_tables
+    from openrecipes.catalog.store import load_recipe
+
+    rerun = catalog / "runs/reproductions/qwen3-8b-h200x2-rerun-20261130/ours/train.log"
+    reproduced = reproduce(load_recipe(catalog / OURS_8B), [rerun], catalog, load_reference_tables(catalog), "me")
+    assert reproduced.stack_differences == ("stack.nccl: the recipe has 2.27.3, the run 2.28.9",)

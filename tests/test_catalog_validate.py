@@ -218,3 +218,9 @@ def test_verified_needs_passed_checks(tmp_path):
     data = load_seed(GPTOSS_1)
     data["correctness"]["result"] = "pending"
     assert "verified" in errors_of(tmp_path, data)["status"]
+
+
+def test_a_failed_component_test_cannot_sit_under_an_overall_pass(tmp_path):
+    data = load_seed(GLM_16K)
+    data["correctness"]["component_tests"][0]["result"] = "fail"
+    assert "correctness.component_tests.0.result" in errors_of(tmp_path, data)

@@ -110,6 +110,7 @@ def _print_reproduction(reproduced, recipe: Path, written: bool) -> None:
     line = reproduced.stack_line
     lines.append("stack       " + (" ".join(f"{k}={v}" for k, v in vars(line).items() if v) if line else
                                    "the log prints no 'openrecipes stack:' line"))
+    lines += [f"  - differs: {difference}" for difference in reproduced.stack_differences]
     if written:
         lines.append(f"written to {recipe} (reproductions: {e.date}, {e.by})")
     Console(highlight=False, soft_wrap=True).print("\n".join(lines), markup=False)

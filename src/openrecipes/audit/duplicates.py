@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterator
 
 from openrecipes.audit.evidence import Finding
-from openrecipes.catalog.command import CommandError, parse_run
+from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
 from openrecipes.catalog.leaderboard import workload_of
 from openrecipes.catalog.model import Recipe
 from openrecipes.verify.config import Rules
@@ -38,12 +38,8 @@ class Entry:
     recipe: Recipe
 
 
-def signature(recipe: Recipe) -> tuple | None:
-    """What makes a configuration on its board; None for a run command that cannot be read (validate says why)."""
-    try:
-        parsed = parse_run(recipe.run)
-    except CommandError:
-        return None
+def signature(recipe: Recipe, parsed: ParsedRun) -> tuple:
+    """What makes a configuration on its board: everything but run length and logging."""
     flags = tuple(sorted((flag, tuple(values)) for flag, values in parsed.flags.items()
                          if not length_or_logging(flag)))
     return (recipe.model, recipe.gpu.type, workload_of(recipe), tuple(parsed.launcher), flags,
@@ -51,26 +47,40 @@ def signature(recipe: Recipe) -> tuple | None:
 
 
 class DuplicateIndex:
-    """The catalog's recipes grouped by configuration."""
+    """The catalog's recipes grouped by configuration; each run command is parsed once (the shell reader is the
+    costly part: a catalog often repeats one command with another layout)."""
 
     def __init__(self, entries: list[Entry], rules: Rules) -> None:
         self.rules = rules
+        self.parsed: dict[str, ParsedRun | None] = {}
         self.groups: dict[tuple, list[Entry]] = {}
         for entry in entries:
-            key = signature(entry.recipe)
+            key = self._signature(entry.recipe)
             if key is not None:
                 self.groups.setdefault(key, []).append(entry)
 
+    def _parse(self, run: str) -> ParsedRun | None:
+        if run not in self.parsed:
+            try:
+                self.parsed[run] = parse_run(run)
+            except CommandError:
+                self.parsed[run] = None  # the validator reports a run command it cannot read
+        return self.parsed[run]
+
+    def _signature(self, recipe: Recipe) -> tuple | None:
+        parsed = self._parse(recipe.run)
+        return signature(recipe, parsed) if parsed is not None else None
+
     def findings(self, entry: Entry, root: Path) -> Iterator[Finding]:
         """One finding naming the recipe's other entries of the same configuration, if any."""
-        key = signature(entry.recipe)
+        key = self._signature(entry.recipe)
         others = [other for other in self.groups.get(key, []) if other.path != entry.path] if key else []
         if not others:
             return
         names = [str(other.path.relative_to(root) if other.path.is_relative_to(root) else other.path)
-                 for other in others]
-        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        changed = config_verdict(parse_run(entry.recipe.run), parse_run(others[0].recipe.run), self.rules).changed
+                 for other in others[:3]]
+        shown = ", ".join(names) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        changed = config_verdict(self._parse(entry.recipe.run), self._parse(others[0].recipe.run), self.rules).changed
         differs = f"differ only in {', '.join(changed)}" if changed else "are the same"
         yield Finding("run", None, shown, f"this recipe and {shown} are one configuration (their run commands "
                       f"{differs}); keep one entry and record the later measurement as its reproduction with "

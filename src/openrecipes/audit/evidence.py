@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-Evidence = Literal["re-derived", "author-reported", "failed"]
-EVIDENCE_LEVELS: tuple[Evidence, ...] = ("re-derived", "author-reported", "failed")
+EvidenceLevel = Literal["re-derived", "author-reported", "failed"]
+EVIDENCE_LEVELS: tuple[EvidenceLevel, ...] = ("re-derived", "author-reported", "failed")
 Figure = str | float | int | bool | None
 # Decimals convergence figures are published with, wherever our code writes them (the seeds write 0.999935, 0.00085).
 CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS = 7, 6
@@ -40,7 +40,7 @@ class AuditReport:
         return not self.findings
 
     @property
-    def evidence(self) -> Evidence:
+    def evidence(self) -> EvidenceLevel:
         if self.findings:
             return "failed"
         return "re-derived" if self.has_logs else "author-reported"

@@ -19,8 +19,8 @@ import yaml
 
 from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
 from openrecipes.audit.pins import COMMAND_NAME, LOG_NAME, file_sha256
-from openrecipes.audit.rederive import STACK_FIELDS
 from openrecipes.audit.review import audit, catalog_entries, reference_run
+from openrecipes.audit.stack import STACK_FIELDS
 from openrecipes.catalog.command import CommandError, parse_run
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Convergence, Correctness, Recipe, RunFolders

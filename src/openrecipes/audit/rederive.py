@@ -21,14 +21,15 @@ from openrecipes import figures
 from openrecipes.audit.evidence import Figure, Finding
 from openrecipes.audit.pins import LOG_NAME, file_sha256
 from openrecipes.audit.reproduce import reproduce
+from openrecipes.audit.stack import compare_stack
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Recipe, Reproduction
 from openrecipes.catalog.yamlio import YamlDocument
 from openrecipes.errors import UserError
-from openrecipes.measure.formats import read_log_lines
+from openrecipes.measure.formats import detect_format, read_log_lines
 from openrecipes.measure.result import Measured, measure, read_run, run_inputs
-from openrecipes.measure.stack import StackLine, read_stack_line
+from openrecipes.measure.stack import read_stack_line
 from openrecipes.verify.config import Rules
 from openrecipes.verify.convergence import read_curve
 from openrecipes.verify.verdicts import config_verdict, convergence_verdict
@@ -36,12 +37,10 @@ from openrecipes.verify.verdicts import config_verdict, convergence_verdict
 # Result fields compared with the figure as written (half a unit of its last digit), and those compared exactly.
 _ROUNDED_RESULT_FIELDS = ("tokens_per_s_per_gpu", "usd_per_million_tokens", "step_time_cv_percent", "mfu", "gpu_hours")
 _EXACT_RESULT_FIELDS = ("steps_per_run", "window_tokens", "measured")
-# The stack: fields a stack line re-derives, and the name it prints each under.
-STACK_FIELDS = {"pytorch": "torch", "cuda": "cuda", "nccl": "nccl", "torchtitan": "torchtitan", "python": "python"}
 
 
 @dataclass(frozen=True)
-class Evidence:
+class AuditInputs:
     """What the audit of one recipe reads: the recipe, its YAML as written, where its runs/ folders are, the
     reference arm's command when known, and the tables prices and peaks come from."""
 
@@ -61,7 +60,8 @@ def _compare_rounded(doc: YamlDocument, field: str, published: float | None, der
                      source: str) -> Iterator[Finding]:
     if published is None or derived is None:
         if published != derived:
-            yield Finding(field, published, derived, f"is {published} but {source} gives {derived}")
+            said = "is missing" if published is None else f"is {published}"
+            yield Finding(field, published, derived, f"{said} but {source} gives {derived}")
         return
     text = _published_text(doc, field, published)
     if not figures.within_published_rounding(derived, text):
@@ -84,12 +84,12 @@ def _as_figure(value: object) -> Figure:
     return value
 
 
-def _log(ev: Evidence, arm: str) -> Path | None:
+def _log(ev: AuditInputs, arm: str) -> Path | None:
     folder = getattr(ev.recipe.runs, arm)
     return ev.root / folder / LOG_NAME if folder is not None else None
 
 
-def check_pins(ev: Evidence) -> Iterator[Finding]:
+def check_pins(ev: AuditInputs) -> Iterator[Finding]:
     for arm in ("candidate", "reference"):
         log = _log(ev, arm)
         if log is None or not log.is_file():
@@ -108,7 +108,7 @@ def measure_log(log: Path, recipe: Recipe, tables: ReferenceTables, window: tupl
     return measure(read_run([log]), run_inputs(recipe, tables, steps_per_run=steps_per_run, window=window), None)
 
 
-def check_result(ev: Evidence) -> Iterator[Finding]:
+def check_result(ev: AuditInputs) -> Iterator[Finding]:
     r, log = ev.recipe.result, _log(ev, "candidate")
     if not log.is_file():
         return
@@ -136,7 +136,7 @@ def check_result(ev: Evidence) -> Iterator[Finding]:
                                 f"`openrecipes measure` of {reference.relative_to(ev.root)} over the same window")
 
 
-def check_convergence_block(ev: Evidence) -> Iterator[Finding]:
+def check_convergence_block(ev: AuditInputs) -> Iterator[Finding]:
     candidate, reference = _log(ev, "candidate"), _log(ev, "reference")
     if reference is None or not (candidate.is_file() and reference.is_file()):
         return
@@ -168,7 +168,7 @@ def _parsed(text: str, what: str) -> ParsedRun:
         raise UserError(f"{what}: {error}") from None
 
 
-def check_configuration(ev: Evidence) -> Iterator[Finding]:
+def check_configuration(ev: AuditInputs) -> Iterator[Finding]:
     if ev.recipe.runs.reference is None:
         return
     published = ev.recipe.correctness.configuration
@@ -185,28 +185,21 @@ def check_configuration(ev: Evidence) -> Iterator[Finding]:
                       f"'{verdict.result}' ({'; '.join(verdict.reasons) or 'placement only'})")
 
 
-def check_stack(ev: Evidence) -> Iterator[Finding]:
+def check_stack(ev: AuditInputs) -> Iterator[Finding]:
     log = _log(ev, "candidate")
     if not log.is_file():
         return
     lines = read_log_lines(log)
     line = read_stack_line(lines)
     if line is None:
-        if any("step:" in text and "loss:" in text for text in lines):  # torchtitan: its runs print the line
+        if detect_format(log, lines) == "torchtitan":  # our torchtitan entry module prints it; other engines do not
             yield Finding("stack", None, None, f"{log.relative_to(ev.root)} has no 'openrecipes stack:' line; run "
                           "through `openrecipes run` (its entry module prints the versions on rank 0)")
         return
     yield from compare_stack(ev.recipe, line, f"the stack line of {log.relative_to(ev.root)}")
 
 
-def compare_stack(recipe: Recipe, line: StackLine, source: str) -> Iterator[Finding]:
-    for field, printed in STACK_FIELDS.items():
-        yield from _compare_exact(f"stack.{field}", getattr(recipe.stack, field), getattr(line, printed), source)
-    if line.gpu is not None and recipe.gpu.type.lower() not in line.gpu.lower().split():
-        yield Finding("gpu.type", recipe.gpu.type, line.gpu, f"is {recipe.gpu.type} but {source} names {line.gpu}")
-
-
-def check_reproductions(ev: Evidence) -> Iterator[Finding]:
+def check_reproductions(ev: AuditInputs) -> Iterator[Finding]:
     """Each entry measured again from its own log, as `openrecipes reproduce` measured it, field by field."""
     for i, entry in enumerate(ev.recipe.reproductions):
         at, log = f"reproductions.{i}", ev.root / entry.log
@@ -241,7 +234,7 @@ def _compare_reproduced_convergence(doc: YamlDocument, at: str, entry: Reproduct
                                     getattr(derived.convergence, name), source)
 
 
-def check_logged_recipe(ev: Evidence) -> list[Finding]:
+def check_logged_recipe(ev: AuditInputs) -> list[Finding]:
     """Every re-derivation of a recipe that names runs:."""
     checks = (check_pins, check_result, check_convergence_block, check_configuration, check_stack)
     return [finding for check in checks for finding in check(ev)]

@@ -14,6 +14,7 @@ from openrecipes.atomic import write_atomic
 from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
 from openrecipes.audit.noise import delta_percent, noise_band_percent
 from openrecipes.audit.pins import LOG_NAME, file_sha256
+from openrecipes.audit.stack import compare_stack
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Recipe, Reproduction, ReproductionConvergence, ReproductionStack
 from openrecipes.catalog.paths import relative_path
@@ -32,6 +33,7 @@ class Reproduced:
     entry: Reproduction
     published: float  # the recipe's tokens/s per GPU
     stack_line: StackLine | None
+    stack_differences: tuple[str, ...]  # where the run's versions differ from the recipe's stack:
     convergence_reasons: tuple[str, ...]
 
     @property
@@ -42,7 +44,8 @@ class Reproduced:
 
     def as_json(self) -> dict:
         return {"published_tokens_per_s_per_gpu": self.published, "holds": self.holds,
-                **self.entry.model_dump(mode="json"), "convergence_reasons": list(self.convergence_reasons)}
+                **self.entry.model_dump(mode="json"), "convergence_reasons": list(self.convergence_reasons),
+                "stack_differences": list(self.stack_differences)}
 
 
 def reproduction_convergence(curve: dict[int, float], candidate_log: Path
@@ -85,7 +88,10 @@ def reproduce(recipe: Recipe, logs: list[Path], root: Path, tables: ReferenceTab
         tokens_per_s_per_gpu=measured.tokens_per_s_per_gpu, step_time_cv_percent=measured.step_time_cv_percent,
         delta_percent=delta, noise_band_percent=band, within_noise_band=abs(delta) <= band,
         convergence=convergence, note=note)
-    return Reproduced(entry, published, line, reasons)
+    differences = tuple(f"{f.field}: the recipe has {f.published}, the run {f.derived}"
+                        for f in compare_stack(recipe, line, "the run's stack line") if f.derived is not None) \
+        if line else ()
+    return Reproduced(entry, published, line, differences, reasons)
 
 
 def _entry_lines(entry: Reproduction) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from openrecipes.audit.duplicates import DuplicateIndex, Entry
 from openrecipes.audit.evidence import AuditReport, Finding
 from openrecipes.audit.pins import COMMAND_NAME
-from openrecipes.audit.rederive import Evidence, check_logged_recipe, check_reproductions
+from openrecipes.audit.rederive import AuditInputs, check_logged_recipe, check_reproductions
 from openrecipes.audit.rows import RowsRebuilder
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
@@ -50,7 +50,7 @@ class Reviewer:
 
     def review(self, path: Path, recipe: Recipe, doc: YamlDocument, findings: list[Finding]) -> AuditReport:
         # A recipe that parsed is re-derived even when a check failed: the user sees what its logs say as well.
-        ev = Evidence(recipe, doc, self.root, self.tables, self.rules, reference_run(recipe, self.root, self.catalog))
+        ev = AuditInputs(recipe, doc, self.root, self.tables, self.rules, reference_run(recipe, self.root, self.catalog))
         if recipe.runs is not None:
             findings += check_logged_recipe(ev)
         findings += check_reproductions(ev)

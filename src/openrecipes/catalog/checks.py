@@ -273,7 +273,7 @@ def check_correctness(ctx: Context) -> Iterator[Issue]:
             yield Issue("correctness.result", "is pass but correctness.configuration failed; make it fail")
         for i, test in enumerate(c.component_tests):
             if test.result != "pass":
-                yield Issue(f"correctness.component_tests.{i}.result", f"is fail but correctness.result is pass; "
+                yield Issue(f"correctness.component_tests.{i}.result", "is fail but correctness.result is pass; "
                             "make the overall result fail")
     if ctx.recipe.status == "verified" and c.result != "pass":
         yield Issue("status", f"is verified but correctness.result is {c.result}; verified needs passed checks")
