@@ -54,7 +54,8 @@ class Browser:
 
     def screenshot(self, name: str) -> None:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+        # Full-page screenshots of long pages take seconds on a loaded machine: not the 5 s a click gets.
+        self.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True, timeout=60000)
 
     def clipboard_after_click(self, button_selector: str) -> str:
         self.page.evaluate("navigator.clipboard.writeText('')")
