@@ -195,8 +195,8 @@ def test_a_hostile_recipe_renders_inert(chromium, tmp_path):
                 b.page.wait_for_selector("#compare-facts tbody tr")
             for button in b.page.locator("button.copy").all():
                 button.click()
-            injected = b.page.evaluate(
-                "() => document.querySelectorAll('[onerror], [onload], #injected-link, img[src=x], svg:not(.plot-svg)').length")
+            injected = b.page.evaluate("() => document.querySelectorAll("
+                                       "'[onerror], [onload], #injected-link, img[src=x], svg:not(.plot-svg)').length")
             assert injected == 0, path
             assert b.page.evaluate("() => window.__pwned") is None, path
         text = b.page.locator("body").inner_text()

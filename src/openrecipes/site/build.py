@@ -197,7 +197,8 @@ def _recipe(write: _Writer, site: Site, entry: CatalogEntry) -> None:
     partner = ranked[1] if rank == 1 and len(ranked) > 1 else ranked[0]
     write.page(recipe_page_path(entry), "recipe.html", site=site, section=section, board_page=board_page,
                rank=rank, entry=entry, recipe=recipe, yaml_text=yaml_text, run_images=run_images,
-               compare_partner=partner, inputs=run_inputs(site.catalog, entry), title=f"{entry.name} · {recipe.model} on {recipe.gpu.type}")
+               compare_partner=partner, inputs=run_inputs(site.catalog, entry),
+               title=f"{entry.name} · {recipe.model} on {recipe.gpu.type}")
     write.bytes(compare_data_path(entry), compare_script(compare_record(entry, board_page, rank,
                                                                             site.usd_values[entry.slug])))
 
