@@ -54,7 +54,8 @@ class Browser:
 
     def screenshot(self, name: str) -> None:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+        # Full-page screenshots of long pages take seconds on a loaded machine: not the 5 s a click gets.
+        self.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True, timeout=60000)
 
     def clipboard_after_click(self, button_selector: str) -> str:
         self.page.evaluate("navigator.clipboard.writeText('')")
@@ -194,8 +195,8 @@ def test_a_hostile_recipe_renders_inert(chromium, tmp_path):
                 b.page.wait_for_selector("#compare-facts tbody tr")
             for button in b.page.locator("button.copy").all():
                 button.click()
-            injected = b.page.evaluate(
-                "() => document.querySelectorAll('[onerror], [onload], #injected-link, img[src=x], svg:not(.plot-svg)').length")
+            injected = b.page.evaluate("() => document.querySelectorAll("
+                                       "'[onerror], [onload], #injected-link, img[src=x], svg:not(.plot-svg)').length")
             assert injected == 0, path
             assert b.page.evaluate("() => window.__pwned") is None, path
         text = b.page.locator("body").inner_text()

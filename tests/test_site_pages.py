@@ -147,3 +147,20 @@ def test_every_plotted_point_is_numbered_fastest_first(site):
 def test_board_running_pages_have_their_own_paths(site):
     board = _board(site, "qwen3-1.7b", "H200")
     assert board.running_path == "models/qwen3-1.7b/h200/rows8192-gb16-bf16-running.html"
+
+
+def test_twin_points_get_separate_numbers_each_a_link():
+    import re
+
+    from openrecipes.site.plots import pareto_svg
+
+    points = [ParetoPoint(_Entry(slug), 146.8, 26.95, 64, "B200", number)
+              for number, slug in enumerate(["twin-a", "twin-b", "other"], start=1)]
+    points[2] = ParetoPoint(_Entry("other"), 136.5, 28.99, 64, "B200", 3)
+    svg = pareto_svg(points, pareto_front(points), {p.number: (f"r/{p.entry.slug}.html", p.entry.slug)
+                                                    for p in points}, "plot-test")
+    assert "<style" not in svg and " style=" not in svg and "<?xml" not in svg
+    labels = dict(re.findall(r'<a href="r/([\w-]+)\.html" aria-label="[\w-]+">\s*<text[^>]*x="([\d.]+)"', svg))
+    positions = {slug: float(x) for slug, x in labels.items()}
+    assert set(positions) == {"twin-a", "twin-b", "other"}
+    assert abs(positions["twin-a"] - positions["twin-b"]) > 8  # side by side, not on top of each other

@@ -235,13 +235,14 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
         section.pareto_svg = plots.pareto_svg(section.points, section.front, _plot_links(section),
                                               f"plot-{section.folder}")
     write.page("index.html", "index.html", site=site, title="All models")
-    write.page("running.html", "running.html", site=site, title="Running a recipe", steps=None, board_page=None)
+    write.page("running.html", "running.html", site=site, title="Running a recipe", steps=None, board_page=None,
+               section=None)
     for section in site.sections:
         for board_page in section.pages:
             write.page(board_page.path, "board.html", site=site, section=section, page=board_page,
                        title=board_page.title)
         for board_page in section.boards:
-            write.page(board_page.running_path, "running.html", site=site, board_page=board_page,
+            write.page(board_page.running_path, "running.html", site=site, board_page=board_page, section=section,
                        steps=running_steps(board_page.board.ranked[0]),
                        title=f"Running {section.name} on {board_page.board.gpu_type}")
     for entry in catalog.recipes:
@@ -271,7 +272,8 @@ def _recipe(write: _Writer, site: Site, entry: CatalogEntry) -> None:
     partner = ranked[1] if rank == 1 and len(ranked) > 1 else ranked[0]
     write.page(recipe_page_path(entry), "recipe.html", site=site, section=section, board_page=board_page,
                rank=rank, entry=entry, recipe=recipe, yaml_text=yaml_text, run_images=run_images,
-               compare_partner=partner, inputs=run_inputs(site.catalog, entry), title=f"{entry.name} · {recipe.model} on {recipe.gpu.type}")
+               compare_partner=partner, inputs=run_inputs(site.catalog, entry),
+               title=f"{entry.name} · {recipe.model} on {recipe.gpu.type}")
     write.bytes(compare_data_path(entry), compare_script(compare_record(entry, board_page, rank,
                                                                             site.usd_values[entry.slug])))
 

@@ -16,7 +16,8 @@ from markupsafe import Markup, escape
 
 # A repository path as notes write it: a top-level folder of the catalog, then path characters.
 _PATH = r"(?:recipes|runs|models|hardware|rules|schema|docs|data|benchmarks|patches|scripts|src|tests)/[\w./+-]*\w"
-_INLINE = re.compile(r"`(?P<code>[^`]+)`|\[(?P<text>[^\]]+)\]\((?P<target>[^)\s]+)\)|(?P<path>(?<![\w/.])" + _PATH + ")")
+_INLINE = re.compile(r"`(?P<code>[^`]+)`|\[(?P<text>[^\]]+)\]\((?P<target>[^)\s]+)\)"
+                     r"|(?P<path>(?<![\w/.])" + _PATH + ")")
 _BULLET = re.compile(r"^\s*[-*]\s+")
 
 Link = Callable[[str], "str | None"]

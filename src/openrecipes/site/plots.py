@@ -1,7 +1,8 @@
-"""The site's plots as self-contained SVG (text drawn as paths, no fonts or scripts to fetch).
+"""The site's plots as self-contained SVG: no fonts, scripts or anything else to fetch.
 
-The SVGs are loaded as <img>, so nothing in them can run in the page, and they carry no date or random ids:
-the same catalog draws the same bytes.
+The run plots are files loaded as <img> (text drawn as paths). The Pareto plots sit inside the page as inline SVG,
+so their points can be links: text stays text, and matplotlib's CSS becomes presentation attributes, since the
+pages' CSP allows no inline style. No plot carries a date or a random id: the same catalog draws the same bytes.
 """
 
 from __future__ import annotations
@@ -136,6 +137,8 @@ def pareto_svg(points: list[ParetoPoint], front: list[ParetoPoint], link: dict[i
 
 _STYLE = re.compile(r'\sstyle="([^"]*)"')
 _ID = re.compile(r'\bid="([^"]+)"')
+_GEOMETRY = re.compile(r'\b(d|x|y|transform)="([^"]*)"')
+_DECIMALS = re.compile(r"(\d\.\d)\d+")
 
 
 def inline_svg(svg: str, id_prefix: str, link_names: dict[str, str]) -> str:
@@ -153,6 +156,9 @@ def inline_svg(svg: str, id_prefix: str, link_names: dict[str, str]) -> str:
     svg = re.sub(r'<a xlink:href="([^"]*)" target="_blank">',
                  lambda m: f'<a href="{m.group(1)}" aria-label="{escape(link_names.get(unescape(m.group(1)), ""))}">',
                  svg)
+    # A tenth of a point is finer than any screen shows; the page carries a fifth fewer bytes per plot.
+    svg = _GEOMETRY.sub(lambda m: m.group(1) + '="' + _DECIMALS.sub(r"\1", m.group(2)) + '"', svg)
+    svg = re.sub(r"\n\s+", "\n", svg)
     svg = re.sub(r'<svg [^>]*viewBox="([^"]+)"[^>]*>',
                  lambda m: f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
                            f'viewBox="{m.group(1)}" class="plot-svg" role="group">', svg, count=1)

@@ -41,7 +41,8 @@ def running_steps(entry: CatalogEntry) -> RunningSteps:
     if ours:
         rows = build.builder  # our own recipes record the exact command that built their rows
     else:
-        lines = [["openrecipes", "rows", "build", "--conversations", "CONVERSATIONS.parquet", "--tokenizer", tokenizer_dir],
+        lines = [["openrecipes", "rows", "build", "--conversations", "CONVERSATIONS.parquet",
+                  "--tokenizer", tokenizer_dir],
                  ["--chat-format", build.loss_mask, "--row-tokens", str(build.row_tokens), "--rows", str(build.rows),
                   "--seed", str(build.seed)],
                  ["--out", f"rows/{build.name}", "--name", build.name],
