@@ -11,8 +11,12 @@ made of the bundled chatterbot-corpus English dialogs (real text, ~2,000 dialogs
   of a Tulu 3 SFT mixture conversation). Real text rearranged, not invented; a small category's conversations
   repeat its dialogs.
 
+Then the seeds' size: 12,800 rows x 8,192 tokens (104,857,600 tokens) from the demo corpus repeated as
+`rows demo --rows 12800` repeats it, built by the builder alone (the naive loop would take over ten minutes here;
+its figure is projected from its measured rate on the short input, whose conversations are the same dialogs).
+
 Each side runs in a fresh process, so its peak RSS is its own.
-Run: .venv/bin/python benchmarks/rows_build.py [EPOCHS]
+Run: .venv/bin/python benchmarks/rows_build.py [EPOCHS] [--no-seeds]
 """
 
 from __future__ import annotations
@@ -75,11 +79,11 @@ def write_long_conversations(epochs: int, path: Path) -> None:
                     messages, number = [], number + 1
 
 
-def build_side(conversations: Path, tokenizer: Path, out: Path) -> dict:
-    manifest = build_rows(BuildRequest(conversations, tokenizer, "qwen3", ROW_TOKENS, 10**9, SEED, out,
+def build_side(conversations: Path, tokenizer: Path, out: Path, rows: int = 10**9) -> dict:
+    manifest = build_rows(BuildRequest(conversations, tokenizer, "qwen3", ROW_TOKENS, rows, SEED, out,
                                        workers=os.cpu_count() or 1))
     return {"rows_sha256": manifest["rows_sha256"], "rows": manifest["rows"],
-            "conversations": manifest["source"]["conversations"]}
+            "conversations": manifest["source"]["conversations"], "used": manifest["conversations_used"]}
 
 
 def naive_side(conversations: Path, template_dir: Path) -> dict:
@@ -148,8 +152,27 @@ def compare(name: str, conversations: Path, root: Path) -> bool:
     return identical
 
 
+def seeds_build(root: Path) -> None:
+    """The seeds' 12,800 x 8,192-token build from the demo corpus repeated, as `rows demo --rows 12800` does."""
+    from openrecipes.rows.demo import epochs_needed
+
+    dialogs = corpus_dialogs()
+    epochs = epochs_needed(dialogs, root / "qwen3", "qwen3", 12_800, ROW_TOKENS)
+    write_tulu_jsonl(dialogs, epochs, root / "seeds.jsonl")
+    load = os.getloadavg()[0]
+    result = in_fresh_process(build_side, root / "seeds.jsonl", root / "qwen3", root / "rows-seeds", 12_800)
+    tokens = result["rows"] * ROW_TOKENS
+    print(f"seeds' size: {result['rows']:,} rows x {ROW_TOKENS:,} = {tokens:,} tokens from {result['used']:,} of "
+          f"{result['conversations']:,} conversations ({epochs} epochs of the demo corpus, "
+          f"{(root / 'seeds.jsonl').stat().st_size / 2**20:,.0f} MiB of JSONL); load average before: {load:.2f}")
+    print(f"  builder ({os.cpu_count()} workers): {result['seconds']:.1f} s, {tokens / result['seconds']:,.0f} tokens/s, "
+          f"{result['cpu_seconds']:.1f} CPU s, peak RSS {result['peak_rss_mib']:,.0f} MiB (largest process); "
+          f"rows_sha256 {result['rows_sha256'][:16]}...")
+
+
 def main() -> None:
-    epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 60
+    arguments = [argument for argument in sys.argv[1:] if not argument.startswith("--")]
+    epochs = int(arguments[0]) if arguments else 60
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         export_tokenizer("qwen3", root / "qwen3")
@@ -163,6 +186,9 @@ def main() -> None:
         write_long_conversations(epochs, root / "long.jsonl")
         print(f"input: chatterbot-corpus English dialogs x {epochs} epochs, Qwen3 tokenizer, {ROW_TOKENS:,}-token rows")
         identical = [compare(name, root / f"{name}.jsonl", root) for name in ("short", "long")]
+        if "--no-seeds" not in sys.argv:
+            seeds_build(root)
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
     if not all(identical):
         sys.exit("rows differ from the naive loop")
 

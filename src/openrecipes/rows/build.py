@@ -13,7 +13,7 @@ import multiprocessing
 import os
 import tempfile
 from collections import Counter, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -24,6 +24,8 @@ from openrecipes.rows.encode import Encoder, eos_token_for, make_encoder, parse_
 from openrecipes.rows.formats import CHAT_FORMATS
 from openrecipes.rows.manifest import PACKING, PERMUTATION, write_manifest
 from openrecipes.rows.output import RowPacker, RowsWriter
+from openrecipes.rows.publish import discard, locked, publish, stage
+from openrecipes.rows.room import SPILL_TOKENS, check_free_space, output_bytes_bound, source_tokens_bound
 from openrecipes.rows.sources import open_source
 
 if TYPE_CHECKING:
@@ -33,6 +35,13 @@ CONVERSATIONS_PER_TASK = 1024  # large enough that a task's encoding outweighs i
 TASKS_IN_FLIGHT_PER_WORKER = 2  # enough to keep workers busy; bounds the raw records held in the queue
 PACK_TOKENS = 1 << 20  # tokens gathered from the spill per packing step
 FIRST_WINDOW = 2048
+# Tokens a window spills at most: packing reads the spill through a memory map, whose pages count as resident.
+WINDOW_TOKENS = SPILL_TOKENS
+# Bounds of the numeric options: a row of a million tokens, a hundred million rows, numpy's seed range.
+MAX_ROW_TOKENS = 1 << 20
+MAX_ROWS = 100_000_000
+MAX_SEED = 2**63 - 1
+MAX_WORKERS = 1024  # then capped at the machine's cores: more processes than cores only add memory
 
 
 @dataclass(frozen=True)
@@ -92,13 +101,18 @@ def _encode_task(task: tuple[np.ndarray, list | pa.Array]) -> tuple[np.ndarray, 
 def build_rows(request: BuildRequest, on_progress: Callable[[Progress], None] = lambda progress: None) -> dict:
     """Build rows.parquet + manifest.json in request.out; returns the manifest."""
     _check_request(request)
+    request = replace(request, workers=min(request.workers, os.cpu_count() or 1))
+    tokens = min(request.rows * request.row_tokens, source_tokens_bound(request.conversations))
+    check_free_space(request.out, output_bytes_bound(tokens),
+                     f"{request.rows:,} rows of {request.row_tokens:,} tokens from {request.conversations}")
     eos = eos_token_for(request.tokenizer, request.chat_format, request.eos_token)
     # Workers load the tokenizer while this process indexes the source; a wrong one fails before any encoding.
     pool = (multiprocessing.get_context("spawn").Pool(request.workers, _start_worker,
                                                        (request.tokenizer, request.chat_format, eos))
             if request.workers else None)
     try:
-        return _write_rows(request, eos, pool, on_progress)
+        with locked(request.out):
+            return _write_rows(request, eos, pool, on_progress)
     finally:
         if pool:
             pool.terminate()
@@ -114,8 +128,8 @@ def _write_rows(request: BuildRequest, eos: str, pool, on_progress: Callable[[Pr
     position[order] = np.arange(source.count)
     if pool:
         pool.apply(_worker_ready)
-    request.out.mkdir(parents=True, exist_ok=True)
-    writer = RowsWriter(request.out / "rows.parquet", request.row_tokens)
+    staged = stage(request.out)
+    writer = RowsWriter(staged / "rows.parquet", request.row_tokens)
     packer = RowPacker(writer, request.rows)
     skipped: Counter[str] = Counter()
     progress = Progress()
@@ -132,10 +146,13 @@ def _write_rows(request: BuildRequest, eos: str, pool, on_progress: Callable[[Pr
                 _pack(spill, packer, progress, on_progress)
                 used_tokens = progress.tokens or 1
                 remaining = (request.rows - writer.rows) * request.row_tokens
-                window = math.ceil(remaining / (used_tokens / window_end) * 1.05) + 256
+                tokens_per_conversation = used_tokens / window_end
+                window = min(math.ceil(remaining / tokens_per_conversation * 1.05) + 256,
+                             max(FIRST_WINDOW, int(WINDOW_TOKENS / tokens_per_conversation)))
                 window_start = window_end
     except BaseException:
         writer.abandon()
+        discard(staged)
         raise
     parquet_sha256, parquet_bytes = writer.commit()
     manifest = {
@@ -165,18 +182,19 @@ def _write_rows(request: BuildRequest, eos: str, pool, on_progress: Callable[[Pr
         "rows_skipped_without_target": packer.rows_without_target,
         **(request.extra or {}),
     }
-    write_manifest(request.out / "manifest.json", manifest)
+    write_manifest(staged / "manifest.json", manifest)
+    publish(request.out, staged)
     return manifest
 
 
 def _check_request(request: BuildRequest) -> None:
     if request.chat_format not in CHAT_FORMATS:
         raise UserError(f"--chat-format: {request.chat_format!r} is not a format; use one of {', '.join(CHAT_FORMATS)}")
-    for flag, value in (("--row-tokens", request.row_tokens), ("--rows", request.rows)):
-        if value < 1:
-            raise UserError(f"{flag}: {value} is not a positive count; pass a number of at least 1")
-    if request.workers < 0:
-        raise UserError(f"--workers: {request.workers} is negative; pass 0 (in process) or more")
+    for flag, value, most in (("--row-tokens", request.row_tokens, MAX_ROW_TOKENS), ("--rows", request.rows, MAX_ROWS),
+                              ("--seed", request.seed, MAX_SEED), ("--workers", request.workers, MAX_WORKERS)):
+        least = 1 if flag in ("--row-tokens", "--rows") else 0
+        if not least <= value <= most:
+            raise UserError(f"{flag}: {value} is out of range; pass a whole number from {least} to {most:,}")
 
 
 def _in_order(pool, workers: int, tasks):

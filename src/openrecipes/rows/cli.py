@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from openrecipes.rows import demo as demo_corpus
-from openrecipes.rows.build import BuildRequest, build_rows
+from openrecipes.rows.build import MAX_ROW_TOKENS, MAX_ROWS, MAX_SEED, MAX_WORKERS, BuildRequest, build_rows
 from openrecipes.rows.formats import CHAT_FORMATS
+from openrecipes.rows.publish import locked
 from openrecipes.rows.vocab_export import VOCABS, export_tokenizer
 
 rows_app = typer.Typer(help="Fixed-length SFT rows: chat format + loss mask + packing, with a reproducible manifest.",
@@ -61,11 +62,13 @@ def build(
     conversations: Path = typer.Option(..., help="Tulu-shaped .parquet or .jsonl (id, messages: [{role, content}])."),
     tokenizer: Path = typer.Option(..., help="Directory with tokenizer.json (and tokenizer_config.json)."),
     chat_format: str = typer.Option(..., callback=_check_format, help=f"One of {', '.join(CHAT_FORMATS)}."),
-    row_tokens: int = typer.Option(8192, help="Tokens per row, exactly."),
-    rows: int = typer.Option(..., help="Rows to write; fewer if the data runs out (the manifest says so)."),
-    seed: int = typer.Option(..., help="Seed of the global permutation of conversations."),
+    row_tokens: int = typer.Option(8192, min=1, max=MAX_ROW_TOKENS, help="Tokens per row, exactly."),
+    rows: int = typer.Option(..., min=1, max=MAX_ROWS,
+                             help="Rows to write; fewer if the data runs out (the manifest says so)."),
+    seed: int = typer.Option(..., min=0, max=MAX_SEED, help="Seed of the global permutation of conversations."),
     out: Path = typer.Option(..., help="Output directory: rows.parquet + manifest.json."),
-    workers: int = typer.Option(os.cpu_count() or 1, help="Tokenizer processes; 0 tokenizes in this process."),
+    workers: int = typer.Option(os.cpu_count() or 1, min=0, max=MAX_WORKERS,
+                                help="Tokenizer processes, at most one per core; 0 tokenizes in this process."),
     name: str = typer.Option(None, help="Build name recorded in the manifest."),
     eos_token: str = typer.Option(None, help="Token between conversations (default: the format's end-of-text)."),
     source_dataset: str = typer.Option(None, help="Dataset id for the manifest, e.g. allenai/tulu-3-sft-mixture."),
@@ -80,26 +83,31 @@ def build(
 def demo(
     out: Path = typer.Option(..., help="Output directory: conversations.jsonl, tokenizer/, rows.parquet, manifest."),
     chat_format: str = typer.Option("gpt_oss", help="gpt_oss, qwen3 or llama3 (the bundled tokenizers)."),
-    row_tokens: int = typer.Option(8192, help="Tokens per row."),
-    rows: int = typer.Option(4, help="Rows to write; the corpus repeats in epochs when one pass is too small."),
-    seed: int = typer.Option(42, help="Seed of the global permutation."),
-    workers: int = typer.Option(os.cpu_count() or 1, help="Tokenizer processes; 0 tokenizes in this process."),
+    row_tokens: int = typer.Option(8192, min=1, max=MAX_ROW_TOKENS, help="Tokens per row."),
+    rows: int = typer.Option(4, min=1, max=MAX_ROWS,
+                             help="Rows to write; the corpus repeats in epochs when one pass is too small."),
+    seed: int = typer.Option(42, min=0, max=MAX_SEED, help="Seed of the global permutation."),
+    workers: int = typer.Option(os.cpu_count() or 1, min=0, max=MAX_WORKERS,
+                                help="Tokenizer processes, at most one per core; 0 tokenizes in this process."),
 ) -> None:
     """Convert chatterbot-corpus's English dialogs to the Tulu shape and build rows from them."""
     families = {"gpt_oss": "gpt-oss", "qwen3": "qwen3", "llama3": "llama3"}
     if chat_format not in families:
         raise typer.BadParameter("the demo bundles gpt_oss, qwen3 and llama3 tokenizers", param_hint="--chat-format")
-    tokenizer_dir = out / "tokenizer"
-    export_tokenizer(families[chat_format], tokenizer_dir)
-    dialogs = demo_corpus.corpus_dialogs()
-    epochs = demo_corpus.epochs_needed(dialogs, tokenizer_dir, chat_format, rows, row_tokens)
-    conversations = out / "conversations.jsonl"
-    demo_corpus.write_tulu_jsonl(dialogs, epochs, conversations)
-    console.print(f"{len(dialogs):,} dialogs from {demo_corpus.CORPUS}, repeated in {epochs} epoch(s)")
-    _run_build(BuildRequest(conversations, tokenizer_dir, chat_format, row_tokens, rows, seed, out, workers,
-                            name=f"{chat_format}-chatterbot-demo-fixed{row_tokens}", source_dataset=demo_corpus.CORPUS,
-                            extra={"demo": {"corpus": demo_corpus.CORPUS, "dialogs_per_epoch": len(dialogs),
-                                            "epochs": epochs}}))
+    with locked(out):
+        tokenizer_dir = out / "tokenizer"
+        export_tokenizer(families[chat_format], tokenizer_dir)
+        dialogs = demo_corpus.corpus_dialogs()
+        epochs = demo_corpus.epochs_needed(dialogs, tokenizer_dir, chat_format, rows, row_tokens)
+        conversations = out / "conversations.jsonl"
+        demo_corpus.check_room(dialogs, epochs, rows, row_tokens, out)
+        demo_corpus.write_tulu_jsonl(dialogs, epochs, conversations)
+        console.print(f"{len(dialogs):,} dialogs from {demo_corpus.CORPUS}, repeated in {epochs} epoch(s)")
+        _run_build(BuildRequest(conversations, tokenizer_dir, chat_format, row_tokens, rows, seed, out, workers,
+                                name=f"{chat_format}-chatterbot-demo-fixed{row_tokens}",
+                                source_dataset=demo_corpus.CORPUS,
+                                extra={"demo": {"corpus": demo_corpus.CORPUS, "dialogs_per_epoch": len(dialogs),
+                                                "epochs": epochs}}))
 
 
 @tokenizer_app.command("export")

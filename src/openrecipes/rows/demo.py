@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import tempfile
 from pathlib import Path
 
 import yaml
 
 from openrecipes.errors import UserError
 from openrecipes.rows.encode import eos_token_for, make_encoder
+from openrecipes.rows.room import check_free_space, output_bytes_bound
 
 CORPUS = "chatterbot-corpus==1.3.3"
 
@@ -42,9 +45,27 @@ def epochs_needed(dialogs: list[list[dict]], tokenizer: Path, chat_format: str, 
     return math.ceil(rows * row_tokens / tokens_per_epoch) + 1
 
 
+def _epoch_lines(dialogs: list[list[dict]], epoch: int) -> str:
+    return "".join(json.dumps({"id": f"chatterbot-en-{number}-epoch{epoch}", "messages": messages, "source": CORPUS},
+                              ensure_ascii=False) + "\n" for number, messages in enumerate(dialogs))
+
+
+def check_room(dialogs: list[list[dict]], epochs: int, rows: int, row_tokens: int, out: Path) -> None:
+    """Before anything is written: the corpus file plus the build must fit on the disk."""
+    corpus_bytes = len(_epoch_lines(dialogs, epochs).encode()) * epochs  # the widest epoch number, every epoch
+    check_free_space(out, corpus_bytes + output_bytes_bound(rows * row_tokens),
+                     f"{epochs:,} epochs of the demo corpus and {rows:,} rows of {row_tokens:,} tokens")
+
+
 def write_tulu_jsonl(dialogs: list[list[dict]], epochs: int, path: Path) -> None:
-    with path.open("w", encoding="utf-8") as out:
-        for epoch in range(epochs):
-            for number, messages in enumerate(dialogs):
-                record = {"id": f"chatterbot-en-{number}-epoch{epoch}", "messages": messages, "source": CORPUS}
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    """Written beside its place and renamed in: a killed demo never leaves a truncated file a build would read."""
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.",
+                                     suffix=".tmp", delete=False) as out:
+        try:
+            for epoch in range(epochs):
+                out.write(_epoch_lines(dialogs, epoch))
+        except BaseException:
+            os.unlink(out.name)
+            raise
+    os.chmod(out.name, 0o644)
+    os.replace(out.name, path)

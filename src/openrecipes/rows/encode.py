@@ -72,11 +72,25 @@ def eos_token_for(tokenizer: Path, chat_format: str, eos_token: str | None) -> s
     if chat_format in DEFAULT_EOS:
         return DEFAULT_EOS[chat_format]
     config_path = tokenizer_json_path(tokenizer).with_name("tokenizer_config.json")
-    eos = json.loads(config_path.read_text()).get("eos_token") if config_path.is_file() else None
+    config = read_tokenizer_config(config_path) if config_path.is_file() else {}
+    eos = config.get("eos_token")
     eos = eos.get("content") if isinstance(eos, dict) else eos
-    if not eos:
+    if not eos or not isinstance(eos, str):
         raise UserError(f"{config_path}: eos_token: not set; pass --eos-token with the tokenizer's end-of-text token")
     return eos
+
+
+def read_tokenizer_config(path: Path) -> dict:
+    try:
+        config = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise UserError(f"{path}: not UTF-8 (byte {error.start}); save it as UTF-8 JSON") from None
+    except json.JSONDecodeError as error:
+        raise UserError(f"{path}: line {error.lineno}: not JSON ({error.msg}); fix the file or re-export the "
+                        "tokenizer") from None
+    if not isinstance(config, dict):
+        raise UserError(f"{path}: not a JSON object; a tokenizer_config.json holds {{\"eos_token\": ...}}")
+    return config
 
 
 class Encoder:
@@ -113,7 +127,7 @@ class PartsEncoder(Encoder):
         self.render = RENDERERS[chat_format]
         self.eos = eos
         self.special_ids = {}
-        for token in (*FORMAT_SPECIALS[chat_format], eos, *_role_tokens(chat_format)):
+        for token in (*FORMAT_SPECIALS[chat_format], eos, *role_tokens(chat_format)):
             token_id = self.tokenizer.token_to_id(token)
             if token_id is None:
                 raise UserError(f"{tokenizer}: tokenizer.json: no {token} token; --chat-format {chat_format} "
@@ -205,7 +219,7 @@ def _keeps_offsets(tokenizer) -> bool:
                for step in steps)
 
 
-def _role_tokens(chat_format: str) -> tuple[str, ...]:
+def role_tokens(chat_format: str) -> tuple[str, ...]:
     return tuple(f"<|{role}|>" for role in ROLES) if chat_format == "glm5" else ()
 
 
@@ -240,7 +254,14 @@ class TemplateEncoder(Encoder):
         from transformers import AutoTokenizer
 
         directory = tokenizer if tokenizer.is_dir() else tokenizer.parent
-        self.tokenizer = AutoTokenizer.from_pretrained(str(directory))
+        if (directory / "tokenizer_config.json").is_file():
+            read_tokenizer_config(directory / "tokenizer_config.json")  # a broken file: one line, not a traceback
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(str(directory))
+        except (OSError, ValueError) as error:
+            reason = " ".join(str(error).split())
+            raise UserError(f"{directory}: not a Hugging Face tokenizer directory ({reason}); pass one with "
+                            "tokenizer.json and tokenizer_config.json") from None
         if not self.tokenizer.chat_template:
             raise UserError(f"{directory}: tokenizer_config.json: no chat_template; --chat-format template needs one")
         self.eos_id = self.tokenizer.convert_tokens_to_ids(eos)
@@ -264,4 +285,12 @@ class TemplateEncoder(Encoder):
 
 
 def make_encoder(tokenizer: Path, chat_format: str, eos: str) -> Encoder:
-    return TemplateEncoder(tokenizer, eos) if chat_format == "template" else PartsEncoder(tokenizer, chat_format, eos)
+    """quicktok for a coded format on a tokenizer `tokenizer export` wrote; the Hugging Face tokenizer otherwise."""
+    from openrecipes.rows.quicktok_encode import QuicktokEncoder, bundled_family
+
+    if chat_format == "template":
+        return TemplateEncoder(tokenizer, eos)
+    family = bundled_family(tokenizer_json_path(tokenizer))
+    if family:
+        return QuicktokEncoder(tokenizer, family, chat_format, eos)
+    return PartsEncoder(tokenizer, chat_format, eos)
