@@ -15,10 +15,10 @@ from openrecipes.plan.trust import stored, stored_points
 ERROR_BAR = 0.15
 MEDIAN_BAR = 0.10
 SPEARMAN_BAR = 0.8
-# Documented in docs/planning.md: eager selective AC at one row a microbatch. Its host cost (torchtitan's per-operator
-# policy in Python) grows faster than linearly as microbatches shrink once the GPU waits on it; without this point
-# the other eager selective layouts fit a smaller per-microbatch cost.
-KNOWN_MISSES = {"qwen3-1.7b-h200-sweep-selective-mb1-eager": (0.15, 0.20)}
+# Documented in docs/planning.md: eager selective AC at one row a microbatch, the only measured layout where the GPU
+# waits on torchtitan's per-operator AC policy in Python (the host term binds): held out, nothing else constrains
+# that term, so it falls back to its prior.
+KNOWN_MISSES = {"qwen3-1.7b-h200-sweep-selective-mb1-eager": (0.15, 0.25)}
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,15 @@ that file is stale.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from openrecipes.atomic import write_atomic
+from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.plan.accuracy import allocator_gib, spearman
 from openrecipes.plan.calibrate import MeasuredPoint, measured_points, reference_tables, speed_points
-from openrecipes.plan.constants import calibration
+from openrecipes.plan.constants import calibration, links
 from openrecipes.plan.fit import fit
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.predict import context, predict_layout
@@ -62,9 +64,25 @@ def rank_agreement(rows: list[HeldOutPoint]) -> dict[str, tuple[int, float]]:
             for name, group in groups.items() if len({r.layout for r in group}) >= RANKED_GROUP}
 
 
+def _arms(root: Path) -> list[tuple[dict, str]]:
+    """Every measured arm tune and the sweeps recorded (runs/tune-*/tune.json, runs/sweep-<model>-<gpu>xN/*.json),
+    each with its GPU type."""
+    arms = []
+    for path in sorted(root.glob("runs/tune-*/tune.json")):
+        record = json.loads(path.read_text())
+        arms += [(o, record["gpu"]) for o in record["outcomes"]]
+    for path in sorted(root.glob("runs/sweep-*/*.json")):
+        gpu = re.search(r"-([a-z0-9]+)x\d+$", path.parent.name).group(1).upper()
+        arms.append((json.loads(path.read_text()), gpu))
+    return [(arm, gpu) for arm, gpu in arms if arm.get("oom") is not None]
+
+
 def memory_margins(root: Path | None = None) -> list[MemoryMargin]:
-    """Per engine, the largest under-prediction of a measured allocator peak (a run that ran: none of ours ran out
-    of memory); an engine without measured peaks borrows the largest other engine's, and says so."""
+    """Per engine, the margin a layout must leave free: the largest under-prediction of a measured allocator peak
+    (torchtitan's max reserved, so the allocator's reserved-but-unallocated slack is inside it), and at least what
+    every out-of-memory arm of tune or a sweep needed (capacity / its predicted peak - 1). An engine without measured
+    peaks borrows the widest engine's margin, and says so."""
+    root = Path(root or default_catalog_root())
     reserve = calibration().runtime_reserve_gib
     ratios: dict[str, list[tuple[float, str]]] = {}
     for point in measured_points(root).values():
@@ -72,11 +90,19 @@ def memory_margins(root: Path | None = None) -> list[MemoryMargin]:
             predicted = allocator_gib(predict_layout(context(point.request, reference_tables()),
                                                      point.layout).memory.total_gib, reserve)
             ratios.setdefault(point.request.engine, []).append((point.memory_gib / predicted - 1, point.slug))
+    arms = _arms(root)  # tune and the sweeps run torchtitan
+    out_of_memory = [(arm, gpu) for arm, gpu in arms if arm["oom"]]
+    for arm, gpu in out_of_memory:
+        capacity = links(gpu, reference_tables().gpus[gpu]).capacity_gib
+        needed = (capacity - reserve) / allocator_gib(arm["predicted_memory_gib"], reserve) - 1
+        ratios.setdefault("torchtitan", []).append((needed, arm["slug"]))
     margins = []
     for engine, found in sorted(ratios.items()):
         worst, slug = max(found)
-        margins.append(MemoryMargin(engine, round(max(worst, 0.0), 4),
-                                    f"largest under-prediction of {len(found)} measured {engine} peaks ({slug})"))
+        basis = f"largest under-prediction of {len(found)} measured {engine} peaks ({slug})"
+        if engine == "torchtitan":
+            basis += f"; {len(out_of_memory)} of {len(arms)} tune and sweep arms ran out of memory"
+        margins.append(MemoryMargin(engine, round(max(worst, 0.0), 4), basis))
     widest = max(margins, key=lambda m: m.margin)
     for engine in ("megatron", "torchtitan"):
         if engine not in ratios:

@@ -1,8 +1,9 @@
 """Step time of one layout: compute at a calibrated fraction of peak, exposed communication, pipeline bubble,
-data-parallel synchronisation and the host-side optimizer.
+data-parallel synchronisation, host-side costs and the host-side optimizer.
 
-A step runs (microbatches + (PP-1)/VPP) pipeline slots of one microbatch's compute and per-layer collectives
-(TP, CP, EP, PP sends); then the data-parallel gradient/parameter sync and the offloaded optimizer update.
+A step runs (microbatches + (PP-1)/VPP) pipeline slots of one microbatch: its compute and per-layer collectives
+(TP, CP, EP, PP sends), or the host work the GPU waits for when that takes longer (eager selective AC), plus a
+per-layer host cost; then the data-parallel gradient/parameter sync and the offloaded optimizer update.
 Every collective moves bytes over NVLink when its group fits in one NVLink domain, else over the network.
 """
 
@@ -31,11 +32,15 @@ class StepTime:
     offload_s: float
     microbatch_norm_s: float = 0.0  # eager AMP's FP32 composite norms (memory-bound, not at the FLOP efficiency)
     microbatch_overhead_s: float = 0.0  # host-side cost per microbatch (torchtitan), independent of tokens
+    microbatch_host_s: float = 0.0  # host work the GPU waits for only when it outlasts the GPU's (eager SAC policy)
+
+    @property
+    def microbatch_gpu_s(self) -> float:
+        return self.microbatch_compute_s + self.microbatch_norm_s + sum(self.microbatch_comm_s.values())
 
     @property
     def microbatch_s(self) -> float:
-        return (self.microbatch_compute_s + self.microbatch_norm_s + self.microbatch_overhead_s
-                + sum(self.microbatch_comm_s.values()))
+        return max(self.microbatch_gpu_s, self.microbatch_host_s) + self.microbatch_overhead_s
 
     @property
     def total_s(self) -> float:
@@ -48,6 +53,8 @@ class StepTime:
             parts["composite_norms"] = self.microbatches * self.microbatch_norm_s
         if self.microbatch_overhead_s:
             parts["host_overhead"] = self.microbatches * self.microbatch_overhead_s
+        if self.microbatch_host_s > self.microbatch_gpu_s:
+            parts["host_wait"] = self.microbatches * (self.microbatch_host_s - self.microbatch_gpu_s)
         parts |= {kind: self.microbatches * seconds for kind, seconds in self.microbatch_comm_s.items()}
         bubble_slots = self.pipeline_slots - self.microbatches
         parts["bubble"] = bubble_slots * self.microbatch_s
@@ -179,10 +186,13 @@ def _grouped_gemm_extra_flops(shape: ModelShape, layout: Layout, calibration: Ca
 def _microbatch_overhead_s(layout: Layout, calibration: Calibration) -> float:
     if layout.engine != "torchtitan":
         return 0.0
-    per_layer = calibration.microbatch_overhead_s_per_layer
-    if layout.recompute == "selective" and not layout.compile:
-        per_layer += calibration.eager_sac_overhead_s_per_layer
-    return per_layer * max(layout.stage_layers)
+    return calibration.microbatch_overhead_s_per_layer * max(layout.stage_layers)
+
+
+def _microbatch_host_s(layout: Layout, calibration: Calibration) -> float:
+    if layout.engine != "torchtitan" or layout.recompute != "selective" or layout.compile:
+        return 0.0
+    return calibration.eager_sac_overhead_s_per_layer * max(layout.stage_layers)
 
 
 def step_time(shape: ModelShape, layout: Layout, links: Links, peak_flops: float, calibration: Calibration,
@@ -216,4 +226,5 @@ def step_time(shape: ModelShape, layout: Layout, links: Links, peak_flops: float
         offload_s=_offload_s(shape, layout, calibration),
         microbatch_norm_s=norm_s,
         microbatch_overhead_s=_microbatch_overhead_s(layout, calibration),
+        microbatch_host_s=_microbatch_host_s(layout, calibration),
     )
