@@ -33,6 +33,10 @@ SELECTIVE_AC_METHOD = "op"
 OOM_MARKERS = ("CUDA out of memory", "torch.OutOfMemoryError", "OutOfMemoryError")
 # The variants the planner does not enumerate (it plans eager with resharding): (compile, reshard_after_forward).
 VARIANTS = ((False, True), (True, True), (True, False), (False, False))
+# Layouts that do not run on the engine as pinned, by torchtitan model: Qwen3 with tensor parallelism fails at the
+# first step on torchtitan 0.2.2 / torch 2.11, compiled or eager (its GQA attention mixes a plain tensor into DTensor
+# math; runs/sweep-qwen3-8b-h200x2, docs/planning.md). Measuring them only spends device time on a crash.
+DOES_NOT_RUN = {"qwen3": (lambda layout: layout.tp > 1, "tensor parallelism fails on torchtitan 0.2.2 (Qwen3 GQA)")}
 Runner = Callable[..., Path]  # (launch, run_dir, *, tokens_per_step) -> train.log; raises UserError on failure
 
 
@@ -93,11 +97,18 @@ def variants(layout: Layout) -> list[Layout]:
             if r or layout.dp > 1]
 
 
+def runs_on_engine(layout: Layout, torchtitan_model: str | None) -> bool:
+    known = DOES_NOT_RUN.get(torchtitan_model or "")
+    return known is None or not known[0](layout)
+
+
 def candidates(ctx: Context, tables: ReferenceTables) -> list[Candidate]:
-    """Every fitting, renderable torchtitan layout and its variants, ranked by predicted tokens/s (then memory)."""
+    """Every fitting, renderable torchtitan layout that the engine runs, with its variants, ranked by predicted
+    tokens/s (then memory)."""
     request = ctx.request
+    model = tables.models[request.model].architecture.get("torchtitan_model")
     layouts = {v for p in predict(request, tables) if renderable(p.layout, request.global_batch)
-               for v in variants(p.layout)}
+               and runs_on_engine(p.layout, model) for v in variants(p.layout)}
     found = [c for c in (as_candidate(ctx, lay) for lay in layouts) if c.memory_gib <= c.capacity_gib]
     return sorted(found, key=lambda c: (-round(c.tokens_per_s_per_gpu(1.0), 6), c.memory_gib, c.slug))
 
@@ -161,11 +172,12 @@ def estimated_minutes(candidate: Candidate, efficiency: Efficiency, steps: int =
     return WARMUP_ALLOWANCE_MINUTES + steps * candidate.step_s(efficiency.of(candidate.layout)) / 60
 
 
-def within_budget(ranked: list[Candidate], efficiency: Efficiency, minutes_left: float) -> list[Candidate]:
+def within_budget(ranked: list[Candidate], efficiency: Efficiency, minutes_left: float,
+                  steps: int = MEASURE_STEPS) -> list[Candidate]:
     """The ranked candidates that fit the budget one after the other, in rank order."""
     chosen, total = [], 0.0
     for candidate in ranked:
-        minutes = estimated_minutes(candidate, efficiency)
+        minutes = estimated_minutes(candidate, efficiency, steps)
         if total + minutes <= minutes_left:
             chosen.append(candidate)
             total += minutes

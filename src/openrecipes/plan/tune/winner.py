@@ -66,13 +66,19 @@ def winner_recipe(s: Setup, result: TuneResult, config: dict, convergence: dict)
                     "reference": relative_path(reference.measurement.log.parent, s.root)}
     dropped = sum(1 for o in result.outcomes if o.measurement is None)
     ooms = [o.candidate.label for o in result.outcomes if o.measurement is not None and o.measurement.oom]
+    arms = "; ".join(
+        f"{o.candidate.label}{' (reference)' if o is reference else ''}: "
+        + (f"{o.measurement.tokens_per_s_per_gpu:,.0f}" if o.measurement.ok else "out of memory" if o.measurement.oom
+           else "failed")
+        for o in [reference, *result.outcomes] if o.measurement is not None)
+    lanes = (f" on {result.lanes} lanes at once ({result.wall_minutes:.1f} wall minutes)" if result.lanes > 1 else "")
     data["notes"] = (
         f"Tuned by `openrecipes tune` from {relative_path(s.base_path, s.root)}: {measured} of {len(s.ranked)} candidate "
         f"layouts measured with {m.result['steps_per_run']}-step runs (window {m.window[0]}-{m.window[1]}), {dropped} "
         f"not measured (cannot win or over budget); {result.spent_minutes:.1f} of {result.budget_minutes:g} budget "
-        f"minutes spent. Refitted efficiency {result.efficiency.of(winner.candidate.layout):.4f} "
-        f"({result.efficiency.points} points). Out of memory: {', '.join(ooms) or 'none'}. "
-        f"Stopped: {result.stop_reason}.")
+        f"GPU-lane minutes spent{lanes}. Tokens/s/GPU of each arm measured: {arms}. Refitted efficiency "
+        f"{result.efficiency.of(winner.candidate.layout):.4f} ({result.efficiency.points} points). Out of memory: "
+        f"{', '.join(ooms) or 'none'}. Stopped: {result.stop_reason}.")
     return data
 
 
