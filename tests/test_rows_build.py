@@ -131,3 +131,14 @@ def test_a_tokenizer_workers_cannot_load_fails_the_build_instead_of_hanging_it(q
     (broken / "tokenizer.json").write_text("{not json")
     with pytest.raises(UserError, match="tokenizer.json: not a tokenizers file"):
         _build(broken, tmp_path / "out", workers=2)
+
+
+def test_rows_demo_builds_llama3_rows(tmp_path):
+    run = subprocess.run([sys.executable, "-c", "from openrecipes.cli import main; main()", "rows", "demo",
+                          "--chat-format", "llama3", "--rows", "2", "--row-tokens", "512", "--workers", "0",
+                          "--out", str(tmp_path)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert (manifest["chat_format"], manifest["eos_token"], manifest["rows"]) == ("llama3", "<|end_of_text|>", 2)
+    ids, mask = _rows(tmp_path)
+    assert ids.shape == (2, 512) and ids[0, 0] == 128000 and mask.any(axis=1).all()  # <|begin_of_text|> first

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from openrecipes.rows.encode import PartsEncoder, TemplateEncoder
+from openrecipes.rows.formats import FORMAT_SPECIALS
 from openrecipes.rows.qwen3_template import QWEN3_GENERATION_TEMPLATE
 from openrecipes.rows.vocab_export import VOCABS, build_tokenizer, export_tokenizer, read_ranks
 
@@ -21,6 +22,7 @@ def tokenizers_dir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("tokenizers")
     export_tokenizer("gpt-oss", root / "gpt-oss")
     export_tokenizer("qwen3", root / "qwen3")
+    export_tokenizer("llama3", root / "llama3")
     return root
 
 
@@ -112,6 +114,52 @@ def test_qwen3_mask_token_by_token(tokenizers_dir):
         ("Yo", 1), ("<|im_end|>", 1), ("\n", 0), ("<|endoftext|>", 0)]
 
 
+def _llama3_generation_template(template: str) -> str:
+    """Llama 3.1's template with {% generation %} around assistant content and its <|eot_id|> (the llama3 mask)."""
+    line = ("{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim "
+            "+ '<|eot_id|>' }}")
+    marked = ("{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' }}"
+              "{%- if message.role == 'assistant' %}{%- generation %}{{- message['content'] | trim + '<|eot_id|>' }}"
+              "{%- endgeneration %}{%- else %}{{- message['content'] | trim + '<|eot_id|>' }}{%- endif %}")
+    assert template.count(line) == 1
+    return template.replace(line, marked)
+
+
+def test_llama3_equals_the_official_template_and_its_mask_on_every_bundled_conversation(tokenizers_dir):
+    from transformers import AutoTokenizer
+
+    from openrecipes.rows.demo import corpus_dialogs
+
+    official = AutoTokenizer.from_pretrained(str(tokenizers_dir / "llama3"))
+    marked = _llama3_generation_template(official.chat_template)
+    encoder = PartsEncoder(tokenizers_dir / "llama3", "llama3", "<|end_of_text|>")
+    conversations = CONVERSATIONS + corpus_dialogs()
+    for messages, (ids, mask) in zip(conversations, encoder.encode(conversations)):
+        # apply_chat_template as people call it: no date passed, so the template prints its default date
+        assert ids[:-1].tolist() == official.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"]
+        reference = official.apply_chat_template(messages, chat_template=marked, tokenize=True, return_dict=True,
+                                                 return_assistant_tokens_mask=True)
+        assert mask[:-1].tolist() == reference["assistant_masks"]
+        assert ids[-1] == 128001 and mask[-1] == 0  # <|end_of_text|> between conversations, not a target
+
+
+def test_llama3_mask_token_by_token_with_the_templates_system_header(tokenizers_dir):
+    encoder = PartsEncoder(tokenizers_dir / "llama3", "llama3", "<|end_of_text|>")
+    header = [("<|begin_of_text|>", 0), ("<|start_header_id|>", 0), ("system", 0), ("<|end_header_id|>", 0),
+              ("\n\n", 0), ("Cut", 0), ("ting", 0), (" Knowledge", 0), (" Date", 0), (":", 0), (" December", 0),
+              (" ", 0), ("202", 0), ("3", 0), ("\n", 0), ("Today", 0), (" Date", 0), (":", 0), (" ", 0), ("26", 0),
+              (" Jul", 0), (" ", 0), ("202", 0), ("4", 0), ("\n\n", 0)]
+    turns = [("<|start_header_id|>", 0), ("user", 0), ("<|end_header_id|>", 0), ("\n\n", 0), ("Hi", 0),
+             ("<|eot_id|>", 0), ("<|start_header_id|>", 0), ("assistant", 0), ("<|end_header_id|>", 0), ("\n\n", 0),
+             ("Yo", 1), ("<|eot_id|>", 1), ("<|end_of_text|>", 0)]
+    # without a system message the header is still written, empty after the date, as the template does
+    assert _pieces(encoder, [{"role": "user", "content": " Hi\n"}, {"role": "assistant", "content": "Yo "}]) == [
+        *header, ("<|eot_id|>", 0), *turns]
+    # a first system message goes into that header, trimmed
+    assert _pieces(encoder, [{"role": "system", "content": " S "}, {"role": "user", "content": "Hi"},
+                             {"role": "assistant", "content": "Yo"}]) == [*header, ("S", 0), ("<|eot_id|>", 0), *turns]
+
+
 def test_chatml_mask_token_by_token(tokenizers_dir):
     encoder = PartsEncoder(tokenizers_dir / "qwen3", "chatml", "<|endoftext|>")
     assert _pieces(encoder, [{"role": "system", "content": "S"}, {"role": "assistant", "content": "Yo"}]) == [
@@ -136,17 +184,25 @@ def test_glm5_supervises_content_and_the_token_that_ends_the_turn(glm_standin):
         ("<|endoftext|>", 1)]
 
 
-@pytest.mark.parametrize("family, chat_format", [("gpt-oss", "gpt_oss"), ("qwen3", "qwen3"), ("qwen3", "chatml")])
-def test_one_string_per_conversation_gives_the_reference_tokens_and_masks(tokenizers_dir, family, chat_format):
-    encoder = PartsEncoder(tokenizers_dir / family, chat_format, "<|endoftext|>")
+@pytest.mark.parametrize("family, chat_format, eos", [("gpt-oss", "gpt_oss", "<|endoftext|>"),
+                                                     ("qwen3", "qwen3", "<|endoftext|>"),
+                                                     ("qwen3", "chatml", "<|endoftext|>"),
+                                                     ("llama3", "llama3", "<|end_of_text|>")])
+def test_one_string_per_conversation_gives_the_reference_tokens_and_masks(tokenizers_dir, family, chat_format, eos):
+    encoder = PartsEncoder(tokenizers_dir / family, chat_format, eos)
     assert encoder.joined
     parts = [encoder.render(messages, encoder.eos) for messages in CONVERSATIONS]
     plain = [p for p, messages in zip(parts, CONVERSATIONS) if not any("<|" in m["content"] for m in messages)]
     for joined, reference in zip(encoder._encode_joined(plain), encoder._encode_runs(plain)):
         assert joined.tolist() == reference.tolist()
-    # special-token text inside content would become a special token: that batch takes the reference path
+    # the format's own special-token text inside content would become a special token: that batch takes the
+    # reference path
+    lookalike = [{"role": "user", "content": f"Is {FORMAT_SPECIALS[chat_format][-1]} special?"},
+                 {"role": "assistant", "content": "Not here."}]
+    conversations = [*CONVERSATIONS, lookalike]
+    parts = [encoder.render(messages, encoder.eos) for messages in conversations]
     assert encoder._encode_joined(parts) is None
-    for streamed, reference in zip(encoder.encode_stream(CONVERSATIONS), encoder._encode_runs(parts)):
+    for streamed, reference in zip(encoder.encode_stream(conversations), encoder._encode_runs(parts)):
         assert streamed.tolist() == reference.tolist()
 
 

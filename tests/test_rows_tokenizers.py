@@ -8,6 +8,8 @@ import json
 import pytest
 import quicktok
 
+from openrecipes.errors import UserError
+from openrecipes.rows import vocab_export
 from openrecipes.rows.vocab_export import O200K_BASE_SHA256, export_tokenizer
 
 TEXTS = ["Hello, world!", "def f(x):\n    return [i**2 for i in range(100)]  # 1+2+3==6", "café résumé — Zürich",
@@ -19,6 +21,10 @@ TEXTS = ["Hello, world!", "def f(x):\n    return [i**2 for i in range(100)]  # 1
     ("gpt-oss", "o200k_base", {"<|endoftext|>": 199999, "<|return|>": 200002, "<|start|>": 200006,
                                "<|end|>": 200007, "<|message|>": 200008, "<|call|>": 200012}),
     ("qwen3", "qwen3", {"<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_end|>": 151645, "<think>": 151667}),
+    ("llama3", "llama3", {"<|begin_of_text|>": 128000, "<|end_of_text|>": 128001, "<|finetune_right_pad_id|>": 128004,
+                          "<|start_header_id|>": 128006, "<|eom_id|>": 128008, "<|eot_id|>": 128009,
+                          "<|python_tag|>": 128010, "<|reserved_special_token_3|>": 128011,
+                          "<|reserved_special_token_247|>": 128255}),
 ])
 def test_export_encodes_like_the_reference_encoder(tmp_path, family, encoding, specials):
     from tokenizers import Tokenizer
@@ -40,6 +46,24 @@ def test_qwen3_export_carries_the_chat_template(tmp_path):
     export_tokenizer("qwen3", tmp_path)
     config = json.loads((tmp_path / "tokenizer_config.json").read_text())
     assert config["eos_token"] == "<|im_end|>" and "last_query_index" in config["chat_template"]
+
+
+def test_llama3_export_is_llama_3_1s_tokenizer(tmp_path):
+    from transformers import AutoTokenizer
+
+    export_tokenizer("llama3", tmp_path)
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    assert config["bos_token"] == "<|begin_of_text|>" and config["eos_token"] == "<|eot_id|>"
+    assert "Cutting Knowledge Date: December 2023" in config["chat_template"]
+    assert AutoTokenizer.from_pretrained(str(tmp_path))("Hello world")["input_ids"] == [128000, 9906, 1917]  # BOS first
+
+
+def test_a_vocabulary_that_is_not_the_official_one_is_refused(tmp_path, monkeypatch):
+    ranks = vocab_export.read_ranks(vocab_export.VOCABS["llama3"])
+    monkeypatch.setattr(vocab_export, "read_ranks", lambda spec: [ranks[1], ranks[0], *ranks[2:]])
+    with pytest.raises(UserError, match="is not the official 82e9d319"):
+        export_tokenizer("llama3", tmp_path)
+    assert not (tmp_path / "tokenizer.json").exists()
 
 
 def test_export_is_byte_identical_twice(tmp_path):

@@ -79,16 +79,16 @@ def build(
 @rows_app.command("demo")
 def demo(
     out: Path = typer.Option(..., help="Output directory: conversations.jsonl, tokenizer/, rows.parquet, manifest."),
-    chat_format: str = typer.Option("gpt_oss", help="gpt_oss or qwen3 (the bundled tokenizers)."),
+    chat_format: str = typer.Option("gpt_oss", help="gpt_oss, qwen3 or llama3 (the bundled tokenizers)."),
     row_tokens: int = typer.Option(8192, help="Tokens per row."),
     rows: int = typer.Option(4, help="Rows to write; the corpus repeats in epochs when one pass is too small."),
     seed: int = typer.Option(42, help="Seed of the global permutation."),
     workers: int = typer.Option(os.cpu_count() or 1, help="Tokenizer processes; 0 tokenizes in this process."),
 ) -> None:
     """Convert chatterbot-corpus's English dialogs to the Tulu shape and build rows from them."""
-    families = {"gpt_oss": "gpt-oss", "qwen3": "qwen3"}
+    families = {"gpt_oss": "gpt-oss", "qwen3": "qwen3", "llama3": "llama3"}
     if chat_format not in families:
-        raise typer.BadParameter("the demo bundles gpt_oss and qwen3 tokenizers", param_hint="--chat-format")
+        raise typer.BadParameter("the demo bundles gpt_oss, qwen3 and llama3 tokenizers", param_hint="--chat-format")
     tokenizer_dir = out / "tokenizer"
     export_tokenizer(families[chat_format], tokenizer_dir)
     dialogs = demo_corpus.corpus_dialogs()

@@ -17,7 +17,8 @@ from openrecipes.rows.formats import DEFAULT_EOS, FORMAT_SPECIALS, RENDERERS, RO
 
 # Characters tokenized per call: the tokenizer keeps several objects per token until the call's results are read.
 ENCODE_CHARACTERS = 1 << 18
-# Templates that print today's date (Llama 3's date_string, strftime_now) get this one, so a build is reproducible.
+# Templates that print today's date through strftime_now (Llama 3.2's) get this one, so a build is reproducible.
+# date_string is left to the template: Llama 3.1's prints its own default (26 Jul 2024), as the llama3 format does.
 FIXED_DATE = datetime.datetime(2026, 1, 1)
 
 
@@ -252,7 +253,7 @@ class TemplateEncoder(Encoder):
         for messages in conversations:
             out = self.tokenizer.apply_chat_template(
                 messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True,
-                date_string=FIXED_DATE.strftime("%d %b %Y"), strftime_now=FIXED_DATE.strftime)
+                strftime_now=FIXED_DATE.strftime)
             if not any(out["assistant_masks"]):
                 raise UserError(f"{self.directory}: chat_template: the assistant mask is all zero; the template "
                                 "needs {% generation %} ... {% endgeneration %} around assistant content")

@@ -100,11 +100,34 @@ def render_glm5(messages: list[dict], eos: str) -> list[Part]:
     return parts + [_special(eos, after_assistant)]
 
 
+# Llama 3.1's template writes this system header into every conversation, with or without a system message: the
+# knowledge cutoff and the date it prints when the caller passes no date_string (apply_chat_template's default).
+LLAMA3_SYSTEM_HEADER = "\n\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n"
+
+
+def render_llama3(messages: list[dict], eos: str) -> list[Part]:
+    """Llama 3.1's chat template for text conversations: <|begin_of_text|>, the system header (with the first
+    message's text when it is a system message), then <|start_header_id|>role<|end_header_id|>\\n\\n{content,
+    trimmed}<|eot_id|> per message. Supervised: assistant content and its <|eot_id|>."""
+    parts = [_special("<|begin_of_text|>"), _special("<|start_header_id|>"), Part("system", False),
+             _special("<|end_header_id|>")]
+    system = ""
+    if messages[0]["role"] == "system":
+        system, messages = messages[0]["content"].strip(), messages[1:]
+    parts += [Part(LLAMA3_SYSTEM_HEADER + system, False), _special("<|eot_id|>")]
+    for message in messages:
+        supervised = message["role"] == "assistant"
+        parts += [_special("<|start_header_id|>"), Part(message["role"], False), _special("<|end_header_id|>"),
+                  Part("\n\n", False), Part(message["content"].strip(), supervised), _special("<|eot_id|>", supervised)]
+    return parts + [_special(eos)]
+
+
 RENDERERS: dict[str, Callable[[list[dict], str], list[Part]]] = {
     "gpt_oss": render_gpt_oss,
     "glm5": render_glm5,
     "qwen3": render_qwen3,
     "chatml": render_chatml,
+    "llama3": render_llama3,
 }
 # The special tokens each format writes; a tokenizer without them is the wrong tokenizer for the format.
 FORMAT_SPECIALS = {
@@ -112,7 +135,8 @@ FORMAT_SPECIALS = {
     "glm5": ("[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>"),
     "qwen3": ("<|im_start|>", "<|im_end|>"),
     "chatml": ("<|im_start|>", "<|im_end|>"),
+    "llama3": ("<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"),
 }
 DEFAULT_EOS = {"gpt_oss": "<|endoftext|>", "glm5": "<|endoftext|>", "qwen3": "<|endoftext|>",
-               "chatml": "<|endoftext|>"}
+               "chatml": "<|endoftext|>", "llama3": "<|end_of_text|>"}
 CHAT_FORMATS = (*RENDERERS, "template")

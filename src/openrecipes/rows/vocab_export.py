@@ -1,4 +1,4 @@
-"""Rebuild the gpt-oss and Qwen3 tokenizers offline from the vocabularies `quicktok-v1` ships.
+"""Rebuild the gpt-oss, Qwen3 and Llama 3.1 tokenizers offline from the vocabularies `quicktok-v1` ships.
 
 The rebuilt vocabulary is checked against a pinned sha256 of its tiktoken-format rank file before anything is
 written, so an exported tokenizer.json is the real one or nothing.
@@ -15,6 +15,7 @@ from pathlib import Path
 
 from openrecipes.atomic import write_atomic
 from openrecipes.errors import UserError
+from openrecipes.rows.llama3_template import LLAMA3_CHAT_TEMPLATE
 from openrecipes.rows.qwen3_template import QWEN3_CHAT_TEMPLATE
 
 # tiktoken's published digest of o200k_base.tiktoken (openaipublic.blob.core.windows.net).
@@ -22,6 +23,8 @@ O200K_BASE_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cf
 # Qwen publishes no rank-file digest; this pins the 151,643 byte-level ranks of quicktok-v1 0.4.0's qwen3 data,
 # which tests/test_rows_tokenizers.py checks encode like quicktok's own Qwen3 encoder.
 QWEN3_RANKS_SHA256 = "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186"
+# Meta's published digest of Llama 3's tokenizer.model (the same 128,000 ranks in Llama 3, 3.1, 3.2 and 3.3).
+LLAMA3_RANKS_SHA256 = "82e9d31979e92ab929cd544440f129d9ecd797b69e327f80f17e1c50d5551b55"
 
 O200K_PATTERN = (
     r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
@@ -31,6 +34,19 @@ O200K_PATTERN = (
 QWEN_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
+LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)"
+    r"|\s+"
+)
+# quicktok names Llama 3's 256 special tokens as Llama 3 did; Llama 3.1 renamed four of them (its chat template
+# writes <|eom_id|> and <|python_tag|>) and renumbered the reserved ones. The ids are the same.
+LLAMA31_NAMED_SPECIALS = {128000: "<|begin_of_text|>", 128001: "<|end_of_text|>", 128002: "<|reserved_special_token_0|>",
+                          128003: "<|reserved_special_token_1|>", 128004: "<|finetune_right_pad_id|>",
+                          128005: "<|reserved_special_token_2|>", 128006: "<|start_header_id|>",
+                          128007: "<|end_header_id|>", 128008: "<|eom_id|>", 128009: "<|eot_id|>",
+                          128010: "<|python_tag|>"}
+LLAMA31_SPECIALS = {**LLAMA31_NAMED_SPECIALS,
+                    **{token_id: f"<|reserved_special_token_{token_id - 128008}|>" for token_id in range(128011, 128256)}}
 
 
 @dataclass(frozen=True)
@@ -42,8 +58,11 @@ class VocabSpec:
     ranks_sha256: str
     pattern: str
     eos_token: str
-    pad_token: str
+    pad_token: str | None
     non_special: tuple[str, ...] = ()  # added tokens HF marks special=false (Qwen3's <think>, <tool_call>, ...)
+    bos_token: str | None = None  # also added at the start of plain encodes, as the model's own tokenizer does
+    chat_template: str | None = None
+    special_names: dict[int, str] | None = None  # the model's names for quicktok's special ids, where they differ
 
 
 VOCABS = {
@@ -53,7 +72,11 @@ VOCABS = {
                        eos_token="<|im_end|>", pad_token="<|endoftext|>",
                        non_special=("<tool_call>", "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>",
                                     "<|fim_suffix|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>",
-                                    "<tool_response>", "</tool_response>", "<think>", "</think>")),
+                                    "<tool_response>", "</tool_response>", "<think>", "</think>"),
+                       chat_template=QWEN3_CHAT_TEMPLATE),
+    "llama3": VocabSpec("llama3.vocab", "llama3.special", LLAMA3_RANKS_SHA256, LLAMA3_PATTERN,
+                        eos_token="<|eot_id|>", pad_token=None, bos_token="<|begin_of_text|>",
+                        chat_template=LLAMA3_CHAT_TEMPLATE, special_names=LLAMA31_SPECIALS),
 }
 
 
@@ -81,7 +104,8 @@ def read_ranks(spec: VocabSpec) -> list[bytes]:
 
 
 def read_specials(spec: VocabSpec) -> dict[int, str]:
-    """Special tokens by id; where quicktok lists two names for one id, the first (the real name) wins."""
+    """Special tokens by id; where quicktok lists two names for one id, the first (the real name) wins; where the
+    model names them otherwise (spec.special_names), its names, the ids and every shared name checked first."""
     blob = _quicktok_data(spec.specials_file)
     (count,) = struct.unpack_from("<I", blob, 0)
     specials: dict[int, str] = {}
@@ -90,7 +114,13 @@ def read_specials(spec: VocabSpec) -> dict[int, str]:
         token_id, length = struct.unpack_from("<IH", blob, offset)
         specials.setdefault(token_id, blob[offset + 6: offset + 6 + length].decode())
         offset += 6 + length
-    return specials
+    if spec.special_names is None:
+        return specials
+    kept = {token_id: name for token_id, name in specials.items() if "reserved" not in name}
+    if sorted(specials) != sorted(spec.special_names) or any(spec.special_names[i] != name for i, name in kept.items()):
+        raise UserError(f"quicktok data {spec.specials_file}: special tokens are not the expected ones; "
+                        "reinstall quicktok-v1==0.4.0")
+    return dict(spec.special_names)
 
 
 def tiktoken_rank_file(tokens: list[bytes]) -> bytes:
@@ -143,9 +173,9 @@ def _merges(tokens: list[bytes]) -> list[tuple[int, int]]:
 
 
 def build_tokenizer(tokens: list[bytes], specials: dict[int, str], pattern: str,
-                    non_special: tuple[str, ...] = ()):
+                    non_special: tuple[str, ...] = (), bos_token: str | None = None):
     """A byte-level BPE `tokenizers.Tokenizer` from tiktoken-style ranks, with added tokens at their given ids."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
     to_unicode = _byte_to_unicode()
     pieces = ["".join(to_unicode[byte] for byte in token) for token in tokens]
@@ -164,6 +194,11 @@ def build_tokenizer(tokens: list[bytes], specials: dict[int, str], pattern: str,
     for token_id, content in specials.items():
         if tokenizer.token_to_id(content) != token_id:
             raise UserError(f"special token {content} landed on id {tokenizer.token_to_id(content)}, not {token_id}")
+    if bos_token:
+        bos = (bos_token, tokenizer.token_to_id(bos_token))
+        tokenizer.post_processor = processors.TemplateProcessing(single=f"{bos_token} $A",
+                                                                 pair=f"{bos_token} $A {bos_token} $B:1",
+                                                                 special_tokens=[bos])
     return tokenizer
 
 
@@ -173,19 +208,19 @@ def build_tokenizer_json(family: str) -> tuple[str, dict]:
     tokens = read_ranks(spec)
     _check_digest(family, tiktoken_rank_file(tokens))
     specials = read_specials(spec)
-    tokenizer = build_tokenizer(tokens, specials, spec.pattern, spec.non_special)
+    tokenizer = build_tokenizer(tokens, specials, spec.pattern, spec.non_special, spec.bos_token)
     config = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "eos_token": spec.eos_token,
         "pad_token": spec.pad_token,
-        "bos_token": None,
+        "bos_token": spec.bos_token,
         "clean_up_tokenization_spaces": False,
         "model_max_length": 131072,
         "added_tokens_decoder": {str(token_id): {"content": content, "special": content not in spec.non_special}
                                  for token_id, content in sorted(specials.items())},
     }
-    if family == "qwen3":
-        config["chat_template"] = QWEN3_CHAT_TEMPLATE
+    if spec.chat_template:
+        config["chat_template"] = spec.chat_template
     return tokenizer.to_str(), config
 
 
