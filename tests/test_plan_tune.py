@@ -134,10 +134,10 @@ def test_tune_finds_true_best_early_refits_marks_oom_and_writes_a_valid_recipe(c
     assert result.stop_reason == "no candidate left that can win"
     assert result.spent_minutes <= 30
 
-    # re-ranked after the refit: the order of the contenders changed between measurements
+    # re-ranked after the refits: the order of the contenders changed between measurements
     assert len(result.rankings) >= 2
-    first, later = result.rankings[0], result.rankings[1]
-    assert [slug for slug in first if slug in later] != later
+    first = result.rankings[0]
+    assert any([slug for slug in first if slug in later] != later for later in result.rankings[1:])
     assert result.efficiency.points == len([o for o in result.measured if o.measurement.ok]) + 1
     assert result.efficiency.b != 0  # eager and compiled points both measured: a compile term was fitted
 

@@ -27,6 +27,10 @@ WINDOW_FIRST_STEP = 2
 WARMUP_ALLOWANCE_MINUTES = 1.0
 # Standard errors between a measured mean and its optimistic / pessimistic bound.
 CONFIDENCE_SIGMAS = 2.0
+# torch.compile's gain over eager on the same layout before a tune has measured both: +5.1 % on Qwen3-8B, FSDP 2, no
+# AC, one row a microbatch, 2 x H200 (9,536.21 compiled against 9,069.31 eager; benchmarks/RESULTS.md). The planner has no
+# compile term, so without it a compiled layout and its eager twin tie and the first batch measures both.
+COMPILE_GAIN_PRIOR = 0.051
 # torchtitan recomputes selectively per op in its stock qwen3 configuration.
 SELECTIVE_AC_METHOD = "op"
 # What a log says when a rank ran out of GPU memory.
@@ -85,16 +89,18 @@ def as_candidate(ctx: Context, layout: Layout) -> Candidate:
 
 
 def renderable(layout: Layout, global_batch: int) -> bool:
-    """What a recipe can say and torchtitan run: no interleaved stages (the renderer has no VPP flag), an even
-    pipeline split (no layer_split flag), whole microbatches (torchtitan's global batch rule), no offload."""
-    return (layout.vpp == 1 and len(set(layout.stage_layers)) == 1 and layout.offload_fraction == 0
+    """What a recipe can say and torchtitan run as the planner models it: no pipeline stages (the renderer keeps
+    the global batch by gradient accumulation, one microbatch a pass, so a pipeline would drain after every
+    microbatch instead of running the schedule the planner times), whole microbatches (torchtitan's global batch
+    rule), no offload."""
+    return (layout.pp == 1 and layout.vpp == 1 and layout.offload_fraction == 0
             and (global_batch // layout.dp) % layout.rows_per_microbatch == 0)
 
 
 def variants(layout: Layout) -> list[Layout]:
-    """compile on/off and reshard-after-forward on/off (the latter only where FSDP shards: DP > 1)."""
+    """compile on/off and reshard-after-forward on/off (the latter only where FSDP shards: over DP x CP > 1)."""
     return [replace(layout, compile=c, reshard_after_forward=r) for c, r in VARIANTS
-            if r or layout.dp > 1]
+            if r or layout.dp * layout.cp > 1]
 
 
 def runs_on_engine(layout: Layout, torchtitan_model: str | None) -> bool:
@@ -117,10 +123,10 @@ def candidates(ctx: Context, tables: ReferenceTables) -> list[Candidate]:
 
 @dataclass(frozen=True)
 class Efficiency:
-    """log efficiency = a + b * compiled; a from calibration.yaml and b = 0 (the planner has no compile term) until
-    measured points replace them."""
+    """log efficiency = a + b * compiled; a from calibration.yaml and b from COMPILE_GAIN_PRIOR until measured points
+    replace them."""
     log_a: float
-    b: float = 0.0
+    b: float = math.log1p(COMPILE_GAIN_PRIOR)
     points: int = 0
 
     def of(self, layout: Layout) -> float:
