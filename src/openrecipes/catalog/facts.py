@@ -23,8 +23,9 @@ def tokens_detail(value: float) -> str:
     return f"{value:,.2f}"
 
 
-def usd(value: float) -> str:
-    return f"${value:,.2f}"
+def usd(value: float | None) -> str:
+    """A price; a published summary whose source gives none shows that instead of a number."""
+    return "not published" if value is None else f"${value:,.2f}"
 
 
 def mfu(recipe: Recipe) -> str:

@@ -211,7 +211,8 @@ class SummaryGpu(Strict):
 
 class SummaryResult(Strict):
     tokens_per_s_per_gpu: Annotated[float, Field(gt=0)] = Field(description="published tokens/s per GPU")
-    usd_per_million_tokens: Annotated[float, Field(gt=0)] = Field(description="published $ per 1M tokens")
+    usd_per_million_tokens: Annotated[float, Field(gt=0)] | None = Field(
+        description="published $ per 1M tokens; null where the source publishes no price")
 
 
 class PublishedSummary(Strict):

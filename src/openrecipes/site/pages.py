@@ -43,7 +43,7 @@ def pareto_front(points: list[ParetoPoint]) -> list[ParetoPoint]:
 def pareto_points(catalog: Catalog, model: str) -> list[ParetoPoint]:
     return [ParetoPoint(e, e.entry.result.tokens_per_s_per_gpu, e.entry.result.usd_per_million_tokens,
                         e.entry.gpu.count, e.entry.gpu.type)
-            for e in catalog.entries if e.entry.model == model]
+            for e in catalog.entries if e.entry.model == model and e.entry.result.usd_per_million_tokens is not None]
 
 
 # A leaderboard longer than this continues on further pages, so no page outgrows the 150 KB budget.
