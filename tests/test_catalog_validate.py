@@ -199,3 +199,15 @@ def test_named_run_folders_must_hold_their_raw_log(tmp_path):
     errors = errors_of(tmp_path, data)
     assert "holds no train.log" in errors["runs.reference"]
     assert "runs.candidate" in errors  # the tmp catalog has no runs/ at all
+
+
+def test_a_summary_whose_source_publishes_no_price_shows_it_as_not_published(tmp_path):
+    from openrecipes.catalog import facts
+
+    text = (REPO / "recipes/llama-3.1-8b/h100/published-summary.yaml").read_text()
+    assert "usd_per_million_tokens: null" in text
+    report = validate_file(REPO / "recipes/llama-3.1-8b/h100/published-summary.yaml")
+    assert report.ok, report.errors
+    assert report.entry.result.usd_per_million_tokens is None
+    assert facts.usd(report.entry.result.usd_per_million_tokens) == "not published"
+    assert facts.usd(0.25) == "$0.25"

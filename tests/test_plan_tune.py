@@ -260,3 +260,13 @@ def test_a_wall_clock_limit_starts_no_arm_that_would_end_past_it(catalog):
 def test_layouts_the_engine_cannot_run_are_not_candidates(catalog):
     s = _setup(catalog)
     assert s.ranked and all(c.layout.tp == 1 for c in s.ranked)  # Qwen3 with TP fails on torchtitan 0.2.2
+
+
+def test_a_base_not_yet_measured_is_tuned_from_its_configuration(catalog):
+    shutil.rmtree(catalog / "runs")  # a new model's stock recipe: no raw log yet, so `validate` would refuse it
+    s = _setup(catalog)
+    assert s.base.model == "qwen3-8b" and s.ranked
+    broken = catalog / "recipes/qwen3-8b/h200/broken.yaml"
+    broken.write_text((catalog / "recipes/qwen3-8b/h200" / BASE.name).read_text().replace("schema_version: 1", "schema_version: 7"))
+    with pytest.raises(UserError, match="broken.yaml: schema_version"):
+        tuning.setup("qwen3-8b", "H200", 2, broken, catalog, when=WHEN)
