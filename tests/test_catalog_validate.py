@@ -224,3 +224,14 @@ def test_a_failed_component_test_cannot_sit_under_an_overall_pass(tmp_path):
     data = load_seed(GLM_16K)
     data["correctness"]["component_tests"][0]["result"] = "fail"
     assert "correctness.component_tests.0.result" in errors_of(tmp_path, data)
+
+def test_a_summary_whose_source_publishes_no_price_shows_it_as_not_published(tmp_path):
+    from openrecipes.catalog import facts
+
+    text = (REPO / "recipes/llama-3.1-8b/h100/published-summary.yaml").read_text()
+    assert "usd_per_million_tokens: null" in text
+    report = validate_file(REPO / "recipes/llama-3.1-8b/h100/published-summary.yaml")
+    assert report.ok, report.errors
+    assert report.entry.result.usd_per_million_tokens is None
+    assert facts.usd(report.entry.result.usd_per_million_tokens) == "not published"
+    assert facts.usd(0.25) == "$0.25"

@@ -147,10 +147,10 @@ def test_tune_finds_true_best_early_refits_marks_oom_and_writes_a_valid_recipe(c
     assert result.stop_reason == "no candidate left that can win"
     assert result.spent_minutes <= 30
 
-    # re-ranked after the refit: the order of the contenders changed between measurements
+    # re-ranked after the refits: the order of the contenders changed between measurements
     assert len(result.rankings) >= 2
-    first, later = result.rankings[0], result.rankings[1]
-    assert [slug for slug in first if slug in later] != later
+    first = result.rankings[0]
+    assert any([slug for slug in first if slug in later] != later for later in result.rankings[1:])
     assert result.efficiency.points == len([o for o in result.measured if o.measurement.ok]) + 1
     assert result.efficiency.b != 0  # eager and compiled points both measured: a compile term was fitted
 
@@ -234,3 +234,52 @@ def test_an_invalid_winner_is_refused_and_leaves_nothing_behind(catalog):
     write_recipe(target, good, tables)
     assert target.read_text() == good
     assert sorted(p.name for p in target.parent.iterdir()) == sorted([BASE.name, target.name])
+
+
+def test_lanes_run_arms_at_once_on_their_own_gpus_and_score_the_window_asked(catalog, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/tmp/cache")
+    s = _setup(catalog)
+    runner = FakeRunner()
+    result = tuning.tune(s, budget_minutes=30, runner=runner, clock=runner.clock, lanes=2, steps=20, window_first=5)
+
+    # each batch is two arms at once, the reference with the best-predicted contender, each on its own two GPUs
+    lanes = [(launch.env["CUDA_VISIBLE_DEVICES"], launch.env["TORCHINDUCTOR_CACHE_DIR"]) for launch in runner.launches]
+    assert sorted(lanes[:2]) == [("4,5", "/tmp/cache-lane0"), ("6,7", "/tmp/cache-lane1")]
+    assert all(launch.flags["--training.steps"] == ["20"] for launch in runner.launches)
+    assert result.reference.measurement.window == (5, 19)
+    assert result.winner.candidate.slug == "tp1-pp1-cp1-dp2-none-mb1-compile-noreshard"
+    assert result.lanes == 2 and json.loads((result.run_root / "tune.json").read_text())["lanes"] == 2
+
+    path = tuning.write_winner(s, result)
+    text = path.read_text()
+    assert "window:\n  - 5\n  - 19" in text and "steps_per_run: 20" in text
+    assert "CUDA_VISIBLE_DEVICES" not in text  # the lane is where it ran, not part of the recipe
+    assert "Tokens/s/GPU of each arm measured:" in text and "(reference): 8,31" in text
+
+
+def test_window_must_leave_steps(catalog):
+    with pytest.raises(UserError, match="--window-from 9 leaves no window in 10 steps"):
+        tuning.tune(_setup(catalog), budget_minutes=30, runner=FakeRunner(), window_first=9)
+
+
+def test_a_wall_clock_limit_starts_no_arm_that_would_end_past_it(catalog):
+    runner = FakeRunner()
+    result = tuning.tune(_setup(catalog), budget_minutes=30, runner=runner, clock=runner.clock, wall_minutes=5)
+    assert result.stop_reason.startswith("wall clock")
+    assert len(runner.launches) < 4
+
+
+def test_layouts_the_engine_cannot_run_are_not_candidates(catalog):
+    s = _setup(catalog)
+    assert s.ranked and all(c.layout.tp == 1 for c in s.ranked)  # Qwen3 with TP fails on torchtitan 0.2.2
+
+
+def test_a_base_not_yet_measured_is_tuned_from_its_configuration(catalog):
+    shutil.rmtree(catalog / "runs")  # a new model's stock recipe: no raw log yet, so `validate` would refuse it
+    s = _setup(catalog)
+    assert s.base.model == "qwen3-8b" and s.ranked
+    broken = catalog / "recipes/qwen3-8b/h200/broken.yaml"
+    broken.write_text((catalog / "recipes/qwen3-8b/h200" / BASE.name).read_text().replace("schema_version: 1", "schema_version: 7"))
+    with pytest.raises(UserError, match="broken.yaml: schema_version"):
+        tuning.setup("qwen3-8b", "H200", 2, broken, catalog, when=WHEN)

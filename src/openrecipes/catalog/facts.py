@@ -26,8 +26,9 @@ def tokens_detail(value: float) -> str:
     return f"{value:,.2f}"
 
 
-def usd(value: float) -> str:
-    return f"${value:,.2f}"
+def usd(value: float | None) -> str:
+    """A price; a published summary whose source gives none shows that instead of a number."""
+    return "not published" if value is None else f"${value:,.2f}"
 
 
 def usd_recomputed(published: float, tokens_per_s_per_gpu: float, usd_per_gpu_hour: float | None) -> float:

@@ -76,7 +76,8 @@ def best_per_gpu(catalog: Catalog, model: str) -> list[GpuBest]:
     out = []
     for gpu_type, entries in sorted(by_gpu.items()):
         full = [e for e in entries if not e.is_summary] or entries
-        cheapest = min(full, key=lambda e: (e.entry.result.usd_per_million_tokens, e.slug))
+        cheapest = min(full, key=lambda e: (e.entry.result.usd_per_million_tokens is None,  # unpriced summaries last
+                                            e.entry.result.usd_per_million_tokens or 0.0, e.slug))
         out.append(GpuBest(gpu_type, rank(full)[0], cheapest))
     return out
 

@@ -266,7 +266,8 @@ class SummaryGpu(Strict):
 
 class SummaryResult(Strict):
     tokens_per_s_per_gpu: Figure = Field(description="published tokens/s per GPU")
-    usd_per_million_tokens: Figure = Field(description="published $ per 1M tokens")
+    usd_per_million_tokens: Figure | None = Field(
+        description="published $ per 1M tokens; null where the source publishes no price")
 
 
 class PublishedSummary(Strict):

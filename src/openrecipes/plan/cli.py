@@ -122,6 +122,13 @@ def tune(
         "--out-recipe", help="where the winner's recipe goes (default: recipes/<model>/<gpu>/tuned-<layout>.yaml)")] = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="print the ranked candidates, minutes and exact commands; run nothing")] = False,
+    steps: Annotated[int, typer.Option("--steps", help="steps of each measuring run")] = 10,
+    window_from: Annotated[int, typer.Option(
+        "--window-from", help="first step scored (the window runs to the last step)")] = 2,
+    lanes: Annotated[int, typer.Option(
+        "--lanes", help="arms run at once, each on its own --gpus GPUs of this host")] = 1,
+    wall_minutes: Annotated[Optional[float], typer.Option(
+        "--wall-minutes", help="start no arm estimated to end later than this many minutes from now")] = None,
 ) -> None:
     """Measure the planner's best torchtitan layouts with short runs, drop those that cannot win, refit after each,
     and write the winner as a recipe checked against the base recipe's stock arm. Exit 2 on bad input."""
@@ -129,11 +136,14 @@ def tune(
 
     if budget_minutes <= 0:
         raise UserError(f"--budget-minutes {budget_minutes:g}: give a positive number of minutes")
+    if lanes < 1 or steps < 2:
+        raise UserError(f"--lanes {lanes} --steps {steps}: give at least one lane and two steps")
     setup = tuning.setup(model, gpu, gpus, base)
     if dry_run:
-        print(tuning.dry_run_text(setup, budget_minutes), end="")
+        print(tuning.dry_run_text(setup, budget_minutes, steps), end="")
         return
-    result = tuning.tune(setup, budget_minutes)
+    result = tuning.tune(setup, budget_minutes, steps=steps, lanes=lanes, window_first=window_from,
+                         wall_minutes=wall_minutes)
     print(tuning.summary_text(result), end="")
     path = tuning.write_winner(setup, result, out_recipe)
     print(f"wrote {path}: configuration {result.config.result}, convergence "

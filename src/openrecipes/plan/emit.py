@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from openrecipes import figures
+from openrecipes.audit.record import recipe_text, write_recipe
 from openrecipes.catalog.hardware import load_reference_tables
+from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root, relative_path
 from openrecipes.catalog.store import load_recipe
 from openrecipes.catalog.yamlio import read_yaml
@@ -21,7 +23,6 @@ from openrecipes.plan.predict import Prediction, PlanRequest, context, predict
 from openrecipes.plan.tune.arms import candidate_data, rendered_run
 from openrecipes.plan.tune.candidates import as_candidate, renderable
 from openrecipes.plan.tune.search import find_base
-from openrecipes.plan.tune.winner import _dump, write_recipe
 
 HEADER = ("# Written by `openrecipes plan --emit-recipe`: a PREDICTION, never run (status: planned). Run it with\n"
           "# `openrecipes run` and measure it before trusting its figures; fields: schema/recipe.schema.yaml.\n")
@@ -90,7 +91,7 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, root: Pat
         f"{prediction.headroom_gib:.1f} GiB against a {prediction.margin_gib:.1f} GiB margin. Stack, workload, rows, "
         f"environment and the result's date come from {relative_path(base_path, root)}. Run it with `openrecipes run`, "
         "then measure it.")
-    return PlannedRecipe(rank, prediction, base_path, HEADER + _dump(data))
+    return PlannedRecipe(rank, prediction, base_path, recipe_text(Recipe.model_validate(data), HEADER))
 
 
 def emit_recipe(model: str, gpu_type: str, gpus: int, rank: int, out: Path, root: Path | None = None) -> PlannedRecipe:

@@ -47,7 +47,8 @@ def pareto_front(points: list[ParetoPoint]) -> list[ParetoPoint]:
 
 def pareto_points(catalog: Catalog, model: str) -> list[ParetoPoint]:
     """Every entry of the model, numbered fastest first (ties: cheaper, then by slug)."""
-    entries = sorted((e for e in catalog.entries if e.entry.model == model),
+    entries = sorted((e for e in catalog.entries
+                      if e.entry.model == model and e.entry.result.usd_per_million_tokens is not None),
                      key=lambda e: (-e.entry.result.tokens_per_s_per_gpu, usd_recomputed(catalog, e), e.slug))
     return [ParetoPoint(e, e.entry.result.tokens_per_s_per_gpu, usd_recomputed(catalog, e), e.entry.gpu.count,
                         e.entry.gpu.type, number) for number, e in enumerate(entries, start=1)]

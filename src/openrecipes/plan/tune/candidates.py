@@ -27,12 +27,20 @@ WINDOW_FIRST_STEP = 2
 WARMUP_ALLOWANCE_MINUTES = 1.0
 # Standard errors between a measured mean and its optimistic / pessimistic bound.
 CONFIDENCE_SIGMAS = 2.0
+# torch.compile's gain over eager on the same layout before a tune has measured both: +5.1 % on Qwen3-8B, FSDP 2, no
+# AC, one row a microbatch, 2 x H200 (9,536.21 compiled against 9,069.31 eager; benchmarks/RESULTS.md). The planner has no
+# compile term, so without it a compiled layout and its eager twin tie and the first batch measures both.
+COMPILE_GAIN_PRIOR = 0.051
 # torchtitan recomputes selectively per op in its stock qwen3 configuration.
 SELECTIVE_AC_METHOD = "op"
 # What a log says when a rank ran out of GPU memory.
 OOM_MARKERS = ("CUDA out of memory", "torch.OutOfMemoryError", "OutOfMemoryError")
 # The variants the planner does not enumerate (it plans eager with resharding): (compile, reshard_after_forward).
 VARIANTS = ((False, True), (True, True), (True, False), (False, False))
+# Layouts that do not run on the engine as pinned, by torchtitan model: Qwen3 with tensor parallelism fails at the
+# first step on torchtitan 0.2.2 / torch 2.11, compiled or eager (its GQA attention mixes a plain tensor into DTensor
+# math; runs/sweep-qwen3-8b-h200x2, docs/planning.md). Measuring them only spends device time on a crash.
+DOES_NOT_RUN = {"qwen3": (lambda layout: layout.tp > 1, "tensor parallelism fails on torchtitan 0.2.2 (Qwen3 GQA)")}
 Runner = Callable[..., Path]  # (launch, run_dir, *, tokens_per_step) -> train.log; raises UserError on failure
 
 
@@ -81,23 +89,32 @@ def as_candidate(ctx: Context, layout: Layout) -> Candidate:
 
 
 def renderable(layout: Layout, global_batch: int) -> bool:
-    """What a recipe can say and torchtitan run: no interleaved stages (the renderer has no VPP flag), an even
-    pipeline split (no layer_split flag), whole microbatches (torchtitan's global batch rule), no offload."""
-    return (layout.vpp == 1 and len(set(layout.stage_layers)) == 1 and layout.offload_fraction == 0
+    """What a recipe can say and torchtitan run as the planner models it: no pipeline stages (the renderer keeps
+    the global batch by gradient accumulation, one microbatch a pass, so a pipeline would drain after every
+    microbatch instead of running the schedule the planner times), whole microbatches (torchtitan's global batch
+    rule), no offload."""
+    return (layout.pp == 1 and layout.vpp == 1 and layout.offload_fraction == 0
             and (global_batch // layout.dp) % layout.rows_per_microbatch == 0)
 
 
 def variants(layout: Layout) -> list[Layout]:
-    """compile on/off and reshard-after-forward on/off (the latter only where FSDP shards: DP > 1)."""
+    """compile on/off and reshard-after-forward on/off (the latter only where FSDP shards: over DP x CP > 1)."""
     return [replace(layout, compile=c, reshard_after_forward=r) for c, r in VARIANTS
-            if r or layout.dp > 1]
+            if r or layout.dp * layout.cp > 1]
+
+
+def runs_on_engine(layout: Layout, torchtitan_model: str | None) -> bool:
+    known = DOES_NOT_RUN.get(torchtitan_model or "")
+    return known is None or not known[0](layout)
 
 
 def candidates(ctx: Context, tables: ReferenceTables) -> list[Candidate]:
-    """Every fitting, renderable torchtitan layout and its variants, ranked by predicted tokens/s (then memory)."""
+    """Every fitting, renderable torchtitan layout that the engine runs, with its variants, ranked by predicted
+    tokens/s (then memory)."""
     request = ctx.request
+    model = tables.models[request.model].architecture.get("torchtitan_model")
     layouts = {v for p in predict(request, tables) if renderable(p.layout, request.global_batch)
-               for v in variants(p.layout)}
+               and runs_on_engine(p.layout, model) for v in variants(p.layout)}
     found = [c for c in (as_candidate(ctx, lay) for lay in layouts) if c.memory_gib <= c.capacity_gib]
     return sorted(found, key=lambda c: (-round(c.tokens_per_s_per_gpu(1.0), 6), c.memory_gib, c.slug))
 
@@ -106,10 +123,10 @@ def candidates(ctx: Context, tables: ReferenceTables) -> list[Candidate]:
 
 @dataclass(frozen=True)
 class Efficiency:
-    """log efficiency = a + b * compiled; a from calibration.yaml and b = 0 (the planner has no compile term) until
-    measured points replace them."""
+    """log efficiency = a + b * compiled; a from calibration.yaml and b from COMPILE_GAIN_PRIOR until measured points
+    replace them."""
     log_a: float
-    b: float = 0.0
+    b: float = math.log1p(COMPILE_GAIN_PRIOR)
     points: int = 0
 
     def of(self, layout: Layout) -> float:
@@ -161,11 +178,12 @@ def estimated_minutes(candidate: Candidate, efficiency: Efficiency, steps: int =
     return WARMUP_ALLOWANCE_MINUTES + steps * candidate.step_s(efficiency.of(candidate.layout)) / 60
 
 
-def within_budget(ranked: list[Candidate], efficiency: Efficiency, minutes_left: float) -> list[Candidate]:
+def within_budget(ranked: list[Candidate], efficiency: Efficiency, minutes_left: float,
+                  steps: int = MEASURE_STEPS) -> list[Candidate]:
     """The ranked candidates that fit the budget one after the other, in rank order."""
     chosen, total = [], 0.0
     for candidate in ranked:
-        minutes = estimated_minutes(candidate, efficiency)
+        minutes = estimated_minutes(candidate, efficiency, steps)
         if total + minutes <= minutes_left:
             chosen.append(candidate)
             total += minutes

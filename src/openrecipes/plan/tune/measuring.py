@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -51,10 +52,12 @@ class Measurement:
 
 
 def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner | None = None,
-                      tables: ReferenceTables | None = None, clock: Clock = time.monotonic) -> Measurement:
+                      tables: ReferenceTables | None = None, clock: Clock = time.monotonic,
+                      env: dict[str, str] | None = None, window_first: int = WINDOW_FIRST_STEP) -> Measurement:
     """Run `recipe` for `steps` steps through the engines' execution path and measure its log with
     openrecipes.measure over the steps after warm-up. An out-of-memory exit is a Measurement with oom set.
-    Its minutes are the run's wall time from start to exit (torchrun, model build and compilation included)."""
+    Its minutes are the run's wall time from start to exit (torchrun, model build and compilation included). `env`
+    (a lane's GPUs and inductor cache) joins the launch's environment; it changes nothing the run computes."""
     from openrecipes.engines.execute import execute
     from openrecipes.measure.formats import read_log_lines
     from openrecipes.measure.result import measure, read_run, run_inputs
@@ -62,6 +65,8 @@ def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner 
     tables = tables or load_reference_tables()
     card = tables.models[recipe.model]
     launch = run_launch(recipe, card, steps)
+    if env:
+        launch = dataclasses.replace(launch, env={**launch.env, **env})
     tokens_per_step = recipe.workload.global_batch * recipe.workload.row_tokens
     log = out_dir / "train.log"
     started = clock()
@@ -73,7 +78,7 @@ def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner 
         return Measurement(log, (clock() - started) / 60, oom=oom, error=str(error))
     minutes = (clock() - started) / 60
     # A candidate's recipe is the base's with another layout: its active parameters are the model card's.
-    inputs = run_inputs(recipe, tables, steps_per_run=steps, window=(WINDOW_FIRST_STEP, steps - 1))
+    inputs = run_inputs(recipe, tables, steps_per_run=steps, window=(window_first, steps - 1))
     try:
         table = read_run([log])
         result = measure(table, inputs, None)

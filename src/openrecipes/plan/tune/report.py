@@ -17,7 +17,7 @@ def dry_run_text(s: Setup, budget_minutes: float, steps: int = MEASURE_STEPS) ->
     ranked = rank(s.ranked, efficiency)
     pool = contenders(ranked, efficiency)
     reference_minutes = estimated_minutes(s.reference, efficiency, steps)
-    chosen = within_budget(pool, efficiency, budget_minutes - reference_minutes)
+    chosen = within_budget(pool, efficiency, budget_minutes - reference_minutes, steps)
     lines = [f"tune {s.base.model} on {s.base.gpu.count} x {s.base.gpu.type} from {relative_path(s.base_path, s.root)}: "
              f"{len(ranked)} fitting torchtitan layouts, {len(pool)} can beat the best one's pessimistic prediction "
              f"(error bound {HELD_OUT_ERROR_BOUND:.1%}), {len(chosen)} fit {budget_minutes:g} minutes after the "
@@ -56,5 +56,6 @@ def summary_text(result: TuneResult) -> str:
                      f"{'WINNER; ' if o is result.winner else ''}{verdict}")
     skipped = sum(1 for o in result.outcomes if o.measurement is None)
     lines.append(f"{len(result.measured)} measured, {skipped} not measured; {result.spent_minutes:.1f} of "
-                 f"{result.budget_minutes:g} minutes; stopped: {result.stop_reason}")
+                 f"{result.budget_minutes:g} minutes ({result.wall_minutes:.1f} wall minutes on {result.lanes} "
+                 f"lane(s)); stopped: {result.stop_reason}")
     return "\n".join(lines) + "\n"

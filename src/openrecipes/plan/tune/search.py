@@ -5,7 +5,10 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import os
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,8 +25,8 @@ from openrecipes.plan.calibrate import measured_point
 from openrecipes.plan.predict import Context, PlanRequest, context
 from openrecipes.plan.tune.arms import Arm, arm_of, reference_arm
 from openrecipes.plan.tune.candidates import (
-    Candidate, Efficiency, MEASURE_STEPS, Runner, as_candidate, candidates, contenders, estimated_minutes,
-    optimistic_prediction, rank, refit,
+    Candidate, Efficiency, MEASURE_STEPS, Runner, WINDOW_FIRST_STEP, as_candidate, candidates, contenders,
+    estimated_minutes, optimistic_prediction, rank, refit,
 )
 from openrecipes.plan.tune.measuring import Clock, Measurement, measure_candidate, record
 from openrecipes.verify.verdicts import ConfigVerdict, ConvergenceVerdict
@@ -46,8 +49,10 @@ class TuneResult:
     reference: Outcome
     rankings: list[list[str]]  # the contenders' slugs in rank order, before each measurement
     budget_minutes: float
-    spent_minutes: float
+    spent_minutes: float  # the arms' minutes added up (each arm's wall time); lanes run several at once
     run_root: Path
+    wall_minutes: float = 0.0  # from the first arm's start to the last one's end
+    lanes: int = 1
     winner: Outcome | None = None
     recipe_path: Path | None = None
     config: ConfigVerdict | None = None  # the winner against the reference arm, set when its recipe is written
@@ -89,6 +94,26 @@ def find_base(model: str, gpu_type: str, gpus: int, root: Path) -> Path:
     return sorted(found)[0][2]
 
 
+def base_configuration(path: Path) -> Recipe:
+    """The base recipe as a configuration: tune runs its command and layout and measures them itself (the reference
+    arm), so only the schema is checked here, not the catalog's checks of a measured result. A new model's stock
+    configuration can be tuned before its own raw log exists."""
+    from pydantic import ValidationError
+
+    from openrecipes.catalog.validate import parse_entry
+
+    doc = read_yaml(Path(path))
+    try:
+        entry = parse_entry(doc)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise UserError(f"{path}: {where}: {first['msg']}; run `openrecipes validate {path}`") from None
+    if not isinstance(entry, Recipe):
+        raise UserError(f"{path}: a published summary entry, not a runnable recipe")
+    return entry
+
+
 def setup(model: str, gpu_type: str, gpus: int, base_path: Path | None = None, root: Path | None = None,
           when: datetime.datetime | None = None) -> Setup:
     root = Path(root or default_catalog_root()).resolve()
@@ -98,9 +123,7 @@ def setup(model: str, gpu_type: str, gpus: int, base_path: Path | None = None, r
     if gpu_type not in tables.gpus:
         raise UserError(f"unknown GPU type '{gpu_type}'; known: {', '.join(tables.gpus)} (hardware/gpus.yaml)")
     base_path = Path(base_path) if base_path else find_base(model, gpu_type, gpus, root)
-    from openrecipes.catalog.store import load_recipe
-
-    base = load_recipe(base_path)
+    base = base_configuration(base_path)
     if not is_torchtitan(base):
         raise UserError(f"{base_path}: not a torchtitan recipe; tune measures torchtitan runs only")
     if (base.model, base.gpu.type, base.gpu.count) != (model, gpu_type, gpus):
@@ -132,30 +155,56 @@ def _memory_miss(candidate: Candidate) -> str:
             f"{candidate.capacity_gib - candidate.memory_gib:.1f} GiB)")
 
 
+def lane_environments(lanes: int, gpus_per_lane: int) -> list[dict[str, str]]:
+    """One environment per lane: its own GPUs (consecutive groups of this process's visible GPUs, or of 0, 1, ...)
+    and its own inductor cache, so arms that run at once on one host neither share a GPU nor race on a cache.
+    One lane changes nothing."""
+    if lanes == 1:
+        return [{}]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    devices = visible.split(",") if visible else [str(i) for i in range(lanes * gpus_per_lane)]
+    if len(devices) < lanes * gpus_per_lane:
+        raise UserError(f"--lanes {lanes} needs {lanes * gpus_per_lane} GPUs ({gpus_per_lane} a lane); "
+                        f"CUDA_VISIBLE_DEVICES names {len(devices)}")
+    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR", os.path.join(tempfile.gettempdir(), "torchinductor-tune"))
+    return [{"CUDA_VISIBLE_DEVICES": ",".join(devices[i * gpus_per_lane:(i + 1) * gpus_per_lane]),
+             "TORCHINDUCTOR_CACHE_DIR": f"{cache}-lane{i}"} for i in range(lanes)]
+
+
 def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: int = MEASURE_STEPS,
-         clock: Clock = time.monotonic) -> TuneResult:
-    """Measure the reference arm, then the contenders best-predicted first, refitting and pruning after each.
-    run_root/tune.json records every arm so far after each measurement (a search cut short keeps its record)."""
-    def measure_arm(arm: Arm) -> Measurement:
-        return measure_candidate(arm.recipe, steps, s.run_root / arm.name, runner, s.tables, clock)
+         clock: Clock = time.monotonic, lanes: int = 1, window_first: int = WINDOW_FIRST_STEP,
+         wall_minutes: float | None = None) -> TuneResult:
+    """Measure the reference arm, then the contenders best-predicted first, refitting and pruning after each batch.
+    With `lanes` > 1 a batch is that many arms run at once, each on its own GPUs (the reference arm with the first
+    contenders); the budget counts every arm's minutes. With `wall_minutes`, no arm starts that is estimated to end
+    later than that many minutes after the search started (a machine lent for a fixed time). run_root/tune.json records every arm so far after each batch
+    (a search cut short keeps its record)."""
+    if not 0 <= window_first < steps - 1:
+        raise UserError(f"--window-from {window_first} leaves no window in {steps} steps; give a smaller one")
+    environments = lane_environments(lanes, s.base.gpu.count)
+
+    def measure_batch(arms: list[Arm]) -> list[Measurement]:
+        def one(lane: int) -> Measurement:
+            arm = arms[lane]
+            return measure_candidate(arm.recipe, steps, s.run_root / arm.name, runner, s.tables, clock,
+                                     env=environments[lane], window_first=window_first)
+        with ThreadPoolExecutor(max_workers=len(arms)) as pool:
+            return list(pool.map(one, range(len(arms))))
 
     efficiency = s.prior
     reference = Outcome(s.reference, reference_arm(s.base_data, s.base, s.card, s.reference, steps))
     pool = contenders(rank(s.ranked, efficiency), efficiency)
     outcomes = [Outcome(c, None, dropped="its optimistic prediction cannot beat the best one's pessimistic one")
                 for c in s.ranked if c not in pool]
-    first = estimated_minutes(s.reference, efficiency) + (estimated_minutes(pool[0], efficiency) if pool else 0)
+    first = estimated_minutes(s.reference, efficiency, steps) + (
+        estimated_minutes(pool[0], efficiency, steps) if pool else 0)
     if first > budget_minutes:
         raise UserError(f"--budget-minutes {budget_minutes:g} is below the {first:.1f} minutes the reference arm and "
                         "the best candidate need; give more")
-    result = TuneResult(s.base_path, efficiency, outcomes, reference, [], budget_minutes, 0.0, s.run_root)
-    reference.measurement = measure_arm(reference.arm)
-    result.spent_minutes += reference.measurement.minutes
-    if not reference.measurement.ok:
-        raise UserError(f"the reference arm (the base recipe {s.base_path}) did not run: "
-                        f"{reference.measurement.error}; see {reference.measurement.log}")
-    efficiency = result.efficiency = refit(s.prior, [(s.reference, _step_s(reference))])
-    write_record(s, result)
+    result = TuneResult(s.base_path, efficiency, outcomes, reference, [], budget_minutes, 0.0, s.run_root,
+                        lanes=lanes)
+    started = clock()
+    batch: list[Outcome] = [reference]
     while True:
         pool = rank(pool, efficiency)
         leader = _leader([reference, *result.outcomes])
@@ -164,27 +213,44 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
             best_case = optimistic_prediction(candidate, efficiency)
             outcomes.append(Outcome(candidate, None, dropped=f"cannot win: optimistic {best_case:,.0f} < leader's "
                                     f"pessimistic {leader.measurement.pessimistic:,.0f} tokens/s/GPU"))
-        left = budget_minutes - result.spent_minutes
-        affordable = [c for c in pool if estimated_minutes(c, efficiency) <= left]
-        if not pool:
+        left = budget_minutes - result.spent_minutes - sum(
+            estimated_minutes(o.candidate, efficiency, steps) for o in batch)
+        if not pool and not batch:
             result.stop_reason = "no candidate left that can win"
             break
-        if not affordable:
-            result.stop_reason = f"budget: {left:.1f} minutes left, the next candidate needs more"
+        wall_left = math.inf if wall_minutes is None else wall_minutes - (clock() - started) / 60
+        for candidate in list(pool):  # fill the batch's free lanes, best-predicted first, within the budget
+            if len(batch) == lanes:
+                break
+            minutes = estimated_minutes(candidate, efficiency, steps)
+            if minutes <= left and minutes <= wall_left:
+                pool.remove(candidate)
+                left -= minutes
+                batch.append(Outcome(candidate, arm_of(candidate.slug, s.base_data, s.base, s.card, candidate, steps),
+                                     predicted_at_measurement=candidate.tokens_per_s_per_gpu(
+                                         efficiency.of(candidate.layout))))
+        if not batch:
+            result.stop_reason = (f"budget: {left:.1f} minutes left, the next candidate needs more" if wall_left >= left
+                                  else f"wall clock: {wall_left:.1f} minutes left, the next candidate needs more")
             outcomes.extend(Outcome(c, None, dropped="budget") for c in pool)
             break
-        result.rankings.append([c.slug for c in pool])
-        candidate = affordable[0]
-        pool.remove(candidate)
-        outcome = Outcome(candidate, arm_of(candidate.slug, s.base_data, s.base, s.card, candidate, steps),
-                          predicted_at_measurement=candidate.tokens_per_s_per_gpu(efficiency.of(candidate.layout)))
-        outcome.measurement = measure_arm(outcome.arm)
-        outcomes.append(outcome)
-        result.spent_minutes += outcome.measurement.minutes
-        if outcome.measurement.oom:
-            outcome.dropped = _memory_miss(candidate)
-        elif not outcome.measurement.ok:
-            outcome.dropped = f"the run failed: {outcome.measurement.error}"
+        if batch != [reference]:  # the contenders in rank order, before a batch that measures some of them
+            result.rankings.append([o.candidate.slug for o in batch if o is not reference] + [c.slug for c in pool])
+        for outcome, measurement in zip(batch, measure_batch([o.arm for o in batch])):
+            outcome.measurement = measurement
+            result.spent_minutes += measurement.minutes
+            if outcome is reference:
+                if not measurement.ok:
+                    raise UserError(f"the reference arm (the base recipe {s.base_path}) did not run: "
+                                    f"{measurement.error}; see {measurement.log}")
+                continue
+            outcomes.append(outcome)
+            if measurement.oom:
+                outcome.dropped = _memory_miss(outcome.candidate)
+            elif not measurement.ok:
+                outcome.dropped = f"the run failed: {measurement.error}"
+        result.wall_minutes = (clock() - started) / 60
+        batch = []
         points = [(o.candidate, _step_s(o)) for o in [reference, *result.outcomes]
                   if o.measurement is not None and o.measurement.ok]
         efficiency = result.efficiency = refit(s.prior, points)
@@ -205,7 +271,8 @@ def write_record(s: Setup, result: TuneResult) -> Path:
     data = {"model": s.base.model, "gpu": s.base.gpu.type, "gpus": s.base.gpu.count,
             "base": relative_path(s.base_path, s.root),
             "candidates": len(s.ranked), "budget_minutes": result.budget_minutes,
-            "spent_minutes": round(result.spent_minutes, 3), "stop_reason": result.stop_reason,
+            "spent_minutes": round(result.spent_minutes, 3), "wall_minutes": round(result.wall_minutes, 3),
+            "lanes": result.lanes, "stop_reason": result.stop_reason,
             "efficiency": {"log_a": result.efficiency.log_a, "b_compile": result.efficiency.b,
                            "points": result.efficiency.points},
             "winner": leader.candidate.slug if leader else None,

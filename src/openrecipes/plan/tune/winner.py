@@ -19,13 +19,20 @@ def _notes(s: Setup, result: TuneResult) -> str:
     winner, m = result.winner, result.winner.measurement
     dropped = sum(1 for o in result.outcomes if o.measurement is None)
     ooms = [o.candidate.label for o in result.outcomes if o.measurement is not None and o.measurement.oom]
+    reference = result.reference
+    arms = "; ".join(
+        f"{o.candidate.label}{' (reference)' if o is reference else ''}: "
+        + (f"{o.measurement.tokens_per_s_per_gpu:,.0f}" if o.measurement.ok else "out of memory" if o.measurement.oom
+           else "failed")
+        for o in [reference, *result.outcomes] if o.measurement is not None)
+    lanes = (f" on {result.lanes} lanes at once ({result.wall_minutes:.1f} wall minutes)" if result.lanes > 1 else "")
     return (
         f"Tuned by `openrecipes tune` from {relative_path(s.base_path, s.root)}: {len(result.measured)} of "
         f"{len(s.ranked)} candidate layouts measured with {m.result.steps_per_run}-step runs (window {m.window[0]}-"
         f"{m.window[1]}), {dropped} not measured (cannot win or over budget); {result.spent_minutes:.1f} of "
-        f"{result.budget_minutes:g} budget minutes spent. Refitted efficiency "
-        f"{result.efficiency.of(winner.candidate.layout):.4f} ({result.efficiency.points} points). Out of memory: "
-        f"{', '.join(ooms) or 'none'}. Stopped: {result.stop_reason}.")
+        f"{result.budget_minutes:g} budget GPU-lane minutes spent{lanes}. Tokens/s/GPU of each arm measured: {arms}. "
+        f"Refitted efficiency {result.efficiency.of(winner.candidate.layout):.4f} ({result.efficiency.points} points). "
+        f"Out of memory: {', '.join(ooms) or 'none'}. Stopped: {result.stop_reason}.")
 
 
 def default_recipe_path(s: Setup, winner: Candidate) -> Path:

@@ -1,0 +1,26 @@
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+torchrun --nnodes 1 --nproc_per_node 2 --local-ranks-filter 0 --role rank --tee 3 -m openrecipes.engines.torchtitan.train \
+  --model.name llama3 \
+  --model.flavor 8B \
+  --training.seq_len 8192 \
+  --training.global_batch_size 16 \
+  --training.local_batch_size 1 \
+  --training.steps 20 \
+  --parallelism.data_parallel_shard_degree 2 \
+  --parallelism.data_parallel_replicate_degree 1 \
+  --parallelism.tensor_parallel_degree 1 \
+  --parallelism.pipeline_parallel_degree 1 \
+  --parallelism.context_parallel_degree 1 \
+  --parallelism.expert_parallel_degree 1 \
+  --parallelism.expert_tensor_parallel_degree 1 \
+  --activation_checkpoint.mode selective \
+  --activation_checkpoint.selective_ac_option op \
+  --training.dataset_path .data/llama3-rows/rows.parquet \
+  --optimizer.name AdamW \
+  --optimizer.lr 3e-4 \
+  --optimizer.eps 1e-8 \
+  --lr_scheduler.warmup_steps 4 \
+  --training.max_norm 1.0 \
+  --metrics.log_freq 1 \
+  --metrics.disable_color_printing \
+  --debug.seed 42
