@@ -8,7 +8,8 @@ import pytest
 from test_catalog_cli import openrecipes
 
 REQUIRED = {"tp", "pp", "cp", "ep", "etp", "dp", "recompute", "offload_fraction", "max_tokens_per_gpu", "fits",
-            "reason", "memory_gib", "tokens_per_s_per_gpu", "mfu", "usd_per_million_tokens", "memory_parts"}
+            "reason", "memory_gib", "tokens_per_s_per_gpu", "mfu", "usd_per_million_tokens", "memory_parts",
+            "capacity_gib", "headroom_gib", "margin_gib", "peak_fits", "interval"}
 
 
 def test_json_contract_and_ranking():
@@ -20,6 +21,12 @@ def test_json_contract_and_ranking():
     assert fits == sorted(fits, reverse=True) and any(fits) and not all(fits)
     speeds = [row["tokens_per_s_per_gpu"] for row in rows if row["fits"]]
     assert speeds == sorted(speeds, reverse=True)
+    # never a layout inside the memory margin above one that clears it; every prediction with its range
+    states = [(r["fits"], r["peak_fits"]) for r in rows]
+    assert states == sorted(states, reverse=True) and (False, True) in states
+    for r in rows:
+        assert r["fits"] == (r["headroom_gib"] >= r["margin_gib"]) and r["peak_fits"] == (r["headroom_gib"] >= 0)
+        assert r["interval"]["low"] <= r["tokens_per_s_per_gpu"] <= r["interval"]["high"] and r["interval"]["basis"]
     row = rows[0]
     assert row["recompute"] in ("none", "selective", "full")
     assert abs(sum(row["memory_parts"].values()) - row["memory_gib"]) < 0.05
