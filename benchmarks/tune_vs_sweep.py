@@ -2,7 +2,7 @@
 
 The space is tune's own: the base recipe's configuration (its reference arm) plus every candidate `tune --dry-run`
 lists (the planner's fitting, renderable torchtitan layouts with their compile/reshard variants). Every arm is one
-short run through the same path tune uses (openrecipes.plan.tune.measuring: torchrun, then openrecipes.measure over
+short run through the same path tune uses (openrecipes.tune.measuring: torchrun, then openrecipes.measure over
 steps 2..9 of 10), so the sweep's figures and tune's are measured alike; device minutes are each run's wall time.
 
     # on the GPU machine, one process per GPU (each takes the next unclaimed arm, so lanes share the list):
@@ -27,10 +27,10 @@ from pathlib import Path
 from openrecipes.atomic import write_atomic
 from openrecipes.plan.accuracy import allocator_gib, spearman
 from openrecipes.plan.constants import calibration
-from openrecipes.plan.tune.arms import arm_of, reference_arm
-from openrecipes.plan.tune.candidates import MEASURE_STEPS, estimated_minutes, rank
-from openrecipes.plan.tune.measuring import measure_candidate, record
-from openrecipes.plan.tune.search import setup
+from openrecipes.tune.arms import arm_of, reference_arm
+from openrecipes.tune.candidates import MEASURE_STEPS, estimated_minutes, rank
+from openrecipes.tune.measuring import measure_candidate, record
+from openrecipes.tune.search import setup
 
 # The targets: tune's winner within 97% of the sweep's best, on at most 30% of its device time; the
 # planner's peak memory within 10% and Spearman >= 0.8.

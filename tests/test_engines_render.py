@@ -6,7 +6,8 @@ import pytest
 
 from openrecipes.catalog.store import load_recipe
 from openrecipes.catalog.hardware import load_reference_tables
-from openrecipes.engines.torchtitan.render import ENTRY_MODULE, is_torchtitan, layout_flags, render
+from openrecipes.catalog.command import is_torchtitan
+from openrecipes.engines.torchtitan.render import ENTRY_MODULE, layout_flags, render
 from openrecipes.errors import UserError
 from tests.conftest import GPTOSS_1, REPO
 
@@ -74,8 +75,8 @@ def test_a_card_without_a_torchtitan_flavor_is_refused():
 
 
 def test_seed_recipes_are_not_torchtitan():
-    assert not is_torchtitan(load_recipe(GPTOSS_1))
-    assert is_torchtitan(load_recipe(QWEN3_8B))
+    assert not is_torchtitan(load_recipe(GPTOSS_1).run)
+    assert is_torchtitan(load_recipe(QWEN3_8B).run)
 
 
 def test_each_one_node_run_gets_its_own_torchrun_port(monkeypatch):

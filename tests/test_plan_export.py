@@ -11,7 +11,7 @@ import pytest
 from test_catalog_cli import openrecipes
 
 from openrecipes.catalog.store import load_catalog
-from openrecipes.plan.export import fingerprint
+from openrecipes.tune.export import fingerprint
 
 REPO = Path(__file__).resolve().parents[1]
 PLANS = REPO / "plans"

@@ -8,10 +8,15 @@ one documented over-prediction, none of it fitted. Tokens/s held out: tests/test
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from openrecipes.plan.calibrate import log_figures, measured_points, predict_point, reference_rows
+from openrecipes import figures
+from openrecipes.measure.formats import read_log
+from openrecipes.measure.result import window_step_times
 from openrecipes.plan.accuracy import allocator_gib
+from openrecipes.plan.calibrate import measured_points, predict_point, reference_rows
 from openrecipes.plan.constants import calibration
 
 OWN_RUNS = [row for row in reference_rows() if "log" in row]
@@ -20,6 +25,17 @@ MEMORY_TOLERANCE = 0.10
 # Over-predicted, documented in RESULTS.md: with recompute under torch.compile the predicted peak grows faster with
 # the microbatch than the measured one (+2.8% at MB1 ... +12.9% at MB8 for full AC); on the safe side.
 KNOWN_MEMORY_MISSES = {"qwen3-1.7b-h200-sweep-full-mb8-compile": (1.10, 1.15)}
+
+
+def log_figures(row: dict) -> tuple[float, float]:
+    """(tokens/s per GPU, torchtitan's peak `memory:` GiB) of an own-run point, read from its log over its window
+    with openrecipes.measure (which reads one rank's lines where every rank printed them)."""
+    table = read_log(Path(row["log"]))
+    window = tuple(row["window"])
+    seconds = sum(window_step_times(table, window))
+    tokens = figures.window_tokens(window[0], window[1], row["global_batch"], row["row_tokens"])
+    memory = max(s.memory_gib for s in table.steps if window[0] <= s.step <= window[1])
+    return figures.tokens_per_s_per_gpu(tokens, seconds, row["gpus"]), memory
 
 
 def _predicted(name: str) -> tuple[float, float]:

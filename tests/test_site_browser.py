@@ -15,7 +15,7 @@ from openrecipes.catalog.store import load_catalog
 from openrecipes.site import format as fmt
 from openrecipes.site.build import build_site
 from openrecipes.site.pages import site_pages
-from openrecipes.plan.export import PLAN_TOP
+from openrecipes.tune.export import PLAN_TOP
 from site_helpers import HOSTILE_CATALOG, HOSTILE_SLUG, PAYLOADS, REPO, served
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -13,7 +13,7 @@ from openrecipes.catalog import cli as catalog_cli
 from openrecipes.engines import cli as engines_cli
 from openrecipes.errors import EXIT_BAD_INPUT, UserError
 from openrecipes.measure import cli as measure_cli
-from openrecipes.plan import cli as plan_cli
+from openrecipes.tune import cli as tune_cli
 from openrecipes.rows import cli as rows_cli
 from openrecipes.site import cli as site_cli
 from openrecipes.textfile import shown
@@ -28,7 +28,7 @@ app = typer.Typer(
 )
 
 
-for room in (catalog_cli, rows_cli, engines_cli, measure_cli, verify_cli, audit_cli, plan_cli, site_cli):
+for room in (catalog_cli, rows_cli, engines_cli, measure_cli, verify_cli, audit_cli, tune_cli, site_cli):
     room.register(app)
 
 

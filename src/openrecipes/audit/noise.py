@@ -1,7 +1,7 @@
 """The noise band of a reproduction: how far an honest re-run of a recipe may land from its published tokens/s.
 
 band (percent) = RUN_TO_RUN.spread_percent + RUN_TO_RUN.step_time_sigmas * the recipe's step-time CV (percent).
-Named data with reasons, as verify/thresholds.py holds the checks' thresholds; docs/trust.md explains it.
+Named data with reasons, as thresholds.py holds the checks' thresholds; docs/trust.md explains it.
 """
 
 from __future__ import annotations

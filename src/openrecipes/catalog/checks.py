@@ -16,9 +16,7 @@ from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import catalog_root
 from openrecipes.catalog.yamlio import YamlDocument
-# Plain data with no imports: the one module of a higher room the validator reads, so a verdict and the thresholds
-# `check convergence` applies can never disagree.
-from openrecipes.verify.thresholds import PIPELINE_CONVERGENCE
+from openrecipes.thresholds import PIPELINE_CONVERGENCE  # the thresholds `check convergence` applies, so they agree
 
 
 @dataclass(frozen=True)
@@ -171,7 +169,7 @@ def check_command(ctx: Context) -> Iterator[Issue]:
         yield Issue("run", f"{flag} is given more than once; keep one")
     if ctx.recipe.env != command.exports:
         yield from _compare_env(ctx.recipe.env, command.exports)
-    torchtitan = command.launcher[:1] == ["torchrun"]
+    torchtitan = command.is_torchtitan
     table = flag_tables.TORCHTITAN if torchtitan else flag_tables.MEGATRON
     optional = () if torchtitan else flag_tables.MEGATRON_WHEN_PRESENT
     for row in table + tuple(row for row in optional if command.has(row.flag)):
@@ -249,7 +247,7 @@ def _check_node_count(recipe: Recipe, command: ParsedRun, torchtitan: bool) -> I
 
 
 def check_correctness(ctx: Context) -> Iterator[Issue]:
-    """The verdicts agree with their own figures and the thresholds of verify/thresholds.py: a correlation below
+    """The verdicts agree with their own figures and the thresholds of thresholds.py: a correlation below
     the minimum cannot say pass, and an overall pass needs every part to pass."""
     c, limits = ctx.recipe.correctness, PIPELINE_CONVERGENCE
     conv = c.convergence

@@ -15,10 +15,11 @@ from openrecipes.jsonout import json_text
 def _recipe_and_launch(recipe_path: Path, steps: Optional[int]):
     from openrecipes.catalog.store import load_recipe
     from openrecipes.catalog.hardware import load_reference_tables
-    from openrecipes.engines.torchtitan.render import is_torchtitan, run_launch
+    from openrecipes.catalog.command import is_torchtitan
+    from openrecipes.engines.torchtitan.render import run_launch
 
     recipe = load_recipe(recipe_path)
-    if not is_torchtitan(recipe):
+    if not is_torchtitan(recipe.run):
         return recipe, None
     return recipe, run_launch(recipe, load_reference_tables().models[recipe.model], steps)
 

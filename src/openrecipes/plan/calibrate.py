@@ -13,17 +13,13 @@ from pathlib import Path
 
 import yaml
 
-from openrecipes import figures
-from openrecipes.catalog.command import parse_run
+from openrecipes.catalog.command import is_torchtitan, parse_run
 from openrecipes.catalog.hardware import ModelCard, ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
 from openrecipes.catalog.yamlio import read_yaml
-from openrecipes.engines.torchtitan.render import is_torchtitan
 from openrecipes.errors import UserError
-from openrecipes.measure.formats import read_log
-from openrecipes.measure.result import window_step_times
 from openrecipes.plan.constants import HERE
 from openrecipes.plan.layouts import Layout, stage_split
 from openrecipes.plan.predict import Context, PlanRequest, Prediction, context, predict_layout
@@ -78,17 +74,6 @@ def reference_points() -> dict[str, MeasuredPoint]:
     return points
 
 
-def log_figures(row: dict) -> tuple[float, float]:
-    """(tokens/s per GPU, torchtitan's peak `memory:` GiB) of an own-run point, read from its log over its window
-    with openrecipes.measure (which reads one rank's lines where every rank printed them)."""
-    table = read_log(Path(row["log"]))
-    window = tuple(row["window"])
-    seconds = sum(window_step_times(table, window))
-    tokens = figures.window_tokens(window[0], window[1], row["global_batch"], row["row_tokens"])
-    memory = max(s.memory_gib for s in table.steps if window[0] <= s.step <= window[1])
-    return figures.tokens_per_s_per_gpu(tokens, seconds, row["gpus"]), memory
-
-
 def megatron_stage_layers(layers: int, pp: int, first: int, last: int) -> tuple[int, ...]:
     """Layers per pipeline stage under Megatron's uneven split (--decoder-first/last-pipeline-num-layers): the first
     and last stages take the given counts, the rest are split evenly over the middle stages."""
@@ -111,7 +96,7 @@ GRAD_REDUCE_BF16_FLAG = "--grad-reduce-in-bf16"
 
 def engine_of(recipe: Recipe) -> str:
     """The planner's engine of a recipe: "torchtitan" when its run launches torchtitan, else "megatron"."""
-    return "torchtitan" if is_torchtitan(recipe) else "megatron"
+    return "torchtitan" if is_torchtitan(recipe.run) else "megatron"
 
 
 def request_of(recipe: Recipe) -> PlanRequest:

@@ -1,7 +1,7 @@
 """Predict every valid layout of a model on N GPUs: does it fit, how fast, what it costs; ranked.
 
 `predict` returns them as Predictions; `plan_table` returns them as plain data (the objects `openrecipes plan --json`
-prints, through it); the site's tables are the same objects, exported as JSON by openrecipes.plan.export.
+prints, through it); the site's tables are the same objects, exported as JSON by openrecipes.tune.export.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log
 from openrecipes.measure.steps import require_unique_steps
 from openrecipes.textfile import iter_lines, shown
-from openrecipes.verify.thresholds import (
+from openrecipes.thresholds import (
     PIPELINE_CONVERGENCE,
     PLACEMENT_ONLY,
     ConvergenceThresholds,

@@ -13,12 +13,12 @@ import dataclasses
 import shlex
 from dataclasses import dataclass
 
+from openrecipes.catalog.command import TORCHTITAN_ENTRY as ENTRY_MODULE
 from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.model import Recipe
 from openrecipes.errors import UserError
 
-ENTRY_MODULE = "openrecipes.engines.torchtitan.train"
 # Flags whose presence the layout fields decide (layout_flags writes them or leaves them out).
 FIELD_OWNED = ("--compile.enable", "--activation_checkpoint.selective_ac_option")
 # Logging choices of every run we start: rank 0's lines only, prefixed `[rank0]:`, without colour codes, so the
@@ -80,11 +80,6 @@ def split_command(recipe: Recipe) -> tuple[dict[str, list[str]], dict[str, list[
         raise UserError(f"the run command does not start {ENTRY_MODULE}; it is not a torchtitan recipe")
     at = argv.index(ENTRY_MODULE)
     return _options(argv[1: at - 1]), _options(argv[at + 1:])
-
-
-def is_torchtitan(recipe: Recipe) -> bool:
-    argv = parse_run(recipe.run).argv
-    return bool(argv) and argv[0] == "torchrun" and ENTRY_MODULE in argv
 
 
 def layout_flags(recipe: Recipe, card: ModelCard) -> dict[str, list[str]]:

@@ -28,7 +28,7 @@ from typing import Callable
 import torch
 
 from openrecipes.errors import UserError
-from openrecipes.verify.thresholds import OPTIMIZER_OFFLOAD
+from openrecipes.thresholds import OPTIMIZER_OFFLOAD
 
 CHECKED_STEPS = (1, 3)  # the bounds apply after these steps
 INIT_STD = 0.02  # Megatron's --init-method-std default

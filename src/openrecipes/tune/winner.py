@@ -9,8 +9,8 @@ from openrecipes.audit.pins import COMMAND_NAME
 from openrecipes.audit.record import MeasuredRun, record, recipe_text, write_recipe
 from openrecipes.catalog.paths import relative_path
 from openrecipes.errors import UserError
-from openrecipes.plan.tune.candidates import Candidate
-from openrecipes.plan.tune.search import Setup, TuneResult
+from openrecipes.tune.candidates import Candidate
+from openrecipes.tune.search import Setup, TuneResult
 
 HEADER = "# Written by `openrecipes tune` from measured short runs; fields: schema/recipe.schema.yaml.\n"
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from openrecipes.catalog.paths import relative_path
 from openrecipes.engines.torchtitan.render import run_launch
-from openrecipes.plan.tune.arms import arm_of, reference_arm
-from openrecipes.plan.tune.candidates import (
+from openrecipes.tune.arms import arm_of, reference_arm
+from openrecipes.tune.candidates import (
     HELD_OUT_ERROR_BOUND, MEASURE_STEPS, contenders, estimated_minutes, optimistic_prediction,
     pessimistic_prediction, rank, within_budget,
 )
-from openrecipes.plan.tune.search import Setup, TuneResult
+from openrecipes.tune.search import Setup, TuneResult
 
 
 def dry_run_text(s: Setup, budget_minutes: float, steps: int = MEASURE_STEPS) -> str:

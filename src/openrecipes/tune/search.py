@@ -19,16 +19,16 @@ from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root, relative_path
 from openrecipes.catalog.store import load_catalog
 from openrecipes.catalog.yamlio import read_yaml
-from openrecipes.engines.torchtitan.render import is_torchtitan
+from openrecipes.catalog.command import is_torchtitan
 from openrecipes.errors import UserError
 from openrecipes.plan.calibrate import measured_point
 from openrecipes.plan.predict import Context, PlanRequest, context
-from openrecipes.plan.tune.arms import Arm, arm_of, reference_arm
-from openrecipes.plan.tune.candidates import (
+from openrecipes.tune.arms import Arm, arm_of, reference_arm
+from openrecipes.tune.candidates import (
     Candidate, Efficiency, MEASURE_STEPS, Runner, WINDOW_FIRST_STEP, as_candidate, candidates, contenders,
     estimated_minutes, optimistic_prediction, rank, refit,
 )
-from openrecipes.plan.tune.measuring import Clock, Measurement, measure_candidate, record
+from openrecipes.tune.measuring import Clock, Measurement, measure_candidate, record
 from openrecipes.verify.verdicts import ConfigVerdict, ConvergenceVerdict
 
 
@@ -86,7 +86,7 @@ def find_base(model: str, gpu_type: str, gpus: int, root: Path) -> Path:
     for entry in load_catalog(root).recipes:
         recipe = entry.entry
         if (recipe.model == model and recipe.gpu.type == gpu_type and recipe.gpu.count == gpus
-                and is_torchtitan(recipe)):
+                and is_torchtitan(recipe.run)):
             found.append((recipe.runs is not None and recipe.runs.reference is not None, str(entry.path), root / entry.path))
     if not found:
         raise UserError(f"no torchtitan recipe of {model} on {gpus} x {gpu_type} in {root / 'recipes'} to start from; "
@@ -124,7 +124,7 @@ def setup(model: str, gpu_type: str, gpus: int, base_path: Path | None = None, r
         raise UserError(f"unknown GPU type '{gpu_type}'; known: {', '.join(tables.gpus)} (hardware/gpus.yaml)")
     base_path = Path(base_path) if base_path else find_base(model, gpu_type, gpus, root)
     base = base_configuration(base_path)
-    if not is_torchtitan(base):
+    if not is_torchtitan(base.run):
         raise UserError(f"{base_path}: not a torchtitan recipe; tune measures torchtitan runs only")
     if (base.model, base.gpu.type, base.gpu.count) != (model, gpu_type, gpus):
         raise UserError(f"{base_path}: a recipe of {base.model} on {base.gpu.count} x {base.gpu.type}, not {model} on "

@@ -13,8 +13,8 @@
 
 from __future__ import annotations
 
-from openrecipes.plan.tune.report import dry_run_text, summary_text
-from openrecipes.plan.tune.search import Setup, setup, tune
-from openrecipes.plan.tune.winner import write_winner
+from openrecipes.tune.report import dry_run_text, summary_text
+from openrecipes.tune.search import Setup, setup, tune
+from openrecipes.tune.winner import write_winner
 
 __all__ = ["Setup", "dry_run_text", "setup", "summary_text", "tune", "write_winner"]

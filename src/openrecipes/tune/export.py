@@ -36,7 +36,8 @@ FASTEST_MISSES = 3
 MEASURED_SHOWN = 10
 # A GPU count always planned besides the catalog's: one node, cheap to enumerate for any model.
 ONE_NODE = 8
-SOURCES = Path(__file__).resolve().parent
+# The code and data a plan table depends on: the planner, and the recipe composition of its "copy as recipe" rows.
+SOURCES = (Path(__file__).resolve().parents[1] / "plan", Path(__file__).resolve().parent)
 
 
 @dataclass(frozen=True)
@@ -110,8 +111,8 @@ def _distinct(rows: list[dict], count: int) -> list[dict]:
 def _planned_recipes(request: PlanRequest, ranked: list[Prediction], root: Path) -> dict[int, dict]:
     """For a torchtitan table with a recipe to compose from: each shown row's planned recipe, by its index among
     the shown rows (the same text `plan --emit-recipe RANK` writes, RANK among the runnable fitting layouts)."""
-    from openrecipes.plan.emit import planned_recipe, runnable_predictions
-    from openrecipes.plan.tune.search import find_base
+    from openrecipes.tune.emit import planned_recipe, runnable_predictions
+    from openrecipes.tune.search import find_base
 
     if request.engine != "torchtitan":
         return {}
@@ -241,8 +242,9 @@ def fingerprint(catalog: Catalog) -> str:
     """A hash of every input of the export: the planner's code and data, and the catalog's recipes, model cards and
     hardware tables as the planner reads them (notes left out: they change no figure)."""
     digest = hashlib.sha256(str(EXPORT_VERSION).encode())
-    for path in sorted(p for p in SOURCES.rglob("*") if p.suffix in (".py", ".yaml", ".json")):
-        digest.update(path.relative_to(SOURCES).as_posix().encode() + b"\0" + path.read_bytes())
+    for folder in SOURCES:
+        for path in sorted(p for p in folder.rglob("*") if p.suffix in (".py", ".yaml", ".json")):
+            digest.update(path.relative_to(folder.parent).as_posix().encode() + b"\0" + path.read_bytes())
     tables = catalog.tables
     inputs = {"entries": sorted(json.dumps(e.entry.model_dump(mode="json", exclude={"notes"}), sort_keys=True)
                                 for e in catalog.entries),

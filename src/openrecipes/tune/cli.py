@@ -53,7 +53,7 @@ def plan(
     if engine not in ("megatron", "torchtitan"):
         raise UserError(f"--engine {engine}: use megatron or torchtitan")
     if emit_recipe is not None:
-        from openrecipes.plan.emit import emit_recipe as emit
+        from openrecipes.tune.emit import emit_recipe as emit
 
         if out is None:
             raise UserError("--emit-recipe needs --out FILE (where the planned recipe goes)")
@@ -73,7 +73,7 @@ def plan(
 def _export(out: Path | None) -> None:
     from openrecipes.catalog.paths import default_catalog_root
     from openrecipes.catalog.store import load_catalog
-    from openrecipes.plan.export import export
+    from openrecipes.tune.export import export
 
     if out is None:
         raise UserError("plan export needs --out DIR (the site reads plans/ in the catalog root)")

@@ -16,7 +16,7 @@ from openrecipes.engines.torchtitan.render import run_launch
 from openrecipes.errors import UserError
 from openrecipes.measure.result import Measured
 from openrecipes.measure.stack import StackLine, read_stack_line
-from openrecipes.plan.tune.candidates import CONFIDENCE_SIGMAS, OOM_MARKERS, Candidate, Runner, WINDOW_FIRST_STEP
+from openrecipes.tune.candidates import CONFIDENCE_SIGMAS, OOM_MARKERS, Candidate, Runner, WINDOW_FIRST_STEP
 
 Clock = Callable[[], float]  # seconds, monotonic
 

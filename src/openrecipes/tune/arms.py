@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from openrecipes.catalog.model import Recipe
 from openrecipes.engines.torchtitan.render import compose, render
 from openrecipes.plan.calibrate import NO_RESHARD
-from openrecipes.plan.tune.candidates import Candidate, SELECTIVE_AC_METHOD
+from openrecipes.tune.candidates import Candidate, SELECTIVE_AC_METHOD
 
 
 def candidate_data(base: dict, candidate: Candidate, steps: int) -> dict:

@@ -20,9 +20,9 @@ from openrecipes.catalog.store import load_recipe
 from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import UserError
 from openrecipes.plan.predict import Prediction, PlanRequest, context, predict
-from openrecipes.plan.tune.arms import candidate_data, rendered_run
-from openrecipes.plan.tune.candidates import as_candidate, renderable
-from openrecipes.plan.tune.search import find_base
+from openrecipes.tune.arms import candidate_data, rendered_run
+from openrecipes.tune.candidates import as_candidate, renderable
+from openrecipes.tune.search import find_base
 
 HEADER = ("# Written by `openrecipes plan --emit-recipe`: a PREDICTION, never run (status: planned). Run it with\n"
           "# `openrecipes run` and measure it before trusting its figures; fields: schema/recipe.schema.yaml.\n")
