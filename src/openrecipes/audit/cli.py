@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -12,6 +12,10 @@ from rich.table import Table
 
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.errors import EXIT_CHECK_FAILED, UserError
+
+if TYPE_CHECKING:
+    from openrecipes.audit.evidence import AuditReport
+    from openrecipes.audit.reproduce import Reproduced
 
 CatalogOption = Annotated[
     Optional[Path], typer.Option("--catalog", help="folder holding recipes/ and runs/ (default: this checkout's)")
@@ -38,7 +42,7 @@ def audit_command(
         raise typer.Exit(EXIT_CHECK_FAILED)
 
 
-def _print_reports(reports) -> None:
+def _print_reports(reports: list[AuditReport]) -> None:
     console = Console(highlight=False, soft_wrap=True)
     table = Table(show_header=True, header_style="bold")
     for column in ("evidence", "recipe", "findings"):
@@ -92,7 +96,7 @@ def reproduce_command(
         raise typer.Exit(EXIT_CHECK_FAILED)
 
 
-def _print_reproduction(reproduced, recipe: Path, written: bool) -> None:
+def _print_reproduction(reproduced: Reproduced, recipe: Path, written: bool) -> None:
     e = reproduced.entry
     lines = [
         f"published   {reproduced.published:,.2f} tokens/s per GPU ({recipe})",

@@ -28,7 +28,7 @@ from openrecipes.catalog.paths import relative_path
 from openrecipes.catalog.validate import validate_file
 from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log_lines
-from openrecipes.measure.result import Measured, clip_window, measure, read_run, run_inputs
+from openrecipes.measure.result import clip_window, measure, read_run, run_inputs
 from openrecipes.measure.stack import read_stack_line
 from openrecipes.verify.config import load_rules
 from openrecipes.verify.convergence import read_curve
@@ -55,7 +55,6 @@ class MeasuredRun:
 @dataclass(frozen=True)
 class Recorded:
     recipe: Recipe
-    measured: Measured
     config: ConfigVerdict  # the candidate's command against the reference's
     convergence: ConvergenceVerdict  # the candidate's loss curve against the reference's
 
@@ -92,7 +91,7 @@ def _exports(run: str, where: Path) -> dict[str, str]:
 
 
 def record(like: Recipe, candidate: MeasuredRun, reference: MeasuredRun, root: Path, tables: ReferenceTables,
-           summary: str | None = None, notes: str | None = None, window: tuple[int, int] | None = None) -> Recorded:
+           notes: str | None = None, window: tuple[int, int] | None = None) -> Recorded:
     """The recipe of `candidate`'s run, shaped like `like` (its layout must be the run's), checked against
     `reference`. Nothing is written."""
     table = read_run([candidate.log])
@@ -140,8 +139,8 @@ def record(like: Recipe, candidate: MeasuredRun, reference: MeasuredRun, root: P
             note=f"candidate arm: {where[candidate]}; reference arm: {where[reference]}")
     correctness = Correctness(
         result="pass" if passed else "fail",
-        summary=summary or (f"configuration {config.result}, {steps}-step convergence {verdict} against the "
-                            f"reference arm {where[reference]}"),
+        summary=f"configuration {config.result}, {steps}-step convergence {verdict} against the reference arm "
+                f"{where[reference]}",
         reference=f"{where[reference]}",
         configuration=config.result,
         component_tests=[],
@@ -156,7 +155,7 @@ def record(like: Recipe, candidate: MeasuredRun, reference: MeasuredRun, root: P
         "notes": notes if notes is not None else like.notes,
     })
     # model_copy does not validate: read the copy back through the schema, so a bad field fails here.
-    return Recorded(Recipe.model_validate(recipe.model_dump()), measured, config, convergence)
+    return Recorded(Recipe.model_validate(recipe.model_dump()), config, convergence)
 
 
 def recipe_text(recipe: Recipe, header: str) -> str:
