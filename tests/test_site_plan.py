@@ -11,7 +11,7 @@ from html import unescape
 import pytest
 
 from openrecipes.catalog.store import load_catalog
-from openrecipes.plan import export
+from openrecipes.tune import export
 from openrecipes.plan.predict import plan_table
 from openrecipes.plan.trust import stored_points
 from openrecipes.site.build import build_site

@@ -132,7 +132,7 @@ def tune(
 ) -> None:
     """Measure the planner's best torchtitan layouts with short runs, drop those that cannot win, refit after each,
     and write the winner as a recipe checked against the base recipe's stock arm. Exit 2 on bad input."""
-    from openrecipes.plan import tune as tuning
+    import openrecipes.tune as tuning
 
     if budget_minutes <= 0:
         raise UserError(f"--budget-minutes {budget_minutes:g}: give a positive number of minutes")
