@@ -1,6 +1,6 @@
 """Every `openrecipes ...` example in README.md, CONTRIBUTING.md and docs/ is a command a user can type.
 
-Synopsis lines (with `[OPTIONAL]` parts) are skipped. Each example is parsed against the real command tree (names, options, argument counts and types), and the examples that
+Synopsis lines (with `[OPTIONAL]` parts or `UPPERCASE` placeholders) are skipped. Each example is parsed against the real command tree (names, options, argument counts and types), and the examples that
 need no GPU, network, large input or `<placeholder>` are run for real in a copy of the catalog: they must not exit 2 (bad input).
 """
 
@@ -45,7 +45,7 @@ def examples() -> list[tuple[str, list[str]]]:
             if command.split(" ", 1)[0] not in PROGRAMS:
                 continue
             words = shlex.split(command, comments=True)
-            if words and not any(w.startswith("[") for w in words):  # a synopsis line, not an example
+            if words and not any(w.startswith("[") or (w.isalpha() and w.isupper()) for w in words):  # not a synopsis
                 found.append((f"{page.relative_to(ROOT)}:{start}", words[1:]))
     return found
 

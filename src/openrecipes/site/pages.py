@@ -141,7 +141,8 @@ class Site:
         return self.audits[entry.slug].evidence
 
     def usd_text(self, entry: CatalogEntry) -> str:
-        return self.usd_texts[entry.slug]
+        """$ per 1M tokens as shown: ranked digits where costs tie, else as published ("not published" if none)."""
+        return self.usd_texts.get(entry.slug) or facts.usd(entry.entry.result.usd_per_million_tokens)
 
     def link_target(self, path: str) -> tuple[str, bool] | None:
         """Where a repository path written in a note links: (site path of its recipe page, True), (address of
@@ -213,7 +214,11 @@ def _cheapest_by_recomputed(catalog: Catalog, best: list[GpuBest]) -> list[GpuBe
     out = []
     for gpu in best:
         entries = [e for e in catalog.entries if e.entry.model == gpu.fastest.entry.model
+                   and e.entry.result.usd_per_million_tokens is not None
                    and e.entry.gpu.type == gpu.gpu_type and e.is_summary == gpu.cheapest.is_summary]
+        if not entries:  # no priced entry: the published one stands, shown "not published"
+            out.append(gpu)
+            continue
         cheapest = min(entries, key=lambda e: (usd_recomputed(catalog, e), e.slug))
         out.append(replace(gpu, cheapest=cheapest))
     return out
