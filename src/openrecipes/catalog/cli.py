@@ -15,7 +15,7 @@ from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.schema import SCHEMA_PATH, render_schema
 from openrecipes.catalog.store import load_catalog, validate_catalog
 from openrecipes.catalog.validate import recipe_files, validate_file
-from openrecipes.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from openrecipes.errors import EXIT_CHECK_FAILED, UserError
 from openrecipes.jsonout import json_text
 
 CatalogOption = Annotated[
@@ -46,8 +46,10 @@ def validate(
         print(json_text([r.as_json() for r in reports]))
     else:
         render.validation_reports(Console(), reports)
-    if any(r.unreadable for r in reports):
-        raise typer.Exit(EXIT_BAD_INPUT)
+    unreadable = [r for r in reports if r.unreadable]
+    if unreadable:  # bad input: besides the report, one line on stderr, as every exit 2 has
+        more = f" (and {len(unreadable) - 1} more file(s) that cannot be read)" if len(unreadable) > 1 else ""
+        raise UserError(unreadable[0].errors[0].message + more)
     if not all(r.ok for r in reports):
         raise typer.Exit(EXIT_CHECK_FAILED)
 

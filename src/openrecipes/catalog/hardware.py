@@ -6,12 +6,12 @@ import datetime
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from openrecipes import figures
-from openrecipes.catalog.model import MAX_COUNT, Degree, Figure, PositiveInt
+from openrecipes.catalog.model import Degree, Figure, NonNegativeInt, PositiveInt
 from openrecipes.catalog.paths import bundled_root
 from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import UserError
@@ -23,7 +23,7 @@ class _Row(BaseModel):
 
 class GpuSpec(_Row):
     name: str
-    peak_bf16_flops: float = Field(gt=0, le=1e18)
+    peak_bf16_flops: float = Field(gt=0, le=1e18, strict=True)
     memory_gb: Degree
     source: str
     date: datetime.date
@@ -55,19 +55,19 @@ class Architecture(_Row):
     query_groups: Degree | None = None
     kv_channels: PositiveInt | None = None
     padded_vocab_size: PositiveInt | None = None
-    experts: Annotated[int, Field(ge=0, le=MAX_COUNT)] | None = None
+    experts: NonNegativeInt | None = None
     expert_ffn_hidden_size: PositiveInt | None = None
     router_topk: Degree | None = None
-    shared_experts: Annotated[int, Field(ge=0, le=MAX_COUNT)] | None = None
-    dense_layers: Annotated[int, Field(ge=0, le=MAX_COUNT)] | None = None
+    shared_experts: NonNegativeInt | None = None
+    dense_layers: NonNegativeInt | None = None
     q_lora_rank: PositiveInt | None = None
     kv_lora_rank: PositiveInt | None = None
     qk_head_dim: PositiveInt | None = None
     qk_pos_emb_head_dim: PositiveInt | None = None
     v_head_dim: PositiveInt | None = None
     index_topk: PositiveInt | None = None
-    index_heads: Annotated[int, Field(ge=0, le=MAX_COUNT)] | None = None
-    index_head_dim: Annotated[int, Field(ge=0, le=MAX_COUNT)] | None = None
+    index_heads: NonNegativeInt | None = None
+    index_head_dim: NonNegativeInt | None = None
     window_size: PositiveInt | None = None
     window_attn_skip_freq: PositiveInt | None = None
     qk_norm: bool | None = None

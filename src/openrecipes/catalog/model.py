@@ -12,13 +12,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="a sha256 digest: 64 lowercase hex digits")]
 # Every number is bounded by what its field can mean, and integers stay exact as floats, so no figure computed from
-# a recipe can overflow; non-finite floats (.inf, .nan) are refused by the model config.
+# a recipe can overflow; non-finite floats (.inf, .nan) are refused by the model config. Numbers are strict: text
+# such as '017', '1_000' or '0x1F' (numbers in YAML 1.1, text to this reader) is an error, never read as a number.
 MAX_COUNT = 2**53
 MAX_DEGREE = 2**20  # GPUs, parallel degrees, GB of one GPU
-PositiveInt = Annotated[int, Field(ge=1, le=MAX_COUNT)]
-NonNegativeInt = Annotated[int, Field(ge=0, le=MAX_COUNT)]
-Degree = Annotated[int, Field(ge=1, le=MAX_DEGREE)]
-Figure = Annotated[float, Field(gt=0, le=1e15)]
+PositiveInt = Annotated[int, Field(ge=1, le=MAX_COUNT, strict=True)]
+NonNegativeInt = Annotated[int, Field(ge=0, le=MAX_COUNT, strict=True)]
+Degree = Annotated[int, Field(ge=1, le=MAX_DEGREE, strict=True)]
+Figure = Annotated[float, Field(gt=0, le=1e15, strict=True)]
 Url = Annotated[str, Field(pattern=r"^https?://\S+$")]
 
 
@@ -61,9 +62,9 @@ class Build(Strict):
     rows: PositiveInt = Field(description="rows built")
     row_tokens: PositiveInt = Field(description="tokens in every row")
     padding_tokens: NonNegativeInt = Field(description="padding tokens in the build (0 for packed rows)")
-    seed: Annotated[int, Field(ge=-(2**63), le=2**64 - 1)] = Field(description="seed of the global permutation of conversations")
+    seed: Annotated[int, Field(ge=-(2**63), le=2**64 - 1, strict=True)] = Field(description="seed of the global permutation of conversations")
     packing: str = Field(description="how conversations become rows")
-    supervised_token_ratio: Annotated[float, Field(ge=0, le=1)] = Field(
+    supervised_token_ratio: Annotated[float, Field(ge=0, le=1, strict=True)] = Field(
         description="fraction of tokens with a loss target"
     )
     parquet_sha256: Sha256 = Field(description="sha256 of rows.parquet")
@@ -100,7 +101,7 @@ class Recompute(Strict):
 
 
 class Offload(Strict):
-    optimizer_fraction: Annotated[float, Field(gt=0, le=1)] = Field(
+    optimizer_fraction: Annotated[float, Field(gt=0, le=1, strict=True)] = Field(
         description="fraction of optimizer state updated on the CPU"
     )
     overlap_d2h_h2d: bool = Field(description="device/host copies overlapped with compute")
@@ -139,8 +140,8 @@ class Result(Strict):
     usd_per_million_tokens: Figure = Field(
         description="$ per 1M tokens at the instance's on-demand price (figures.py)"
     )
-    step_time_cv_percent: Annotated[float, Field(ge=0, le=1e6)] = Field(description="step-time CV over the window, percent")
-    mfu: Annotated[float, Field(gt=0, lt=1)] = Field(description="6*N*tokens/s/GPU / peak dense BF16 FLOP/s")
+    step_time_cv_percent: Annotated[float, Field(ge=0, le=1e6, strict=True)] = Field(description="step-time CV over the window, percent")
+    mfu: Annotated[float, Field(gt=0, lt=1, strict=True)] = Field(description="6*N*tokens/s/GPU / peak dense BF16 FLOP/s")
     mfu_note: str | None = Field(description="how to read the MFU, if it needs a note")
     active_params: ActiveParams = Field(description="N used for the MFU")
     measured: datetime.date = Field(description="date of the measured run")
@@ -170,8 +171,8 @@ class ComponentTest(Strict):
 class Convergence(Strict):
     steps: PositiveInt = Field(description="steps compared")
     result: Literal["pass", "fail"] = Field(description="verdict")
-    correlation: float = Field(description="Pearson correlation of the loss curves")
-    final_loss_difference: float = Field(description="relative difference of the final losses")
+    correlation: Annotated[float, Field(ge=-1, le=1, strict=True)] = Field(description="Pearson correlation of the loss curves")
+    final_loss_difference: Annotated[float, Field(ge=0, strict=True)] = Field(description="relative difference of the final losses")
     pointwise_failures: NonNegativeInt = Field(description="steps outside the pointwise tolerance")
     note: str = Field(description="what the two arms were")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,7 +78,8 @@ def load_catalog(root: Path) -> Catalog:
             f"{first.path}:{error.line or 1}: {error.field or 'file'}: {error.message} "
             f"({sum(len(r.errors) for r in broken)} error(s) in {len(broken)} file(s); run `openrecipes validate`)"
         )
-    entries = [CatalogEntry(path=r.path.resolve().relative_to(root), entry=r.entry) for r in reports]
+    # Paths below root as found (not resolved): a recipes/ folder may be a symbolic link to elsewhere.
+    entries = [CatalogEntry(path=Path(os.path.abspath(r.path)).relative_to(root), entry=r.entry) for r in reports]
     planned = tuple(e for e in entries if getattr(e.entry, "status", None) == "planned")
     return Catalog(root=root, tables=load_reference_tables(root),
                    entries=tuple(e for e in entries if e not in planned), planned=planned)

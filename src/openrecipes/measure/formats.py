@@ -89,6 +89,8 @@ def _number(text: str, where: str, what: str) -> float:
 def read_megatron(path: Path, lines: Iterable[str]) -> StepTable:
     steps, planned, memory_gib = [], None, {}
     for number, line in enumerate(lines, start=1):
+        if "iteration" not in line:  # a cheap test first: a long log is mostly other lines
+            continue
         memory = _MEGATRON_MEMORY.search(line)
         allocated = memory and _MEGATRON_MAX_ALLOCATED.search(line, memory.end())
         if allocated:
@@ -279,22 +281,17 @@ def read_jsonl(path: Path, lines: Iterable[str]) -> StepTable:
     return StepTable("jsonl", steps)
 
 
-def _is_jsonl(first: str, where: str) -> bool:
-    if not first.lstrip().startswith("{"):
-        return False
-    try:
-        row = json_row(first, where)
-    except UserError:
-        return False
-    return isinstance(row, dict) and "step" in row
+def _is_jsonl(first: str) -> bool:
+    """A JSON-lines log starts with a row object holding "step"; whether the row is sound, read_jsonl says."""
+    return first.lstrip().startswith("{") and '"step"' in first
 
 
 Reader = Callable[[Path, Iterable[str]], StepTable]
-# Each text format with the line that identifies it.
-_SIGNATURES: dict[str, tuple[re.Pattern, Reader]] = {
-    "megatron": (_MEGATRON_ITERATION, read_megatron),
-    "slime": (_SLIME_LINE, read_slime),
-    "torchtitan": (_TITAN_STEP, read_torchtitan),
+# Each text format with the line that identifies it, and a word every such line holds (a cheap test first).
+_SIGNATURES: dict[str, tuple[re.Pattern, Reader, str]] = {
+    "megatron": (_MEGATRON_ITERATION, read_megatron, "iteration"),
+    "slime": (_SLIME_LINE, read_slime, ": {"),
+    "torchtitan": (_TITAN_STEP, read_torchtitan, "step:"),
 }
 
 
@@ -303,12 +300,12 @@ def detect_format(path: Path, lines: Iterable[str]) -> str:
     holds (every line is looked at: a log mixing two frameworks' lines is refused)."""
     lines = iter(lines)
     first = next((line for line in lines if line.strip()), "")
-    if _is_jsonl(first, f"{shown(path)}:1"):
+    if _is_jsonl(first):
         return "jsonl"
     found = set()
     for line in itertools.chain([first], lines):
-        for name, (pattern, _) in _SIGNATURES.items():
-            if name not in found and pattern.search(line):
+        for name, (pattern, _, word) in _SIGNATURES.items():
+            if name not in found and word in line and pattern.search(line):
                 found.add(name)
     if not found:
         raise UserError(f"{shown(path)}: no training step lines of a known format (Megatron, slime, torchtitan, "
@@ -347,11 +344,15 @@ class _TimeSpan:
         self.last: datetime | None = None
 
     def watch(self, lines: Iterable[str]) -> Iterator[str]:
+        seen = ""  # the last timestamp's text: consecutive lines mostly share it, and parsing is the cost
         for line in lines:
-            stamp = timestamp_of(line)
-            if stamp is not None:
-                self.first = stamp if self.first is None else min(self.first, stamp)
-                self.last = stamp if self.last is None else max(self.last, stamp)
+            match = _TIMESTAMP.search(line)
+            if match and match.group() != seen:
+                seen = match.group()
+                stamp = timestamp_of(seen)
+                if stamp is not None:
+                    self.first = stamp if self.first is None else min(self.first, stamp)
+                    self.last = stamp if self.last is None else max(self.last, stamp)
             yield line
 
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from openrecipes.errors import UserError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a long run's table stays small
 class Step:
     step: int  # numbered from 0
     where: str  # "path:line" of the line the step's figures were read from, for error messages

@@ -34,6 +34,7 @@ class SiteRequestHandler(http.server.SimpleHTTPRequestHandler):
     """Static files from one folder. No directory listings, nothing outside the folder (symlinks included)."""
 
     timeout = CONNECTION_TIMEOUT_S  # socket timeout: a silent client is disconnected, its thread freed
+    default_request_version = "HTTP/1.0"  # every answer, an error to a malformed request too, has a status line
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
                       ".yaml": "text/plain; charset=utf-8", ".json": "application/json",
                       ".js": "text/javascript; charset=utf-8", ".svg": "image/svg+xml"}

@@ -103,11 +103,12 @@ def _steps_text(steps: list[int]) -> str:
     return shown + (f" and {len(steps) - 5} more" if len(steps) > 5 else "")
 
 
-def _power_of_two_scale(*values: float) -> float:
-    """A power of two at least the largest |value|: dividing by it is exact (no rounding) and brings every value
-    into [-1, 1], so no difference, product or sum of squares below can overflow to Inf (and Inf - Inf to NaN)."""
-    largest = max((abs(v) for v in values), default=0.0)
-    return math.ldexp(1.0, math.frexp(largest)[1]) if largest > 0 else 1.0
+def _exponent(*values: float) -> int:
+    """The binary exponent of the largest |value|: multiplying by 2**-exponent (np.ldexp, exact: no rounding, and
+    2**-exponent is never formed) brings every value into [-1, 1], so no difference, product or sum of squares below
+    can overflow to Inf (and Inf - Inf to NaN)."""
+    largest = max((abs(float(v)) for v in values), default=0.0)
+    return math.frexp(largest)[1]
 
 
 def _relative_difference(candidate: float, reference: float) -> float:
@@ -115,16 +116,16 @@ def _relative_difference(candidate: float, reference: float) -> float:
     give a huge difference, never Inf or NaN."""
     if reference == 0:
         return abs(float(candidate))
-    scale = _power_of_two_scale(candidate, reference)
-    denominator = abs(reference / scale)
-    return abs(candidate / scale - reference / scale) / denominator if denominator > 0 else sys.float_info.max
+    exponent = _exponent(candidate, reference)
+    c, r = math.ldexp(candidate, -exponent), math.ldexp(reference, -exponent)
+    return abs(c - r) / abs(r) if r != 0 else sys.float_info.max
 
 
 def _correlation(candidate: np.ndarray, reference: np.ndarray) -> float | None:
     """Pearson's correlation of two curves, each scaled exactly into [-1, 1] first (correlation does not change
     with scale); None when it is undefined (a curve whose variation vanishes at double precision)."""
-    a = candidate / _power_of_two_scale(*candidate)
-    b = reference / _power_of_two_scale(*reference)
+    a = np.ldexp(candidate, -_exponent(*candidate))
+    b = np.ldexp(reference, -_exponent(*reference))
     da, db = a - a.mean(), b - b.mean()
     denominator = math.sqrt(float(np.dot(da, da))) * math.sqrt(float(np.dot(db, db)))
     if not denominator > 0 or not math.isfinite(denominator):
@@ -135,8 +136,8 @@ def _correlation(candidate: np.ndarray, reference: np.ndarray) -> float | None:
 def _outliers(candidate: np.ndarray, reference: np.ndarray, sigmas: float) -> int:
     """Residuals further than `sigmas` standard deviations from their mean (a scale-free count, so on scaled
     values)."""
-    scale = _power_of_two_scale(*candidate, *reference)
-    residuals = candidate / scale - reference / scale
+    exponent = _exponent(*candidate, *reference)
+    residuals = np.ldexp(candidate, -exponent) - np.ldexp(reference, -exponent)
     return int(np.sum(np.abs(residuals - residuals.mean()) > sigmas * residuals.std()))
 
 
@@ -202,7 +203,7 @@ def check_convergence(
 
     cand = np.array([candidate[s] for s in scored])
     ref = np.array([reference[s] for s in scored])
-    flat = [arm for arm, values in (("candidate", cand), ("reference", ref)) if np.ptp(values) == 0]
+    flat = [arm for arm, values in (("candidate", cand), ("reference", ref)) if values.max() == values.min()]
     if flat:
         failed.append("constant_curve")
         reasons.append(f"the {' and the '.join(flat)} loss is the same value at every compared step; a constant "

@@ -1,0 +1,2 @@
+export A
+python3 x.py

@@ -1,0 +1,1 @@
+python3 x.py --a b\

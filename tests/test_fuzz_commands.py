@@ -1,0 +1,66 @@
+"""Every command against the fuzz corpus (tests/fuzz/corpus, from tests/fuzz/make_corpus.py) and the inputs that
+cannot be committed: each run must keep the contract a user relies on — exit 0, 1 or 2; one `error: ...` line on
+stderr for 2; never a traceback; under 30 s; under 1 GiB (the worker's address space is capped there).
+
+The cases run in two worker processes (tests/fuzz/run.py); `python tests/fuzz/run.py` prints the same totals.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "fuzz"))
+
+from cases import CORPUS, all_cases  # noqa: E402
+from make_corpus import write_corpus  # noqa: E402
+from run import run_cases, summary  # noqa: E402
+
+COMMANDS = ["validate", "list", "show", "run --dry-run", "site build", "serve", "plan", "tune", "measure",
+            "check convergence", "check config", "rows build", "rows demo", "tokenizer export"]
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory):
+    tokenizer = tmp_path_factory.mktemp("tokenizer")
+    subprocess.run([sys.executable, "-m", "openrecipes", "tokenizer", "export", "qwen3", "--out", str(tokenizer)],
+                   check=True, capture_output=True)
+    cases = all_cases(tmp_path_factory.mktemp("fuzz"), tokenizer)
+    results = run_cases(cases, workers=min(2, os.cpu_count() or 1))
+    print("\n" + summary(results))
+    by_command = defaultdict(list)
+    for outcome in results.values():
+        by_command[outcome.case.command].append(outcome)
+    return by_command
+
+
+def _described(outcome) -> str:
+    return (f"{outcome.case.id}: {'; '.join(outcome.problems)}\n    argv: {' '.join(outcome.case.argv)[:200]}\n"
+            f"    stderr: {outcome.stderr.strip()[-400:]}")
+
+
+def test_the_committed_corpus_is_what_make_corpus_writes(tmp_path):
+    write_corpus(tmp_path / "corpus")
+    made = {p.relative_to(tmp_path / "corpus"): p.read_bytes() for p in (tmp_path / "corpus").rglob("*") if p.is_file()}
+    committed = {p.relative_to(CORPUS): p.read_bytes() for p in CORPUS.rglob("*") if p.is_file()}
+    assert made.keys() == committed.keys() and made == committed, "run tests/fuzz/make_corpus.py and commit"
+
+
+def test_the_corpus_holds_over_a_thousand_malformed_inputs_over_every_command(outcomes):
+    assert sum(len(runs) for runs in outcomes.values()) >= 1000
+    assert set(COMMANDS) <= set(outcomes)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_input_gets_exit_0_1_or_2_one_error_line_and_no_traceback(outcomes, command):
+    broken = [o for o in outcomes[command] if o.problems]
+    owned = [o for o in broken if not o.case.xfail]
+    assert not owned, f"{len(owned)} of {len(outcomes[command])} inputs broke the contract:\n" + "\n".join(
+        map(_described, owned[:20]))
+    if broken:
+        pytest.xfail(f"{broken[0].case.xfail}: {len(broken)} input(s): " + ", ".join(o.case.id for o in broken))

@@ -1,0 +1,189 @@
+"""`measure --write` and `site build` killed with SIGKILL at random moments and at the instant of their final swap,
+and two `site build`s into one folder at once: the output is always the old complete state or the new complete one.
+
+The default run kills each command a few times; `-m slow` runs the full count (10 kills each, 10 concurrent pairs).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import GPTOSS_1, REPO
+
+STOP_AT = REPO / "tests/kill/stop_at.py"
+SLIME_LOG = REPO / "tests/fixtures/logs/slime-gpt-oss-20b-attune-tp1-pp1-ep4.log"
+ENV = {**os.environ, "PYTHONPATH": str(REPO / "src"), "OPENBLAS_NUM_THREADS": "1"}
+
+
+def _start(args: list[str], stop_at: tuple[str, str] | None = None) -> subprocess.Popen:
+    launcher = [str(STOP_AT), *stop_at] if stop_at else ["-m", "openrecipes"]
+    return subprocess.Popen([sys.executable, *launcher, *args], env=ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _wait_stopped(process: subprocess.Popen, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        state = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        if state == "T":
+            return
+        assert process.poll() is None, f"ended before the stop point: {process.stderr.read()}"
+        time.sleep(0.02)
+    raise AssertionError("never reached the stop point")
+
+
+def _kill(args: list[str], stop_at: tuple[str, str] | None, within: float, rng: random.Random) -> None:
+    """Run `openrecipes ARGS` and SIGKILL it at its stop point, or else at a random moment within `within` s."""
+    process = _start(args, stop_at)
+    if stop_at:
+        _wait_stopped(process)
+    else:
+        time.sleep(rng.uniform(0, within))
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()} if folder.exists() \
+        else {}
+
+
+# --- measure --write -----------------------------------------------------------------------------------------
+
+def _stale_recipe(tmp_path: Path) -> tuple[Path, str, str]:
+    new = GPTOSS_1.read_text(encoding="utf-8")
+    old = new.replace("tokens_per_s_per_gpu: 10483.91", "tokens_per_s_per_gpu: 9000.5")
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(old, encoding="utf-8")
+    return recipe, old, new
+
+
+def _measure_write(recipe: Path) -> list[str]:
+    return ["measure", str(SLIME_LOG), "--recipe", str(recipe), "--window", "5", "19", "--write"]
+
+
+def _kill_measure_write(tmp_path: Path, kills: int, seed: int) -> list[str]:
+    recipe, old, new = _stale_recipe(tmp_path)
+    started = time.monotonic()
+    assert subprocess.run([sys.executable, "-m", "openrecipes", *_measure_write(recipe)], env=ENV).returncode == 0
+    duration = time.monotonic() - started
+    assert recipe.read_text(encoding="utf-8") == new
+    rng, states = random.Random(seed), []
+    for i in range(kills):
+        recipe.write_text(old, encoding="utf-8")
+        _kill(_measure_write(recipe), [("os.replace", "before"), ("os.replace", "after")][i] if i < 2 else None,
+              duration, rng)
+        text = recipe.read_text(encoding="utf-8")
+        assert text in (old, new), f"kill {i}: the recipe is neither the old nor the new text"
+        states.append("new" if text == new else "old")
+    if kills >= 2:  # killed right before the rename: old; right after it: new
+        assert states[:2] == ["old", "new"]
+    return states
+
+
+def test_measure_write_killed_leaves_the_old_or_the_new_recipe(tmp_path):
+    _kill_measure_write(tmp_path, kills=4, seed=1)
+
+
+@pytest.mark.slow
+def test_measure_write_killed_ten_times(tmp_path):
+    _kill_measure_write(tmp_path, kills=10, seed=2)
+
+
+# --- site build ----------------------------------------------------------------------------------------------
+
+def _catalog(root: Path, highlights: str) -> Path:
+    recipes = root / "recipes/gpt-oss-20b/h200"
+    recipes.mkdir(parents=True)
+    text = GPTOSS_1.read_text(encoding="utf-8").replace("highlights: no recompute", f"highlights: {highlights}")
+    (recipes / GPTOSS_1.name).write_text(text, encoding="utf-8")
+    for folder in ("models", "hardware"):
+        shutil.copytree(REPO / folder, root / folder)
+    return root
+
+
+@pytest.fixture(scope="module")
+def two_sites(tmp_path_factory):
+    """Catalogs A and B (one recipe's text differs) and the sites each builds, as {path: bytes}."""
+    base = tmp_path_factory.mktemp("sites")
+    catalogs = {name: _catalog(base / name, f"no recompute ({name})") for name in ("a", "b")}
+    sites, seconds = {}, []
+    for name, catalog in catalogs.items():
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-m", "openrecipes", *_build_args(catalog, base / f"site-{name}")], env=ENV,
+                       check=True, capture_output=True)
+        seconds.append(time.monotonic() - started)
+        sites[name] = _snapshot(base / f"site-{name}")
+    assert sites["a"] != sites["b"]
+    return catalogs, sites, max(seconds)
+
+
+def _build_args(catalog: Path, out: Path) -> list[str]:
+    return ["site", "build", "--out", str(out), "--catalog", str(catalog)]
+
+
+def _assert_whole(out: Path, sites: dict) -> str:
+    found = _snapshot(out)
+    state = next((name for name, site in sites.items() if found == site), None)
+    assert state, f"{out}: {len(found)} files, neither site a ({len(sites['a'])}) nor site b ({len(sites['b'])})"
+    return state
+
+
+SWAP_POINTS = [("openrecipes.site.build._exchange", "before"), ("openrecipes.site.build._exchange", "after"),
+               ("openrecipes.site.build._build_into", "after")]
+
+
+def _kill_site_builds(tmp_path: Path, two_sites, kills: int, seed: int) -> list[str]:
+    catalogs, sites, duration = two_sites
+    out, rng, states = tmp_path / "site", random.Random(seed), []
+    for i in range(kills):
+        shutil.rmtree(out, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "openrecipes", *_build_args(catalogs["a"], out)], env=ENV, check=True,
+                       capture_output=True)
+        _kill(_build_args(catalogs["b"], out), SWAP_POINTS[i] if i < len(SWAP_POINTS) else None, duration, rng)
+        states.append(_assert_whole(out, sites))
+    if kills >= 2:  # right before the exchange the old site stands, right after it the new one
+        assert states[:2] == ["a", "b"]
+    # A build after the kills removes what they left beside the folder.
+    subprocess.run([sys.executable, "-m", "openrecipes", *_build_args(catalogs["b"], out)], env=ENV, check=True,
+                   capture_output=True)
+    assert _assert_whole(out, sites) == "b"
+    assert [p.name for p in tmp_path.iterdir()] in (["site", ".site.lock"], [".site.lock", "site"])
+    return states
+
+
+def _concurrent_builds(tmp_path: Path, two_sites, pairs: int) -> list[str]:
+    catalogs, sites, _ = two_sites
+    out, states = tmp_path / "site", []
+    for _ in range(pairs):
+        first, second = _start(_build_args(catalogs["a"], out)), _start(_build_args(catalogs["b"], out))
+        assert first.wait() == 0 and second.wait() == 0, first.stderr.read() + second.stderr.read()
+        states.append(_assert_whole(out, sites))
+    assert not list(tmp_path.glob(".site.building*"))
+    return states
+
+
+def test_site_build_killed_leaves_the_old_or_the_new_site(tmp_path, two_sites):
+    _kill_site_builds(tmp_path, two_sites, kills=4, seed=3)
+
+
+def test_two_concurrent_site_builds_leave_one_whole_site(tmp_path, two_sites):
+    _concurrent_builds(tmp_path, two_sites, pairs=2)
+
+
+@pytest.mark.slow
+def test_site_build_killed_ten_times(tmp_path, two_sites):
+    _kill_site_builds(tmp_path, two_sites, kills=10, seed=4)
+
+
+@pytest.mark.slow
+def test_ten_pairs_of_concurrent_site_builds(tmp_path, two_sites):
+    _concurrent_builds(tmp_path, two_sites, pairs=10)
