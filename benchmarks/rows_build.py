@@ -25,6 +25,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import queue
 import random
 import resource
 import sys
@@ -34,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from openrecipes.rows.build import BuildRequest, build_rows
+from openrecipes.rows.build import MAX_ROWS, BuildRequest, build_rows
 from openrecipes.rows.demo import CORPUS, corpus_dialogs, write_tulu_jsonl
 from openrecipes.rows.qwen3_template import QWEN3_GENERATION_TEMPLATE
 from openrecipes.rows.vocab_export import export_tokenizer
@@ -79,7 +80,7 @@ def write_long_conversations(epochs: int, path: Path) -> None:
                     messages, number = [], number + 1
 
 
-def build_side(conversations: Path, tokenizer: Path, out: Path, rows: int = 10**9) -> dict:
+def build_side(conversations: Path, tokenizer: Path, out: Path, rows: int = MAX_ROWS) -> dict:
     manifest = build_rows(BuildRequest(conversations, tokenizer, "qwen3", ROW_TOKENS, rows, SEED, out,
                                        workers=os.cpu_count() or 1))
     return {"rows_sha256": manifest["rows_sha256"], "rows": manifest["rows"],
@@ -125,9 +126,14 @@ def in_fresh_process(side, *args) -> dict:
     results = context.Queue()
     process = context.Process(target=_timed, args=(side, args, results))
     process.start()
-    result = results.get()
-    process.join()
-    return result
+    while process.is_alive() or not results.empty():
+        try:
+            result = results.get(timeout=1)
+            process.join()
+            return result
+        except queue.Empty:
+            continue
+    sys.exit(f"{side.__name__} failed (exit {process.exitcode})")
 
 
 def compare(name: str, conversations: Path, root: Path) -> bool:

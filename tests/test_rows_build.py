@@ -6,14 +6,17 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from unittest.mock import patch
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from openrecipes.errors import UserError
-from openrecipes.rows import output
+from openrecipes.rows import output, sources
 from openrecipes.rows.build import BuildRequest, build_rows
 from openrecipes.rows.encode import PartsEncoder
 from openrecipes.rows.vocab_export import export_tokenizer
@@ -144,3 +147,21 @@ def test_rows_demo_builds_llama3_rows(tmp_path):
     assert (manifest["chat_format"], manifest["eos_token"], manifest["rows"]) == ("llama3", "<|end_of_text|>", 2)
     ids, mask = _rows(tmp_path)
     assert ids.shape == (2, 512) and ids[0, 0] == 128000 and mask.any(axis=1).all()  # <|begin_of_text|> first
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(st.sampled_from([b"", b" ", b"\t", b"\n", b"\r\n", b"x", b"{}", b"\x0b", b"\xc3\xa9", b"\n\n",
+                                        b" \n", b"\x0c"]), max_size=60),
+       chunk=st.sampled_from([1, 2, 3, 7, 1 << 22]))
+def test_the_jsonl_index_finds_every_non_blank_line(tmp_path_factory, pieces, chunk):
+    path = tmp_path_factory.mktemp("index") / "lines.jsonl"
+    path.write_bytes(b"".join(pieces))
+    expected, position = [], 0
+    with path.open("rb") as lines:
+        for line in lines:  # the reference: Python's own lines, blank when bytes.strip() leaves nothing
+            if line.strip():
+                expected.append((position, position + len(line)))
+            position += len(line)
+    with patch.object(sources, "INDEX_CHUNK_BYTES", chunk):
+        starts, ends = sources._line_index(path)
+    assert list(zip(starts.tolist(), ends.tolist())) == expected

@@ -160,6 +160,25 @@ def test_llama3_mask_token_by_token_with_the_templates_system_header(tokenizers_
                              {"role": "assistant", "content": "Yo"}]) == [*header, ("S", 0), ("<|eot_id|>", 0), *turns]
 
 
+# ChatML as Hugging Face chat templates write it, with {% generation %} around what the chatml format supervises.
+CHATML_GENERATION_TEMPLATE = (
+    "{%- for message in messages %}{{- '<|im_start|>' + message['role'] + '\\n' }}"
+    "{%- if message['role'] == 'assistant' %}{%- generation %}{{- message['content'] + '<|im_end|>' }}"
+    "{%- endgeneration %}{%- else %}{{- message['content'] + '<|im_end|>' }}{%- endif %}{{- '\\n' }}{%- endfor %}")
+
+
+def test_chatml_equals_the_chatml_template_and_its_mask(tokenizers_dir):
+    from transformers import AutoTokenizer
+
+    official = AutoTokenizer.from_pretrained(str(tokenizers_dir / "qwen3"))
+    encoder = PartsEncoder(tokenizers_dir / "qwen3", "chatml", "<|endoftext|>")
+    plain = [m for m in CONVERSATIONS if not any("<|" in message["content"] for message in m)]
+    for messages, (ids, mask) in zip(plain, encoder.encode(plain)):
+        reference = official.apply_chat_template(messages, chat_template=CHATML_GENERATION_TEMPLATE, tokenize=True,
+                                                 return_dict=True, return_assistant_tokens_mask=True)
+        assert ids[:-1].tolist() == reference["input_ids"] and mask[:-1].tolist() == reference["assistant_masks"]
+
+
 def test_chatml_mask_token_by_token(tokenizers_dir):
     encoder = PartsEncoder(tokenizers_dir / "qwen3", "chatml", "<|endoftext|>")
     assert _pieces(encoder, [{"role": "system", "content": "S"}, {"role": "assistant", "content": "Yo"}]) == [
