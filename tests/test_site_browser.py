@@ -219,7 +219,6 @@ PAGE_TYPES = {
     "compare": "compare.html?a=glm-5.2-744b-a40b/b200/attune-tp4-pp2-cp8&b=qwen3-1.7b/h200/torchtitan-stock",
     "plan": "plan/qwen3-1.7b.html",
 }
-PLAN_IN_PROGRESS = pytest.mark.xfail(reason="plan page layout in progress", strict=False)
 AXE = REPO / "tests/vendor/axe-core/axe.min.js"
 
 
@@ -239,7 +238,7 @@ def _open(b: Browser, base: str, kind: str) -> None:
 
 
 @pytest.mark.parametrize("width", [390, 1280])
-@pytest.mark.parametrize("kind", [k if k != "plan" else pytest.param(k, marks=PLAN_IN_PROGRESS) for k in PAGE_TYPES])
+@pytest.mark.parametrize("kind", PAGE_TYPES)
 def test_every_page_type_fits_the_window_without_page_scroll(chromium, bundled, kind, width):
     site, base = bundled
     b = Browser(chromium, base)
