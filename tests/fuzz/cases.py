@@ -14,7 +14,6 @@ from run import Case
 
 GOOD_LOG = REPO / "tests/fixtures/logs/openrecipes-3-steps.jsonl"
 GOOD_SCRIPT = REPO / "tests/fixtures/config/gpt-oss-20b-megatron-bridge-reference.sh"
-ROWS_XFAIL = "rows hardening in progress"
 _HELD: list[socket.socket] = []  # listening sockets kept open while the cases run
 
 
@@ -271,13 +270,12 @@ def plan_cases(scratch: _Scratch) -> list[Case]:
 def rows_cases(scratch: _Scratch, tokenizer: Path, special: dict[str, Path]) -> list[Case]:
     good = CORPUS / "conversations/good.jsonl"
 
-    # The rows commands are being hardened in another change: their broken contracts are reported as xfail.
     def build(name: str, *, conversations: Path = good, tokenizer_dir: Path = tokenizer, extra=()):
         out = scratch.folder() / "rows"
         return Case(f"rows build/{name}", "rows build",
                     ["rows", "build", "--conversations", str(conversations), "--tokenizer", str(tokenizer_dir),
                      "--chat-format", "qwen3", "--rows", "2", "--row-tokens", "64", "--seed", "1", "--out", str(out),
-                     "--workers", "0", *extra], str(HERE), xfail=ROWS_XFAIL)
+                     "--workers", "0", *extra], str(HERE))
 
     cases = [build(path.name, conversations=path) for path in _files("conversations")]
     for folder in sorted(p for p in (CORPUS / "tokenizers").iterdir() if p.is_dir()):
@@ -297,15 +295,12 @@ def rows_cases(scratch: _Scratch, tokenizer: Path, special: dict[str, Path]) -> 
                                ["--chat-format", "chatml"], ["--workers", "-3"], ["--rows", "1000000000"]]):
         out = scratch.folder() / "demo"
         cases.append(Case(f"rows demo/option-{i}", "rows demo", ["rows", "demo", "--out", str(out), "--workers", "0",
-                                                                  "--row-tokens", "64", *extra], str(HERE),
-                          xfail=ROWS_XFAIL))
-    cases.append(Case("rows demo/out-is-a-file", "rows demo", ["rows", "demo", "--out", str(GOOD_LOG)], str(HERE),
-                      xfail=ROWS_XFAIL))
+                                                                  "--row-tokens", "64", *extra], str(HERE)))
+    cases.append(Case("rows demo/out-is-a-file", "rows demo", ["rows", "demo", "--out", str(GOOD_LOG)], str(HERE)))
     for i, args in enumerate([["nope", "--out", str(scratch.folder())], ["", "--out", str(scratch.folder())],
                               ["qwen3", "--out", str(GOOD_LOG)], ["qwen3", "--out", str(special["symlink-loop"])],
                               ["qwen3", "--out", "/proc/version/x"], ["../qwen3", "--out", str(scratch.folder())]]):
-        cases.append(Case(f"tokenizer export/{i}", "tokenizer export", ["tokenizer", "export", *args], str(HERE),
-                          xfail=ROWS_XFAIL))
+        cases.append(Case(f"tokenizer export/{i}", "tokenizer export", ["tokenizer", "export", *args], str(HERE)))
     return cases
 
 

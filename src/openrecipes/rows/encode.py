@@ -31,7 +31,7 @@ def parse_record(raw: bytes | list | None) -> list[dict] | str:
             return "not_utf8"
         try:
             record = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, nested past the parser's depth, or a number too long to read
             return "broken_json"
         if not isinstance(record, dict):
             return "broken_json"
