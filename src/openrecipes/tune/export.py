@@ -18,13 +18,16 @@ from pathlib import Path
 
 from openrecipes.atomic import write_atomic
 from openrecipes.catalog.hardware import ReferenceTables
-from openrecipes.catalog.store import Catalog, CatalogEntry, load_catalog
+from openrecipes.catalog.store import Catalog, CatalogEntry, load_recipe
 from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import allocator_gib
 from openrecipes.plan.calibrate import MeasuredPoint, measured_point, reference_points, reference_rows, request_of
 from openrecipes.plan.constants import calibration, calibration_document
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict, predict_layout
 from openrecipes.plan.trust import memory_margin, stored_points
+from openrecipes.tune.candidates import renderable
+from openrecipes.tune.emit import planned_recipe
+from openrecipes.tune.search import find_base
 
 EXPORT_VERSION = 1
 # Fitting layouts shown per table, best predicted tokens/s first (predict's order).
@@ -111,23 +114,22 @@ def _distinct(rows: list[dict], count: int) -> list[dict]:
 def _planned_recipes(request: PlanRequest, ranked: list[Prediction], root: Path) -> dict[int, dict]:
     """For a torchtitan table with a recipe to compose from: each shown row's planned recipe, by its index among
     the shown rows (the same text `plan --emit-recipe RANK` writes, RANK among the runnable fitting layouts)."""
-    from openrecipes.tune.emit import planned_recipe, runnable_predictions
-    from openrecipes.tune.search import find_base
-
     if request.engine != "torchtitan":
         return {}
     try:
         base_path = find_base(request.model, request.gpu_type, request.gpus, root)
     except UserError:
         return {}
-    base = load_catalog(root).find(str(base_path.relative_to(root))).entry
+    base = load_recipe(base_path)
     if (base.workload.row_tokens, base.workload.global_batch) != (request.row_tokens, request.global_batch):
         return {}
-    runnable = runnable_predictions(request, root)
+    # The fitting layouts a recipe can run, in the table's own order (predicted once, not again here).
+    runnable_rank = {id(p): rank for rank, p in enumerate(
+        (p for p in ranked if renderable(p.layout, request.global_batch)), start=1)}
     found = {}
     for index, p in enumerate(ranked[:PLAN_TOP]):
-        if p in runnable:
-            rank = runnable.index(p) + 1
+        if id(p) in runnable_rank:
+            rank = runnable_rank[id(p)]
             text = planned_recipe(base_path, rank, p, root).text
             found[index] = {"rank": rank, "text": text, "command": (
                 f"openrecipes plan {request.model} --gpu {request.gpu_type} --gpus {request.gpus} --engine torchtitan "
