@@ -18,6 +18,16 @@ import sys
 
 import torch
 
+from openrecipes.engines.torchtitan.kernels import (
+    ATTENTION_FLAG,
+    KERNELS_FLAG,
+    kernel_trainer,
+    parse_attention,
+    parse_kernels,
+    summed_loss,
+    use_attention,
+    with_kernels,
+)
 from openrecipes.engines.torchtitan.rows import RowsDataLoader
 from openrecipes.measure.stack import STACK_PREFIX
 
@@ -53,49 +63,94 @@ def model_name(argv: list[str]) -> str:
     raise SystemExit("--model.name is required (e.g. qwen3)")
 
 
-# Our one flag: cut every flavor of the model to N layers, for smoke runs of a model too large for the GPUs at hand.
-# A run that uses it says so in its log (rank 0 prints the cut) and is never a catalog figure.
+# Our own flags, removed from argv before torchtitan's parser sees them. A run that uses one says so in its log.
+# --openrecipes.layers N cuts every flavor of the model to N layers, for smoke runs of a model too large for the GPUs at
+# hand: never a catalog figure. --openrecipes.kernels / --openrecipes.attention: see kernels.py.
 LAYERS_FLAG = "--openrecipes.layers"
 
 
+def pop_value(argv: list[str], flag: str) -> str | None:
+    """Remove `FLAG VALUE` (or `FLAG=VALUE`) from argv and return VALUE; None when the flag is absent."""
+    for i, word in enumerate(argv):
+        if word == flag:
+            if i + 1 >= len(argv):
+                raise SystemExit(f"{flag} needs a value")
+            value = argv[i + 1]
+            del argv[i : i + 2]
+            return value
+        if word.startswith(flag + "="):
+            del argv[i]
+            return word.partition("=")[2]
+    return None
+
+
 def pop_layers(argv: list[str]) -> int | None:
-    """Remove `--openrecipes.layers N` from argv (torchtitan's parser does not know it) and return N."""
-    if LAYERS_FLAG not in argv:
+    value = pop_value(argv, LAYERS_FLAG)
+    if value is None:
         return None
-    i = argv.index(LAYERS_FLAG)
-    if i + 1 >= len(argv) or not argv[i + 1].isdigit() or int(argv[i + 1]) < 1:
+    if not value.isdigit() or int(value) < 1:
         raise SystemExit(f"{LAYERS_FLAG} needs a whole number of layers")
-    layers = int(argv[i + 1])
-    del argv[i : i + 2]
-    return layers
+    return int(value)
 
 
-def register_rows_spec(name: str, layers: int | None = None, with_tokenizer: bool = False) -> None:
-    """Our dataloader in the model's stock TrainSpec. The tokenizer is kept only when `--model.hf_assets_path`
-    names one: flex attention (gpt-oss) asks it for the EOS id; sdpa models need none."""
+@dataclasses.dataclass(frozen=True)
+class EntryOptions:
+    """What our own flags asked for."""
+
+    layers: int | None = None
+    kernels: tuple[str, ...] = ()
+    attention: str | None = None
+
+
+def pop_options(argv: list[str]) -> EntryOptions:
+    kernels = pop_value(argv, KERNELS_FLAG)
+    attention = pop_value(argv, ATTENTION_FLAG)
+    return EntryOptions(layers=pop_layers(argv),
+                        kernels=parse_kernels(kernels) if kernels is not None else (),
+                        attention=parse_attention(attention) if attention is not None else None)
+
+
+def say(line: str) -> None:
+    if os.environ.get("RANK", "0") == "0":
+        print(line, flush=True)
+
+
+def register_rows_spec(name: str, options: EntryOptions, with_tokenizer: bool = False) -> None:
+    """Our dataloader (and the kernels and attention asked for) in the model's stock TrainSpec. The tokenizer is kept
+    only when `--model.hf_assets_path` names one: flex attention (gpt-oss) asks it for the EOS id; sdpa models need
+    none."""
     from torchtitan.protocols import train_spec
 
     stock = train_spec.get_train_spec(name)
-    model_args = stock.model_args
-    if layers is not None:
-        model_args = {flavor: dataclasses.replace(args, n_layers=layers) for flavor, args in model_args.items()}
+    model_args = dict(stock.model_args)
+    if options.layers is not None:
+        model_args = {flavor: dataclasses.replace(args, n_layers=options.layers) for flavor, args in model_args.items()}
+    if options.attention is not None:
+        model_args = {flavor: use_attention(options.attention, args) for flavor, args in model_args.items()}
+    changes: dict[str, object] = {}
+    if options.kernels:
+        changes["model_cls"] = with_kernels(stock.model_cls, options.kernels, say)
+    if "liger-fused-linear-cross-entropy" in options.kernels:
+        changes["build_loss_fn"] = lambda job_config, **_: summed_loss
     train_spec.register_train_spec(name, dataclasses.replace(
         stock, model_args=model_args, build_dataloader_fn=build_rows_dataloader,
-        build_tokenizer_fn=stock.build_tokenizer_fn if with_tokenizer else None, build_validator_fn=None))
+        build_tokenizer_fn=stock.build_tokenizer_fn if with_tokenizer else None, build_validator_fn=None, **changes))
 
 
 def main() -> None:
-    layers = pop_layers(sys.argv)
-    if os.environ.get("RANK", "0") == "0":
-        print(stack_line(), flush=True)
-        if layers is not None:
-            print(f"openrecipes smoke run: every flavor cut to {layers} layers ({LAYERS_FLAG})", flush=True)
+    options = pop_options(sys.argv)
+    say(stack_line())
+    if options.layers is not None:
+        say(f"openrecipes smoke run: every flavor cut to {options.layers} layers ({LAYERS_FLAG})")
+    if options.attention is not None:
+        say(f"openrecipes attention: {options.attention} ({ATTENTION_FLAG})")
     argv = sys.argv[1:]
-    register_rows_spec(model_name(argv), layers,
+    register_rows_spec(model_name(argv), options,
                        with_tokenizer=any(word.startswith("--model.hf_assets_path") for word in argv))
-    from torchtitan.train import Trainer, main as torchtitan_main
+    from torchtitan.train import Trainer
+    from torchtitan.train import main as torchtitan_main
 
-    torchtitan_main(Trainer)
+    torchtitan_main(kernel_trainer(Trainer) if "liger-fused-linear-cross-entropy" in options.kernels else Trainer)
 
 
 if __name__ == "__main__":
