@@ -5,14 +5,15 @@
 #   benchmarks/levers_device.sh SECONDS 'LANE' ...
 # LANE is `DEVICES=ARM;ARM;...`, ARM is `NAME@RECIPE@CHANGES`, CHANGES space-separated `--flag value` (replaces the
 # flag's value in the recipe's command, or appends it), `--flag` (appends a switch) or `-flag` (removes the flag).
-# No arm starts after SECONDS; each stops at the call's end. Runs come back as $OUT/runs.tgz.
+# No arm starts after SECONDS; each stops at the call's end. Runs (RUNS_FOLDER, default runs/levers-DATE) come back
+# as $OUT/runs.tgz.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=$PWD/src:/tmp/site TORCHINDUCTOR_CACHE_DIR=/tmp/inductor-levers
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 until=$(( $(date +%s) + $1 )); shift
-folder=runs/levers-$(date -u +%Y%m%d)
+folder=${RUNS_FOLDER:-runs/levers-$(date -u +%Y%m%d)}
 mkdir -p "$folder"
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv > "$folder/gpus.csv" 2>&1
 command_for() {  # RECIPE CHANGES -> the recipe's run script with the changes applied
