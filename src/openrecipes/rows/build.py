@@ -23,7 +23,7 @@ import numpy as np
 from openrecipes.errors import UserError
 from openrecipes.rows.encode import eos_token_for, make_encoder, parse_record, tokenizer_json_path
 from openrecipes.rows.formats import CHAT_FORMATS
-from openrecipes.rows.manifest import PACKING, PERMUTATION, write_manifest
+from openrecipes.rows.manifest import PACKING, PERMUTATION, DemoCorpus, ManifestSource, ManifestTokenizer, RowsManifest
 from openrecipes.rows.memo import ConversationMemo, Encoded, encode_parsed
 from openrecipes.rows.output import RowPacker, RowsWriter
 from openrecipes.rows.publish import discard, locked, publish, stage
@@ -60,7 +60,7 @@ class BuildRequest:
     eos_token: str | None = None
     source_dataset: str | None = None
     source_revision: str | None = None
-    extra: dict | None = None  # recorded as-is in the manifest (the demo's corpus and epochs)
+    demo: DemoCorpus | None = None  # the demo's corpus and epochs, recorded in the manifest
 
 
 @dataclass
@@ -107,7 +107,7 @@ def _encode_task(task: tuple[np.ndarray, JsonlLines | pa.Array]) -> tuple[np.nda
                                                  (raws if isinstance(raws, list) else raws.to_pylist())])
 
 
-def build_rows(request: BuildRequest, on_progress: Callable[[Progress], None] = lambda progress: None) -> dict:
+def build_rows(request: BuildRequest, on_progress: Callable[[Progress], None] = lambda progress: None) -> RowsManifest:
     """Build rows.parquet + manifest.json in request.out; returns the manifest."""
     _check_request(request)
     request = replace(request, workers=min(request.workers, os.cpu_count() or 1))
@@ -127,7 +127,7 @@ def build_rows(request: BuildRequest, on_progress: Callable[[Progress], None] = 
             pool.terminate()
 
 
-def _write_rows(request: BuildRequest, eos: str, pool, on_progress: Callable[[Progress], None]) -> dict:
+def _write_rows(request: BuildRequest, eos: str, pool, on_progress: Callable[[Progress], None]) -> RowsManifest:
     global _worker_memo
     if pool is None:
         _worker_memo = ConversationMemo(make_encoder(request.tokenizer, request.chat_format, eos))
@@ -164,34 +164,34 @@ def _write_rows(request: BuildRequest, eos: str, pool, on_progress: Callable[[Pr
         discard(staged)
         raise
     parquet_sha256, parquet_bytes = writer.commit()
-    manifest = {
-        "name": request.name or f"{request.chat_format}-{request.conversations.stem}-fixed{request.row_tokens}",
-        "tokenizer": {"path": str(request.tokenizer),
-                      "tokenizer_json_sha256": _file_sha256(tokenizer_json_path(request.tokenizer))},
-        "chat_format": request.chat_format,
-        "loss_mask": request.chat_format,
-        "eos_token": eos,
-        "rows": writer.rows,
-        "rows_requested": request.rows,
-        "data_ran_out": writer.rows < request.rows,
-        "row_tokens": request.row_tokens,
-        "padding_tokens": 0,
-        "seed": request.seed,
-        "permutation": PERMUTATION,
-        "packing": PACKING.format(row_tokens=f"{request.row_tokens:,}"),
-        "supervised_tokens": writer.supervised_tokens,
-        "supervised_token_ratio": round(writer.supervised_tokens / max(1, writer.rows * request.row_tokens), 6),
-        "rows_sha256": writer.rows_sha256.hexdigest(),
-        "parquet_sha256": parquet_sha256,
-        "parquet_bytes": parquet_bytes,
-        "source": {"path": str(request.conversations), "dataset": request.source_dataset,
-                   "revision": request.source_revision, "conversations": source.count},
-        "conversations_used": progress.conversations,
-        "conversations_skipped": dict(sorted(skipped.items())),
-        "rows_skipped_without_target": packer.rows_without_target,
-        **(request.extra or {}),
-    }
-    write_manifest(staged / "manifest.json", manifest)
+    manifest = RowsManifest(
+        name=request.name or f"{request.chat_format}-{request.conversations.stem}-fixed{request.row_tokens}",
+        tokenizer=ManifestTokenizer(path=str(request.tokenizer),
+                                    tokenizer_json_sha256=_file_sha256(tokenizer_json_path(request.tokenizer))),
+        chat_format=request.chat_format,
+        loss_mask=request.chat_format,
+        eos_token=eos,
+        rows=writer.rows,
+        rows_requested=request.rows,
+        data_ran_out=writer.rows < request.rows,
+        row_tokens=request.row_tokens,
+        padding_tokens=0,
+        seed=request.seed,
+        permutation=PERMUTATION,
+        packing=PACKING.format(row_tokens=f"{request.row_tokens:,}"),
+        supervised_tokens=writer.supervised_tokens,
+        supervised_token_ratio=round(writer.supervised_tokens / max(1, writer.rows * request.row_tokens), 6),
+        rows_sha256=writer.rows_sha256.hexdigest(),
+        parquet_sha256=parquet_sha256,
+        parquet_bytes=parquet_bytes,
+        source=ManifestSource(path=str(request.conversations), dataset=request.source_dataset,
+                              revision=request.source_revision, conversations=source.count),
+        conversations_used=progress.conversations,
+        conversations_skipped=dict(sorted(skipped.items())),
+        rows_skipped_without_target=packer.rows_without_target,
+        demo=request.demo,
+    )
+    manifest.write(staged / "manifest.json")
     publish(request.out, staged)
     return manifest
 
