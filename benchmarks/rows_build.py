@@ -83,8 +83,8 @@ def write_long_conversations(epochs: int, path: Path) -> None:
 def build_side(conversations: Path, tokenizer: Path, out: Path, rows: int = MAX_ROWS) -> dict:
     manifest = build_rows(BuildRequest(conversations, tokenizer, "qwen3", ROW_TOKENS, rows, SEED, out,
                                        workers=os.cpu_count() or 1))
-    return {"rows_sha256": manifest["rows_sha256"], "rows": manifest["rows"],
-            "conversations": manifest["source"]["conversations"], "used": manifest["conversations_used"]}
+    return {"rows_sha256": manifest.rows_sha256, "rows": manifest.rows,
+            "conversations": manifest.source.conversations, "used": manifest.conversations_used}
 
 
 def naive_side(conversations: Path, template_dir: Path) -> dict:

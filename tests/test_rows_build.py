@@ -19,6 +19,7 @@ from openrecipes.errors import UserError
 from openrecipes.rows import output, sources
 from openrecipes.rows.build import BuildRequest, build_rows
 from openrecipes.rows.encode import PartsEncoder
+from openrecipes.rows.manifest import RowsManifest
 from openrecipes.rows.vocab_export import export_tokenizer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rows"
@@ -55,15 +56,15 @@ def test_rows_cut_the_permuted_eos_joined_stream_into_exact_rows(qwen3, tmp_path
     assert all(ids[-1] == 151643 and (ids[:-1] != 151643).all() for ids, _ in encoded)  # one EOS per join
     full_rows = len(stream_ids) // 32
     ids, mask = _rows(tmp_path)
-    assert ids.shape == (full_rows, 32) and manifest["rows"] == full_rows  # the trailing partial row is dropped
+    assert ids.shape == (full_rows, 32) and manifest.rows == full_rows  # the trailing partial row is dropped
     assert (ids == stream_ids[:full_rows * 32].reshape(full_rows, 32)).all()
     assert (mask == stream_mask[:full_rows * 32].reshape(full_rows, 32)).all()
-    assert manifest["data_ran_out"] and manifest["padding_tokens"] == 0
-    assert manifest["supervised_token_ratio"] == round(mask.sum() / mask.size, 6)
+    assert manifest.data_ran_out and manifest.padding_tokens == 0
+    assert manifest.supervised_token_ratio == round(mask.sum() / mask.size, 6)
 
 
 def test_stops_at_the_requested_rows(qwen3, tmp_path):
-    assert _build(qwen3, tmp_path, rows=3)["rows"] == 3
+    assert _build(qwen3, tmp_path, rows=3).rows == 3
     assert _rows(tmp_path)[0].shape == (3, 32)
 
 
@@ -72,32 +73,32 @@ def test_rows_without_targets_are_skipped(qwen3, tmp_path):
     conversations.write_text(json.dumps({"messages": [{"role": "user", "content": "word " * 200},
                                                       {"role": "assistant", "content": "yes " * 40}]}) + "\n")
     manifest = _build(qwen3, tmp_path / "out", conversations, row_tokens=16)
-    assert manifest["rows_skipped_without_target"] >= 10
+    assert manifest.rows_skipped_without_target >= 10
     assert _rows(tmp_path / "out")[1].any(axis=1).all()
 
 
 def test_bad_conversations_are_skipped_and_counted_by_reason(qwen3, tmp_path):
     manifest = _build(qwen3, tmp_path, FIXTURES / "broken.jsonl", row_tokens=8)
-    assert manifest["conversations_skipped"] == {
+    assert manifest.conversations_skipped == {
         "broken_json": 1, "empty_content": 1, "missing_messages": 1, "missing_role": 1, "no_assistant_turn": 1,
         "non_string_content": 1, "not_utf8": 1, "unknown_role": 1}
-    assert manifest["source"]["conversations"] == 10 and manifest["rows"] >= 1
+    assert manifest.source.conversations == 10 and manifest.rows >= 1
 
 
 def test_same_inputs_give_the_same_bytes_in_process_and_with_workers(qwen3, tmp_path):
     first = _build(qwen3, tmp_path / "a")
     second = _build(qwen3, tmp_path / "b", workers=2)
-    assert first["rows_sha256"] == second["rows_sha256"]
-    assert first["parquet_sha256"] == second["parquet_sha256"]
+    assert first.rows_sha256 == second.rows_sha256
+    assert first.parquet_sha256 == second.parquet_sha256
     assert (tmp_path / "a" / "rows.parquet").read_bytes() == (tmp_path / "b" / "rows.parquet").read_bytes()
-    assert _build(qwen3, tmp_path / "c", seed=8)["rows_sha256"] != first["rows_sha256"]
+    assert _build(qwen3, tmp_path / "c", seed=8).rows_sha256 != first.rows_sha256
 
 
 def test_a_tulu_parquet_gives_the_same_rows_as_jsonl(qwen3, tmp_path):
     records = [json.loads(line) for line in (FIXTURES / "conversations.jsonl").read_text().splitlines()]
     pq.write_table(pa.Table.from_pylist(records), tmp_path / "tulu.parquet")
-    assert (_build(qwen3, tmp_path / "p", tmp_path / "tulu.parquet")["rows_sha256"]
-            == _build(qwen3, tmp_path / "j")["rows_sha256"])
+    assert (_build(qwen3, tmp_path / "p", tmp_path / "tulu.parquet").rows_sha256
+            == _build(qwen3, tmp_path / "j").rows_sha256)
 
 
 def test_a_failed_build_leaves_the_previous_rows_untouched(qwen3, tmp_path, monkeypatch):
@@ -143,8 +144,8 @@ def test_rows_demo_builds_llama3_rows(tmp_path):
                           "--chat-format", "llama3", "--rows", "2", "--row-tokens", "512", "--workers", "0",
                           "--out", str(tmp_path)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert (manifest["chat_format"], manifest["eos_token"], manifest["rows"]) == ("llama3", "<|end_of_text|>", 2)
+    manifest = RowsManifest.read(tmp_path / "manifest.json")
+    assert (manifest.chat_format, manifest.eos_token, manifest.rows) == ("llama3", "<|end_of_text|>", 2)
     ids, mask = _rows(tmp_path)
     assert ids.shape == (2, 512) and ids[0, 0] == 128000 and mask.any(axis=1).all()  # <|begin_of_text|> first
 

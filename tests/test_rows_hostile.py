@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import random
 import signal
@@ -18,6 +17,7 @@ import pytest
 from openrecipes.errors import UserError
 from openrecipes.rows import build, demo, room
 from openrecipes.rows.build import BuildRequest, build_rows
+from openrecipes.rows.manifest import RowsManifest
 from openrecipes.rows.vocab_export import export_tokenizer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rows"
@@ -132,6 +132,7 @@ import os, signal
 from pathlib import Path
 from openrecipes.rows import publish
 from openrecipes.rows.build import BuildRequest, build_rows
+from openrecipes.rows.manifest import RowsManifest
 link = publish._link
 def dying_link(path, target):
     if {kill_at!r} == "before-swap" and path.name == publish.CURRENT:
@@ -149,15 +150,15 @@ build_rows(BuildRequest(Path({str(dialogs)!r}), Path({str(qwen3)!r}), "qwen3", 2
 
 def _published(out: Path) -> str:
     """The rows_sha256 of the pair a reader sees, after checking rows.parquet is the manifest's file."""
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert hashlib.sha256((out / "rows.parquet").read_bytes()).hexdigest() == manifest["parquet_sha256"]
-    return manifest["rows_sha256"]
+    manifest = RowsManifest.read(out / "manifest.json")
+    assert hashlib.sha256((out / "rows.parquet").read_bytes()).hexdigest() == manifest.parquet_sha256
+    return manifest.rows_sha256
 
 
 @pytest.mark.slow
 def test_a_killed_build_leaves_the_old_or_the_new_complete_output(qwen3, dialogs, tmp_path):
     out = tmp_path / "out"
-    old = build_rows(BuildRequest(dialogs, qwen3, "qwen3", 256, 60, 1, out, workers=1))["rows_sha256"]
+    old = build_rows(BuildRequest(dialogs, qwen3, "qwen3", 256, 60, 1, out, workers=1)).rows_sha256
     started = time.monotonic()
     finished = _child(qwen3, dialogs, tmp_path / "timing", seed=2)
     assert finished.wait(timeout=300) == 0, finished.stderr.read()

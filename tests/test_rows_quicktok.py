@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
-import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from openrecipes.catalog.model import Recipe
+from openrecipes.catalog.rows_build import to_build
+from openrecipes.catalog.store import load_catalog
 from openrecipes.rows.build import BuildRequest, build_rows
-from openrecipes.rows.demo import corpus_dialogs
+from openrecipes.rows.demo import CORPUS, corpus_dialogs, write_tulu_jsonl
 from openrecipes.rows.encode import PartsEncoder, make_encoder
+from openrecipes.rows.manifest import DemoCorpus
 from openrecipes.rows.quicktok_encode import EXPORTED_TOKENIZER_JSON, QuicktokEncoder
 from openrecipes.rows.vocab_export import VOCABS, export_tokenizer
 
@@ -47,7 +49,7 @@ def _encoders(exported, family, chat_format, eos) -> tuple[QuicktokEncoder, Part
 
 def _assert_same_as_reference(fast: QuicktokEncoder, reference: PartsEncoder, conversations) -> None:
     expected = reference._encode_runs([reference.render(messages, reference.eos) for messages in conversations])
-    for got, want in zip(fast.encode_stream(conversations), expected):
+    for got, want in zip(fast.encode_stream(conversations), expected, strict=True):
         assert got.tolist() == want.tolist()
 
 
@@ -129,22 +131,25 @@ def _tokenizer(directory: Path):
 
 
 @pytest.mark.slow
-def test_the_catalogs_qwen3_demo_rows_keep_their_published_hashes(exported, tmp_path):
-    """Every recipe whose rows can be rebuilt here (the demo corpus ones) pins rows_sha256 and parquet_sha256."""
-    pinned = set()
-    for path in sorted(REPO.glob("recipes/*/*/*.yaml")):
-        workload = yaml.safe_load(path.read_text()).get("workload")  # published summaries have none
-        dataset = workload["dataset"] if workload else {"source": ""}
-        if dataset["source"].startswith("chatterbot-corpus") and "--chat-format qwen3" in dataset["build"]["builder"]:
-            build = dataset["build"]
-            assert build["builder"].endswith("--chat-format qwen3 --rows 320 --seed 42")
-            pinned.add((dataset["rows_sha256"], build["parquet_sha256"]))
-    assert len(pinned) == 1
+def test_the_catalogs_qwen3_demo_rows_keep_their_published_build(exported, tmp_path):
+    """Every recipe whose rows can be rebuilt here (the demo corpus ones) pins rows_sha256 and its build block."""
+    published = {}
+    for entry in load_catalog(REPO).entries:
+        dataset = entry.entry.workload.dataset if isinstance(entry.entry, Recipe) else None  # summaries have none
+        if dataset and dataset.source.startswith("chatterbot") and "--chat-format qwen3" in dataset.build.builder:
+            assert dataset.build.builder.endswith("--chat-format qwen3 --rows 320 --seed 42")
+            published[dataset.rows_sha256, dataset.build.model_dump_json(exclude={"tokenizer"})] = dataset.build
+    assert len(published) == 1
+    [(rows_sha256, _)], [build] = published.keys(), published.values()
+    dialogs = corpus_dialogs()
+    epochs = 34
     conversations = tmp_path / "conversations.jsonl"
-    from openrecipes.rows.demo import CORPUS, write_tulu_jsonl
-
-    write_tulu_jsonl(corpus_dialogs(), 34, conversations)
+    write_tulu_jsonl(dialogs, epochs, conversations)
     manifest = build_rows(BuildRequest(conversations, exported["qwen3"]["dir"], "qwen3", 8192, 320, 42,
-                                       tmp_path / "out", workers=2, source_dataset=CORPUS))
-    assert {(manifest["rows_sha256"], manifest["parquet_sha256"])} == pinned
-    assert np.isclose(manifest["supervised_token_ratio"], 0.434, atol=5e-4)
+                                       tmp_path / "out", workers=2, name="qwen3-chatterbot-demo-fixed8192",
+                                       source_dataset=CORPUS,
+                                       demo=DemoCorpus(corpus=CORPUS, dialogs_per_epoch=len(dialogs), epochs=epochs)))
+    assert manifest.rows_sha256 == rows_sha256
+    rebuilt = to_build(manifest, build.builder)
+    assert rebuilt.model_dump(exclude={"tokenizer"}) == build.model_dump(exclude={"tokenizer"})
+    assert manifest.tokenizer.tokenizer_json_sha256 in build.tokenizer

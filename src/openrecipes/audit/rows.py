@@ -4,7 +4,6 @@ rebuilt rows compared with the ones it pins. One build per distinct command, how
 
 from __future__ import annotations
 
-import json
 import shlex
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from typing import Iterator
 
 from openrecipes.audit.evidence import Finding
 from openrecipes.catalog.model import Recipe
+from openrecipes.rows.manifest import RowsManifest
 
 DEMO_BUILDER = ("openrecipes", "rows", "demo")  # the only builder whose input ships with the package
 
@@ -52,8 +52,8 @@ def rebuild(arguments: list[str]) -> RebuiltRows:
         if done.returncode != 0:
             last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
             return RebuiltRows(None, None, f"the rebuild failed ({last})")
-        manifest = json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8"))
-        return RebuiltRows(manifest["rows_sha256"], manifest["parquet_sha256"])
+        manifest = RowsManifest.read(Path(folder) / "manifest.json")
+        return RebuiltRows(manifest.rows_sha256, manifest.parquet_sha256)
 
 
 class RowsRebuilder:

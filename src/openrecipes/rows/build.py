@@ -13,20 +13,22 @@ import multiprocessing
 import os
 import tempfile
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from openrecipes.errors import UserError
-from openrecipes.rows.encode import Encoder, eos_token_for, make_encoder, parse_record, tokenizer_json_path
+from openrecipes.rows.encode import eos_token_for, make_encoder, parse_record, tokenizer_json_path
 from openrecipes.rows.formats import CHAT_FORMATS
-from openrecipes.rows.manifest import PACKING, PERMUTATION, write_manifest
+from openrecipes.rows.manifest import PACKING, PERMUTATION, DemoCorpus, ManifestSource, ManifestTokenizer, RowsManifest
+from openrecipes.rows.memo import ConversationMemo, Encoded, encode_parsed
 from openrecipes.rows.output import RowPacker, RowsWriter
 from openrecipes.rows.publish import discard, locked, publish, stage
 from openrecipes.rows.room import SPILL_TOKENS, check_free_space, output_bytes_bound, source_tokens_bound
-from openrecipes.rows.sources import open_source
+from openrecipes.rows.sources import JsonlLines, open_source
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -58,7 +60,7 @@ class BuildRequest:
     eos_token: str | None = None
     source_dataset: str | None = None
     source_revision: str | None = None
-    extra: dict | None = None  # recorded as-is in the manifest (the demo's corpus and epochs)
+    demo: DemoCorpus | None = None  # the demo's corpus and epochs, recorded in the manifest
 
 
 @dataclass
@@ -68,37 +70,44 @@ class Progress:
     conversations: int = 0
 
 
-_worker_encoder: Encoder | Exception | None = None
+_worker_memo: ConversationMemo | Exception | None = None
 
 
 def _start_worker(tokenizer: Path, chat_format: str, eos: str) -> None:
-    global _worker_encoder
+    global _worker_memo
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the processes are the parallelism
     try:
-        _worker_encoder = make_encoder(tokenizer, chat_format, eos)
+        _worker_memo = ConversationMemo(make_encoder(tokenizer, chat_format, eos))
     except Exception as error:  # raised by the worker's first task: a Pool restarts a failed initializer forever
-        _worker_encoder = error
+        _worker_memo = error
 
 
 def _worker_ready() -> None:
-    if isinstance(_worker_encoder, Exception):
-        raise _worker_encoder
+    _started_memo()
 
 
-def _encode_task(task: tuple[np.ndarray, list | pa.Array]) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray,
-                                                                    np.ndarray]:
-    """(indices, lengths with -1 for skipped, skip reasons, all ids, all masks) for one batch of raw records."""
-    _worker_ready()
-    indices, raws = task
-    parsed = [parse_record(raw) for raw in (raws if isinstance(raws, list) else raws.to_pylist())]
-    ids, masks, kept_lengths = _worker_encoder.encode_stream([messages for messages in parsed
-                                                              if not isinstance(messages, str)])
-    lengths = np.full(len(parsed), -1, np.int64)
-    lengths[[number for number, messages in enumerate(parsed) if not isinstance(messages, str)]] = kept_lengths
-    return indices, lengths, [messages for messages in parsed if isinstance(messages, str)], ids, masks
+def _started_memo() -> ConversationMemo:
+    if isinstance(_worker_memo, Exception):
+        raise _worker_memo
+    assert _worker_memo is not None, "the worker was started without _start_worker"
+    return _worker_memo
 
 
-def build_rows(request: BuildRequest, on_progress: Callable[[Progress], None] = lambda progress: None) -> dict:
+def _encode_task(task: tuple[np.ndarray, JsonlLines | pa.Array]) -> tuple[np.ndarray, Encoded]:
+    """One batch of records (JSONL lines, or parquet `messages` values) -> their tokens, by source index."""
+    from openrecipes.rows.records import arrow_messages  # pyarrow loads where records are read, not at CLI start
+
+    memo = _started_memo()
+    indices, records = task
+    raws = records.read() if isinstance(records, JsonlLines) else records
+    messages = arrow_messages(raws)
+    if messages is not None:
+        return indices, memo.encode(messages)
+    return indices, encode_parsed(memo.encoder, [parse_record(raw) for raw in
+                                                 (raws if isinstance(raws, list) else raws.to_pylist())])
+
+
+def build_rows(request: BuildRequest, on_progress: Callable[[Progress], None] = lambda progress: None) -> RowsManifest:
     """Build rows.parquet + manifest.json in request.out; returns the manifest."""
     _check_request(request)
     request = replace(request, workers=min(request.workers, os.cpu_count() or 1))
@@ -118,10 +127,10 @@ def build_rows(request: BuildRequest, on_progress: Callable[[Progress], None] = 
             pool.terminate()
 
 
-def _write_rows(request: BuildRequest, eos: str, pool, on_progress: Callable[[Progress], None]) -> dict:
-    global _worker_encoder
+def _write_rows(request: BuildRequest, eos: str, pool, on_progress: Callable[[Progress], None]) -> RowsManifest:
+    global _worker_memo
     if pool is None:
-        _worker_encoder = make_encoder(request.tokenizer, request.chat_format, eos)
+        _worker_memo = ConversationMemo(make_encoder(request.tokenizer, request.chat_format, eos))
     source = open_source(request.conversations)
     order = np.random.Generator(np.random.PCG64(request.seed)).permutation(source.count)
     position = np.empty(source.count, np.int64)
@@ -155,34 +164,34 @@ def _write_rows(request: BuildRequest, eos: str, pool, on_progress: Callable[[Pr
         discard(staged)
         raise
     parquet_sha256, parquet_bytes = writer.commit()
-    manifest = {
-        "name": request.name or f"{request.chat_format}-{request.conversations.stem}-fixed{request.row_tokens}",
-        "tokenizer": {"path": str(request.tokenizer),
-                      "tokenizer_json_sha256": _file_sha256(tokenizer_json_path(request.tokenizer))},
-        "chat_format": request.chat_format,
-        "loss_mask": request.chat_format,
-        "eos_token": eos,
-        "rows": writer.rows,
-        "rows_requested": request.rows,
-        "data_ran_out": writer.rows < request.rows,
-        "row_tokens": request.row_tokens,
-        "padding_tokens": 0,
-        "seed": request.seed,
-        "permutation": PERMUTATION,
-        "packing": PACKING.format(row_tokens=f"{request.row_tokens:,}"),
-        "supervised_tokens": writer.supervised_tokens,
-        "supervised_token_ratio": round(writer.supervised_tokens / max(1, writer.rows * request.row_tokens), 6),
-        "rows_sha256": writer.rows_sha256.hexdigest(),
-        "parquet_sha256": parquet_sha256,
-        "parquet_bytes": parquet_bytes,
-        "source": {"path": str(request.conversations), "dataset": request.source_dataset,
-                   "revision": request.source_revision, "conversations": source.count},
-        "conversations_used": progress.conversations,
-        "conversations_skipped": dict(sorted(skipped.items())),
-        "rows_skipped_without_target": packer.rows_without_target,
-        **(request.extra or {}),
-    }
-    write_manifest(staged / "manifest.json", manifest)
+    manifest = RowsManifest(
+        name=request.name or f"{request.chat_format}-{request.conversations.stem}-fixed{request.row_tokens}",
+        tokenizer=ManifestTokenizer(path=str(request.tokenizer),
+                                    tokenizer_json_sha256=_file_sha256(tokenizer_json_path(request.tokenizer))),
+        chat_format=request.chat_format,
+        loss_mask=request.chat_format,
+        eos_token=eos,
+        rows=writer.rows,
+        rows_requested=request.rows,
+        data_ran_out=writer.rows < request.rows,
+        row_tokens=request.row_tokens,
+        padding_tokens=0,
+        seed=request.seed,
+        permutation=PERMUTATION,
+        packing=PACKING.format(row_tokens=f"{request.row_tokens:,}"),
+        supervised_tokens=writer.supervised_tokens,
+        supervised_token_ratio=round(writer.supervised_tokens / max(1, writer.rows * request.row_tokens), 6),
+        rows_sha256=writer.rows_sha256.hexdigest(),
+        parquet_sha256=parquet_sha256,
+        parquet_bytes=parquet_bytes,
+        source=ManifestSource(path=str(request.conversations), dataset=request.source_dataset,
+                              revision=request.source_revision, conversations=source.count),
+        conversations_used=progress.conversations,
+        conversations_skipped=dict(sorted(skipped.items())),
+        rows_skipped_without_target=packer.rows_without_target,
+        demo=request.demo,
+    )
+    manifest.write(staged / "manifest.json")
     publish(request.out, staged)
     return manifest
 
@@ -224,8 +233,9 @@ def _spill(results, directory: Path, position: np.ndarray, window_start: int, wi
     written = 0
     ids_path, masks_path = directory / f"ids-{window_start}.bin", directory / f"masks-{window_start}.bin"
     with ids_path.open("wb") as ids_file, masks_path.open("wb") as masks_file:
-        for indices, task_lengths, reasons, ids, masks in results:
-            skipped.update(reasons)
+        for indices, encoded in results:
+            task_lengths, ids, masks = encoded.lengths, encoded.ids, encoded.masks
+            skipped.update(encoded.reasons)
             slots = position[indices] - window_start
             kept = task_lengths >= 0
             starts[slots[kept]] = written + np.concatenate([[0], np.cumsum(task_lengths[kept])[:-1]])

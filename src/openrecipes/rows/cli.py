@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from openrecipes.rows import demo as demo_corpus
 from openrecipes.rows.build import MAX_ROW_TOKENS, MAX_ROWS, MAX_SEED, MAX_WORKERS, BuildRequest, build_rows
 from openrecipes.rows.formats import CHAT_FORMATS
+from openrecipes.rows.manifest import DemoCorpus, RowsManifest
 from openrecipes.rows.publish import locked
 from openrecipes.rows.vocab_export import VOCABS, export_tokenizer
 
@@ -23,7 +24,7 @@ tokenizer_app = typer.Typer(help="Real tokenizers, rebuilt offline from quicktok
 console = Console(highlight=False)
 
 
-def _run_build(request: BuildRequest) -> dict:
+def _run_build(request: BuildRequest) -> RowsManifest:
     started = time.monotonic()
     bar = Progress(TextColumn("rows"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                    TimeElapsedColumn(), console=console, transient=False)
@@ -40,14 +41,14 @@ def _run_build(request: BuildRequest) -> dict:
     finally:
         if bar.live.is_started:  # stopping a bar never started still prints its (empty) line
             bar.stop()
-    console.print(f"wrote {manifest['rows']:,} rows x {manifest['row_tokens']:,} tokens to "
-                  f"{request.out / 'rows.parquet'} (supervised {manifest['supervised_token_ratio']:.3f})")
-    console.print(f"rows_sha256 {manifest['rows_sha256']}")
-    if manifest["conversations_skipped"]:
+    console.print(f"wrote {manifest.rows:,} rows x {manifest.row_tokens:,} tokens to "
+                  f"{request.out / 'rows.parquet'} (supervised {manifest.supervised_token_ratio:.3f})")
+    console.print(f"rows_sha256 {manifest.rows_sha256}")
+    if manifest.conversations_skipped:
         console.print("skipped conversations: " + ", ".join(
-            f"{reason} {count:,}" for reason, count in manifest["conversations_skipped"].items()))
-    if manifest["data_ran_out"]:
-        console.print(f"[yellow]the data ran out: {manifest['rows']:,} of {manifest['rows_requested']:,} rows[/]")
+            f"{reason} {count:,}" for reason, count in manifest.conversations_skipped.items()))
+    if manifest.data_ran_out:
+        console.print(f"[yellow]the data ran out: {manifest.rows:,} of {manifest.rows_requested:,} rows[/]")
     return manifest
 
 
@@ -106,8 +107,8 @@ def demo(
         _run_build(BuildRequest(conversations, tokenizer_dir, chat_format, row_tokens, rows, seed, out, workers,
                                 name=f"{chat_format}-chatterbot-demo-fixed{row_tokens}",
                                 source_dataset=demo_corpus.CORPUS,
-                                extra={"demo": {"corpus": demo_corpus.CORPUS, "dialogs_per_epoch": len(dialogs),
-                                                "epochs": epochs}}))
+                                demo=DemoCorpus(corpus=demo_corpus.CORPUS, dialogs_per_epoch=len(dialogs),
+                                                epochs=epochs)))
 
 
 @tokenizer_app.command("export")

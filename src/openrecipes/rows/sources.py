@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,6 +17,29 @@ if TYPE_CHECKING:
 PARQUET_BATCH_ROWS = 4096
 
 
+@dataclass(frozen=True)
+class JsonlLines:
+    """Some lines of a JSONL file by byte range, read where they are encoded (a worker) rather than shipped to it."""
+
+    path: Path
+    starts: np.ndarray
+    ends: np.ndarray
+
+    def read(self) -> list[bytes]:
+        """The lines, each with its newline. Lines close together are read in one call and cut apart."""
+        starts, ends = self.starts.tolist(), self.ends.tolist()
+        with self.path.open("rb") as lines:
+            if ends[-1] - starts[0] <= 4 * sum(ends) - sum(starts) + (1 << 16):
+                lines.seek(starts[0])
+                block = lines.read(ends[-1] - starts[0])
+                return [block[start - starts[0]:end - starts[0]] for start, end in zip(starts, ends, strict=True)]
+            raws = []
+            for start, end in zip(starts, ends, strict=True):
+                lines.seek(start)
+                raws.append(lines.read(end - start))
+            return raws
+
+
 class JsonlSource:
     """One conversation per non-blank line; an index of line offsets allows reading any subset in order."""
 
@@ -23,25 +48,11 @@ class JsonlSource:
         self.starts, self.ends = _line_index(path)
         self.count = len(self.starts)
 
-    def read(self, indices: np.ndarray, batch_size: int) -> Iterator[tuple[np.ndarray, list[bytes]]]:
-        """The raw lines of the given ascending indices, in batches of at most batch_size. Lines close together
-        are read in one call and cut apart; scattered ones one by one."""
-        with self.path.open("rb") as lines:
-            for first in range(0, len(indices), batch_size):
-                batch = indices[first:first + batch_size]
-                starts, ends = self.starts[batch], self.ends[batch]
-                span = int(ends[-1] - starts[0])
-                if span <= 2 * int((ends - starts).sum()) + (1 << 16):
-                    lines.seek(int(starts[0]))
-                    block = lines.read(span)
-                    cuts = zip((starts - starts[0]).tolist(), (ends - starts[0]).tolist())
-                    yield batch, [block[start:end] for start, end in cuts]
-                    continue
-                raws = []
-                for start, end in zip(starts.tolist(), ends.tolist()):
-                    lines.seek(start)
-                    raws.append(lines.read(end - start))
-                yield batch, raws
+    def read(self, indices: np.ndarray, batch_size: int) -> Iterator[tuple[np.ndarray, JsonlLines]]:
+        """The given ascending indices in batches of at most batch_size, as byte ranges the encoder reads."""
+        for first in range(0, len(indices), batch_size):
+            batch = indices[first:first + batch_size]
+            yield batch, JsonlLines(self.path, self.starts[batch], self.ends[batch])
 
 
 _WHITESPACE = np.zeros(256, bool)
@@ -50,31 +61,30 @@ INDEX_CHUNK_BYTES = 1 << 22
 
 
 def _line_index(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(start, end) byte offsets of every non-blank line (end past its newline), read in chunks with numpy."""
-    starts, ends = [], []
-    line_start, line_has_text, offset = 0, False, 0
+    """(start, end) byte offsets of every non-blank line (end past its newline). Read in chunks cut after their
+    last newline; a line is non-blank when its first byte is, and the few that open with whitespace are checked
+    one by one."""
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    offset, rest = 0, b""  # rest: the bytes after the last newline read so far, at file offset `offset`
     with path.open("rb") as lines:
-        for chunk in iter(lambda: lines.read(INDEX_CHUNK_BYTES), b""):
-            data = np.frombuffer(chunk, np.uint8)
-            text_before = np.concatenate([[0], np.cumsum(~_WHITESPACE[data], dtype=np.int64)])
-            newlines = np.flatnonzero(data == 10)
-            line_firsts = np.concatenate([[0], newlines[:-1] + 1])  # in this chunk; the first may continue a line
-            has_text = text_before[newlines + 1] - text_before[line_firsts] > 0
-            if len(newlines):
-                has_text[0] |= line_has_text
-                line_starts = np.concatenate([[line_start], offset + newlines[:-1] + 1])
-                starts.append(line_starts[has_text])
-                ends.append(offset + newlines[has_text] + 1)
-                line_start = offset + int(newlines[-1]) + 1
-                line_has_text = False
-            rest_first = int(newlines[-1]) + 1 if len(newlines) else 0
-            line_has_text |= bool(text_before[-1] - text_before[rest_first] > 0)
-            offset += len(chunk)
-    if line_has_text:  # a last line without a newline
-        starts.append(np.array([line_start]))
-        ends.append(np.array([offset]))
-    if not starts:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
+        while True:
+            chunk = lines.read(INDEX_CHUNK_BYTES)
+            data = rest + chunk
+            data_ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 10) + 1
+            if not chunk and len(data) > (data_ends[-1] if len(data_ends) else 0):
+                data_ends = np.append(data_ends, len(data))  # a last line without a newline
+            data_starts = np.concatenate([[0], data_ends[:-1]]).astype(np.int64)[:len(data_ends)]
+            opens_blank = _WHITESPACE[np.frombuffer(data, np.uint8)[data_starts]]
+            keep = np.ones(len(data_ends), bool)
+            for line in np.flatnonzero(opens_blank).tolist():
+                keep[line] = bool(data[data_starts[line]:data_ends[line]].strip())
+            starts.append(offset + data_starts[keep])
+            ends.append(offset + data_ends[keep])
+            if not chunk:
+                break
+            cut = int(data_ends[-1]) if len(data_ends) else 0
+            offset, rest = offset + cut, data[cut:]
     return np.concatenate(starts).astype(np.int64), np.concatenate(ends).astype(np.int64)
 
 
