@@ -22,6 +22,16 @@ def repo() -> Path:
     return REPO
 
 
+@pytest.fixture(scope="session")
+def bundled_site(tmp_path_factory):
+    """The bundled catalog's site, built once for every test that only reads it: a build draws some thirty SVG plots,
+    many seconds of CPU each time. Tests that change a catalog or the output folder build their own."""
+    from openrecipes.catalog.store import load_catalog
+    from openrecipes.site.build import build_site
+
+    return build_site(load_catalog(REPO), tmp_path_factory.mktemp("bundled") / "site")
+
+
 def openrecipes(*args: object, cwd: Path = REPO) -> subprocess.CompletedProcess:
     """`openrecipes ARGS` as a shell runs it (the real entry point `main()`: its exit code, stdout and stderr, a wide
     terminal so rich does not ellipsize table cells), but in this process: a new interpreter per call would spend a
