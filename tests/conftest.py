@@ -1,20 +1,70 @@
-"""Shared test helpers: the repository root and a way to write a mutated copy of a seed recipe."""
+"""Shared test helpers: the repository root, `openrecipes` run in this process, and a way to write a mutated copy of a
+seed recipe."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[1]
 GLM_16K = REPO / "recipes/glm-5.2-744b-a40b/b200/attune-tp4-pp2-cp4-mt16k.yaml"
 GPTOSS_1 = REPO / "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.yaml"
 
+# Hypothesis: no deadline in either profile (a shared CPU makes one example's time noise, not a finding). Locally the
+# failing examples are kept in the ignored .hypothesis/ of the repository, wherever pytest starts, and replayed first;
+# CI (`pytest --hypothesis-profile ci`) keeps none, derandomizes so a run can be repeated, and prints the blob that
+# reproduces a failure. Tests that name their own max_examples keep it in both.
+settings.register_profile("dev", deadline=None, database=DirectoryBasedExampleDatabase(REPO / ".hypothesis/examples"))
+settings.register_profile("ci", deadline=None, database=None, derandomize=True, print_blob=True, max_examples=100)
+settings.load_profile("dev")
+
 
 @pytest.fixture
 def repo() -> Path:
     return REPO
+
+
+@pytest.fixture(scope="session")
+def bundled_site(tmp_path_factory):
+    """The bundled catalog's site, built once for every test that only reads it: a build draws some thirty SVG plots,
+    many seconds of CPU each time. Tests that change a catalog or the output folder build their own."""
+    from openrecipes.catalog.store import load_catalog
+    from openrecipes.site.build import build_site
+
+    return build_site(load_catalog(REPO), tmp_path_factory.mktemp("bundled") / "site")
+
+
+def openrecipes(*args: object, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    """`openrecipes ARGS` as a shell runs it (the real entry point `main()`: its exit code, stdout and stderr, a wide
+    terminal so rich does not ellipsize table cells), but in this process: a new interpreter per call would spend a
+    second or more importing the toolchain again. Tests about the process boundary itself (signals, a traceback
+    escaping, imports in a bare interpreter) start a real process instead. An exception that escapes `main()` fails
+    the test, as the traceback a user would see."""
+    from openrecipes.cli import main
+
+    argv, here = [str(a) for a in args], Path.cwd()
+    with CliRunner().isolation(env={"COLUMNS": "250"}) as (out, err, _):
+        sys.argv, saved = ["openrecipes", *argv], sys.argv
+        os.chdir(cwd)
+        try:
+            main()
+            code = 0
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else 0 if done.code is None else 1
+        finally:
+            sys.argv = saved
+            os.chdir(here)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        return subprocess.CompletedProcess(argv, code, out.getvalue().decode(), err.getvalue().decode())
 
 
 class _LiteralDumper(yaml.SafeDumper):

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from conftest import REPO
+from conftest import REPO, openrecipes
 from openrecipes.audit.review import audit
 from openrecipes.catalog.store import load_recipe
 from openrecipes.cli import app
@@ -31,9 +28,7 @@ def catalog(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "openrecipes", *map(str, args)], capture_output=True, text=True,
-                          cwd=REPO, env={**os.environ, "COLUMNS": "250"})
+cli = openrecipes
 
 
 def test_reproduce_prints_delta_band_convergence_and_stack(catalog):

@@ -3,17 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
-from conftest import GLM_16K, REPO, load_seed, write_recipe
-
-
-def openrecipes(*args, cwd=REPO):
-    env = {**os.environ, "COLUMNS": "250"}  # a wide terminal, so rich does not ellipsize table cells
-    return subprocess.run([sys.executable, "-m", "openrecipes", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env)
+from conftest import GLM_16K, load_seed, openrecipes, write_recipe
 
 
 def test_validate_catalog_exit_0_and_json_contract():

@@ -3,6 +3,7 @@ cannot be committed: each run must keep the contract a user relies on — exit 0
 stderr for 2; never a traceback; under 30 s; under 1 GiB (the worker's address space is capped there).
 
 The cases run in two worker processes (tests/fuzz/run.py); `python tests/fuzz/run.py` prints the same totals.
+Over a thousand command runs take minutes on a CPU: the module is `slow` (CI runs it; the quick loop does not).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ sys.path.insert(0, str(Path(__file__).parent / "fuzz"))
 from cases import CORPUS, all_cases  # noqa: E402
 from make_corpus import write_corpus  # noqa: E402
 from run import run_cases, summary  # noqa: E402
+
+pytestmark = pytest.mark.slow
 
 COMMANDS = ["validate", "list", "show", "run --dry-run", "site build", "serve", "plan", "tune", "measure",
             "check convergence", "check config", "rows build", "rows demo", "tokenizer export"]

@@ -3,27 +3,23 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from conftest import GPTOSS_1, REPO
+from conftest import openrecipes as run
 
 from openrecipes.catalog.command import parse_run
 from openrecipes.verify.convergence import check_convergence
-
-sys.path.insert(0, str(Path(__file__).parent / "fuzz"))
-from worker import run_case  # noqa: E402
 
 TITAN_LOG = REPO / "tests/fixtures/logs/torchtitan-0.2.2-qwen3-8b-fsdp2-2xh200.log"
 SCRIPT = REPO / "tests/fixtures/config/gpt-oss-20b-megatron-bridge-reference.sh"
 
 
 def openrecipes(*args, cwd: Path = REPO) -> tuple[int, str, str]:
-    result = run_case({"id": "", "argv": [str(a) for a in args], "cwd": str(cwd)}, seconds=60)
-    assert result["failure"] is None, result["stderr"]
-    return result["code"], result["stdout"], result["stderr"]
+    result = run(*args, cwd=cwd)
+    return result.returncode, result.stdout, result.stderr
 
 
 def bad_input(*args, cwd: Path = REPO) -> str:

@@ -10,17 +10,14 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from conftest import GLM_16K, GPTOSS_1, REPO
+from conftest import GLM_16K, GPTOSS_1, REPO, openrecipes
 from openrecipes.verify.cli import check_app
 
 LOGS = REPO / "tests/fixtures/logs"
 SLIME_GPTOSS_1 = LOGS / "slime-gpt-oss-20b-attune-tp1-pp1-ep4.log"
 
 
-def run(*args: str, python_args: tuple[str, ...] = ("-m", "openrecipes")) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "250"}
-    return subprocess.run([sys.executable, *python_args, *map(str, args)], capture_output=True, text=True, cwd=REPO,
-                          env=env)
+run = openrecipes
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, text: str) -> None:
@@ -93,7 +90,8 @@ def test_component_runs_with_torch_alone():
     block = ("import runpy, sys; sys.modules.update(dict.fromkeys(['pydantic', 'typer', 'rich', 'yaml', 'numpy'])); "
              "sys.argv = ['optimizer_offload', '--shape', 'small', '--json']; "
              "runpy.run_module('openrecipes.verify.components.optimizer_offload', run_name='__main__')")
-    result = run(python_args=("-c", block))
+    result = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, cwd=REPO,
+                            env={**os.environ, "COLUMNS": "250"})
     assert result.returncode == 0, result.stderr
     verdict = json.loads(result.stdout)
     assert verdict["passed"] and verdict["shape"] == "small" and len(verdict["arms"]) == 5

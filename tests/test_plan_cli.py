@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_catalog_cli import openrecipes
+from conftest import openrecipes
 
 REQUIRED = {"tp", "pp", "cp", "ep", "etp", "dp", "recompute", "offload_fraction", "max_tokens_per_gpu", "fits",
             "reason", "memory_gib", "tokens_per_s_per_gpu", "mfu", "usd_per_million_tokens", "memory_parts",

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_catalog_cli import openrecipes
+from conftest import openrecipes
 
 from openrecipes.catalog.store import load_catalog
 from openrecipes.tune.export import fingerprint

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import openrecipes
 from typer.testing import CliRunner
 
 from openrecipes.cli import app
@@ -205,11 +206,7 @@ def test_budget_too_small_for_the_reference_and_one_candidate(catalog):
       str(REPO / "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.yaml")], "not a torchtitan recipe"),
 ])
 def test_bad_input_exits_2_with_one_line(args, message):
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-m", "openrecipes", "tune", *args], capture_output=True, text=True,
-                          cwd=REPO)
+    done = openrecipes("tune", *args)
     assert done.returncode == 2
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
 

@@ -10,13 +10,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from site_helpers import HOSTILE_CATALOG, HOSTILE_SLUG, PAYLOADS, REPO, served
 
 from openrecipes.catalog.store import load_catalog
 from openrecipes.site import format as fmt
 from openrecipes.site.build import build_site
 from openrecipes.site.pages import site_pages
 from openrecipes.tune.export import PLAN_TOP
-from site_helpers import HOSTILE_CATALOG, HOSTILE_SLUG, PAYLOADS, REPO, served
 
 CHROMIUM = Path("/usr/bin/chromium")
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -86,16 +86,10 @@ def _plan_prediction(entry) -> dict:
     return predict_layout(context(point.request), point.layout).as_json()
 
 
-def _site(catalog_root: Path, out: Path):
-    catalog = load_catalog(catalog_root)
-    build_site(catalog, out)
-    return catalog, site_pages(catalog)
-
-
-def test_index_to_board_to_recipe_to_compare(chromium, tmp_path):
-    catalog, site = _site(REPO, tmp_path / "site")
+def test_index_to_board_to_recipe_to_compare(chromium, bundled_site):
+    site = site_pages(load_catalog(REPO))
     board = next(p for p in site.section("gpt-oss-20b").boards if p.board.gpu_type == "H200")
-    with served(tmp_path / "site") as base:
+    with served(bundled_site.out) as base:
         b = Browser(chromium, base)
         page = b.page
         page.goto(base)
@@ -173,18 +167,17 @@ def test_index_to_board_to_recipe_to_compare(chromium, tmp_path):
         assert b.errors == [] and b.foreign == [] and b.dialogs == []
 
 
-def test_the_site_works_from_file_urls(chromium, tmp_path):
-    _site(REPO, tmp_path / "site")
+def test_the_site_works_from_file_urls(chromium, bundled_site):
     b = Browser(chromium, "http://127.0.0.1")
     b.context.unroute("**/*")
-    b.page.goto((tmp_path / "site" / "compare.html").as_uri())
+    b.page.goto((bundled_site.out / "compare.html").as_uri())
     b.page.wait_for_selector("#compare-facts tbody tr")
     assert b.page.locator("#head-a").inner_text() == "attune-tp4-pp2-cp4-mt16k"
     assert b.errors == []
 
 
 def test_a_hostile_recipe_renders_inert(chromium, tmp_path):
-    _site(HOSTILE_CATALOG, tmp_path / "site")
+    build_site(load_catalog(HOSTILE_CATALOG), tmp_path / "site")
     with served(tmp_path / "site") as base:
         b = Browser(chromium, base)
         for path in ("index.html", "models/gpt-oss-20b/h200/rows8192-gb128-bf16.html",
@@ -223,11 +216,9 @@ AXE = REPO / "tests/vendor/axe-core/axe.min.js"
 
 
 @pytest.fixture(scope="module")
-def bundled(tmp_path_factory):
-    out = tmp_path_factory.mktemp("bundled") / "site"
-    catalog, site = _site(REPO, out)
-    with served(out) as base:
-        yield site, base
+def bundled(bundled_site):
+    with served(bundled_site.out) as base:
+        yield site_pages(load_catalog(REPO)), base
 
 
 def _open(b: Browser, base: str, kind: str) -> None:

@@ -9,21 +9,15 @@ import urllib.error
 import urllib.request
 
 import pytest
+from site_helpers import HOSTILE_CATALOG, HOSTILE_SLUG, PAYLOADS, REPO, served
 from typer.testing import CliRunner
 
 from openrecipes.catalog.store import load_catalog
 from openrecipes.cli import app
 from openrecipes.errors import UserError
 from openrecipes.site.build import CSP, build_site
-from site_helpers import HOSTILE_CATALOG, HOSTILE_SLUG, PAYLOADS, REPO, served
 
 PAGE_BUDGET_BYTES = 150 * 1024
-
-
-@pytest.fixture(scope="module")
-def bundled(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
-    return build_site(load_catalog(REPO), out)
 
 
 @pytest.fixture(scope="module")
@@ -32,11 +26,11 @@ def hostile(tmp_path_factory):
     return build_site(load_catalog(HOSTILE_CATALOG), out)
 
 
-def test_every_page_carries_the_csp_and_no_inline_script_or_style(bundled):
+def test_every_page_carries_the_csp_and_no_inline_script_or_style(bundled_site):
     assert {"index.html", "running.html", "compare.html", "models/gpt-oss-20b/h200/rows8192-gb128-bf16.html",
-            "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.html"} <= set(bundled.pages)
-    for page, size in bundled.pages.items():
-        html = (bundled.out / page).read_text(encoding="utf-8")
+            "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.html"} <= set(bundled_site.pages)
+    for page, size in bundled_site.pages.items():
+        html = (bundled_site.out / page).read_text(encoding="utf-8")
         assert size <= PAGE_BUDGET_BYTES, page
         assert f'<meta http-equiv="Content-Security-Policy" content="{CSP.replace(chr(39), "&#39;")}">' in html, page
         assert not re.search(r"<script(?![^>]*\bsrc=)", html), page
@@ -45,8 +39,8 @@ def test_every_page_carries_the_csp_and_no_inline_script_or_style(bundled):
         assert not re.search(r"src=\"(https?:)?//|<link[^>]*href=\"(https?:)?//", html), page
 
 
-def test_recipes_json_exports_the_whole_catalog_with_ranks_and_marked_summaries(bundled):
-    export = json.loads((bundled.out / "recipes.json").read_text(encoding="utf-8"))
+def test_recipes_json_exports_the_whole_catalog_with_ranks_and_marked_summaries(bundled_site):
+    export = json.loads((bundled_site.out / "recipes.json").read_text(encoding="utf-8"))
     entries = {e["slug"]: e for e in export["entries"]}
     catalog = load_catalog(REPO)
     assert set(entries) == {e.slug for e in catalog.entries}
@@ -56,9 +50,9 @@ def test_recipes_json_exports_the_whole_catalog_with_ranks_and_marked_summaries(
     assert first["page"] == "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.html"
 
 
-def test_yaml_download_is_the_catalog_file_byte_for_byte(bundled):
+def test_yaml_download_is_the_catalog_file_byte_for_byte(bundled_site):
     path = "recipes/glm-5.2-744b-a40b/b200/attune-tp4-pp2-cp4-mt12k.yaml"
-    assert (bundled.out / path).read_bytes() == (REPO / path).read_bytes()
+    assert (bundled_site.out / path).read_bytes() == (REPO / path).read_bytes()
 
 
 def test_hostile_strings_are_escaped_everywhere(hostile):
@@ -139,11 +133,11 @@ def test_site_build_command_writes_the_site(tmp_path):
     assert "wrote 7 pages" in result.output and (tmp_path / "s" / "index.html").exists()
 
 
-def test_every_page_links_the_favicon_the_repository_and_a_footer_of_its_own(bundled):
-    assert (bundled.out / "static/favicon.svg").read_text().startswith("<svg")
+def test_every_page_links_the_favicon_the_repository_and_a_footer_of_its_own(bundled_site):
+    assert (bundled_site.out / "static/favicon.svg").read_text().startswith("<svg")
     footers = {}
-    for page in bundled.pages:
-        html = (bundled.out / page).read_text(encoding="utf-8")
+    for page in bundled_site.pages:
+        html = (bundled_site.out / page).read_text(encoding="utf-8")
         assert re.search(r'<link rel="icon" href="(\.\./)*static/favicon\.svg"', html), page
         assert f'href="{REPO.resolve().as_uri()}" id="repository-link"' in html, page  # site.yaml: repository: .
         footers[page.split("/")[0]] = re.search(r"<footer>(.*?)</footer>", html, re.S).group(1)
@@ -152,23 +146,24 @@ def test_every_page_links_the_favicon_the_repository_and_a_footer_of_its_own(bun
     assert "this recipe's published values" in footers["recipes"]
 
 
-def test_boards_show_costs_that_rank_and_recipe_pages_explain_their_inputs(bundled):
-    board = (bundled.out / "models/qwen3-1.7b/h200/rows8192-gb16-bf16.html").read_text(encoding="utf-8")
+def test_boards_show_costs_that_rank_and_recipe_pages_explain_their_inputs(bundled_site):
+    board = (bundled_site.out / "models/qwen3-1.7b/h200/rows8192-gb16-bf16.html").read_text(encoding="utf-8")
     assert '>$0.05</td>' in board and '>$0.09</td>' in board  # no tie on this board: costs as published
-    recipe = (bundled.out / "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.html").read_text(encoding="utf-8")
+    recipe = (bundled_site.out / "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.html").read_text(encoding="utf-8")
     box = recipe[recipe.index('id="before-you-run"'):recipe.index('id="run-command"')]
     for shown in ("$HF_CKPT", "$TORCH_DIST", "$SFT_DATA", "&lt;slime entry module&gt;"):
         assert f"<code>{shown}</code>" in box
-    ours = (bundled.out / "recipes/qwen3-1.7b/h200/openrecipes-compile-noac-mb4.html").read_text(encoding="utf-8")
+    ours = (bundled_site.out / "recipes/qwen3-1.7b/h200/openrecipes-compile-noac-mb4.html").read_text(encoding="utf-8")
     notes = ours[ours.index('id="recipe-notes"'):]
     assert notes.count("<li>") >= 5 and "`" not in notes[:notes.index("</div>")]
     assert 'href="../../../recipes/qwen3-1.7b/h200/torchtitan-stock.html"' in notes  # a recipe path links its page
 
 
-def test_running_pages_are_written_per_board_with_that_boards_rows(bundled):
-    glm = (bundled.out / "models/glm-5.2-744b-a40b/b200/rows8192-gb128-bf16-running.html").read_text(encoding="utf-8")
+def test_running_pages_are_written_per_board_with_that_boards_rows(bundled_site):
+    glm = (bundled_site.out / "models/glm-5.2-744b-a40b/b200/rows8192-gb128-bf16-running.html").read_text(
+        encoding="utf-8")
     assert "--chat-format glm5" in glm and "--rows 12800" in glm and "recipes/glm-5.2-744b-a40b/b200/" in glm
     assert "Patch slime&#39;s mask_utils.py" in glm  # the model's notes come before its rows build
-    qwen = (bundled.out / "models/qwen3-1.7b/h200/rows8192-gb16-bf16-running.html").read_text(encoding="utf-8")
+    qwen = (bundled_site.out / "models/qwen3-1.7b/h200/rows8192-gb16-bf16-running.html").read_text(encoding="utf-8")
     assert "openrecipes rows demo --out .data/qwen3-rows --chat-format qwen3 --rows 320 --seed 42" in qwen
     assert "glm5" not in qwen

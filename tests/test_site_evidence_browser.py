@@ -6,10 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from openrecipes.catalog.store import load_catalog
-from openrecipes.site.build import build_site
-from site_helpers import REPO, served
+from site_helpers import served
 
 CHROMIUM = Path("/usr/bin/chromium")
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -17,9 +14,8 @@ pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")]
 
 
-def test_the_evidence_filter_keeps_the_rows_of_one_level(tmp_path):
-    build_site(load_catalog(REPO), tmp_path / "site")
-    with served(tmp_path / "site") as base, sync_api.sync_playwright() as playwright:
+def test_the_evidence_filter_keeps_the_rows_of_one_level(bundled_site):
+    with served(bundled_site.out) as base, sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
                                              args=["--no-sandbox", "--disable-gpu"])
         page = browser.new_page()

@@ -7,6 +7,7 @@ import re
 
 import pytest
 from markupsafe import Markup
+from site_helpers import REPO
 
 from openrecipes.catalog.command import command_inputs
 from openrecipes.catalog.store import load_catalog
@@ -15,7 +16,6 @@ from openrecipes.site import notes
 from openrecipes.site.before_run import UNEXPLAINED, run_inputs
 from openrecipes.site.running import running_steps
 from openrecipes.site.settings import read_repository
-from site_helpers import REPO
 
 
 @pytest.fixture(scope="module")

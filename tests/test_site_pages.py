@@ -7,11 +7,11 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from site_helpers import REPO
 
 from openrecipes.catalog.store import load_catalog
 from openrecipes.site import format as fmt
 from openrecipes.site.pages import ParetoPoint, pareto_front, relative_url, site_pages
-from site_helpers import REPO
 
 
 @pytest.fixture(scope="module")

@@ -9,21 +9,14 @@ import sys
 from html import unescape
 
 import pytest
-
-from openrecipes.catalog.store import load_catalog
-from openrecipes.tune import export
-from openrecipes.plan.predict import plan_table
-from openrecipes.plan.trust import stored_points
-from openrecipes.site.build import build_site
 from site_helpers import REPO
 
+from openrecipes.catalog.store import load_catalog
+from openrecipes.plan.predict import plan_table
+from openrecipes.plan.trust import stored_points
+from openrecipes.tune import export
+
 GPTOSS_PAGE = "plan/gpt-oss-20b.html"
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("plan-site")
-    return build_site(load_catalog(REPO), out)
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +25,8 @@ def h200_rows():
     return plan_table("gpt-oss-20b", "H200", 8, grad_reduce_bf16=True)
 
 
-def _section(built, page: str, anchor: str) -> str:
-    html = (built.out / page).read_text(encoding="utf-8")
+def _section(site, page: str, anchor: str) -> str:
+    html = (site.out / page).read_text(encoding="utf-8")
     start = html.index(f'id="{anchor}"')
     end = html.find('<section class="plan-table"', start)
     return html[start:end if end > 0 else len(html)]
@@ -54,8 +47,8 @@ def _cells(row: str) -> list[str]:
     return [unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
 
 
-def test_the_seed_layout_fits_8_h200_with_its_prediction_beside_the_measured_figure(built, h200_rows):
-    section = _section(built, GPTOSS_PAGE, "plan-h200-8")
+def test_the_seed_layout_fits_8_h200_with_its_prediction_beside_the_measured_figure(bundled_site, h200_rows):
+    section = _section(bundled_site, GPTOSS_PAGE, "plan-h200-8")
     measured = next(r for r in _rows(section, "measured-points") if "attune-tp1-pp1-ep4.html" in r)
     cells = _cells(measured)
     assert cells[1].startswith("TP1 PP1 EP4 DP8 · none recompute")
@@ -70,13 +63,13 @@ def test_the_seed_layout_fits_8_h200_with_its_prediction_beside_the_measured_fig
     assert cells[6] == f"fits; #{rank} of {len(fitting):,}"
     error = next(p.error for p in stored_points() if p.name == "gpt-oss-20b/h200/attune-tp1-pp1-ep4")
     assert cells[7] == f"{error * 100:+.1f}%"
-    assert "Predicted, not measured." in (built.out / GPTOSS_PAGE).read_text(encoding="utf-8")
+    assert "Predicted, not measured." in (bundled_site.out / GPTOSS_PAGE).read_text(encoding="utf-8")
 
 
-def test_every_row_is_plan_tables(built, h200_rows):
+def test_every_row_is_plan_tables(bundled_site, h200_rows):
     """Each shown row against plan_table's object for gpt-oss-20b on 8 x H200 (GLM's tables come from the same
     code; planning GLM on 64 GPUs again here would cost the test 4 s)."""
-    section = _section(built, GPTOSS_PAGE, "plan-h200-8")
+    section = _section(bundled_site, GPTOSS_PAGE, "plan-h200-8")
     expected = [r for r in h200_rows if r["fits"]][:export.PLAN_TOP]
     shown = _rows(section, "plan-rows")
     assert len(shown) == export.PLAN_TOP
@@ -97,8 +90,8 @@ def test_every_row_is_plan_tables(built, h200_rows):
         assert cells[-1] == want["reason"] and _values(row)[4] == str(want["tokens_per_s_per_gpu"])
 
 
-def test_the_short_answer_comes_first_with_the_best_measured_beside_it(built, h200_rows):
-    html = (built.out / GPTOSS_PAGE).read_text(encoding="utf-8")
+def test_the_short_answer_comes_first_with_the_best_measured_beside_it(bundled_site, h200_rows):
+    html = (bundled_site.out / GPTOSS_PAGE).read_text(encoding="utf-8")
     assert html.index('id="plan-summary"') < html.index('<section class="plan-table"') < html.index('id="calibration"')
     assert "<details class=\"calibration\"" in html
     summary = html[html.index('id="plan-summary"'):html.index("</section>", html.index('id="plan-summary"'))]
@@ -109,15 +102,15 @@ def test_the_short_answer_comes_first_with_the_best_measured_beside_it(built, h2
     assert "attune-tp1-pp1-ep4" in cells[5] and "10,483.9" in cells[5]
 
 
-def test_torchtitan_rows_offer_the_planned_recipe(built):
-    section = _section(built, "plan/qwen3-8b.html", "plan-h200-2")
+def test_torchtitan_rows_offer_the_planned_recipe(bundled_site):
+    section = _section(bundled_site, "plan/qwen3-8b.html", "plan-h200-2")
     first = _rows(section, "plan-rows")[0]
     command = re.search(r'<pre class="code" id="([^"]+)">([^<]+)</pre>', first)
     assert command and 'data-copy="' + command.group(1) + '"' in first
     assert unescape(command.group(2)).startswith("openrecipes plan qwen3-8b --gpu H200 --gpus 2 --engine torchtitan "
                                                  "--emit-recipe ")
     link = re.search(r'href="([^"]+\.yaml)" download', first).group(1)
-    text = (built.out / "plan" / link).resolve().read_text()
+    text = (bundled_site.out / "plan" / link).resolve().read_text()
     assert "\nstatus: planned\n" in text
 
 
@@ -129,16 +122,16 @@ def test_the_site_never_runs_the_predictor():
     assert found == "[]"
 
 
-def test_glm_on_one_node_shows_why_nothing_fits(built):
-    section = _section(built, "plan/glm-5.2-744b-a40b.html", "plan-b200-8")
+def test_glm_on_one_node_shows_why_nothing_fits(bundled_site):
+    section = _section(bundled_site, "plan/glm-5.2-744b-a40b.html", "plan-b200-8")
     assert "No layout fits 8 × B200." in section
     assert len(_rows(section, "plan-misses")) == export.CLOSEST_MISSES + export.FASTEST_MISSES
 
 
-def test_plan_pages_are_linked_from_the_index_and_every_board(built):
-    index = (built.out / "index.html").read_text(encoding="utf-8")
+def test_plan_pages_are_linked_from_the_index_and_every_board(bundled_site):
+    index = (bundled_site.out / "index.html").read_text(encoding="utf-8")
     assert 'href="plan/gpt-oss-20b.html"' in index and 'href="plan/glm-5.2-744b-a40b.html"' in index
-    board = (built.out / "models/glm-5.2-744b-a40b/b200/rows8192-gb128-bf16.html").read_text(encoding="utf-8")
+    board = (bundled_site.out / "models/glm-5.2-744b-a40b/b200/rows8192-gb128-bf16.html").read_text(encoding="utf-8")
     assert 'href="../../../plan/glm-5.2-744b-a40b.html"' in board
 
 
@@ -150,13 +143,13 @@ def test_tables_do_not_depend_on_the_recipes():
     assert not export.model_settings(catalog, "GLM-5.2-744B-A40B").grad_reduce_bf16
 
 
-def test_our_runs_without_a_recipe_sit_beside_their_predictions(built):
+def test_our_runs_without_a_recipe_sit_beside_their_predictions(bundled_site):
     """Our Qwen3-1.7B runs that no recipe holds (reference_points.yaml own_runs: the tune sweep's 15 layouts and two
     earlier ones) on the 1 x H200 table: each measured figure is its row's, each prediction the planner's."""
     from openrecipes.plan.calibrate import measured_points, predict_point, reference_rows
     from openrecipes.plan.constants import calibration
 
-    section = _section(built, "plan/qwen3-1.7b.html", "plan-h200-1")
+    section = _section(bundled_site, "plan/qwen3-1.7b.html", "plan-h200-1")
     rows = _rows(section, "run-points")
     recipes = {entry.slug for entry in load_catalog(REPO).recipes}
     sweep = {r["name"]: r for r in reference_rows() if "log" in r and r["model"] == "qwen3-1.7b"

@@ -8,10 +8,7 @@ Skips when /usr/bin/chromium or playwright is missing (scripts/setup.sh test ins
 from __future__ import annotations
 
 import pytest
-
-from openrecipes.catalog.store import load_catalog
-from openrecipes.site.build import build_site
-from site_helpers import REPO, served
+from site_helpers import served
 from test_site_browser import CHROMIUM, SCREENSHOTS, Browser
 
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -30,15 +27,8 @@ def chromium():
         browser.close()
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("plan-browser")
-    build_site(load_catalog(REPO), out)
-    return out
-
-
-def test_plan_pages_answer_first_and_never_scroll_sideways(chromium, site):
-    with served(site) as base:
+def test_plan_pages_answer_first_and_never_scroll_sideways(chromium, bundled_site):
+    with served(bundled_site.out) as base:
         b = Browser(chromium, base)
         page = b.page
         for width in WIDTHS:
@@ -61,8 +51,8 @@ def test_plan_pages_answer_first_and_never_scroll_sideways(chromium, site):
         assert b.errors == [] and b.foreign == [] and b.dialogs == []
 
 
-def test_copy_as_recipe_copies_the_emit_command(chromium, site):
-    with served(site) as base:
+def test_copy_as_recipe_copies_the_emit_command(chromium, bundled_site):
+    with served(bundled_site.out) as base:
         b = Browser(chromium, base)
         page = b.page
         page.goto(base + "plan/qwen3-8b.html")
