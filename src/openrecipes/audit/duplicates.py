@@ -8,9 +8,9 @@ length and logging), so a catalog of any size is grouped in one pass; `check con
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from openrecipes.audit.evidence import Finding
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run

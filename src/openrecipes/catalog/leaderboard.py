@@ -52,7 +52,7 @@ def boards(catalog: Catalog) -> list[Board]:
         recipe = entry.entry
         groups.setdefault((recipe.model, recipe.gpu.type, workload_of(recipe)), []).append(entry)
     return [Board(model, gpu, workload, tuple(rank(entries)))
-            for (model, gpu, workload), entries in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2]))]
+            for (model, gpu, workload), entries in sorted(groups.items(), key=lambda kv: kv[0][:3])]
 
 
 @dataclass(frozen=True)

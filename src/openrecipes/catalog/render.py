@@ -21,16 +21,16 @@ def validation_reports(console: Console, reports: list[FileReport]) -> None:
         console.print(f"[red]invalid[/] {escape(str(report.path))}", highlight=False)
         for error in report.errors:
             where = f"{report.path}:{error.line}" if error.line else str(report.path)
-            console.print(f"  {escape(where)}: [bold]{escape(error.field or 'file')}[/] {escape(error.message)}", highlight=False,
-                          markup=True, soft_wrap=True)
+            console.print(f"  {escape(where)}: [bold]{escape(error.field or 'file')}[/] {escape(error.message)}",
+                          highlight=False, markup=True, soft_wrap=True)
     bad = sum(not r.ok for r in reports)
     console.print(f"{len(reports) - bad} valid, {bad} invalid", highlight=False)
 
 
 def leaderboards(console: Console, catalog: Catalog) -> None:
     for board in boards(catalog):
-        table = Table(title=f"Training {escape(board.model)} on {escape(board.gpu_type)}\n[dim]{board.workload.label}[/]",
-                      title_justify="left")
+        title = f"Training {escape(board.model)} on {escape(board.gpu_type)}\n[dim]{board.workload.label}[/]"
+        table = Table(title=title, title_justify="left")
         for column in ("#", "tokens/s per GPU", "$ / 1M tokens", "GPUs", "layout", "highlights", "measured",
                        "author", "recipe"):
             table.add_column(column, justify="right" if column in ("#", "tokens/s per GPU", "$ / 1M tokens",
@@ -59,7 +59,8 @@ def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
         s = entry.entry
         console.print(f"[bold]{escape(s.model)} on {s.gpu.count} x {escape(s.gpu.type)}[/] (published summary entry)\n"
                       f"{facts.tokens_board(s.result.tokens_per_s_per_gpu)} tokens/s/GPU · "
-                      f"{facts.usd(s.result.usd_per_million_tokens)} / 1M tokens\n{escape(s.note)}\nsource: {escape(s.source)}", highlight=False)
+                      f"{facts.usd(s.result.usd_per_million_tokens)} / 1M tokens\n{escape(s.note)}\n"
+                      f"source: {escape(s.source)}", highlight=False)
         return
     r = entry.entry
     table = Table(title=escape(entry.slug), show_header=False, title_justify="left")

@@ -71,8 +71,8 @@ def _index(node: yaml.Node, path: str, doc: YamlDocument) -> None:
             key = str(key_node.value)
             if key in seen:
                 raise UserError(
-                    f"{shown(doc.path)}:{key_node.start_mark.line + 1}: field '{join_path(path, key)}' is written twice; "
-                    "keep one"
+                    f"{shown(doc.path)}:{key_node.start_mark.line + 1}: field '{join_path(path, key)}' is written "
+                    "twice; keep one"
                 )
             seen.add(key)
             child = join_path(path, key)

@@ -108,8 +108,8 @@ def inputs_from_recipe(path: Path) -> RunInputs:
     the recipe's own catalog."""
     from pydantic import ValidationError  # the catalog (pydantic) only when a recipe is given
 
-    from openrecipes.catalog.store import load_recipe
     from openrecipes.catalog.model import Recipe
+    from openrecipes.catalog.store import load_recipe
     from openrecipes.catalog.validate import parse_entry
     from openrecipes.catalog.yamlio import read_yaml
 

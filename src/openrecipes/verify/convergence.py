@@ -219,7 +219,7 @@ def check_convergence(
             failed.append("correlation")
             reasons.append(f"the curves' correlation {correlation:.6f} is below {thresholds.min_correlation}")
 
-    pointwise = [s for s, c, r in zip(scored, cand, ref)
+    pointwise = [s for s, c, r in zip(scored, cand, ref, strict=True)
                  if _relative_difference(c, r) > thresholds.tolerance_for(r)]
     result["pointwise_failures"] = len(pointwise)
     if len(pointwise) / len(scored) > thresholds.max_pointwise_failure_ratio:

@@ -22,8 +22,8 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
@@ -118,7 +118,7 @@ class WrittenOutAdamW:
         hp = self.hp
         first_correction = 1 - hp.beta1**self.steps if self.bias_correction else 1.0
         second_correction = 1 - hp.beta2**self.steps if self.bias_correction else 1.0
-        for p, (m, v) in zip(self.params, self.moments):
+        for p, (m, v) in zip(self.params, self.moments, strict=True):
             p.mul_(1 - hp.lr * hp.weight_decay)
             m.mul_(hp.beta1).add_(p.grad, alpha=1 - hp.beta1)
             v.mul_(hp.beta2).addcmul_(p.grad, p.grad, value=1 - hp.beta2)
@@ -184,7 +184,8 @@ def _reference_updates(problem: Problem, hp: AdamHyperparameters) -> dict[int, d
             p.grad = problem.gradient(step, index).double()
         optimizer.step()
         if step in CHECKED_STEPS:
-            updates[step] = {name: p - problem.initial[name].double() for (name, _), p in zip(problem.tensors, params)}
+            updates[step] = {name: p - problem.initial[name].double()
+                             for (name, _), p in zip(problem.tensors, params, strict=True)}
     return updates
 
 
@@ -194,12 +195,13 @@ def _run_arm(arm: Arm, problem: Problem, offloaded: set[str], hp: AdamHyperparam
     on_cpu = [arm.offloaded and name in offloaded for name, _ in problem.tensors]
     params = [
         problem.initial[name].to("cpu", arm.offloaded_dtype, copy=True) if cpu else problem.initial[name].clone()
-        for (name, _), cpu in zip(problem.tensors, on_cpu)
+        for (name, _), cpu in zip(problem.tensors, on_cpu, strict=True)
     ]
-    optimizers = [arm.offloaded_optimizer([p for p, cpu in zip(params, on_cpu) if cpu])] if any(on_cpu) else []
+    offloaded_params = [p for p, cpu in zip(params, on_cpu, strict=True) if cpu]
+    optimizers = [arm.offloaded_optimizer(offloaded_params)] if offloaded_params else []
     if not all(on_cpu):
         factory = torch_adamw(hp) if arm.offloaded else arm.offloaded_optimizer
-        optimizers.append(factory([p for p, cpu in zip(params, on_cpu) if not cpu]))
+        optimizers.append(factory([p for p, cpu in zip(params, on_cpu, strict=True) if not cpu]))
     checked = {}
     for step in range(1, max(CHECKED_STEPS) + 1):
         for index, p in enumerate(params):
@@ -208,7 +210,7 @@ def _run_arm(arm: Arm, problem: Problem, offloaded: set[str], hp: AdamHyperparam
             optimizer.step()
         if step in CHECKED_STEPS:
             errors = {}
-            for (name, _), p, cpu in zip(problem.tensors, params, on_cpu):
+            for (name, _), p, cpu in zip(problem.tensors, params, on_cpu, strict=True):
                 start = problem.initial[name].to(arm.offloaded_dtype if cpu else torch.float32).double()
                 update = p.to(problem.device).double() - start
                 errors[name] = _relative_l2(update, reference[step][name])
