@@ -9,6 +9,7 @@ from rich.table import Table
 
 from openrecipes.catalog import facts
 from openrecipes.catalog.leaderboard import boards
+from openrecipes.catalog.model import PublishedSummary
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.catalog.validate import FileReport
 
@@ -46,8 +47,8 @@ def leaderboards(console: Console, catalog: Catalog) -> None:
         table = Table(title="Published summary entries (figures only, not ranked)", title_justify="left")
         for column in ("model", "GPU", "GPUs", "tokens/s per GPU", "$ / 1M tokens", "source"):
             table.add_column(column)
-        for entry in catalog.summaries:
-            s = entry.entry
+        for summary in catalog.summaries:
+            s = summary.entry
             table.add_row(escape(s.model), escape(s.gpu.type), str(s.gpu.count),
                           facts.tokens_board(s.result.tokens_per_s_per_gpu), facts.usd(s.result.usd_per_million_tokens),
                           escape(s.source))
@@ -55,7 +56,7 @@ def leaderboards(console: Console, catalog: Catalog) -> None:
 
 
 def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
-    if entry.is_summary:
+    if isinstance(entry.entry, PublishedSummary):
         s = entry.entry
         console.print(f"[bold]{escape(s.model)} on {s.gpu.count} x {escape(s.gpu.type)}[/] (published summary entry)\n"
                       f"{facts.tokens_board(s.result.tokens_per_s_per_gpu)} tokens/s/GPU · "
