@@ -35,7 +35,7 @@ def measure_command(
     inputs = inputs_from_recipe(recipe) if recipe else None
     measured = measure(read_run(logs), inputs, window)
     result = measured.as_json()
-    if write:
+    if recipe is not None and write:
         result["written"] = write_result(recipe, measured)
     if as_json:
         print(json_text(result))
