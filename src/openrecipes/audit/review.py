@@ -53,7 +53,7 @@ class Reviewer:
         reference = reference_run(recipe, self.root, self.catalog)
         ev = AuditInputs(recipe, doc, self.root, self.tables, self.rules, reference)
         if recipe.runs is not None:
-            findings += check_logged_recipe(ev)
+            findings += check_logged_recipe(ev, recipe.runs)
         findings += check_reproductions(ev)
         findings += self.duplicates.findings(Entry(path.resolve(), recipe), self.root)
         if self.rows is not None:
