@@ -13,10 +13,10 @@ from openrecipes.catalog import cli as catalog_cli
 from openrecipes.engines import cli as engines_cli
 from openrecipes.errors import EXIT_BAD_INPUT, UserError
 from openrecipes.measure import cli as measure_cli
-from openrecipes.tune import cli as tune_cli
 from openrecipes.rows import cli as rows_cli
 from openrecipes.site import cli as site_cli
 from openrecipes.textfile import shown
+from openrecipes.tune import cli as tune_cli
 from openrecipes.verify import cli as verify_cli
 
 app = typer.Typer(

@@ -6,8 +6,8 @@ these functions recompute each published figure. Nothing else in the project doe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from statistics import mean, stdev
-from typing import Sequence
 
 SECONDS_PER_HOUR = 3600.0
 # A dense transformer's training step costs 6 FLOPs per active parameter per token (2 forward, 4 backward).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -18,15 +18,16 @@ if TYPE_CHECKING:
     from openrecipes.audit.reproduce import Reproduced
 
 CatalogOption = Annotated[
-    Optional[Path], typer.Option("--catalog", help="folder holding recipes/ and runs/ (default: this checkout's)")
+    Path | None, typer.Option("--catalog", help="folder holding recipes/ and runs/ (default: this checkout's)")
 ]
 
 
 def audit_command(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="recipe files or folders (default: every recipe)")] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(help="recipe files or folders (default: every recipe)")] = None,
     catalog: CatalogOption = None,
     rebuild_rows: Annotated[bool, typer.Option(
-        "--rebuild-rows", help="rebuild rows made from the bundled demo corpus and compare their sha256 (slow)")] = False,
+        "--rebuild-rows", help="rebuild rows made from the bundled demo corpus and compare their sha256 (slow)"),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print [{path, evidence, ok, findings}]")] = False,
 ) -> None:
     """Re-derive every published figure from the raw logs under runs/ and check each recipe's verdicts against
@@ -70,7 +71,7 @@ def reproduce_command(
     recipe: Annotated[Path, typer.Argument(help="the recipe you ran (its YAML file)")],
     logs: Annotated[list[Path], typer.Argument(help="your run's training log(s)")],
     by: Annotated[str, typer.Option("--by", help="who ran it, as the recipe will credit it")] = "anonymous",
-    note: Annotated[Optional[str], typer.Option("--note", help="what readers should know about the run")] = None,
+    note: Annotated[str | None, typer.Option("--note", help="what readers should know about the run")] = None,
     write: Annotated[bool, typer.Option("--write", help="append the entry to the recipe's reproductions:")] = False,
     catalog: CatalogOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the entry as JSON")] = False,
@@ -125,13 +126,13 @@ def record_command(
         help="the measured run's folder under runs/: train.log, and command.sh when the run was not --like's command")],
     like: Annotated[Path, typer.Option("--like", help="the recipe the run is a variant of (its layout must match)")],
     name: Annotated[str, typer.Option("--name", help="file name of the new recipe, without .yaml")],
-    reference: Annotated[Optional[Path], typer.Option(
+    reference: Annotated[Path | None, typer.Option(
         "--reference", help="the reference arm's run folder (default: the --like recipe's reference arm)")] = None,
     catalog: CatalogOption = None,
 ) -> None:
     """Write a new recipe from a measured run: result, correctness, stack and log hashes filled by our code from
     the run's logs, like the --like recipe otherwise; written only when it validates and audits clean."""
-    from openrecipes.audit.record import record, recipe_text, reference_arm, run_arm, write_recipe
+    from openrecipes.audit.record import recipe_text, record, reference_arm, run_arm, write_recipe
     from openrecipes.catalog.hardware import load_reference_tables
     from openrecipes.catalog.store import load_recipe
 

@@ -8,9 +8,9 @@ length and logging), so a catalog of any size is grouped in one pass; `check con
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from openrecipes.audit.evidence import Finding
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
@@ -53,11 +53,11 @@ class DuplicateIndex:
     def __init__(self, entries: list[Entry], rules: Rules) -> None:
         self.rules = rules
         self.parsed: dict[str, ParsedRun | None] = {}
-        self.groups: dict[tuple, list[Entry]] = {}
+        self.groups: dict[tuple, list[tuple[Entry, ParsedRun]]] = {}
         for entry in entries:
-            key = self._signature(entry.recipe)
-            if key is not None:
-                self.groups.setdefault(key, []).append(entry)
+            parsed = self._parse(entry.recipe.run)
+            if parsed is not None:
+                self.groups.setdefault(signature(entry.recipe, parsed), []).append((entry, parsed))
 
     def _parse(self, run: str) -> ParsedRun | None:
         if run not in self.parsed:
@@ -67,20 +67,19 @@ class DuplicateIndex:
                 self.parsed[run] = None  # the validator reports a run command it cannot read
         return self.parsed[run]
 
-    def _signature(self, recipe: Recipe) -> tuple | None:
-        parsed = self._parse(recipe.run)
-        return signature(recipe, parsed) if parsed is not None else None
-
     def findings(self, entry: Entry, root: Path) -> Iterator[Finding]:
         """One finding naming the recipe's other entries of the same configuration, if any."""
-        key = self._signature(entry.recipe)
-        others = [other for other in self.groups.get(key, []) if other.path != entry.path] if key else []
+        parsed = self._parse(entry.recipe.run)
+        if parsed is None:
+            return
+        others = [(other, other_parsed) for other, other_parsed in self.groups.get(signature(entry.recipe, parsed), [])
+                  if other.path != entry.path]
         if not others:
             return
         names = [str(other.path.relative_to(root) if other.path.is_relative_to(root) else other.path)
-                 for other in others[:3]]
+                 for other, _ in others[:3]]
         shown = ", ".join(names) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
-        changed = config_verdict(self._parse(entry.recipe.run), self._parse(others[0].recipe.run), self.rules).changed
+        changed = config_verdict(parsed, others[0][1], self.rules).changed
         differs = f"differ only in {', '.join(changed)}" if changed else "are the same"
         yield Finding("run", None, shown, f"this recipe and {shown} are one configuration (their run commands "
                       f"{differs}); keep one entry and record the later measurement as its reproduction with "

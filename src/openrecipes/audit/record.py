@@ -96,7 +96,7 @@ def record(like: Recipe, candidate: MeasuredRun, reference: MeasuredRun, root: P
     `reference`. Nothing is written."""
     table = read_run([candidate.log])
     steps = table.steps[-1].step + 1
-    window = window or clip_window(tuple(like.result.window), steps)
+    window = window or clip_window(like.result.window, steps)
     inputs = run_inputs(like, tables, steps_per_run=steps, window=window)
     measured = measure(table, inputs, None)
     reference_measured = measure(read_run([reference.log]), inputs, None)

@@ -11,9 +11,9 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from pydantic import BaseModel
 
@@ -24,7 +24,7 @@ from openrecipes.audit.reproduce import reproduce
 from openrecipes.audit.stack import compare_stack
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
 from openrecipes.catalog.hardware import ReferenceTables
-from openrecipes.catalog.model import Recipe, Reproduction
+from openrecipes.catalog.model import Recipe, Reproduction, RunFolders
 from openrecipes.catalog.yamlio import YamlDocument
 from openrecipes.errors import UserError
 from openrecipes.measure.formats import detect_format, read_log_lines
@@ -74,7 +74,7 @@ def _compare_exact(field: str, published: Figure, derived: Figure, source: str) 
         yield Finding(field, published, derived, f"is {published} but {source} gives {derived}")
 
 
-def _as_figure(value: object) -> Figure:
+def _as_figure(value: Figure | datetime.date | tuple[int, ...] | BaseModel) -> Figure:
     if isinstance(value, datetime.date):
         return value.isoformat()
     if isinstance(value, tuple):
@@ -84,17 +84,17 @@ def _as_figure(value: object) -> Figure:
     return value
 
 
-def _log(ev: AuditInputs, arm: str) -> Path | None:
-    folder = getattr(ev.recipe.runs, arm)
-    return ev.root / folder / LOG_NAME if folder is not None else None
+def _log(ev: AuditInputs, folder: str) -> Path:
+    return ev.root / folder / LOG_NAME
 
 
-def check_pins(ev: AuditInputs) -> Iterator[Finding]:
-    for arm in ("candidate", "reference"):
-        log = _log(ev, arm)
+def check_pins(ev: AuditInputs, runs: RunFolders) -> Iterator[Finding]:
+    for arm, folder, pinned in (("candidate", runs.candidate, runs.candidate_sha256),
+                                ("reference", runs.reference, runs.reference_sha256)):
+        log = _log(ev, folder) if folder is not None else None
         if log is None or not log.is_file():
             continue  # the validator reports a missing log
-        field, pinned, digest = f"runs.{arm}_sha256", getattr(ev.recipe.runs, f"{arm}_sha256"), file_sha256(log)
+        field, digest = f"runs.{arm}_sha256", file_sha256(log)
         if pinned is None:
             yield Finding(field, None, digest, f"is missing; pin the log the figures come from: "
                           f"`{arm}_sha256: {digest}` under runs:")
@@ -108,37 +108,39 @@ def measure_log(log: Path, recipe: Recipe, tables: ReferenceTables, window: tupl
     return measure(read_run([log]), run_inputs(recipe, tables, steps_per_run=steps_per_run, window=window), None)
 
 
-def check_result(ev: AuditInputs) -> Iterator[Finding]:
-    r, log = ev.recipe.result, _log(ev, "candidate")
+def check_result(ev: AuditInputs, runs: RunFolders) -> Iterator[Finding]:
+    r, log = ev.recipe.result, _log(ev, runs.candidate)
     if not log.is_file():
         return
     source = f"`openrecipes measure` of {log.relative_to(ev.root)} over steps {r.window[0]}-{r.window[1]}"
     try:
         derived = measure_log(log, ev.recipe, ev.tables)
     except UserError as error:
-        yield Finding("runs.candidate", ev.recipe.runs.candidate, None, f"its log cannot be measured: {error}")
+        yield Finding("runs.candidate", runs.candidate, None, f"its log cannot be measured: {error}")
         return
     for name in _ROUNDED_RESULT_FIELDS:
         yield from _compare_rounded(ev.doc, f"result.{name}", getattr(r, name), getattr(derived, name), source)
     for name in _EXACT_RESULT_FIELDS:
         yield from _compare_exact(f"result.{name}", _as_figure(getattr(r, name)), _as_figure(getattr(derived, name)),
                                   source)
-    reference = _log(ev, "reference")
+    reference = _log(ev, runs.reference) if runs.reference is not None else None
     if reference is None or not reference.is_file():
         return
     try:
         reference_figures = measure_log(reference, ev.recipe, ev.tables)
     except UserError as error:
-        yield Finding("runs.reference", ev.recipe.runs.reference, None, f"its log cannot be measured: {error}")
+        yield Finding("runs.reference", runs.reference, None, f"its log cannot be measured: {error}")
         return
     yield from _compare_rounded(ev.doc, "result.reference_tokens_per_s_per_gpu", r.reference_tokens_per_s_per_gpu,
                                 reference_figures.tokens_per_s_per_gpu,
                                 f"`openrecipes measure` of {reference.relative_to(ev.root)} over the same window")
 
 
-def check_convergence_block(ev: AuditInputs) -> Iterator[Finding]:
-    candidate, reference = _log(ev, "candidate"), _log(ev, "reference")
-    if reference is None or not (candidate.is_file() and reference.is_file()):
+def check_convergence_block(ev: AuditInputs, runs: RunFolders) -> Iterator[Finding]:
+    if runs.reference is None:
+        return
+    candidate, reference = _log(ev, runs.candidate), _log(ev, runs.reference)
+    if not (candidate.is_file() and reference.is_file()):
         return
     published = ev.recipe.correctness.convergence
     source = "`openrecipes check convergence` of the two arms' logs"
@@ -148,7 +150,7 @@ def check_convergence_block(ev: AuditInputs) -> Iterator[Finding]:
         yield Finding("correctness.convergence", None, None, f"cannot be re-derived: {error}")
         return
     if published is None:
-        yield Finding("correctness.convergence", None, "pass" if verdict["passed"] else "fail",
+        yield Finding("correctness.convergence", None, verdict.result,
                       "is missing but runs: holds both arms; add the verdict `openrecipes check convergence` gives")
         return
     yield from _compare_exact("correctness.convergence.result", published.result,
@@ -168,13 +170,13 @@ def _parsed(text: str, what: str) -> ParsedRun:
         raise UserError(f"{what}: {error}") from None
 
 
-def check_configuration(ev: AuditInputs) -> Iterator[Finding]:
-    if ev.recipe.runs.reference is None:
+def check_configuration(ev: AuditInputs, runs: RunFolders) -> Iterator[Finding]:
+    if runs.reference is None:
         return
     published = ev.recipe.correctness.configuration
     if ev.reference_run is None:
         yield Finding("correctness.configuration", published, None, "cannot be re-derived: no recipe in the catalog "
-                      f"has runs.candidate {ev.recipe.runs.reference} and that folder holds no command.sh; add the "
+                      f"has runs.candidate {runs.reference} and that folder holds no command.sh; add the "
                       "reference arm's recipe or its command")
         return
     verdict = config_verdict(_parsed(ev.reference_run, "the reference arm's command"),
@@ -185,8 +187,8 @@ def check_configuration(ev: AuditInputs) -> Iterator[Finding]:
                       f"'{verdict.result}' ({'; '.join(verdict.reasons) or 'placement only'})")
 
 
-def check_stack(ev: AuditInputs) -> Iterator[Finding]:
-    log = _log(ev, "candidate")
+def check_stack(ev: AuditInputs, runs: RunFolders) -> Iterator[Finding]:
+    log = _log(ev, runs.candidate)
     if not log.is_file():
         return
     lines = read_log_lines(log)
@@ -234,7 +236,7 @@ def _compare_reproduced_convergence(doc: YamlDocument, at: str, entry: Reproduct
                                     getattr(derived.convergence, name), source)
 
 
-def check_logged_recipe(ev: AuditInputs) -> list[Finding]:
-    """Every re-derivation of a recipe that names runs:."""
+def check_logged_recipe(ev: AuditInputs, runs: RunFolders) -> list[Finding]:
+    """Every re-derivation of a recipe that names runs: (the recipe's `runs` block)."""
     checks = (check_pins, check_result, check_convergence_block, check_configuration, check_stack)
-    return [finding for check in checks for finding in check(ev)]
+    return [finding for check in checks for finding in check(ev, runs)]

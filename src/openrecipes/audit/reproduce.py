@@ -64,12 +64,13 @@ def reproduce(recipe: Recipe, logs: list[Path], root: Path, tables: ReferenceTab
               note: str | None = None) -> Reproduced:
     table = read_run(logs)
     steps = table.steps[-1].step + 1
-    window = clip_window(tuple(recipe.result.window), steps)
+    window = clip_window(recipe.result.window, steps)
     measured = measure(table, run_inputs(recipe, tables, steps_per_run=steps, window=window), None)
     published = recipe.result.tokens_per_s_per_gpu
     delta, band = delta_percent(measured.tokens_per_s_per_gpu, published), noise_band_percent(
         recipe.result.step_time_cv_percent)
-    convergence, reasons = None, ("the recipe stores no candidate log",)
+    convergence: ReproductionConvergence | None = None
+    reasons: tuple[str, ...] = ("the recipe stores no candidate log",)
     if recipe.runs is not None and steps != recipe.result.steps_per_run:
         reasons = (f"a {steps}-step run has another learning-rate schedule than the recipe's "
                    f"{recipe.result.steps_per_run} steps (warm-up and decay follow the run length), so its loss "
@@ -126,8 +127,9 @@ def write_reproduction(path: Path, recipe: Recipe, entry: Reproduction, tables: 
                         "runs/reproductions/<name>/train.log) so the entry can point at it, then run again")
     updated = append_reproduction(path.read_text(encoding="utf-8"), entry)
     report = validate_document(parse_yaml(updated, path), tables)
-    if not report.ok or len(report.entry.reproductions) != len(recipe.reproductions) + 1 \
-            or report.entry.reproductions[-1] != entry:
+    written = report.entry
+    if not report.ok or not isinstance(written, Recipe) \
+            or len(written.reproductions) != len(recipe.reproductions) + 1 or written.reproductions[-1] != entry:
         shown = "; ".join(f"{e.field}: {e.message}" for e in report.errors[:3]) or "the entry does not read back"
         raise UserError(f"{path}: the reproduction would not validate ({shown}); the recipe was left unchanged")
     write_atomic(path, updated)

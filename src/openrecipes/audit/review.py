@@ -50,9 +50,10 @@ class Reviewer:
 
     def review(self, path: Path, recipe: Recipe, doc: YamlDocument, findings: list[Finding]) -> AuditReport:
         # A recipe that parsed is re-derived even when a check failed: the user sees what its logs say as well.
-        ev = AuditInputs(recipe, doc, self.root, self.tables, self.rules, reference_run(recipe, self.root, self.catalog))
+        reference = reference_run(recipe, self.root, self.catalog)
+        ev = AuditInputs(recipe, doc, self.root, self.tables, self.rules, reference)
         if recipe.runs is not None:
-            findings += check_logged_recipe(ev)
+            findings += check_logged_recipe(ev, recipe.runs)
         findings += check_reproductions(ev)
         findings += self.duplicates.findings(Entry(path.resolve(), recipe), self.root)
         if self.rows is not None:

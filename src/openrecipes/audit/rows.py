@@ -8,9 +8,9 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from openrecipes.audit.evidence import Finding
 from openrecipes.catalog.model import Recipe

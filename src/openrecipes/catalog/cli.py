@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -19,7 +19,9 @@ from openrecipes.errors import EXIT_CHECK_FAILED, UserError
 from openrecipes.jsonout import json_text
 
 CatalogOption = Annotated[
-    Optional[Path], typer.Option("--catalog", exists=True, file_okay=False, help="folder holding recipes/ (default: this checkout's catalog)")
+    Path | None,
+    typer.Option(
+        "--catalog", exists=True, file_okay=False, help="folder holding recipes/ (default: this checkout's catalog)"),
 ]
 
 
@@ -31,7 +33,7 @@ def register(app: typer.Typer) -> None:
 
 
 def validate(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="recipe files or folders")] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(help="recipe files or folders")] = None,
     catalog: CatalogOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON list of {path, ok, errors}")] = False,
 ) -> None:
@@ -59,7 +61,9 @@ def list_recipes(catalog: CatalogOption = None) -> None:
     render.leaderboards(Console(), load_catalog(catalog or default_catalog_root()))
 
 
-def show(recipe: Annotated[str, typer.Argument(help="recipe name, slug or path")], catalog: CatalogOption = None) -> None:
+def show(
+    recipe: Annotated[str, typer.Argument(help="recipe name, slug or path")], catalog: CatalogOption = None
+) -> None:
     """One recipe in full: figures, layout, checks, stack and the command."""
     loaded = load_catalog(catalog or default_catalog_root())
     render.recipe(Console(), loaded, loaded.find(recipe))

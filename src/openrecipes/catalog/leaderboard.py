@@ -7,9 +7,12 @@ are never ranked at all (they carry no workload).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 from openrecipes.catalog.model import Recipe
-from openrecipes.catalog.store import Catalog, CatalogEntry
+from openrecipes.catalog.store import Catalog, CatalogEntry, RecipeEntry
+
+Entry = TypeVar("Entry", bound=CatalogEntry)
 
 
 @dataclass(frozen=True, order=True)
@@ -32,7 +35,7 @@ class Board:
     model: str
     gpu_type: str
     workload: WorkloadKey
-    ranked: tuple[CatalogEntry, ...]
+    ranked: tuple[RecipeEntry, ...]
 
 
 def workload_of(recipe: Recipe) -> WorkloadKey:
@@ -40,19 +43,19 @@ def workload_of(recipe: Recipe) -> WorkloadKey:
     return WorkloadKey(w.row_tokens, w.global_batch, w.precision)
 
 
-def rank(entries: list[CatalogEntry]) -> list[CatalogEntry]:
+def rank(entries: list[Entry]) -> list[Entry]:
     """Fastest first; ties go to the cheaper recipe, then the name, so the order is stable."""
     return sorted(entries, key=lambda e: (-e.entry.result.tokens_per_s_per_gpu,
                                           e.entry.result.usd_per_million_tokens, e.slug))
 
 
 def boards(catalog: Catalog) -> list[Board]:
-    groups: dict[tuple[str, str, WorkloadKey], list[CatalogEntry]] = {}
+    groups: dict[tuple[str, str, WorkloadKey], list[RecipeEntry]] = {}
     for entry in catalog.recipes:
         recipe = entry.entry
         groups.setdefault((recipe.model, recipe.gpu.type, workload_of(recipe)), []).append(entry)
     return [Board(model, gpu, workload, tuple(rank(entries)))
-            for (model, gpu, workload), entries in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2]))]
+            for (model, gpu, workload), entries in sorted(groups.items(), key=lambda kv: kv[0][:3])]
 
 
 @dataclass(frozen=True)

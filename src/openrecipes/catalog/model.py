@@ -62,7 +62,8 @@ class Build(Strict):
     rows: PositiveInt = Field(description="rows built")
     row_tokens: PositiveInt = Field(description="tokens in every row")
     padding_tokens: NonNegativeInt = Field(description="padding tokens in the build (0 for packed rows)")
-    seed: Annotated[int, Field(ge=-(2**63), le=2**64 - 1, strict=True)] = Field(description="seed of the global permutation of conversations")
+    seed: Annotated[int, Field(ge=-(2**63), le=2**64 - 1, strict=True)] = Field(
+        description="seed of the global permutation of conversations")
     packing: str = Field(description="how conversations become rows")
     supervised_token_ratio: Annotated[float, Field(ge=0, le=1, strict=True)] = Field(
         description="fraction of tokens with a loss target"
@@ -140,8 +141,10 @@ class Result(Strict):
     usd_per_million_tokens: Figure = Field(
         description="$ per 1M tokens at the instance's on-demand price (figures.py)"
     )
-    step_time_cv_percent: Annotated[float, Field(ge=0, le=1e6, strict=True)] = Field(description="step-time CV over the window, percent")
-    mfu: Annotated[float, Field(gt=0, lt=1, strict=True)] = Field(description="6*N*tokens/s/GPU / peak dense BF16 FLOP/s")
+    step_time_cv_percent: Annotated[float, Field(ge=0, le=1e6, strict=True)] = Field(
+        description="step-time CV over the window, percent")
+    mfu: Annotated[float, Field(gt=0, lt=1, strict=True)] = Field(
+        description="6*N*tokens/s/GPU / peak dense BF16 FLOP/s")
     mfu_note: str | None = Field(description="how to read the MFU, if it needs a note")
     active_params: ActiveParams = Field(description="N used for the MFU")
     measured: datetime.date = Field(description="date of the measured run")
@@ -171,8 +174,10 @@ class ComponentTest(Strict):
 class Convergence(Strict):
     steps: PositiveInt = Field(description="steps compared")
     result: Literal["pass", "fail"] = Field(description="verdict")
-    correlation: Annotated[float, Field(ge=-1, le=1, strict=True)] = Field(description="Pearson correlation of the loss curves")
-    final_loss_difference: Annotated[float, Field(ge=0, strict=True)] = Field(description="relative difference of the final losses")
+    correlation: Annotated[float, Field(ge=-1, le=1, strict=True)] = Field(
+        description="Pearson correlation of the loss curves")
+    final_loss_difference: Annotated[float, Field(ge=0, strict=True)] = Field(
+        description="relative difference of the final losses")
     pointwise_failures: NonNegativeInt = Field(description="steps outside the pointwise tolerance")
     note: str = Field(description="what the two arms were")
 

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from openrecipes.catalog import facts
 from openrecipes.catalog.leaderboard import boards
+from openrecipes.catalog.model import PublishedSummary
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.catalog.validate import FileReport
 
@@ -21,16 +22,16 @@ def validation_reports(console: Console, reports: list[FileReport]) -> None:
         console.print(f"[red]invalid[/] {escape(str(report.path))}", highlight=False)
         for error in report.errors:
             where = f"{report.path}:{error.line}" if error.line else str(report.path)
-            console.print(f"  {escape(where)}: [bold]{escape(error.field or 'file')}[/] {escape(error.message)}", highlight=False,
-                          markup=True, soft_wrap=True)
+            console.print(f"  {escape(where)}: [bold]{escape(error.field or 'file')}[/] {escape(error.message)}",
+                          highlight=False, markup=True, soft_wrap=True)
     bad = sum(not r.ok for r in reports)
     console.print(f"{len(reports) - bad} valid, {bad} invalid", highlight=False)
 
 
 def leaderboards(console: Console, catalog: Catalog) -> None:
     for board in boards(catalog):
-        table = Table(title=f"Training {escape(board.model)} on {escape(board.gpu_type)}\n[dim]{board.workload.label}[/]",
-                      title_justify="left")
+        title = f"Training {escape(board.model)} on {escape(board.gpu_type)}\n[dim]{board.workload.label}[/]"
+        table = Table(title=title, title_justify="left")
         for column in ("#", "tokens/s per GPU", "$ / 1M tokens", "GPUs", "layout", "highlights", "measured",
                        "author", "recipe"):
             table.add_column(column, justify="right" if column in ("#", "tokens/s per GPU", "$ / 1M tokens",
@@ -46,8 +47,8 @@ def leaderboards(console: Console, catalog: Catalog) -> None:
         table = Table(title="Published summary entries (figures only, not ranked)", title_justify="left")
         for column in ("model", "GPU", "GPUs", "tokens/s per GPU", "$ / 1M tokens", "source"):
             table.add_column(column)
-        for entry in catalog.summaries:
-            s = entry.entry
+        for summary in catalog.summaries:
+            s = summary.entry
             table.add_row(escape(s.model), escape(s.gpu.type), str(s.gpu.count),
                           facts.tokens_board(s.result.tokens_per_s_per_gpu), facts.usd(s.result.usd_per_million_tokens),
                           escape(s.source))
@@ -55,11 +56,12 @@ def leaderboards(console: Console, catalog: Catalog) -> None:
 
 
 def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
-    if entry.is_summary:
+    if isinstance(entry.entry, PublishedSummary):
         s = entry.entry
         console.print(f"[bold]{escape(s.model)} on {s.gpu.count} x {escape(s.gpu.type)}[/] (published summary entry)\n"
                       f"{facts.tokens_board(s.result.tokens_per_s_per_gpu)} tokens/s/GPU · "
-                      f"{facts.usd(s.result.usd_per_million_tokens)} / 1M tokens\n{escape(s.note)}\nsource: {escape(s.source)}", highlight=False)
+                      f"{facts.usd(s.result.usd_per_million_tokens)} / 1M tokens\n{escape(s.note)}\n"
+                      f"source: {escape(s.source)}", highlight=False)
         return
     r = entry.entry
     table = Table(title=escape(entry.slug), show_header=False, title_justify="left")

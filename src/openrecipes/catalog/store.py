@@ -32,6 +32,18 @@ class CatalogEntry:
 
 
 @dataclass(frozen=True)
+class RecipeEntry(CatalogEntry):
+    """A full recipe: layout, run command, stack and logs, which a published summary does not have."""
+
+    entry: Recipe
+
+
+@dataclass(frozen=True)
+class SummaryEntry(CatalogEntry):
+    entry: PublishedSummary
+
+
+@dataclass(frozen=True)
 class Catalog:
     root: Path
     tables: ReferenceTables
@@ -39,12 +51,12 @@ class Catalog:
     planned: tuple[CatalogEntry, ...] = ()  # `status: planned` recipes (predictions never run): ranked nowhere
 
     @property
-    def recipes(self) -> list[CatalogEntry]:
-        return [e for e in self.entries if not e.is_summary]
+    def recipes(self) -> list[RecipeEntry]:
+        return [e for e in self.entries if isinstance(e, RecipeEntry)]
 
     @property
-    def summaries(self) -> list[CatalogEntry]:
-        return [e for e in self.entries if e.is_summary]
+    def summaries(self) -> list[SummaryEntry]:
+        return [e for e in self.entries if isinstance(e, SummaryEntry)]
 
     def find(self, name_or_path: str) -> CatalogEntry:
         """A recipe by file path, slug or file name (unique)."""
@@ -79,10 +91,18 @@ def load_catalog(root: Path) -> Catalog:
             f"({sum(len(r.errors) for r in broken)} error(s) in {len(broken)} file(s); run `openrecipes validate`)"
         )
     # Paths below root as found (not resolved): a recipes/ folder may be a symbolic link to elsewhere.
-    entries = [CatalogEntry(path=Path(os.path.abspath(r.path)).relative_to(root), entry=r.entry) for r in reports]
+    entries = [_entry(Path(os.path.abspath(r.path)).relative_to(root), r.entry) for r in reports]
     planned = tuple(e for e in entries if getattr(e.entry, "status", None) == "planned")
     return Catalog(root=root, tables=load_reference_tables(root),
                    entries=tuple(e for e in entries if e not in planned), planned=planned)
+
+
+def _entry(path: Path, entry: Recipe | PublishedSummary | None) -> CatalogEntry:
+    if isinstance(entry, Recipe):
+        return RecipeEntry(path, entry)
+    if isinstance(entry, PublishedSummary):
+        return SummaryEntry(path, entry)
+    raise ValueError(f"{path}: a valid report carries its entry")
 
 
 def load_recipe(path: Path) -> Recipe:

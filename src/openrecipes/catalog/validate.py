@@ -86,7 +86,8 @@ def validate_document(doc: YamlDocument, tables: ReferenceTables) -> FileReport:
         for issue in run_checks(entry, doc, tables):
             report.errors.append(FieldError(issue.field, issue.message, doc.line_of(issue.field)))
     elif entry.model not in tables.models:
-        report.errors.append(FieldError("model", f"no model card named '{entry.model}' in models/", doc.line_of("model")))
+        report.errors.append(
+            FieldError("model", f"no model card named '{entry.model}' in models/", doc.line_of("model")))
     return report
 
 

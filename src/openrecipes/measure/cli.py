@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -15,14 +15,16 @@ from openrecipes.jsonout import json_text
 
 
 def measure_command(
-    logs: list[Path] = typer.Argument(..., help="the run's training logs (Megatron, slime, torchtitan or JSONL)"),
-    recipe: Optional[Path] = typer.Option(None, "--recipe", help="the recipe the run measured (GPUs, batch, price)"),
-    window: Optional[tuple[int, int]] = typer.Option(
-        None, "--window", min=0, max=10**15,
+    logs: Annotated[
+        list[Path], typer.Argument(help="the run's training logs (Megatron, slime, torchtitan or JSONL)")],
+    recipe: Annotated[
+        Path | None, typer.Option("--recipe", help="the recipe the run measured (GPUs, batch, price)")] = None,
+    window: Annotated[tuple[int, int] | None, typer.Option(
+        "--window", min=0, max=10**15,
         help="first and last step scored, numbered from 0, both included (default: the recipe's result.window)",
-    ),
-    write: bool = typer.Option(False, "--write", help="write the figures into the recipe's result: block"),
-    as_json: bool = typer.Option(False, "--json", help="print the result block as JSON"),
+    )] = None,
+    write: Annotated[bool, typer.Option("--write", help="write the figures into the recipe's result: block")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result block as JSON")] = False,
 ) -> None:
     """The result block of a run from its raw logs: tokens/s per GPU, step-time CV, MFU, $/1M tokens, GPU-hours."""
     from openrecipes.measure.result import inputs_from_recipe, measure, read_run
@@ -33,7 +35,7 @@ def measure_command(
     inputs = inputs_from_recipe(recipe) if recipe else None
     measured = measure(read_run(logs), inputs, window)
     result = measured.as_json()
-    if write:
+    if recipe is not None and write:
         result["written"] = write_result(recipe, measured)
     if as_json:
         print(json_text(result))

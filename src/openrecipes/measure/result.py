@@ -10,7 +10,7 @@ import dataclasses
 import datetime
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from openrecipes import figures
 from openrecipes.errors import UserError
@@ -52,6 +52,16 @@ class Measured:
         data = dataclasses.asdict(self)
         data.update(window=list(self.window), measured=self.measured.isoformat() if self.measured else None)
         return data
+
+
+@dataclass(frozen=True)
+class RecipeMeasured(Measured):
+    """A run's figures measured with its recipe's inputs: throughput, cost and MFU are known."""
+
+    tokens_per_s_per_gpu: float
+    usd_per_million_tokens: float
+    mfu: float
+    window_tokens: int
 
 
 @dataclass(frozen=True)
@@ -98,7 +108,7 @@ def run_inputs(recipe: Recipe, tables: ReferenceTables | None = None, steps_per_
         peak_flops_per_gpu=peak_flops(recipe.gpu.type, tables),
         usd_per_gpu_hour=usd_per_gpu_hour(recipe.gpu.instance, tables),
         steps_per_run=steps_per_run if steps_per_run is not None else recipe.result.steps_per_run,
-        window=tuple(window if window is not None else recipe.result.window),
+        window=window if window is not None else recipe.result.window,
     )
 
 
@@ -108,8 +118,8 @@ def inputs_from_recipe(path: Path) -> RunInputs:
     the recipe's own catalog."""
     from pydantic import ValidationError  # the catalog (pydantic) only when a recipe is given
 
-    from openrecipes.catalog.store import load_recipe
     from openrecipes.catalog.model import Recipe
+    from openrecipes.catalog.store import load_recipe
     from openrecipes.catalog.validate import parse_entry
     from openrecipes.catalog.yamlio import read_yaml
 
@@ -139,18 +149,24 @@ def window_step_times(table: StepTable, window: tuple[int, int]) -> list[float]:
     scored = [s for s in table.steps if first <= s.step <= last]
     if len(scored) < 2:
         raise UserError(f"window [{first}, {last}] holds one step; the step-time CV needs at least two")
+    times = []
     for step in scored:
         if step.step_time_s is None:
             raise UserError(f"{step.where}: step {step.step} has no step time (slime: no 'perf {step.step}' line; "
                             "torchtitan: the first step line with no 'Training starts' line before it); "
                             "start the window later")
-    return [s.step_time_s for s in scored]
+        times.append(step.step_time_s)
+    return times
 
 
 def _published(name: str, value: float) -> float:
     return round(value, PUBLISHED_DECIMALS[name])
 
 
+@overload
+def measure(table: StepTable, inputs: RunInputs, window: tuple[int, int] | None) -> RecipeMeasured: ...
+@overload
+def measure(table: StepTable, inputs: RunInputs | None, window: tuple[int, int] | None) -> Measured: ...
 def measure(table: StepTable, inputs: RunInputs | None, window: tuple[int, int] | None) -> Measured:
     """The measured figures; those that need the recipe are None without one."""
     check_for_measure(table, inputs.steps_per_run if inputs else None)
@@ -159,34 +175,26 @@ def measure(table: StepTable, inputs: RunInputs | None, window: tuple[int, int] 
         raise UserError("no window: give --window FIRST LAST or --recipe (whose result.window is used)")
     step_times = window_step_times(table, window)
     seconds = sum(step_times)
-    measured = Measured(
-        tokens_per_s_per_gpu=None,
-        usd_per_million_tokens=None,
-        step_time_cv_percent=_published("step_time_cv_percent", figures.step_time_cv_percent(step_times)),
-        mfu=None,
-        window=tuple(window),
-        window_tokens=None,
-        gpu_hours=None,
-        steps_per_run=table.steps[-1].step + 1,
-        measured=table.last_timestamp.date() if table.last_timestamp else None,
-        log_format=table.log_format,
-        window_seconds=seconds,
-    )
+    cv = _published("step_time_cv_percent", figures.step_time_cv_percent(step_times))
+    steps_per_run = table.steps[-1].step + 1
+    date = table.last_timestamp.date() if table.last_timestamp else None
     if inputs is None:
-        return measured
+        return Measured(tokens_per_s_per_gpu=None, usd_per_million_tokens=None, step_time_cv_percent=cv, mfu=None,
+                        window=window, window_tokens=None, gpu_hours=None, steps_per_run=steps_per_run,
+                        measured=date, log_format=table.log_format, window_seconds=seconds)
     tokens = figures.window_tokens(window[0], window[1], inputs.global_batch, inputs.row_tokens)
     throughput = figures.tokens_per_s_per_gpu(tokens, seconds, inputs.gpus)
     gpu_hours = None
     if table.first_timestamp and table.last_timestamp:
         elapsed = (table.last_timestamp - table.first_timestamp).total_seconds()
         gpu_hours = _published("gpu_hours", figures.gpu_hours(inputs.gpus, elapsed))
-    return dataclasses.replace(
-        measured,
+    return RecipeMeasured(
         tokens_per_s_per_gpu=_published("tokens_per_s_per_gpu", throughput),
         usd_per_million_tokens=_published(
             "usd_per_million_tokens", figures.usd_per_million_tokens(inputs.usd_per_gpu_hour, throughput)
         ),
+        step_time_cv_percent=cv,
         mfu=_published("mfu", figures.mfu(inputs.active_params, throughput, inputs.peak_flops_per_gpu)),
-        window_tokens=tokens,
-        gpu_hours=gpu_hours,
+        window=window, window_tokens=tokens, gpu_hours=gpu_hours, steps_per_run=steps_per_run, measured=date,
+        log_format=table.log_format, window_seconds=seconds,
     )

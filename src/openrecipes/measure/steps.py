@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import pairwise
 
 from openrecipes.errors import UserError
 
@@ -62,7 +63,7 @@ def require_unique_steps(table: StepTable) -> None:
 
 def require_contiguous_steps(table: StepTable) -> None:
     """Every step from the first to the last is present: a gap would silently shorten a window."""
-    for before, after in zip(table.steps, table.steps[1:]):
+    for before, after in pairwise(table.steps):
         if after.step != before.step + 1:
             missing = f"{before.step + 1}" if after.step == before.step + 2 else f"{before.step + 1}-{after.step - 1}"
             raise UserError(

@@ -67,22 +67,26 @@ def _field_span(lines: list[str], start: int, end: int, indent: str, name: str) 
     return None
 
 
+def _indent(line: str) -> str:
+    return line[:len(line) - len(line.lstrip())]
+
+
 def _render(name: str, value: object, old: list[str], indent: str) -> list[str]:
     """The new lines of one field, in the style of the old ones (a trailing comment, a flow or block window)."""
-    if name != "window":
+    if not isinstance(value, list):
         comment = re.search(r"(\s+#.*)$", old[0].rstrip("\n")) if old else None
         return [f"{indent}{name}: {_yaml_scalar(name, value)}{comment.group(1) if comment else ''}\n"]
-    first, last = value
+    first, last = value  # the window, the one list field
     if old and "[" in old[0]:
         return [f"{indent}window: [{first}, {last}]\n"]
-    item_indent = re.match(r"\s*", old[1]).group(0) if len(old) > 1 else indent
+    item_indent = _indent(old[1]) if len(old) > 1 else indent
     return [f"{indent}window:\n", f"{item_indent}- {first}\n", f"{item_indent}- {last}\n"]
 
 
 def replace_result_fields(text: str, values: dict[str, object]) -> str:
     lines = text.splitlines(keepends=True)
     start, end = _block_bounds(lines, "result")
-    indent = re.match(r"\s*", next((line for line in lines[start + 1:end] if line.strip()), "  ")).group(0)
+    indent = _indent(next((line for line in lines[start + 1:end] if line.strip()), "  "))
     for name, value in values.items():
         at, stop = _field_span(lines, start, end, indent, name) or (end, end)
         if at == end and not lines[at - 1].endswith("\n"):

@@ -101,8 +101,9 @@ def engine_of(recipe: Recipe) -> str:
 
 def request_of(recipe: Recipe) -> PlanRequest:
     """The planner's request a recipe answers: its model, GPUs, workload, engine and gradient-buffer precision."""
+    grad_reduce_bf16 = parse_run(recipe.run).has(GRAD_REDUCE_BF16_FLAG)
     return PlanRequest(recipe.model, recipe.gpu.type, recipe.gpu.count, recipe.workload.row_tokens,
-                       recipe.workload.global_batch, engine_of(recipe), parse_run(recipe.run).has(GRAD_REDUCE_BF16_FLAG))
+                       recipe.workload.global_batch, engine_of(recipe), grad_reduce_bf16)
 
 
 def _model_layers(model: str) -> int:

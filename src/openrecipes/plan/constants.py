@@ -42,7 +42,8 @@ class Calibration:
     compile_speedup: float = 1.0  # compiled torchtitan compute runs this much faster
     cp_attention_efficiency: float = 1.0  # torchtitan CP: attention scores at this fraction of the efficiency
     microbatch_overhead_s_per_layer: float = 0.0  # torchtitan: host cost per layer per microbatch
-    eager_sac_overhead_s_per_layer: float = 0.0  # eager torchtitan selective AC: extra host cost per layer per microbatch
+    # eager torchtitan selective AC: extra host cost per layer per microbatch
+    eager_sac_overhead_s_per_layer: float = 0.0
     grouped_gemm_half_rows: float = 0.0  # tokens per expert at which a grouped GEMM runs at half the efficiency
 
     def efficiency(self, engine: str, gpu_type: str) -> float:
@@ -57,7 +58,7 @@ class Calibration:
         return {**{EFFICIENCY + key: value for key, value in self.compute_efficiency.items()},
                 **{name: getattr(self, name) for name in FITTED_FIELDS}}
 
-    def with_values(self, values: dict[str, float]) -> "Calibration":
+    def with_values(self, values: dict[str, float]) -> Calibration:
         """This calibration with the named fitted values replaced."""
         efficiency = dict(self.compute_efficiency)
         fields = {}

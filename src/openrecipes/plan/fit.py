@@ -32,9 +32,9 @@ def _contexts(points: list[MeasuredPoint]) -> list[Context]:
 
 def _residuals(points: list[MeasuredPoint], contexts: list[Context], base: Calibration, names: list[str],
                log_values: np.ndarray) -> np.ndarray:
-    cal = base.with_values(dict(zip(names, np.exp(log_values))))
+    cal = base.with_values(dict(zip(names, np.exp(log_values), strict=True)))
     return np.array([math.log(predict_layout(replace(ctx, calibration=cal), p.layout).tokens_per_s_per_gpu
-                              / p.tokens_per_s_per_gpu) for p, ctx in zip(points, contexts)])
+                              / p.tokens_per_s_per_gpu) for p, ctx in zip(points, contexts, strict=True)])
 
 
 def fit(points: list[MeasuredPoint], start: Calibration | None = None,
@@ -63,4 +63,4 @@ def fit(points: list[MeasuredPoint], start: Calibration | None = None,
         log_values = log_values + step
         if np.max(np.abs(step)) < CONVERGED:
             break
-    return base.with_values(dict(zip(names, (float(v) for v in np.exp(log_values)))))
+    return base.with_values(dict(zip(names, (float(v) for v in np.exp(log_values)), strict=True)))

@@ -88,7 +88,8 @@ class Prediction:
     def short_reason(self) -> str:
         largest = max(self.memory.parts, key=self.memory.parts.get)
         verdict = "margin" if self.peak_fits else "no"
-        return f"{verdict}: {self.memory.total_gib:.1f} GiB; {largest.replace('_', ' ')} {self.memory.parts[largest] / GIB:.1f}"
+        return (f"{verdict}: {self.memory.total_gib:.1f} GiB; "
+                f"{largest.replace('_', ' ')} {self.memory.parts[largest] / GIB:.1f}")
 
     def as_json(self) -> dict:
         layout = self.layout

@@ -142,7 +142,8 @@ def model_shape(card: ModelCard) -> ModelShape:
         attention_latent_width=latent,
         # Megatron's --window-size W,0 attends W past tokens plus the token itself.
         attention_window=int(arch["window_size"]) + 1 if arch.get("window_size") is not None else None,
-        windowed_layer_fraction=(1 - 1 / int(window_freq)) if window_freq else (1.0 if arch.get("window_size") else 0.0),
+        windowed_layer_fraction=(
+            (1 - 1 / int(window_freq)) if window_freq else (1.0 if arch.get("window_size") else 0.0)),
         sparse_attention_topk=int(arch["index_topk"]) if arch.get("index_topk") else None,
         dense_ffn=_field(arch, "ffn_hidden_size", name) if (not experts or arch.get("dense_layers")) else None,
         dense_layers=int(arch.get("dense_layers") or 0) if experts else layers,

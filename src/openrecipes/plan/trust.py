@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from openrecipes.plan.constants import HERE
 from openrecipes.plan.layouts import Layout
@@ -61,7 +61,7 @@ def stored_points() -> tuple[HeldOutPoint, ...]:
     return tuple(HeldOutPoint(**row) for row in stored()["points"])
 
 
-@lru_cache(maxsize=None)
+@cache
 def memory_margin(engine: str) -> MemoryMargin:
     return next(MemoryMargin(**m) for m in stored()["memory_margins"] if m["engine"] == engine)
 
@@ -74,7 +74,7 @@ def layout_features(layout: Layout) -> set[str]:
     return found | {f"{layout.recompute} recompute"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _errors(engine: str, gpu_type: str | None) -> tuple[float, ...]:
     return tuple(p.error for p in stored_points() if p.engine == engine and gpu_type in (None, p.gpu_type))
 

@@ -36,12 +36,18 @@ from openrecipes.catalog.yamlio import MAX_YAML_BYTES, read_yaml
 from openrecipes.errors import UserError
 from openrecipes.site import format as fmt
 from openrecipes.site import notes, plots
-from openrecipes.site.compare import compare_record, compare_script
-from openrecipes.site.plan import model_plans, plan_page_path
-from openrecipes.site.pages import (
-    ModelSection, Site, compare_data_path, recipe_page_path, recipe_yaml_path, relative_url, site_pages,
-)
 from openrecipes.site.before_run import run_inputs
+from openrecipes.site.compare import compare_record, compare_script
+from openrecipes.site.pages import (
+    ModelSection,
+    Site,
+    compare_data_path,
+    recipe_page_path,
+    recipe_yaml_path,
+    relative_url,
+    site_pages,
+)
+from openrecipes.site.plan import model_plans, plan_page_path
 from openrecipes.site.running import running_steps
 from openrecipes.site.runs import run_plots
 from openrecipes.textfile import MIB, read_text, shown

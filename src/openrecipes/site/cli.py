@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -13,7 +13,9 @@ from openrecipes.catalog.store import load_catalog
 from openrecipes.errors import UserError
 
 CatalogOption = Annotated[
-    Optional[Path], typer.Option("--catalog", exists=True, file_okay=False, help="folder holding recipes/ (default: this checkout's catalog)")
+    Path | None,
+    typer.Option(
+        "--catalog", exists=True, file_okay=False, help="folder holding recipes/ (default: this checkout's catalog)"),
 ]
 site_app = typer.Typer(help="The static website built from the catalog.", no_args_is_help=True)
 
@@ -40,7 +42,8 @@ def build(
 def serve(
     catalog: CatalogOption = None,
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="port to listen on (0: any free port)")] = 8000,
-    host: Annotated[str, typer.Option("--host", help="address to bind; anything but loopback shares the site")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", help="address to bind; anything but loopback shares the site")] = "127.0.0.1",
 ) -> None:
     """Build the site into a temporary folder and serve it on http://127.0.0.1:PORT/ until Ctrl-C."""
     from openrecipes.site.build import build_site

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 # The templates and page builders reach the catalog's recipe facts through `fmt`.
 from openrecipes.catalog.facts import (
-    component_tests, convergence, gpus, measured, mfu, recipe_facts, rows, stack_items, tokens_board, tokens_detail,
-    usd, usd_ranked, workload,
+    component_tests,
+    convergence,
+    gpus,
+    measured,
+    mfu,
+    recipe_facts,
+    rows,
+    stack_items,
+    tokens_board,
+    tokens_detail,
+    usd,
+    usd_ranked,
+    workload,
 )
 
 __all__ = ["component_tests", "convergence", "gpus", "measured", "memory_parts", "mfu", "recipe_facts", "rows",

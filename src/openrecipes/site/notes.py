@@ -10,7 +10,7 @@ written in the text, so a note cannot inject markup, script or a foreign link.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from markupsafe import Markup, escape
 

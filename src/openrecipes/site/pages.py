@@ -93,7 +93,7 @@ def board_pages(board: Board, folder: str) -> list[BoardPage]:
     stem = f"models/{folder}/{board.gpu_type.lower()}/{board.workload.slug}"
     starts = range(0, len(board.ranked), BOARD_PAGE_ROWS)
     paths = [f"{stem}.html" if n == 0 else f"{stem}-{n + 1}.html" for n in range(len(starts))]
-    return [BoardPage(board, path, start, paths) for path, start in zip(paths, starts)]
+    return [BoardPage(board, path, start, paths) for path, start in zip(paths, starts, strict=True)]
 
 
 @dataclass
@@ -203,7 +203,7 @@ def site_pages(catalog: Catalog) -> Site:
         # Costs that tie at two decimals within a model are shown with the digits that rank them.
         texts = facts.usd_ranked([(p.entry.entry.result.usd_per_million_tokens, p.usd_per_million_tokens)
                                   for p in section.points])
-        for point, text in zip(section.points, texts):
+        for point, text in zip(section.points, texts, strict=True):
             site.usd_texts[point.entry.slug] = text
             site.usd_values[point.entry.slug] = point.usd_per_million_tokens
     return site

@@ -54,7 +54,7 @@ def read_plan(root: Path, model: str) -> dict | None:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except ValueError as error:
-        raise UserError(f"{path}: not JSON ({error}); rewrite it with `openrecipes plan export --out plans`")
+        raise UserError(f"{path}: not JSON ({error}); rewrite it with `openrecipes plan export --out plans`") from None
 
 
 def _answer(table: dict, entries: dict[str, CatalogEntry]) -> Answer:
@@ -83,7 +83,8 @@ def model_plans(catalog: Catalog, sections) -> list[ModelPlan]:
                         path = f"plan/{section.folder}/{table['anchor']}-planned-{row['planned_recipe']['rank']}.yaml"
                         row["planned_recipe"]["yaml_path"] = path
                         plan.downloads[path] = row["planned_recipe"]["text"]
-                plan.entries |= {row["slug"]: by_slug[row["slug"]] for row in table["measured"] if row["slug"] in by_slug}
+                plan.entries |= {row["slug"]: by_slug[row["slug"]]
+                                 for row in table["measured"] if row["slug"] in by_slug}
             plan.answers = [_answer(table, plan.entries) for table in data["tables"]]
         plans.append(plan)
     return plans

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import re
 from html import escape, unescape
+from itertools import cycle
 
 import matplotlib
 
@@ -74,9 +75,9 @@ def _place_labels(axes, points: list[ParetoPoint]) -> list[tuple[float, float]]:
     radii = [(_marker_area(p.gpus) ** 0.5) / 2 for p in points]
     bbox = axes.get_window_extent()
     frame = (bbox.x0 * to_points, bbox.y0 * to_points, bbox.x1 * to_points, bbox.y1 * to_points)
-    taken = [(x - r, y - r, x + r, y + r) for (x, y), r in zip(centres, radii)]
+    taken = [(x - r, y - r, x + r, y + r) for (x, y), r in zip(centres, radii, strict=True)]
     offsets = []
-    for point, (x, y), radius in zip(points, centres, radii):
+    for point, (x, y), radius in zip(points, centres, radii, strict=True):
         text = str(point.number)
         half_w, half_h = (_label_box(0, 0, text)[2], _label_box(0, 0, text)[3])
         choice = None
@@ -106,7 +107,7 @@ def pareto_svg(points: list[ParetoPoint], front: list[ParetoPoint], link: dict[i
                          "svg.hashsalt": id_prefix}):
         figure, axes = plt.subplots(figsize=(7.2, 3.9))
         gpu_types = sorted({p.gpu_type for p in points})
-        for colour, gpu_type in zip(GPU_COLOURS * 4, gpu_types):
+        for colour, gpu_type in zip(cycle(GPU_COLOURS), gpu_types):
             for summary in (False, True):
                 group = [p for p in points if p.gpu_type == gpu_type and p.entry.is_summary == summary]
                 if not group:
@@ -127,7 +128,7 @@ def pareto_svg(points: list[ParetoPoint], front: list[ParetoPoint], link: dict[i
         axes.set_ylabel("tokens/s per GPU (higher is better)")
         axes.legend(fontsize=7, frameon=True, framealpha=0.9, edgecolor="none", loc="best", markerscale=0.6)
         figure.canvas.draw()  # fixes the axes' limits, which the label placement reads
-        for point, (dx, dy) in zip(points, _place_labels(axes, points)):
+        for point, (dx, dy) in zip(points, _place_labels(axes, points), strict=True):
             axes.annotate(str(point.number), (point.usd_per_million_tokens, point.tokens_per_s_per_gpu),
                           textcoords="offset points", xytext=(dx, dy), ha="center", va="center",
                           fontsize=_LABEL_FONT, fontweight="bold", color="#1a202c", url=link[point.number][0])
@@ -169,7 +170,7 @@ def loss_svg(title: str, curves: dict[str, tuple[list[int], list[float]]]) -> by
     """Loss per step of each arm (candidate, reference) on one axis."""
     figure, axes = plt.subplots(figsize=(7.2, 3.2))
     # Arms that agree overlap exactly: the later arm is drawn dashed with hollow markers so both stay visible.
-    for i, ((label, (steps, losses)), colour) in enumerate(zip(curves.items(), GPU_COLOURS)):
+    for i, ((label, (steps, losses)), colour) in enumerate(zip(curves.items(), GPU_COLOURS, strict=False)):
         axes.plot(steps, losses, marker="o", markersize=5 - 2 * i, linewidth=1.2, color=colour, label=label,
                   linestyle="-" if i == 0 else "--", markerfacecolor=colour if i == 0 else "none")
     axes.set_xlabel("step (from 0)")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from openrecipes.catalog.store import CatalogEntry
 from openrecipes.catalog.command import is_torchtitan
+from openrecipes.catalog.store import CatalogEntry
 
 # Chat formats whose tokenizer `openrecipes tokenizer export` rebuilds offline, by the family name it takes.
 EXPORTABLE_TOKENIZERS = {"gpt_oss": "gpt-oss", "qwen3": "qwen3"}

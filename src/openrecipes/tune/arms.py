@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from openrecipes.catalog.model import Recipe
 from openrecipes.engines.torchtitan.render import compose, render
 from openrecipes.plan.calibrate import NO_RESHARD
-from openrecipes.tune.candidates import Candidate, SELECTIVE_AC_METHOD
+from openrecipes.tune.candidates import SELECTIVE_AC_METHOD, Candidate
 
 
 def candidate_data(base: dict, candidate: Candidate, steps: int) -> dict:
@@ -18,11 +18,13 @@ def candidate_data(base: dict, candidate: Candidate, steps: int) -> dict:
     recompute = None if lay.recompute == "none" else {
         "granularity": lay.recompute, "method": SELECTIVE_AC_METHOD if lay.recompute == "selective" else None,
         "num_layers": None}
+    reshard = ("" if lay.dp == 1 else
+               "; reshard after forward" if lay.reshard_after_forward else "; no reshard after forward")
     data["layout"].update(
         label=candidate.label, summary=f"{lay.label}; {lay.rows_per_microbatch} row(s) of "
         f"{data['workload']['row_tokens']:,} tokens a microbatch; recompute {lay.recompute}; "
         f"{'torch.compile' if lay.compile else 'eager'}"
-        f"{'' if lay.dp == 1 else '; reshard after forward' if lay.reshard_after_forward else '; no reshard after forward'}"
+        f"{reshard}"
         " (chosen by `openrecipes tune`)",
         highlights=f"tuned: {candidate.label}", tp=lay.tp, pp=lay.pp, vpp=1, cp=lay.cp, ep=lay.ep, etp=lay.etp,
         dp=lay.dp, fsdp=lay.dp, sequence_parallel=lay.tp > 1, layer_split=None,

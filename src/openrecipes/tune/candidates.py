@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 from openrecipes import figures
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.predict import Context, predict, predict_layout
-
 
 # Relative error of a held-out tokens/s prediction: benchmarks/RESULTS.md (the planner against our H200 runs): 21 of
 # the 23 held-out layouts came within -8.0 % ... +4.8 %; 9 % bounds both directions. (The two misses, eager selective
@@ -28,8 +27,8 @@ WARMUP_ALLOWANCE_MINUTES = 1.0
 # Standard errors between a measured mean and its optimistic / pessimistic bound.
 CONFIDENCE_SIGMAS = 2.0
 # torch.compile's gain over eager on the same layout before a tune has measured both: +5.1 % on Qwen3-8B, FSDP 2, no
-# AC, one row a microbatch, 2 x H200 (9,536.21 compiled against 9,069.31 eager; benchmarks/RESULTS.md). The planner has no
-# compile term, so without it a compiled layout and its eager twin tie and the first batch measures both.
+# AC, one row a microbatch, 2 x H200 (9,536.21 compiled against 9,069.31 eager; benchmarks/RESULTS.md). The planner has
+# no compile term, so without it a compiled layout and its eager twin tie and the first batch measures both.
 COMPILE_GAIN_PRIOR = 0.051
 # torchtitan recomputes selectively per op in its stock qwen3 configuration.
 SELECTIVE_AC_METHOD = "op"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -27,20 +27,25 @@ def register(app: typer.Typer) -> None:
 def plan(
     model: Annotated[str, typer.Argument(
         help="model name, as in models/*.yaml (e.g. gpt-oss-20b); or `export` to write the Plan pages' tables")],
-    gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU type, a key of hardware/gpus.yaml (e.g. H200)")] = None,
-    gpus: Annotated[Optional[int], typer.Option("--gpus", min=1, max=MAX_GPUS, help="GPU count")] = None,
-    row_tokens: Annotated[int, typer.Option("--row-tokens", min=1, max=2**24, help="tokens per training row")] = 8192,
-    global_batch: Annotated[int, typer.Option("--global-batch", min=1, max=2**24, help="rows per optimizer step")] = 128,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU type, a key of hardware/gpus.yaml (e.g. H200)")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", min=1, max=MAX_GPUS, help="GPU count")] = None,
+    row_tokens: Annotated[
+        int, typer.Option("--row-tokens", min=1, max=2**24, help="tokens per training row")] = 8192,
+    global_batch: Annotated[
+        int, typer.Option("--global-batch", min=1, max=2**24, help="rows per optimizer step")] = 128,
     engine: Annotated[str, typer.Option("--engine", help="megatron or torchtitan")] = "megatron",
     grad_reduce_bf16: Annotated[bool, typer.Option(
-        "--grad-reduce-bf16", help="BF16 gradient buffers (Megatron --grad-reduce-in-bf16, as the gpt-oss seeds use)")] = False,
+        "--grad-reduce-bf16", help="BF16 gradient buffers (Megatron --grad-reduce-in-bf16, as the gpt-oss seeds use)"),
+    ] = False,
     top: Annotated[int, typer.Option("--top", min=0, max=10**6, help="fitting layouts to show (0: all)")] = 20,
-    as_json: Annotated[bool, typer.Option("--json", help="print every ranked layout (or --top of them) as JSON")] = False,
-    emit_recipe: Annotated[Optional[int], typer.Option(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print every ranked layout (or --top of them) as JSON")] = False,
+    emit_recipe: Annotated[int | None, typer.Option(
         "--emit-recipe", help="write the N-th fitting torchtitan layout a recipe can run as a recipe (status: planned; "
         "workload from the catalog's torchtitan recipe of MODEL on N x GPU)")] = None,
-    out: Annotated[Optional[Path], typer.Option(
-        "--out", help="where --emit-recipe writes the recipe; for `plan export`, the folder (the site reads plans/)")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="where --emit-recipe writes the recipe; for `plan export`, the folder (the site reads plans/)"),
+    ] = None,
 ) -> None:
     """Predict memory and speed of every valid layout and rank them: fitting layouts by tokens/s per GPU,
     then the ones that do not fit with the reason. `plan export --out DIR` writes every model's Plan-page tables
@@ -116,10 +121,12 @@ def tune(
     gpus: Annotated[int, typer.Option("--gpus", min=1, max=MAX_GPUS, help="GPU count")],
     budget_minutes: Annotated[float, typer.Option("--budget-minutes", min=0, max=60 * 24 * 366,
                                                   help="device minutes the runs may take")],
-    base: Annotated[Optional[Path], typer.Option(
-        "--base", help="torchtitan recipe to start from (default: the catalog's stock recipe of MODEL on N x GPU)")] = None,
-    out_recipe: Annotated[Optional[Path], typer.Option(
-        "--out-recipe", help="where the winner's recipe goes (default: recipes/<model>/<gpu>/tuned-<layout>.yaml)")] = None,
+    base: Annotated[Path | None, typer.Option(
+        "--base", help="torchtitan recipe to start from (default: the catalog's stock recipe of MODEL on N x GPU)"),
+    ] = None,
+    out_recipe: Annotated[Path | None, typer.Option(
+        "--out-recipe", help="where the winner's recipe goes (default: recipes/<model>/<gpu>/tuned-<layout>.yaml)"),
+    ] = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="print the ranked candidates, minutes and exact commands; run nothing")] = False,
     steps: Annotated[int, typer.Option("--steps", help="steps of each measuring run")] = 10,
@@ -127,7 +134,7 @@ def tune(
         "--window-from", help="first step scored (the window runs to the last step)")] = 2,
     lanes: Annotated[int, typer.Option(
         "--lanes", help="arms run at once, each on its own --gpus GPUs of this host")] = 1,
-    wall_minutes: Annotated[Optional[float], typer.Option(
+    wall_minutes: Annotated[float | None, typer.Option(
         "--wall-minutes", help="start no arm estimated to end later than this many minutes from now")] = None,
 ) -> None:
     """Measure the planner's best torchtitan layouts with short runs, drop those that cannot win, refit after each,

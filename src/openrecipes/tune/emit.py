@@ -19,7 +19,7 @@ from openrecipes.catalog.paths import default_catalog_root, relative_path
 from openrecipes.catalog.store import load_recipe
 from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import UserError
-from openrecipes.plan.predict import Prediction, PlanRequest, context, predict
+from openrecipes.plan.predict import PlanRequest, Prediction, context, predict
 from openrecipes.tune.arms import candidate_data, rendered_run
 from openrecipes.tune.candidates import as_candidate, renderable
 from openrecipes.tune.search import find_base
@@ -71,8 +71,10 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, root: Pat
     per_gpu_hour = figures.usd_per_gpu_hour(instance.usd_per_hour, instance.gpus)
     steps = base.result.steps_per_run
     data["result"].update(
-        tokens_per_s_per_gpu=tokens, usd_per_million_tokens=round(figures.usd_per_million_tokens(per_gpu_hour, tokens), 4),
-        step_time_cv_percent=0.0, mfu=round(figures.mfu(base.result.active_params.count, tokens, gpu.peak_bf16_flops), 4),
+        tokens_per_s_per_gpu=tokens,
+        usd_per_million_tokens=round(figures.usd_per_million_tokens(per_gpu_hour, tokens), 4),
+        step_time_cv_percent=0.0,
+        mfu=round(figures.mfu(base.result.active_params.count, tokens, gpu.peak_bf16_flops), 4),
         gpu_hours=round(max(base.gpu.count * steps * prediction.step.total_s / 3600,
                                                             0.01), 2),
         gpu_hours_note="predicted: GPUs x steps x predicted step time (no compile warm-up, no start-up)",
@@ -86,7 +88,8 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, root: Pat
     data["notes"] = (
         f"Planned by `openrecipes plan {base.model} --gpu {base.gpu.type} --gpus {base.gpu.count} --engine torchtitan "
         f"--emit-recipe {rank}`: predicted, not measured. The result's figures are the planner's prediction: "
-        f"{tokens:,.1f} tokens/s per GPU (held-out range {interval.low:,.0f} to {interval.high:,.0f}: {interval.basis}); "
+        f"{tokens:,.1f} tokens/s per GPU "
+        f"(held-out range {interval.low:,.0f} to {interval.high:,.0f}: {interval.basis}); "
         f"peak memory {prediction.memory.total_gib:.1f} of {prediction.capacity_gib:.1f} GiB per GPU, headroom "
         f"{prediction.headroom_gib:.1f} GiB against a {prediction.margin_gib:.1f} GiB margin. Stack, workload, rows, "
         f"environment and the result's date come from {relative_path(base_path, root)}. Run it with `openrecipes run`, "

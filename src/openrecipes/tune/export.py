@@ -250,7 +250,8 @@ def fingerprint(catalog: Catalog) -> str:
     tables = catalog.tables
     inputs = {"entries": sorted(json.dumps(e.entry.model_dump(mode="json", exclude={"notes"}), sort_keys=True)
                                 for e in catalog.entries),
-              "models": {n: c.model_dump(mode="json", exclude={"notes", "notes_source"}) for n, c in tables.models.items()},
+              "models": {n: c.model_dump(mode="json", exclude={"notes", "notes_source"})
+                         for n, c in tables.models.items()},
               "gpus": {n: g.model_dump(mode="json") for n, g in tables.gpus.items()},
               "instances": {n: i.model_dump(mode="json") for n, i in tables.instances.items()}}
     digest.update(json.dumps(inputs, sort_keys=True, default=str).encode())

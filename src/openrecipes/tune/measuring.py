@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
@@ -16,7 +16,7 @@ from openrecipes.engines.torchtitan.render import run_launch
 from openrecipes.errors import UserError
 from openrecipes.measure.result import Measured
 from openrecipes.measure.stack import StackLine, read_stack_line
-from openrecipes.tune.candidates import CONFIDENCE_SIGMAS, OOM_MARKERS, Candidate, Runner, WINDOW_FIRST_STEP
+from openrecipes.tune.candidates import CONFIDENCE_SIGMAS, OOM_MARKERS, WINDOW_FIRST_STEP, Candidate, Runner
 
 Clock = Callable[[], float]  # seconds, monotonic
 

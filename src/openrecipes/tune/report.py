@@ -6,8 +6,14 @@ from openrecipes.catalog.paths import relative_path
 from openrecipes.engines.torchtitan.render import run_launch
 from openrecipes.tune.arms import arm_of, reference_arm
 from openrecipes.tune.candidates import (
-    HELD_OUT_ERROR_BOUND, MEASURE_STEPS, contenders, estimated_minutes, optimistic_prediction,
-    pessimistic_prediction, rank, within_budget,
+    HELD_OUT_ERROR_BOUND,
+    MEASURE_STEPS,
+    contenders,
+    estimated_minutes,
+    optimistic_prediction,
+    pessimistic_prediction,
+    rank,
+    within_budget,
 )
 from openrecipes.tune.search import Setup, TuneResult
 
@@ -18,7 +24,8 @@ def dry_run_text(s: Setup, budget_minutes: float, steps: int = MEASURE_STEPS) ->
     pool = contenders(ranked, efficiency)
     reference_minutes = estimated_minutes(s.reference, efficiency, steps)
     chosen = within_budget(pool, efficiency, budget_minutes - reference_minutes, steps)
-    lines = [f"tune {s.base.model} on {s.base.gpu.count} x {s.base.gpu.type} from {relative_path(s.base_path, s.root)}: "
+    base = relative_path(s.base_path, s.root)
+    lines = [f"tune {s.base.model} on {s.base.gpu.count} x {s.base.gpu.type} from {base}: "
              f"{len(ranked)} fitting torchtitan layouts, {len(pool)} can beat the best one's pessimistic prediction "
              f"(error bound {HELD_OUT_ERROR_BOUND:.1%}), {len(chosen)} fit {budget_minutes:g} minutes after the "
              f"{reference_minutes:.1f}-minute reference arm; predicted, not measured",

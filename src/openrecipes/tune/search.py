@@ -14,19 +14,29 @@ from pathlib import Path
 
 from openrecipes import figures
 from openrecipes.atomic import write_atomic
+from openrecipes.catalog.command import is_torchtitan
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root, relative_path
 from openrecipes.catalog.store import load_catalog
 from openrecipes.catalog.yamlio import read_yaml
-from openrecipes.catalog.command import is_torchtitan
 from openrecipes.errors import UserError
 from openrecipes.plan.calibrate import measured_point
 from openrecipes.plan.predict import Context, PlanRequest, context
 from openrecipes.tune.arms import Arm, arm_of, reference_arm
 from openrecipes.tune.candidates import (
-    Candidate, Efficiency, MEASURE_STEPS, Runner, WINDOW_FIRST_STEP, as_candidate, candidates, contenders,
-    estimated_minutes, optimistic_prediction, rank, refit,
+    MEASURE_STEPS,
+    WINDOW_FIRST_STEP,
+    Candidate,
+    Efficiency,
+    Runner,
+    as_candidate,
+    candidates,
+    contenders,
+    estimated_minutes,
+    optimistic_prediction,
+    rank,
+    refit,
 )
 from openrecipes.tune.measuring import Clock, Measurement, measure_candidate, record
 from openrecipes.verify.verdicts import ConfigVerdict, ConvergenceVerdict
@@ -87,7 +97,8 @@ def find_base(model: str, gpu_type: str, gpus: int, root: Path) -> Path:
         recipe = entry.entry
         if (recipe.model == model and recipe.gpu.type == gpu_type and recipe.gpu.count == gpus
                 and is_torchtitan(recipe.run)):
-            found.append((recipe.runs is not None and recipe.runs.reference is not None, str(entry.path), root / entry.path))
+            has_reference = recipe.runs is not None and recipe.runs.reference is not None
+            found.append((has_reference, str(entry.path), root / entry.path))
     if not found:
         raise UserError(f"no torchtitan recipe of {model} on {gpus} x {gpu_type} in {root / 'recipes'} to start from; "
                         "give --base RECIPE (a torchtitan recipe of this model and GPU count)")
@@ -177,8 +188,8 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
     """Measure the reference arm, then the contenders best-predicted first, refitting and pruning after each batch.
     With `lanes` > 1 a batch is that many arms run at once, each on its own GPUs (the reference arm with the first
     contenders); the budget counts every arm's minutes. With `wall_minutes`, no arm starts that is estimated to end
-    later than that many minutes after the search started (a machine lent for a fixed time). run_root/tune.json records every arm so far after each batch
-    (a search cut short keeps its record)."""
+    later than that many minutes after the search started (a machine lent for a fixed time). run_root/tune.json records
+    every arm so far after each batch (a search cut short keeps its record)."""
     if not 0 <= window_first < steps - 1:
         raise UserError(f"--window-from {window_first} leaves no window in {steps} steps; give a smaller one")
     environments = lane_environments(lanes, s.base.gpu.count)
@@ -236,7 +247,7 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
             break
         if batch != [reference]:  # the contenders in rank order, before a batch that measures some of them
             result.rankings.append([o.candidate.slug for o in batch if o is not reference] + [c.slug for c in pool])
-        for outcome, measurement in zip(batch, measure_batch([o.arm for o in batch])):
+        for outcome, measurement in zip(batch, measure_batch([o.arm for o in batch]), strict=True):
             outcome.measurement = measurement
             result.spent_minutes += measurement.minutes
             if outcome is reference:

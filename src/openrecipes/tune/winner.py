@@ -6,7 +6,7 @@ from pathlib import Path
 
 from openrecipes.atomic import write_atomic
 from openrecipes.audit.pins import COMMAND_NAME
-from openrecipes.audit.record import MeasuredRun, record, recipe_text, write_recipe
+from openrecipes.audit.record import MeasuredRun, recipe_text, record, write_recipe
 from openrecipes.catalog.paths import relative_path
 from openrecipes.errors import UserError
 from openrecipes.tune.candidates import Candidate

@@ -6,8 +6,9 @@ On a machine with torch only, the component test runs as `python -m openrecipes.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -18,6 +19,8 @@ from openrecipes.jsonout import json_text
 check_app = typer.Typer(help="Verify a recipe: convergence, configuration and component checks.", no_args_is_help=True)
 component_app = typer.Typer(help="Component tests at a recipe's shape.", no_args_is_help=True)
 check_app.add_typer(component_app, name="component")
+
+JsonOption = Annotated[bool, typer.Option("--json", help="print the verdict as JSON")]
 
 
 def _report(verdict: dict, passed: bool, as_json: bool, headline: str, items: list[str]) -> None:
@@ -32,12 +35,14 @@ def _report(verdict: dict, passed: bool, as_json: bool, headline: str, items: li
 
 @check_app.command("convergence")
 def convergence_command(
-    candidate: Path = typer.Option(..., "--candidate", help="the candidate arm: a training log or a step,loss CSV"),
-    reference: Path = typer.Option(..., "--reference", help="the reference arm: a training log or a step,loss CSV"),
-    placement_only: bool = typer.Option(
-        False, "--placement-only", help="also require the strict step-for-step verdict of a placement-only change"
-    ),
-    as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON"),
+    candidate: Annotated[
+        Path, typer.Option("--candidate", help="the candidate arm: a training log or a step,loss CSV")],
+    reference: Annotated[
+        Path, typer.Option("--reference", help="the reference arm: a training log or a step,loss CSV")],
+    placement_only: Annotated[bool, typer.Option(
+        "--placement-only", help="also require the strict step-for-step verdict of a placement-only change"
+    )] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Megatron-Bridge's validate_convergence (pipeline thresholds); NaN, missing steps and flat curves fail."""
     from openrecipes.verify.convergence import check_convergence, read_curve
@@ -57,10 +62,11 @@ def convergence_command(
 
 @check_app.command("config")
 def config_command(
-    candidate: Path = typer.Option(..., "--candidate", help="the candidate recipe (YAML) or run script"),
-    reference: Path = typer.Option(..., "--reference", help="the reference recipe (YAML) or run script"),
-    rules: Path = typer.Option(None, "--rules", help="argument classes (default: rules/argument-classes.yaml)"),
-    as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON"),
+    candidate: Annotated[Path, typer.Option("--candidate", help="the candidate recipe (YAML) or run script")],
+    reference: Annotated[Path, typer.Option("--reference", help="the reference recipe (YAML) or run script")],
+    rules: Annotated[
+        Path | None, typer.Option("--rules", help="argument classes (default: rules/argument-classes.yaml)")] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Class every argument that differs: placement only passes; numerics or unclassified fail."""
     from openrecipes.verify.config import PASS, RULES_PATH, check_config
@@ -78,21 +84,23 @@ def _shown(value: object) -> str:
     return "(absent)" if value is None else "(set)" if value is True else str(value)
 
 
-class Shape(str, Enum):
+class Shape(StrEnum):
     small = "small"
     glm5_moe_layer = "glm5-moe-layer"
 
 
-class Device(str, Enum):
+class Device(StrEnum):
     cpu = "cpu"
     cuda = "cuda"
 
 
 @component_app.command("optimizer-offload")
 def optimizer_offload_command(
-    shape: Shape = typer.Option(Shape.small, "--shape", help="small (CI) or glm5-moe-layer (one EP-8 rank's shard)"),
-    device: Device = typer.Option(Device.cpu, "--device", help="where the accelerator half of the optimizer runs"),
-    as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON"),
+    shape: Annotated[
+        Shape, typer.Option("--shape", help="small (CI) or glm5-moe-layer (one EP-8 rank's shard)")] = Shape.small,
+    device: Annotated[
+        Device, typer.Option("--device", help="where the accelerator half of the optimizer runs")] = Device.cpu,
+    as_json: JsonOption = False,
 ) -> None:
     """CPU optimizer offload against on-device Adam and an FP64 reference; the negative controls must fail."""
     from openrecipes.verify.components.optimizer_offload import report_lines, run

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -50,7 +50,7 @@ class _RuleEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     klass: Literal["placement", "execution_fingerprint", "numerics"] = Field(alias="class")
     why: str = Field(min_length=1)
-    component_test: Optional[str] = None
+    component_test: str | None = None
 
 
 class _RulesFile(BaseModel):

@@ -13,6 +13,7 @@ import math
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -47,8 +48,9 @@ def _read_csv(path: Path, lines: Iterable[str]) -> LossCurve:
 
 
 def _csv_curve(path: Path, rows) -> LossCurve:  # noqa: ANN001 (a csv reader)
-    first = next((row for row in rows if row), [])
-    header, pending = _csv_header(first), []
+    first: list[str] = next((row for row in rows if row), [])
+    header = _csv_header(first)
+    pending: list[list[str]] = []
     if not set(_CSV_COLUMNS) <= set(header):
         if not first or not first[0].strip().lstrip("-").isdigit():
             missing = [name for name in _CSV_COLUMNS if name not in header]
@@ -183,7 +185,7 @@ def check_convergence(
                     if math.isfinite(candidate[s]) and math.isfinite(reference[s]))
     skipped = int(len(common) * thresholds.skip_first_fraction)
     scored = common[skipped:]
-    result = {
+    result: dict[str, Any] = {
         "passed": False,
         "correlation": None,
         "final_loss_difference": None,
@@ -219,7 +221,7 @@ def check_convergence(
             failed.append("correlation")
             reasons.append(f"the curves' correlation {correlation:.6f} is below {thresholds.min_correlation}")
 
-    pointwise = [s for s, c, r in zip(scored, cand, ref)
+    pointwise = [s for s, c, r in zip(scored, cand, ref, strict=True)
                  if _relative_difference(c, r) > thresholds.tolerance_for(r)]
     result["pointwise_failures"] = len(pointwise)
     if len(pointwise) / len(scored) > thresholds.max_pointwise_failure_ratio:

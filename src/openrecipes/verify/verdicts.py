@@ -4,6 +4,7 @@ record, reproduce, tune). `check convergence --json` and `check config --json` p
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from openrecipes.catalog.command import ParsedRun
 from openrecipes.verify.config import Rules, compare_runs
@@ -20,7 +21,7 @@ class ConvergenceVerdict:
     reasons: tuple[str, ...]  # why it failed, one sentence each
 
     @property
-    def result(self) -> str:
+    def result(self) -> Literal["pass", "fail"]:
         return "pass" if self.passed else "fail"
 
 

@@ -22,8 +22,9 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Protocol
 
 import torch
 
@@ -86,7 +87,7 @@ WRONG_BETA2 = 0.999  # Megatron's default: what a run gets when the recipe's --a
 
 def tensor_shapes(shape: MoeLayerShape) -> list[tuple[str, tuple[int, ...]]]:
     """The rank's parameter tensors in Megatron's order: the router, then each expert's fused gate/up and down."""
-    tensors = [("router.weight", (shape.experts_total, shape.hidden))]
+    tensors: list[tuple[str, tuple[int, ...]]] = [("router.weight", (shape.experts_total, shape.hidden))]
     for expert in range(shape.experts_held):
         tensors.append((f"experts.{expert}.linear_fc1.weight", (2 * shape.expert_ffn, shape.hidden)))
         tensors.append((f"experts.{expert}.linear_fc2.weight", (shape.hidden, shape.expert_ffn)))
@@ -118,15 +119,25 @@ class WrittenOutAdamW:
         hp = self.hp
         first_correction = 1 - hp.beta1**self.steps if self.bias_correction else 1.0
         second_correction = 1 - hp.beta2**self.steps if self.bias_correction else 1.0
-        for p, (m, v) in zip(self.params, self.moments):
+        for p, (m, v) in zip(self.params, self.moments, strict=True):
+            grad = p.grad
+            if grad is None:  # as torch's optimizers: a parameter without a gradient is left as it is
+                continue
             p.mul_(1 - hp.lr * hp.weight_decay)
-            m.mul_(hp.beta1).add_(p.grad, alpha=1 - hp.beta1)
-            v.mul_(hp.beta2).addcmul_(p.grad, p.grad, value=1 - hp.beta2)
+            m.mul_(hp.beta1).add_(grad, alpha=1 - hp.beta1)
+            v.mul_(hp.beta2).addcmul_(grad, grad, value=1 - hp.beta2)
             denominator = (v / second_correction).sqrt_().add_(hp.eps)
             p.addcdiv_(m / first_correction, denominator, value=-hp.lr)
 
 
-def torch_adamw(hp: AdamHyperparameters) -> Callable[[list[torch.Tensor]], object]:
+class Optimizer(Protocol):
+    def step(self) -> object: ...
+
+
+OptimizerFactory = Callable[[list[torch.Tensor]], Optimizer]
+
+
+def torch_adamw(hp: AdamHyperparameters) -> OptimizerFactory:
     return lambda params: torch.optim.AdamW(
         params, lr=hp.lr, betas=(hp.beta1, hp.beta2), eps=hp.eps, weight_decay=hp.weight_decay
     )
@@ -137,7 +148,7 @@ class Arm:
     name: str
     offloaded: bool  # the offload fraction's tensors live on the CPU
     offloaded_dtype: torch.dtype  # master weights of the offloaded tensors
-    offloaded_optimizer: Callable[[list[torch.Tensor]], object]
+    offloaded_optimizer: OptimizerFactory
     control: bool  # a negative control: must exceed a bound
 
 
@@ -184,7 +195,8 @@ def _reference_updates(problem: Problem, hp: AdamHyperparameters) -> dict[int, d
             p.grad = problem.gradient(step, index).double()
         optimizer.step()
         if step in CHECKED_STEPS:
-            updates[step] = {name: p - problem.initial[name].double() for (name, _), p in zip(problem.tensors, params)}
+            updates[step] = {name: p - problem.initial[name].double()
+                             for (name, _), p in zip(problem.tensors, params, strict=True)}
     return updates
 
 
@@ -194,25 +206,26 @@ def _run_arm(arm: Arm, problem: Problem, offloaded: set[str], hp: AdamHyperparam
     on_cpu = [arm.offloaded and name in offloaded for name, _ in problem.tensors]
     params = [
         problem.initial[name].to("cpu", arm.offloaded_dtype, copy=True) if cpu else problem.initial[name].clone()
-        for (name, _), cpu in zip(problem.tensors, on_cpu)
+        for (name, _), cpu in zip(problem.tensors, on_cpu, strict=True)
     ]
-    optimizers = [arm.offloaded_optimizer([p for p, cpu in zip(params, on_cpu) if cpu])] if any(on_cpu) else []
+    offloaded_params = [p for p, cpu in zip(params, on_cpu, strict=True) if cpu]
+    optimizers = [arm.offloaded_optimizer(offloaded_params)] if offloaded_params else []
     if not all(on_cpu):
         factory = torch_adamw(hp) if arm.offloaded else arm.offloaded_optimizer
-        optimizers.append(factory([p for p, cpu in zip(params, on_cpu) if not cpu]))
-    checked = {}
+        optimizers.append(factory([p for p, cpu in zip(params, on_cpu, strict=True) if not cpu]))
+    checked: dict[int, dict[str, Any]] = {}
     for step in range(1, max(CHECKED_STEPS) + 1):
         for index, p in enumerate(params):
             p.grad = problem.gradient(step, index).to(p.device, p.dtype)  # the offload's device-to-host copy
         for optimizer in optimizers:
             optimizer.step()
         if step in CHECKED_STEPS:
-            errors = {}
-            for (name, _), p, cpu in zip(problem.tensors, params, on_cpu):
+            errors: dict[str, float] = {}
+            for (name, _), p, cpu in zip(problem.tensors, params, on_cpu, strict=True):
                 start = problem.initial[name].to(arm.offloaded_dtype if cpu else torch.float32).double()
                 update = p.to(problem.device).double() - start
                 errors[name] = _relative_l2(update, reference[step][name])
-            worst = max(errors, key=errors.get)
+            worst = max(errors, key=lambda name: errors[name])
             checked[step] = {"worst_error": errors[worst], "worst_tensor": worst}
     bounds = {1: OPTIMIZER_OFFLOAD.after_one_step, 3: OPTIMIZER_OFFLOAD.after_three_steps}
     within = all(checked[step]["worst_error"] <= bounds[step] for step in CHECKED_STEPS)
