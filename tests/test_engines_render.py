@@ -6,7 +6,8 @@ import pytest
 
 from openrecipes.catalog.store import load_recipe
 from openrecipes.catalog.hardware import load_reference_tables
-from openrecipes.catalog.command import is_torchtitan
+from openrecipes.catalog.command import parse_run
+from openrecipes.engines.registry import engine_of
 from openrecipes.engines.torchtitan.render import ENTRY_MODULE, layout_flags, render
 from openrecipes.errors import UserError
 from tests.conftest import GPTOSS_1, REPO
@@ -75,8 +76,8 @@ def test_a_card_without_a_torchtitan_flavor_is_refused():
 
 
 def test_seed_recipes_are_not_torchtitan():
-    assert not is_torchtitan(load_recipe(GPTOSS_1).run)
-    assert is_torchtitan(load_recipe(QWEN3_8B).run)
+    assert engine_of(parse_run(load_recipe(GPTOSS_1).run)).name == "megatron"
+    assert engine_of(parse_run(load_recipe(QWEN3_8B).run)).name == "torchtitan"
 
 
 def test_each_one_node_run_gets_its_own_torchrun_port(monkeypatch):

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from openrecipes import figures
-from openrecipes.catalog import flags as flag_tables
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import catalog_root
 from openrecipes.catalog.yamlio import YamlDocument
+from openrecipes.engines.knowledge import FlagField
+from openrecipes.engines.registry import engine_of
 from openrecipes.thresholds import PIPELINE_CONVERGENCE  # the thresholds `check convergence` applies, so they agree
 
 
@@ -169,12 +170,14 @@ def check_command(ctx: Context) -> Iterator[Issue]:
         yield Issue("run", f"{flag} is given more than once; keep one")
     if ctx.recipe.env != command.exports:
         yield from _compare_env(ctx.recipe.env, command.exports)
-    torchtitan = command.is_torchtitan
-    table = flag_tables.TORCHTITAN if torchtitan else flag_tables.MEGATRON
-    optional = () if torchtitan else flag_tables.MEGATRON_WHEN_PRESENT
-    for row in table + tuple(row for row in optional if command.has(row.flag)):
+    engine = engine_of(command)
+    if engine is None:
+        yield Issue("run", f"the launch line starts {' '.join(command.argv[:3])}..., no engine's command; "
+                    "a torchtitan recipe runs `torchrun ... -m openrecipes.engines.torchtitan.train`")
+        return
+    for row in engine.flags + tuple(row for row in engine.flags_when_present if command.has(row.flag)):
         yield from _compare_flag(ctx.recipe, command, row)
-    yield from _check_node_count(ctx.recipe, command, torchtitan)
+    yield from _check_node_count(ctx.recipe, command, engine.node_flags)
     card = ctx.tables.models.get(ctx.recipe.model)
     layers = command.value("--num-layers")
     if card is not None and layers is not None and "layers" in card.architecture and layers != str(card.layers):
@@ -192,14 +195,14 @@ def _compare_env(env: dict[str, str], exports: dict[str, str]) -> Iterator[Issue
             yield Issue(f"env.{name}", f"is '{env[name]}' but the run command exports '{exports[name]}'; make them equal")
 
 
-def _expected(recipe: Recipe, row: flag_tables.FlagField) -> object:
+def _expected(recipe: Recipe, row: FlagField) -> object:
     value = _get(recipe, row.field)
     if row.kind == "switch":
         return bool(value)
     return row.default if value is None else value  # a null field means the engine's default
 
 
-def _actual(command: ParsedRun, row: flag_tables.FlagField) -> object:
+def _actual(command: ParsedRun, row: FlagField) -> object:
     if row.kind == "switch":
         return command.has(row.flag)
     text = command.value(row.flag)
@@ -211,7 +214,7 @@ def _actual(command: ParsedRun, row: flag_tables.FlagField) -> object:
         return text
 
 
-def _compare_flag(recipe: Recipe, command: ParsedRun, row: flag_tables.FlagField) -> Iterator[Issue]:
+def _compare_flag(recipe: Recipe, command: ParsedRun, row: FlagField) -> Iterator[Issue]:
     expected, actual = _expected(recipe, row), _actual(command, row)
     if expected == actual:
         return
@@ -229,9 +232,8 @@ def _compare_flag(recipe: Recipe, command: ParsedRun, row: flag_tables.FlagField
                     f"expected {row.flag} {expected}")
 
 
-def _check_node_count(recipe: Recipe, command: ParsedRun, torchtitan: bool) -> Iterator[Issue]:
-    nodes_flag, per_node_flag = ("--nnodes", "--nproc_per_node") if torchtitan else (
-        "--actor-num-nodes", "--actor-num-gpus-per-node")
+def _check_node_count(recipe: Recipe, command: ParsedRun, node_flags: tuple[str, str]) -> Iterator[Issue]:
+    nodes_flag, per_node_flag = node_flags
     nodes, per_node = command.value(nodes_flag), command.value(per_node_flag)
     if nodes is None or per_node is None:
         yield Issue("run", f"the run command must pass {nodes_flag} and {per_node_flag} so the GPU count can be checked")

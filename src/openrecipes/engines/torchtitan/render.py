@@ -13,10 +13,10 @@ import dataclasses
 import shlex
 from dataclasses import dataclass
 
-from openrecipes.catalog.command import TORCHTITAN_ENTRY as ENTRY_MODULE
 from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.model import Recipe
+from openrecipes.engines.torchtitan.engine import ENTRY_MODULE
 from openrecipes.errors import UserError
 
 # Flags whose presence the layout fields decide (layout_flags writes them or leaves them out).
