@@ -31,6 +31,7 @@ class Context:
     recipe: Recipe
     doc: YamlDocument
     tables: ReferenceTables
+    command: ParsedRun | CommandError  # the recipe's run script, read once, or why it cannot be read
 
 
 def _get(recipe: Recipe, dotted: str) -> object:
@@ -158,10 +159,9 @@ def _compare_published(field: str, recomputed: float, raw: dict[str, str], formu
 
 
 def check_command(ctx: Context) -> Iterator[Issue]:
-    try:
-        command = parse_run(ctx.recipe.run)
-    except CommandError as error:
-        yield Issue("run", f"{error}")
+    command = ctx.command
+    if isinstance(command, CommandError):
+        yield Issue("run", f"{command}")
         return
     if not command.argv:
         yield Issue("run", "no launch line (python3 ... / torchrun ...) found; the command must start the training")
@@ -290,7 +290,16 @@ CHECKS: tuple[Callable[[Context], Iterator[Issue]], ...] = (
 )
 
 
-def run_checks(recipe: Recipe, doc: YamlDocument, tables: ReferenceTables) -> list[Issue]:
-    ctx = Context(recipe=recipe, doc=doc, tables=tables)
+def read_command(recipe: Recipe) -> ParsedRun | CommandError:
+    """The recipe's run script read once for every check and caller, or the error that says why it cannot be."""
+    try:
+        return parse_run(recipe.run)
+    except CommandError as error:
+        return error
+
+
+def run_checks(recipe: Recipe, doc: YamlDocument, tables: ReferenceTables,
+               command: ParsedRun | CommandError) -> list[Issue]:
+    ctx = Context(recipe=recipe, doc=doc, tables=tables, command=command)
     return [issue for check in CHECKS for issue in check(ctx)]
 

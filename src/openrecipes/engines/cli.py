@@ -13,18 +13,17 @@ from openrecipes.jsonout import json_text
 
 
 def _recipe_and_launch(recipe_path: Path, steps: Optional[int]):
-    """The recipe, its parsed run command, and its torchtitan launch (None for a Megatron/slime recipe)."""
-    from openrecipes.catalog.command import parse_run
+    """The recipe, its run command as the validator read it (the one reading), and its torchtitan launch (None for
+    a Megatron/slime recipe)."""
     from openrecipes.catalog.hardware import load_reference_tables
-    from openrecipes.catalog.store import load_recipe
+    from openrecipes.catalog.store import load_recipe_and_command
     from openrecipes.engines.torchtitan.engine import is_recipe
     from openrecipes.engines.torchtitan.render import run_launch
 
-    recipe = load_recipe(recipe_path)
-    parsed = parse_run(recipe.run)
+    recipe, parsed = load_recipe_and_command(recipe_path)
     if not is_recipe(parsed):
         return recipe, parsed, None
-    return recipe, parsed, run_launch(recipe, load_reference_tables().models[recipe.model], steps)
+    return recipe, parsed, run_launch(recipe, load_reference_tables().models[recipe.model], parsed, steps)
 
 
 def run_command(

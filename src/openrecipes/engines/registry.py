@@ -10,6 +10,7 @@ from openrecipes.engines.megatron.engine import ENGINE as MEGATRON
 from openrecipes.engines.torchtitan.engine import ENGINE as TORCHTITAN
 
 ENGINES: tuple[Engine, ...] = (TORCHTITAN, MEGATRON)
+_BY_NAME = {engine.name: engine for engine in ENGINES}
 
 
 def engine_of(run: LaunchCommand) -> Engine | None:
@@ -19,10 +20,10 @@ def engine_of(run: LaunchCommand) -> Engine | None:
 
 def engine_named(name: str) -> Engine:
     """The engine called `name` (the planner's `--engine`); a KeyError names the known ones."""
-    for engine in ENGINES:
-        if engine.name == name:
-            return engine
-    raise KeyError(f"no engine {name!r}; the engines are {', '.join(sorted(e.name for e in ENGINES))}")
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no engine {name!r}; the engines are {', '.join(names())}") from None
 
 
 def names() -> list[str]:
