@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from openrecipes.catalog.command import ParsedRun
 from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.model import Recipe
-from openrecipes.engines.torchtitan.engine import ENTRY_MODULE
+from openrecipes.engines.torchtitan.engine import ENTRY_MODULE, is_recipe
 from openrecipes.errors import UserError
 
 # Flags whose presence the layout fields decide (layout_flags writes them or leaves them out).
@@ -75,9 +75,9 @@ def _options(words: list[str]) -> dict[str, list[str]]:
 
 def split_command(command: ParsedRun) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """(torchrun's options, torchtitan's flags) of a recipe's parsed `run` command."""
-    argv = command.argv
-    if ENTRY_MODULE not in argv:
+    if not is_recipe(command):
         raise UserError(f"the run command does not start {ENTRY_MODULE}; it is not a torchtitan recipe")
+    argv = command.argv
     at = argv.index(ENTRY_MODULE)
     return _options(argv[1: at - 1]), _options(argv[at + 1:])
 
