@@ -7,7 +7,7 @@ import copy
 import pytest
 from conftest import GLM_16K, GPTOSS_1, REPO, load_seed, write_recipe
 
-from openrecipes.catalog import flags
+from openrecipes.engines.megatron import flags
 from openrecipes.catalog.validate import recipe_files, validate_file
 
 
@@ -131,7 +131,7 @@ def test_env_must_equal_the_commands_exports(tmp_path):
 
 
 def _flag_mutations():
-    for row in flags.MEGATRON:
+    for row in flags.FLAGS:
         if row.field.startswith(("gpu.", "layout.layer_split", "layout.recompute", "layout.offload.")) and \
                 row.kind != "switch":
             continue  # these are covered by dedicated tests above (their field change breaks other checks too)

@@ -6,7 +6,8 @@ import pytest
 
 from openrecipes.catalog.store import load_recipe
 from openrecipes.catalog.hardware import load_reference_tables
-from openrecipes.catalog.command import is_torchtitan
+from openrecipes.catalog.command import parse_run
+from openrecipes.engines.registry import engine_of
 from openrecipes.engines.torchtitan.render import ENTRY_MODULE, layout_flags, render
 from openrecipes.errors import UserError
 from tests.conftest import GPTOSS_1, REPO
@@ -18,7 +19,7 @@ QWEN3_1_7B = REPO / "recipes/qwen3-1.7b/h200/openrecipes-compile-noac-mb4.yaml"
 
 def _render(path, **options):
     recipe = load_recipe(path)
-    return recipe, render(recipe, load_reference_tables().models[recipe.model], **options)
+    return recipe, render(recipe, load_reference_tables().models[recipe.model], parse_run(recipe.run), **options)
 
 
 @pytest.mark.parametrize("path", [QWEN3_8B, QWEN3_8B_STOCK, QWEN3_1_7B])
@@ -63,7 +64,7 @@ def test_a_command_that_disagrees_with_the_fields_is_refused():
     changed = recipe.model_copy(
         update={"run": recipe.run.replace("--training.local_batch_size 1", "--training.local_batch_size 2")})
     with pytest.raises(UserError, match="local_batch_size"):
-        render(changed, load_reference_tables().models[recipe.model])
+        render(changed, load_reference_tables().models[recipe.model], parse_run(changed.run))
 
 
 def test_a_card_without_a_torchtitan_flavor_is_refused():
@@ -75,8 +76,8 @@ def test_a_card_without_a_torchtitan_flavor_is_refused():
 
 
 def test_seed_recipes_are_not_torchtitan():
-    assert not is_torchtitan(load_recipe(GPTOSS_1).run)
-    assert is_torchtitan(load_recipe(QWEN3_8B).run)
+    assert engine_of(parse_run(load_recipe(GPTOSS_1).run)).name == "megatron"
+    assert engine_of(parse_run(load_recipe(QWEN3_8B).run)).name == "torchtitan"
 
 
 def test_each_one_node_run_gets_its_own_torchrun_port(monkeypatch):
@@ -84,7 +85,7 @@ def test_each_one_node_run_gets_its_own_torchrun_port(monkeypatch):
     from openrecipes.engines.execute import launch_environment
 
     recipe = load_recipe(REPO / "recipes/qwen3-1.7b/h200/torchtitan-stock.yaml")
-    launch = render(recipe, load_reference_tables().models[recipe.model], steps=10)
+    launch = render(recipe, load_reference_tables().models[recipe.model], parse_run(recipe.run), steps=10)
     monkeypatch.delenv("PET_MASTER_PORT", raising=False)
     first, second = launch_environment(launch), launch_environment(launch)
     assert first["PET_MASTER_PORT"] != "29500" and first["PET_MASTER_PORT"].isdigit()

@@ -9,7 +9,8 @@ import pytest
 
 from conftest import REPO
 from openrecipes.errors import UserError
-from openrecipes.measure.formats import read_log, torchtitan_step
+from openrecipes.engines.torchtitan.logs import torchtitan_step
+from openrecipes.measure.formats import read_log
 
 LOGS = REPO / "tests/fixtures/logs"
 TORCHTITAN = LOGS / "torchtitan-0.2.2-qwen3-8b-fsdp2-2xh200.log"

@@ -10,12 +10,13 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from openrecipes import figures
-from openrecipes.catalog import flags as flag_tables
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import catalog_root
 from openrecipes.catalog.yamlio import YamlDocument
+from openrecipes.engines.knowledge import FlagField
+from openrecipes.engines.registry import engine_of
 from openrecipes.thresholds import PIPELINE_CONVERGENCE  # the thresholds `check convergence` applies, so they agree
 
 
@@ -30,6 +31,7 @@ class Context:
     recipe: Recipe
     doc: YamlDocument
     tables: ReferenceTables
+    command: ParsedRun | CommandError  # the recipe's run script, read once, or why it cannot be read
 
 
 def _get(recipe: Recipe, dotted: str) -> object:
@@ -157,10 +159,9 @@ def _compare_published(field: str, recomputed: float, raw: dict[str, str], formu
 
 
 def check_command(ctx: Context) -> Iterator[Issue]:
-    try:
-        command = parse_run(ctx.recipe.run)
-    except CommandError as error:
-        yield Issue("run", f"{error}")
+    command = ctx.command
+    if isinstance(command, CommandError):
+        yield Issue("run", f"{command}")
         return
     if not command.argv:
         yield Issue("run", "no launch line (python3 ... / torchrun ...) found; the command must start the training")
@@ -169,12 +170,14 @@ def check_command(ctx: Context) -> Iterator[Issue]:
         yield Issue("run", f"{flag} is given more than once; keep one")
     if ctx.recipe.env != command.exports:
         yield from _compare_env(ctx.recipe.env, command.exports)
-    torchtitan = command.is_torchtitan
-    table = flag_tables.TORCHTITAN if torchtitan else flag_tables.MEGATRON
-    optional = () if torchtitan else flag_tables.MEGATRON_WHEN_PRESENT
-    for row in table + tuple(row for row in optional if command.has(row.flag)):
+    engine = engine_of(command)
+    if engine is None:
+        yield Issue("run", f"the launch line starts {' '.join(command.argv[:3])}..., no engine's command; "
+                    "a torchtitan recipe runs `torchrun ... -m openrecipes.engines.torchtitan.train`")
+        return
+    for row in engine.flags + tuple(row for row in engine.flags_when_present if command.has(row.flag)):
         yield from _compare_flag(ctx.recipe, command, row)
-    yield from _check_node_count(ctx.recipe, command, torchtitan)
+    yield from _check_node_count(ctx.recipe, command, engine.node_flags)
     card = ctx.tables.models.get(ctx.recipe.model)
     layers = command.value("--num-layers")
     if card is not None and layers is not None and "layers" in card.architecture and layers != str(card.layers):
@@ -192,14 +195,14 @@ def _compare_env(env: dict[str, str], exports: dict[str, str]) -> Iterator[Issue
             yield Issue(f"env.{name}", f"is '{env[name]}' but the run command exports '{exports[name]}'; make them equal")
 
 
-def _expected(recipe: Recipe, row: flag_tables.FlagField) -> object:
+def _expected(recipe: Recipe, row: FlagField) -> object:
     value = _get(recipe, row.field)
     if row.kind == "switch":
         return bool(value)
     return row.default if value is None else value  # a null field means the engine's default
 
 
-def _actual(command: ParsedRun, row: flag_tables.FlagField) -> object:
+def _actual(command: ParsedRun, row: FlagField) -> object:
     if row.kind == "switch":
         return command.has(row.flag)
     text = command.value(row.flag)
@@ -211,7 +214,7 @@ def _actual(command: ParsedRun, row: flag_tables.FlagField) -> object:
         return text
 
 
-def _compare_flag(recipe: Recipe, command: ParsedRun, row: flag_tables.FlagField) -> Iterator[Issue]:
+def _compare_flag(recipe: Recipe, command: ParsedRun, row: FlagField) -> Iterator[Issue]:
     expected, actual = _expected(recipe, row), _actual(command, row)
     if expected == actual:
         return
@@ -229,9 +232,8 @@ def _compare_flag(recipe: Recipe, command: ParsedRun, row: flag_tables.FlagField
                     f"expected {row.flag} {expected}")
 
 
-def _check_node_count(recipe: Recipe, command: ParsedRun, torchtitan: bool) -> Iterator[Issue]:
-    nodes_flag, per_node_flag = ("--nnodes", "--nproc_per_node") if torchtitan else (
-        "--actor-num-nodes", "--actor-num-gpus-per-node")
+def _check_node_count(recipe: Recipe, command: ParsedRun, node_flags: tuple[str, str]) -> Iterator[Issue]:
+    nodes_flag, per_node_flag = node_flags
     nodes, per_node = command.value(nodes_flag), command.value(per_node_flag)
     if nodes is None or per_node is None:
         yield Issue("run", f"the run command must pass {nodes_flag} and {per_node_flag} so the GPU count can be checked")
@@ -288,7 +290,16 @@ CHECKS: tuple[Callable[[Context], Iterator[Issue]], ...] = (
 )
 
 
-def run_checks(recipe: Recipe, doc: YamlDocument, tables: ReferenceTables) -> list[Issue]:
-    ctx = Context(recipe=recipe, doc=doc, tables=tables)
+def read_command(recipe: Recipe) -> ParsedRun | CommandError:
+    """The recipe's run script read once for every check and caller, or the error that says why it cannot be."""
+    try:
+        return parse_run(recipe.run)
+    except CommandError as error:
+        return error
+
+
+def run_checks(recipe: Recipe, doc: YamlDocument, tables: ReferenceTables,
+               command: ParsedRun | CommandError) -> list[Issue]:
+    ctx = Context(recipe=recipe, doc=doc, tables=tables, command=command)
     return [issue for check in CHECKS for issue in check(ctx)]
 

@@ -19,9 +19,6 @@ class CommandError(ValueError):
     """The run script cannot be read; the message names the line."""
 
 
-TORCHTITAN_ENTRY = "openrecipes.engines.torchtitan.train"  # the torchrun entry of engines/torchtitan/train.py
-
-
 @dataclass
 class ParsedRun:
     exports: dict[str, str] = field(default_factory=dict)
@@ -38,11 +35,6 @@ class ParsedRun:
     def value(self, flag: str) -> str | None:
         values = self.flags.get(flag)
         return " ".join(values) if values else None
-
-    @property
-    def is_torchtitan(self) -> bool:
-        """A torchtitan recipe: torchrun starting our entry module. Every other command is Megatron/slime's."""
-        return bool(self.argv) and self.argv[0] == "torchrun" and TORCHTITAN_ENTRY in self.argv
 
 
 _PLAIN = re.compile(r"[^\s'\"$#)]+")  # a run of characters with no meaning to the word splitter
@@ -143,11 +135,6 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
     if joined.strip():
         lines.append((start, joined))
     return lines
-
-
-def is_torchtitan(run: str) -> bool:
-    """Whether a recipe's run command is a torchtitan one (the one test every room uses)."""
-    return parse_run(run).is_torchtitan
 
 
 def parse_run(text: str) -> ParsedRun:

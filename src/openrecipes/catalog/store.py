@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from openrecipes.catalog.command import ParsedRun
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import PublishedSummary, Recipe
 from openrecipes.catalog.validate import FileReport, recipe_files, validate_file
@@ -107,6 +108,11 @@ def _entry(path: Path, entry: Recipe | PublishedSummary | None) -> CatalogEntry:
 
 def load_recipe(path: Path) -> Recipe:
     """A valid recipe, or a UserError naming the file, field, line and the fix of its first problems."""
+    return load_recipe_and_command(path)[0]
+
+
+def load_recipe_and_command(path: Path) -> tuple[Recipe, ParsedRun]:
+    """A valid recipe and its run script as the validator read it (one reading for the checks and the caller)."""
     report = validate_file(Path(path))
     if report.unreadable:
         raise UserError(report.errors[0].message)
@@ -116,6 +122,6 @@ def load_recipe(path: Path) -> Recipe:
         )
         more = f" (+{len(report.errors) - 3} more; run `openrecipes validate {path}`)" if len(report.errors) > 3 else ""
         raise UserError(f"{path}: {shown}{more}")
-    if not isinstance(report.entry, Recipe):
+    if not isinstance(report.entry, Recipe) or report.command is None:
         raise UserError(f"{path}: a published summary entry, not a runnable recipe")
-    return report.entry
+    return report.entry, report.command

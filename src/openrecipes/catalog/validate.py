@@ -7,7 +7,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from openrecipes.catalog.checks import run_checks
+from openrecipes.catalog.checks import read_command, run_checks
+from openrecipes.catalog.command import ParsedRun
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import PublishedSummary, Recipe
 from openrecipes.catalog.yamlio import YamlDocument, read_yaml
@@ -28,6 +29,7 @@ class FileReport:
     errors: list[FieldError] = field(default_factory=list)
     unreadable: bool = False
     entry: Recipe | PublishedSummary | None = None
+    command: ParsedRun | None = None  # a recipe's run script as the checks read it
 
     @property
     def ok(self) -> bool:
@@ -83,7 +85,9 @@ def validate_document(doc: YamlDocument, tables: ReferenceTables) -> FileReport:
         return report
     report.entry = entry
     if isinstance(entry, Recipe):
-        for issue in run_checks(entry, doc, tables):
+        command = read_command(entry)
+        report.command = command if isinstance(command, ParsedRun) else None
+        for issue in run_checks(entry, doc, tables, command):
             report.errors.append(FieldError(issue.field, issue.message, doc.line_of(issue.field)))
     elif entry.model not in tables.models:
         report.errors.append(

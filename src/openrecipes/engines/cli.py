@@ -13,15 +13,17 @@ from openrecipes.jsonout import json_text
 
 
 def _recipe_and_launch(recipe_path: Path, steps: Optional[int]):
-    from openrecipes.catalog.store import load_recipe
+    """The recipe, its run command as the validator read it (the one reading), and its torchtitan launch (None for
+    a Megatron/slime recipe)."""
     from openrecipes.catalog.hardware import load_reference_tables
-    from openrecipes.catalog.command import is_torchtitan
+    from openrecipes.catalog.store import load_recipe_and_command
+    from openrecipes.engines.torchtitan.engine import is_recipe
     from openrecipes.engines.torchtitan.render import run_launch
 
-    recipe = load_recipe(recipe_path)
-    if not is_torchtitan(recipe.run):
-        return recipe, None
-    return recipe, run_launch(recipe, load_reference_tables().models[recipe.model], steps)
+    recipe, parsed = load_recipe_and_command(recipe_path)
+    if not is_recipe(parsed):
+        return recipe, parsed, None
+    return recipe, parsed, run_launch(recipe, load_reference_tables().models[recipe.model], parsed, steps)
 
 
 def run_command(
@@ -31,11 +33,11 @@ def run_command(
     out: Optional[Path] = typer.Option(None, "--out", help="run folder (default: runs/<recipe file name>)"),
 ) -> None:
     """Run a recipe with torchrun: raw log and step,loss,step_time CSV under runs/, then measure and check it."""
-    from openrecipes.engines import slime
+    from openrecipes.engines.megatron.dry_run import dry_run_text
 
-    recipe, launch = _recipe_and_launch(recipe_path, steps)
+    recipe, parsed, launch = _recipe_and_launch(recipe_path, steps)
     if launch is None:
-        print(slime.dry_run_text(recipe))
+        print(dry_run_text(recipe, parsed))
         if not dry_run:
             raise UserError(f"{recipe_path}: a slime/Megatron recipe runs on the seeds' cluster; use --dry-run here")
         return
@@ -64,7 +66,7 @@ def launch_command(
 
     if not slurm:
         raise UserError("name the scheduler: --slurm")
-    recipe, launch = _recipe_and_launch(recipe_path, None)
+    _, _, launch = _recipe_and_launch(recipe_path, None)
     if launch is None:
         raise UserError(f"{recipe_path}: not a torchtitan recipe; its own command is in `openrecipes run --dry-run`")
     script = sbatch_script(launch, job_name=recipe_path.stem, run_dir=f"runs/{recipe_path.stem}")

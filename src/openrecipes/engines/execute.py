@@ -1,7 +1,7 @@
 """Start a rendered launch, keep its raw log, show its progress, then measure it and check it against its reference.
 
-Step lines are read by the measure room's torchtitan reader, the one parser of these logs: each output line is fed
-to it once, as it arrives.
+Step lines are read by torchtitan's log reader (engines/torchtitan/logs.py), the one parser of these logs: each
+output line is fed to it once, as it arrives.
 """
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ from openrecipes.atomic import write_atomic
 from openrecipes.catalog.model import Recipe
 from openrecipes.engines.torchtitan.render import TorchtitanLaunch
 from openrecipes.errors import UserError
-from openrecipes.measure.steps import Step
+from openrecipes.steptable import Step
 
 
 def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int) -> Path:
     """Run `launch` to the end; the raw log lands in run_dir/train.log and the step table in run_dir/steps.csv."""
-    from openrecipes.measure.formats import TorchtitanReader, strip_colour
+    from openrecipes.engines.torchtitan.logs import TorchtitanReader
+    from openrecipes.measure.formats import strip_colour
 
     log = run_dir / "train.log"
     if log.exists():

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, overload
 from openrecipes import figures
 from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log
-from openrecipes.measure.steps import StepTable, check_for_measure, merge
+from openrecipes.measure.steps import check_for_measure, merge
+from openrecipes.steptable import StepTable
 
 if TYPE_CHECKING:  # the catalog (pydantic) is imported only when a recipe is given
     from openrecipes.catalog.hardware import ReferenceTables

@@ -1,37 +1,12 @@
-"""The one step table every log format is read into, and the checks a table must pass before it is measured.
-
-Steps are numbered from 0, as Megatron-Bridge's golden values number them: a log's own numbering is converted
-by its parser (Megatron's "iteration N" and torchtitan's "step: N" are step N - 1; slime already counts from 0).
-"""
+"""The checks a step table (openrecipes.steptable) must pass before it is measured, and several logs as one table."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from datetime import datetime
 from itertools import pairwise
 
 from openrecipes.errors import UserError
-
-
-@dataclass(frozen=True, slots=True)  # slots: a long run's table stays small
-class Step:
-    step: int  # numbered from 0
-    where: str  # "path:line" of the line the step's figures were read from, for error messages
-    step_time_s: float | None = None
-    loss: float | None = None
-    grad_norm: float | None = None
-    memory_gib: float | None = None
-
-
-@dataclass
-class StepTable:
-    log_format: str
-    steps: list[Step]
-    first_timestamp: datetime | None = None  # the earliest and latest timestamps anywhere in the logs
-    last_timestamp: datetime | None = None
-    planned_steps: int | None = None  # the run's length when the log states it (Megatron's "/ T", torchtitan)
-    sources: list[str] = field(default_factory=list)
+from openrecipes.steptable import Step, StepTable
 
 
 def merge(tables: list[StepTable]) -> StepTable:

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import yaml
 
-from openrecipes.catalog.command import is_torchtitan, parse_run
+from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ModelCard, ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
 from openrecipes.catalog.yamlio import read_yaml
+from openrecipes.engines.registry import engine_of as engine_of_run
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import HERE
 from openrecipes.plan.layouts import Layout, stage_split
@@ -95,8 +96,12 @@ GRAD_REDUCE_BF16_FLAG = "--grad-reduce-in-bf16"
 
 
 def engine_of(recipe: Recipe) -> str:
-    """The planner's engine of a recipe: "torchtitan" when its run launches torchtitan, else "megatron"."""
-    return "torchtitan" if is_torchtitan(recipe.run) else "megatron"
+    """The planner's engine of a recipe: the registered engine its run command starts."""
+    engine = engine_of_run(parse_run(recipe.run))
+    if engine is None:
+        raise UserError(f"the run command of {recipe.model} on {recipe.gpu.count} x {recipe.gpu.type} starts no "
+                        "known engine; run `openrecipes validate` on the recipe")
+    return engine.name
 
 
 def request_of(recipe: Recipe) -> PlanRequest:

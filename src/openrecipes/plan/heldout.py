@@ -17,6 +17,7 @@ from pathlib import Path
 
 from openrecipes.atomic import write_atomic
 from openrecipes.catalog.paths import default_catalog_root
+from openrecipes.engines.registry import names as engine_names
 from openrecipes.plan.accuracy import allocator_gib, spearman
 from openrecipes.plan.calibrate import MeasuredPoint, measured_points, reference_tables, speed_points
 from openrecipes.plan.constants import calibration, links
@@ -104,7 +105,7 @@ def memory_margins(root: Path | None = None) -> list[MemoryMargin]:
             basis += f"; {len(out_of_memory)} of {len(arms)} tune and sweep arms ran out of memory"
         margins.append(MemoryMargin(engine, round(max(worst, 0.0), 4), basis))
     widest = max(margins, key=lambda m: m.margin)
-    for engine in ("megatron", "torchtitan"):
+    for engine in engine_names():
         if engine not in ratios:
             margins.append(MemoryMargin(engine, widest.margin, f"no measured {engine} peak: {widest.engine}'s margin"))
     return margins
@@ -115,7 +116,7 @@ def compute(root: Path | None = None) -> dict:
     return {"points": [asdict(row) for row in rows],
             "rank_agreement": {k: list(v) for k, v in rank_agreement(rows).items()},
             "memory_margins": [asdict(m) for m in memory_margins(root)],
-            "measured_features": {engine: sorted(_features(engine, root)) for engine in ("megatron", "torchtitan")}}
+            "measured_features": {engine: sorted(_features(engine, root)) for engine in engine_names()}}
 
 
 def _features(engine: str, root: Path | None) -> set[str]:

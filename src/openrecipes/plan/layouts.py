@@ -1,10 +1,10 @@
 """Every valid layout of a model on N GPUs under one engine's rules.
 
-Megatron: TP (heads, query groups and vocabulary divisible; within one NVLink domain) with sequence parallel,
-PP with an even split or Megatron's uneven first/last-stage split, interleaved VPP, CP (row divisible by 2*CP
-for the load-balanced split), EP*ETP dividing TP*CP*DP, distributed optimizer with a CPU-offloaded fraction,
-recompute none/selective/full, and a token budget per GPU (slime's --max-tokens-per-gpu).
-torchtitan: the same mesh with FSDP over DP (and CP), EP borrowing from the FSDP*CP ranks, no optimizer offload.
+TP (heads, query groups and vocabulary divisible; within one NVLink domain) with sequence parallel, PP with an
+even split or Megatron's uneven first/last-stage split, interleaved VPP, CP (row divisible by 2*CP for the
+load-balanced split), EP*ETP, recompute none/selective/full, and a token budget per GPU (slime's
+--max-tokens-per-gpu). Where the engines differ (where EP's ranks come from, which optimizer fractions may sit on
+the host) the engine's LayoutRules (engines/<name>/layouts.py) say.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Iterator, Literal
 
 from openrecipes import figures
+from openrecipes.engines.knowledge import LayoutRules
+from openrecipes.engines.registry import engine_named
 from openrecipes.plan.shape import ModelShape
 
-Engine = Literal["megatron", "torchtitan"]
+Engine = str  # an engine's name in openrecipes.engines.registry
 Recompute = Literal["none", "selective", "full"]
 RECOMPUTE_POLICIES: tuple[Recompute, ...] = ("none", "selective", "full")
-# Offload fractions worth comparing: none, half, the seeds' 0.9, all.
-MEGATRON_OFFLOAD_FRACTIONS = (0.0, 0.5, 0.9, 1.0)
 # Rows per microbatch the enumeration tries (the seeds use 1, 6 and 8).
 ROWS_PER_MICROBATCH = (1, 2, 3, 4, 6, 8, 12, 16)
 MAX_VPP = 4
@@ -70,6 +70,10 @@ class Layout:
         parts += [f"ETP{self.etp}"] if self.etp > 1 else []
         return " ".join(parts + [f"DP{self.dp}"])
 
+    @property
+    def rules(self) -> LayoutRules:
+        return engine_named(self.engine).layout
+
     def microbatches(self, global_batch: int) -> int:
         """Microbatches per data-parallel rank per step (the last one may be short)."""
         return math.ceil(global_batch / self.dp / self.rows_per_microbatch)
@@ -97,14 +101,14 @@ def _tp_sizes(shape: ModelShape, gpus: int, nvlink_domain: int) -> list[int]:
             and shape.query_groups % t == 0 and shape.vocab % t == 0]
 
 
-def _expert_sizes(shape: ModelShape, tp: int, cp: int, dp: int, engine: Engine) -> Iterator[tuple[int, int]]:
+def _expert_sizes(shape: ModelShape, tp: int, cp: int, dp: int, rules: LayoutRules) -> Iterator[tuple[int, int]]:
     if not shape.is_moe:
         yield 1, 1
         return
     for etp in sorted({1, tp}):
         for ep in divisors(shape.experts):
-            # Megatron carves EP*ETP out of the TP*CP*DP ranks of a stage; torchtitan's EP borrows from FSDP*CP.
-            borrowed_ranks, group = (cp * dp, ep) if engine == "torchtitan" else (tp * cp * dp, ep * etp)
+            # EP borrows from the FSDP*CP ranks, or EP*ETP is carved out of the TP*CP*DP ranks of a stage.
+            borrowed_ranks, group = (cp * dp, ep) if rules.experts_within_fsdp else (tp * cp * dp, ep * etp)
             if borrowed_ranks % group == 0:
                 yield ep, etp
 
@@ -117,7 +121,7 @@ def _vpp_sizes(split: tuple[int, ...], pp: int) -> list[int]:
 
 def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batch: int, engine: Engine,
                       nvlink_domain: int, grad_reduce_bf16: bool = False) -> Iterator[Layout]:
-    offloads = MEGATRON_OFFLOAD_FRACTIONS if engine == "megatron" else (0.0,)
+    rules = engine_named(engine).layout
     for tp in _tp_sizes(shape, gpus, nvlink_domain):
         for pp in divisors(gpus // tp):
             split = stage_split(shape.layers, pp)
@@ -130,13 +134,13 @@ def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batc
                 if global_batch % dp:
                     continue
                 rows_per_rank = global_batch // dp
-                for ep, etp in _expert_sizes(shape, tp, cp, dp, engine):
+                for ep, etp in _expert_sizes(shape, tp, cp, dp, rules):
                     for rows in (r for r in ROWS_PER_MICROBATCH if r <= rows_per_rank and (r * row_tokens) % cp == 0):
                         microbatches = math.ceil(rows_per_rank / rows)
                         for vpp in _vpp_sizes(split, pp):
                             if vpp > 1 and microbatches % pp:
                                 continue  # the interleaved schedule runs microbatches in groups of PP
                             for recompute in RECOMPUTE_POLICIES:
-                                for offload in offloads:
+                                for offload in rules.offload_fractions:
                                     yield Layout(engine, tp, pp, vpp, cp, ep, etp, dp, split, recompute, offload,
                                                  rows, rows * row_tokens // cp, grad_reduce_bf16)

@@ -1,10 +1,11 @@
 """Peak memory of one GPU, by part, on the pipeline stage that needs the most.
 
-Megatron's distributed optimizer (Korthikanti et al. 2022 for activations; Megatron-LM docs for the optimizer):
+Which of these an engine uses its LayoutRules say (engines/<name>/layouts.py).
+The distributed optimizer (Megatron; Korthikanti et al. 2022 for activations; Megatron-LM docs for the optimizer):
 BF16 weights 2 B/param, gradient buffer 4 B/param (2 with --grad-reduce-in-bf16), FP32 master weights and Adam
 moments 12 B/param sharded over the data-parallel ranks (DP*CP for dense parameters, the expert-data-parallel
 ranks for expert parameters) and the offloaded fraction kept on the host.
-torchtitan FSDP2: FP32 sharded parameters, gradients and Adam moments (16 B/param over FSDP*CP), plus the
+FSDP2 (torchtitan): FP32 sharded parameters, gradients and Adam moments (16 B/param over FSDP*CP), plus the
 unsharded BF16 copies of the layers being gathered and the gradients being reduced (every layer's BF16 copy when
 parameters are not resharded after the forward). With an FSDP degree of 1 torchtitan applies no FSDP and trains
 under AMP ("Mixed precision training is handled by AMP" in runs/qwen3-1.7b-h200-*/train.log): eager autocast keeps
@@ -22,20 +23,10 @@ from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, GIB
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.shape import ModelShape
 
-MEGATRON_OPTIMIZER_BYTES = 12  # FP32 master weights + Adam m + Adam v
+DISTRIBUTED_OPTIMIZER_BYTES = 12  # FP32 master weights + Adam m + Adam v
 FSDP_STATE_BYTES = 16  # FP32 parameter shard + FP32 gradient shard + Adam m + Adam v
-# Bytes per logit at the loss's peak. Megatron (the seeds' note): the BF16 output and its FP32 upcast.
-# torchtitan's unfused loss: the BF16 output, the FP32 log-softmax it saves, and in its backward the FP32
-# gradients of the log-softmax output and input at once.
-LOGITS_BYTES = {"megatron": BF16_BYTES + FP32_BYTES, "torchtitan": BF16_BYTES + 3 * FP32_BYTES}
-# torchtitan 0.2.2 with --compile.enable compiles the loss too ("Compiling the loss function with torch.compile"):
-# the fused cross-entropy keeps the BF16 logits and one FP32 tensor, as Megatron's does.
-COMPILED_LOSS_LOGITS_BYTES = BF16_BYTES + FP32_BYTES
-# torchtitan's selective (op) activation checkpointing saves every other matmul output of a layer and the
-# attention output, and recomputes the rest (torchtitan's _save_list policy).
-TORCHTITAN_SAC_SAVED_MATMUL_FRACTION = 0.5
 ROUTER_BYTES_PER_EXPERT = 2 * FP32_BYTES  # FP32 router logits and probabilities
-# torchtitan without FSDP trains under AMP: FP32 norm weights meet BF16 inputs, so torch's RMSNorm cannot use its
+# Training under AMP without FSDP (torchtitan): FP32 norm weights meet BF16 inputs, so torch's RMSNorm cannot use its
 # fused kernel ("Mismatch dtype between input and weight ... Cannot dispatch to fused implementation" in
 # runs/sweep-qwen3-1.7b-h200x1/*-eager/train.log) and runs its FP32 composite, whose backward keeps the FP32 upcast
 # input and the FP32 normalized tensor: 8 B per normalized element. Recompute drops them; a compiled block fuses the
@@ -105,18 +96,18 @@ def _layer_activation_bytes_per_token(shape: ModelShape, layout: Layout, moe: bo
 
 
 def amp_composite_norms(layout: Layout) -> bool:
-    """Eager torchtitan with an FSDP degree of 1 (AMP, FP32 norm weights): the norms run their FP32 composite."""
-    return layout.engine == "torchtitan" and layout.dp * layout.cp == 1 and not layout.compile
+    """Eager AMP with an FSDP degree of 1 (FP32 norm weights): the norms run their FP32 composite."""
+    return layout.rules.amp_without_fsdp and layout.dp * layout.cp == 1 and not layout.compile
 
 
-def _torchtitan_sac_bytes_per_token(shape: ModelShape, layout: Layout, moe: bool) -> float:
+def _op_level_sac_bytes_per_token(shape: ModelShape, layout: Layout, moe: bool, saved_fraction: float) -> float:
     h = shape.hidden
     attention_matmuls = shape.attention_qkv_width + shape.attention_latent_width + h
     if moe:
         ffn_matmuls = shape.experts + (shape.router_topk * layout.etp + shape.shared_experts) * (2 * shape.expert_ffn + h)
     else:
         ffn_matmuls = 2 * shape.dense_ffn + h
-    saved = TORCHTITAN_SAC_SAVED_MATMUL_FRACTION * (attention_matmuls + ffn_matmuls) + h + shape.attention_out_width
+    saved = saved_fraction * (attention_matmuls + ffn_matmuls) + h + shape.attention_out_width
     return BF16_BYTES * saved / layout.tp
 
 
@@ -134,8 +125,8 @@ def _activation_bytes(shape: ModelShape, layout: Layout, stage: int, global_batc
     if layout.recompute == "none":
         norms = AMP_COMPOSITE_NORM_BYTES * shape.norm_width / layout.tp if amp_composite_norms(layout) else 0.0
         kept = {moe: sum(per_layer[moe]) + norms for moe in counts}
-    elif layout.engine == "torchtitan":
-        kept = {moe: _torchtitan_sac_bytes_per_token(shape, layout, moe) for moe in counts}
+    elif (saved_fraction := layout.rules.selective_saved_matmul_fraction) is not None:
+        kept = {moe: _op_level_sac_bytes_per_token(shape, layout, moe, saved_fraction) for moe in counts}
     else:
         kept = {moe: per_layer[moe][0] for moe in counts}
     return in_flight * tokens * sum(counts[moe] * kept[moe] for moe in counts)
@@ -148,7 +139,7 @@ def _largest_fsdp_unit(shape: ModelShape, layout: Layout) -> float:
     return max(shape.attention_params_per_layer / layout.tp + ffn, shape.embedding_params / layout.tp)
 
 
-def _torchtitan_gathered(shape: ModelShape, layout: Layout, stage: int, non_expert: float, expert: float) -> dict[str, float]:
+def _fsdp_gathered(shape: ModelShape, layout: Layout, stage: int, non_expert: float, expert: float) -> dict[str, float]:
     """The unsharded BF16 weights one GPU holds besides its FP32 shards: FSDP's gathered layers, or AMP's copies."""
     if layout.dp * layout.cp == 1:
         if layout.compile:
@@ -165,19 +156,18 @@ def _torchtitan_gathered(shape: ModelShape, layout: Layout, stage: int, non_expe
 def _states(shape: ModelShape, layout: Layout, stage: int, non_expert: float, expert: float) -> dict[str, float]:
     dense_shards, expert_shards = layout.dp * layout.cp, layout.expert_data_parallel
     sharded = non_expert / dense_shards + expert / expert_shards
-    if layout.engine == "torchtitan":
+    if layout.rules.fsdp:
         return {"weights": sharded * FP32_BYTES, "gradients": sharded * FP32_BYTES,
                 "optimizer_states": sharded * (FSDP_STATE_BYTES - 2 * FP32_BYTES),
-                **_torchtitan_gathered(shape, layout, stage, non_expert, expert)}
+                **_fsdp_gathered(shape, layout, stage, non_expert, expert)}
     grad_bytes = BF16_BYTES if layout.grad_reduce_bf16 else FP32_BYTES
     return {"weights": (non_expert + expert) * BF16_BYTES, "gradients": (non_expert + expert) * grad_bytes,
-            "optimizer_states": sharded * MEGATRON_OPTIMIZER_BYTES * (1 - layout.offload_fraction)}
+            "optimizer_states": sharded * DISTRIBUTED_OPTIMIZER_BYTES * (1 - layout.offload_fraction)}
 
 
 def _bytes_per_logit(layout: Layout) -> int:
-    if layout.engine == "torchtitan" and layout.compile:
-        return COMPILED_LOSS_LOGITS_BYTES
-    return LOGITS_BYTES[layout.engine]
+    rules = layout.rules
+    return rules.compiled_logits_bytes if layout.compile and rules.compiles else rules.logits_bytes
 
 
 def estimate_memory(shape: ModelShape, layout: Layout, global_batch: int, runtime_reserve_gib: float) -> MemoryEstimate:

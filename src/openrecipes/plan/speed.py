@@ -5,6 +5,8 @@ A step runs (microbatches + (PP-1)/VPP) pipeline slots of one microbatch: its co
 (TP, CP, EP, PP sends), or the host work the GPU waits for when that takes longer (eager selective AC), plus a
 per-layer host cost; then the data-parallel gradient/parameter sync and the offloaded optimizer update.
 Every collective moves bytes over NVLink when its group fits in one NVLink domain, else over the network.
+Which mechanisms an engine has (FSDP or the distributed optimizer, op-level selective AC, host costs, ring
+attention, torch.compile) its LayoutRules say (engines/<name>/layouts.py).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, Calibration, Links
 from openrecipes.plan.layouts import Layout
-from openrecipes.plan.memory import TORCHTITAN_SAC_SAVED_MATMUL_FRACTION, amp_composite_norms, stage_params_per_gpu
+from openrecipes.plan.memory import amp_composite_norms, stage_params_per_gpu
 from openrecipes.plan.shape import ModelShape
 
 PASSES = {"none": 2, "selective": 2, "full": 3}  # forward, [recomputed forward], backward
@@ -31,7 +33,7 @@ class StepTime:
     dp_s: float
     offload_s: float
     microbatch_norm_s: float = 0.0  # eager AMP's FP32 composite norms (memory-bound, not at the FLOP efficiency)
-    microbatch_overhead_s: float = 0.0  # host-side cost per microbatch (torchtitan), independent of tokens
+    microbatch_overhead_s: float = 0.0  # host-side cost per microbatch (e.g. torchtitan), independent of tokens
     microbatch_host_s: float = 0.0  # host work the GPU waits for only when it outlasts the GPU's (eager SAC policy)
 
     @property
@@ -112,7 +114,7 @@ def _microbatch_comm(shape: ModelShape, layout: Layout, links: Links, calibratio
         # Adjacent stages sit TP*CP*DP ranks apart: on another node once that reaches a whole domain.
         stage_span = layout.tp * layout.cp * layout.dp
         comm["pp"] = exposed["pp"] * _transfer_s(volume, stage_span >= links.gpus_per_nvlink_domain, links, calibration)
-    if layout.engine == "torchtitan":
+    if layout.rules.fsdp:
         non_expert, expert = _heaviest_stage_params(shape, layout)
         shards = layout.dp * layout.cp
         # FSDP gathers BF16 weights for the forward and, when it resharded them after the forward, again for the
@@ -135,8 +137,9 @@ def _heaviest_stage_params(shape: ModelShape, layout: Layout) -> tuple[float, fl
 
 
 def _dp_sync_s(shape: ModelShape, layout: Layout, links: Links, calibration: Calibration) -> float:
-    """Megatron's distributed optimizer: reduce-scatter the gradients, all-gather the updated BF16 weights."""
-    if layout.engine != "megatron":
+    """The distributed optimizer: reduce-scatter the gradients, all-gather the updated BF16 weights (FSDP syncs
+    every microbatch instead)."""
+    if layout.rules.fsdp:
         return 0.0
     non_expert, expert = _heaviest_stage_params(shape, layout)
     grad_bytes = BF16_BYTES if layout.grad_reduce_bf16 else FP32_BYTES
@@ -157,12 +160,13 @@ def _offload_s(shape: ModelShape, layout: Layout, calibration: Calibration) -> f
 def _recomputed_flops_per_token(shape: ModelShape, layout: Layout, row_tokens: int) -> float:
     """Forward FLOPs a recompute policy runs again. Full recompute reruns every decoder layer's forward (its matmuls,
     2 FLOPs per parameter, and its attention scores, a third of their training FLOPs); the embedding and the output
-    head are outside the checkpointed layers. torchtitan's op-level selective AC reruns the block matmuls it did not
-    save (every other one) and nothing else. (Megatron's selective recompute reruns elementwise work: a time factor.)"""
+    head are outside the checkpointed layers. Op-level selective AC (torchtitan's) reruns the block matmuls it did
+    not save and nothing else. (Megatron's selective recompute reruns elementwise work: a time factor.)"""
     if layout.recompute == "full":
         return 2 * shape.block_matmul_params + shape.attention_flops_per_token(row_tokens) / 3
-    if layout.recompute == "selective" and layout.engine == "torchtitan":
-        return (1 - TORCHTITAN_SAC_SAVED_MATMUL_FRACTION) * 2 * shape.block_matmul_params
+    saved_fraction = layout.rules.selective_saved_matmul_fraction
+    if layout.recompute == "selective" and saved_fraction is not None:
+        return (1 - saved_fraction) * 2 * shape.block_matmul_params
     return 0.0
 
 
@@ -184,13 +188,13 @@ def _grouped_gemm_extra_flops(shape: ModelShape, layout: Layout, calibration: Ca
 
 
 def _microbatch_overhead_s(layout: Layout, calibration: Calibration) -> float:
-    if layout.engine != "torchtitan":
+    if not layout.rules.host_overhead_per_microbatch:
         return 0.0
     return calibration.microbatch_overhead_s_per_layer * max(layout.stage_layers)
 
 
 def _microbatch_host_s(layout: Layout, calibration: Calibration) -> float:
-    if layout.engine != "torchtitan" or layout.recompute != "selective" or layout.compile:
+    if layout.rules.selective_saved_matmul_fraction is None or layout.recompute != "selective" or layout.compile:
         return 0.0
     return calibration.eager_sac_overhead_s_per_layer * max(layout.stage_layers)
 
@@ -202,15 +206,16 @@ def step_time(shape: ModelShape, layout: Layout, links: Links, peak_flops: float
     imbalance = max(layout.stage_layers) * layout.pp / shape.layers
     flops_per_token = (shape.step_flops_per_token(row_tokens) + _recomputed_flops_per_token(shape, layout, row_tokens)
                        + _grouped_gemm_extra_flops(shape, layout, calibration))
-    if layout.engine == "torchtitan" and layout.cp > 1:
+    rules = layout.rules
+    if rules.ring_attention and layout.cp > 1:
         # Ring attention's score FLOPs at cp_attention_efficiency: counted as that many more FLOPs at the efficiency.
         flops_per_token += shape.attention_flops_per_token(row_tokens) * (1 / calibration.cp_attention_efficiency - 1)
     flops = mean_rows * row_tokens * flops_per_token * imbalance / (layout.tp * layout.cp * layout.pp)
     efficiency = calibration.efficiency(layout.engine, links.gpu_type)
-    if layout.engine == "torchtitan" and layout.compile:
+    if rules.compiles and layout.compile:
         efficiency *= calibration.compile_speedup
     seconds = flops / (peak_flops * efficiency)
-    if layout.recompute == "selective" and layout.engine == "megatron":
+    if layout.recompute == "selective" and rules.selective_saved_matmul_fraction is None:
         seconds *= calibration.selective_recompute_time_factor[layout.engine]
     norm_s = 0.0
     if amp_composite_norms(layout):

@@ -6,8 +6,9 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from openrecipes.catalog.command import is_torchtitan
+from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.store import CatalogEntry
+from openrecipes.engines.torchtitan import engine as torchtitan
 
 # Chat formats whose tokenizer `openrecipes tokenizer export` rebuilds offline, by the family name it takes.
 EXPORTABLE_TOKENIZERS = {"gpt_oss": "gpt-oss", "qwen3": "qwen3"}
@@ -55,4 +56,4 @@ def running_steps(entry: CatalogEntry) -> RunningSteps:
             "TOKENIZER_DIR: our tool rebuilds only the gpt-oss and Qwen3 tokenizers offline.")
     return RunningSteps(entry, f"openrecipes tokenizer export {family} --out {tokenizer_dir}"
                         if family and not ours else None,
-                        note, rows, is_torchtitan(recipe.run))
+                        note, rows, torchtitan.is_recipe(parse_run(recipe.run)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
+from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.model import Recipe
 from openrecipes.engines.torchtitan.render import compose, render
 from openrecipes.plan.calibrate import NO_RESHARD
@@ -36,7 +37,7 @@ def candidate_data(base: dict, candidate: Candidate, steps: int) -> dict:
 
 def rendered_run(data: dict, base: Recipe, card, reshard_after_forward: bool) -> str:
     """`run` for a recipe whose fields differ from the base: its fields' flags over the base command's others."""
-    launch = compose(Recipe.model_validate(data), card, base)
+    launch = compose(Recipe.model_validate(data), card, parse_run(base.run))
     flag, value = NO_RESHARD
     launch.flags.pop(flag, None)  # the base's choice; the candidate's own follows
     if not reshard_after_forward:
@@ -63,5 +64,5 @@ def reference_arm(base_data: dict, base: Recipe, card, candidate: Candidate, ste
     """The base recipe's own configuration at `steps` steps: only --training.steps changes."""
     data = copy.deepcopy(base_data)
     data["result"]["steps_per_run"] = steps
-    data["run"] = render(base, card, steps=steps).script()
+    data["run"] = render(base, card, parse_run(base.run), steps=steps).script()
     return Arm("reference", data, Recipe.model_validate(data), candidate)

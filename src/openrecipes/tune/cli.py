@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from openrecipes.engines.registry import names as engine_names
 from openrecipes.errors import UserError
 from openrecipes.jsonout import json_text
 from openrecipes.plan.predict import PlanRequest, Prediction, plan_table, predict
@@ -55,8 +56,8 @@ def plan(
         return
     if gpu is None or gpus is None:
         raise UserError("give --gpu TYPE and --gpus N (e.g. openrecipes plan gpt-oss-20b --gpu H200 --gpus 8)")
-    if engine not in ("megatron", "torchtitan"):
-        raise UserError(f"--engine {engine}: use megatron or torchtitan")
+    if engine not in engine_names():
+        raise UserError(f"--engine {engine}: use {' or '.join(engine_names())}")
     if emit_recipe is not None:
         from openrecipes.tune.emit import emit_recipe as emit
 

@@ -41,6 +41,8 @@ MEASURED_SHOWN = 10
 ONE_NODE = 8
 # The code and data a plan table depends on: the planner, and the recipe composition of its "copy as recipe" rows.
 SOURCES = (Path(__file__).resolve().parents[1] / "plan", Path(__file__).resolve().parent)
+# The engines' layout rules are the planner's input too (engines/<name>/layouts.py, through the registry).
+ENGINE_RULES = ("knowledge.py", "registry.py", "*/layouts.py")
 
 
 @dataclass(frozen=True)
@@ -247,6 +249,10 @@ def fingerprint(catalog: Catalog) -> str:
     for folder in SOURCES:
         for path in sorted(p for p in folder.rglob("*") if p.suffix in (".py", ".yaml", ".json")):
             digest.update(path.relative_to(folder.parent).as_posix().encode() + b"\0" + path.read_bytes())
+    engines = SOURCES[0].parent / "engines"
+    for pattern in ENGINE_RULES:
+        for path in sorted(engines.glob(pattern)):
+            digest.update(path.relative_to(engines.parent).as_posix().encode() + b"\0" + path.read_bytes())
     tables = catalog.tables
     inputs = {"entries": sorted(json.dumps(e.entry.model_dump(mode="json", exclude={"notes"}), sort_keys=True)
                                 for e in catalog.entries),

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import relative_path
@@ -64,7 +65,7 @@ def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner 
 
     tables = tables or load_reference_tables()
     card = tables.models[recipe.model]
-    launch = run_launch(recipe, card, steps)
+    launch = run_launch(recipe, card, parse_run(recipe.run), steps)
     if env:
         launch = dataclasses.replace(launch, env={**launch.env, **env})
     tokens_per_step = recipe.workload.global_batch * recipe.workload.row_tokens

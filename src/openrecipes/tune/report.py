@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.paths import relative_path
 from openrecipes.engines.torchtitan.render import run_launch
 from openrecipes.tune.arms import arm_of, reference_arm
@@ -41,11 +42,11 @@ def dry_run_text(s: Setup, budget_minutes: float, steps: int = MEASURE_STEPS) ->
               "win after a measurement are skipped); runs under " + relative_path(s.run_root, s.root), "",
               f"# reference arm: {relative_path(s.base_path, s.root)} at {steps} steps"]
     reference = reference_arm(s.base_data, s.base, s.card, s.reference, steps)
-    lines.append(run_launch(reference.recipe, s.card, steps).script().rstrip())
+    lines.append(run_launch(reference.recipe, s.card, parse_run(reference.recipe.run), steps).script().rstrip())
     for c in chosen:
         arm = arm_of(c.slug, s.base_data, s.base, s.card, c, steps)
         lines += ["", f"# {c.label} -> {relative_path(s.run_root / c.slug, s.root)}",
-                  run_launch(arm.recipe, s.card, steps).script().rstrip()]
+                  run_launch(arm.recipe, s.card, parse_run(arm.recipe.run), steps).script().rstrip()]
     return "\n".join(lines) + "\n"
 
 

@@ -14,12 +14,13 @@ from pathlib import Path
 
 from openrecipes import figures
 from openrecipes.atomic import write_atomic
-from openrecipes.catalog.command import is_torchtitan
+from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root, relative_path
 from openrecipes.catalog.store import load_catalog
 from openrecipes.catalog.yamlio import read_yaml
+from openrecipes.engines.torchtitan import engine as torchtitan
 from openrecipes.errors import UserError
 from openrecipes.plan.calibrate import measured_point
 from openrecipes.plan.predict import Context, PlanRequest, context
@@ -96,7 +97,7 @@ def find_base(model: str, gpu_type: str, gpus: int, root: Path) -> Path:
     for entry in load_catalog(root).recipes:
         recipe = entry.entry
         if (recipe.model == model and recipe.gpu.type == gpu_type and recipe.gpu.count == gpus
-                and is_torchtitan(recipe.run)):
+                and torchtitan.is_recipe(parse_run(recipe.run))):
             has_reference = recipe.runs is not None and recipe.runs.reference is not None
             found.append((has_reference, str(entry.path), root / entry.path))
     if not found:
@@ -135,7 +136,7 @@ def setup(model: str, gpu_type: str, gpus: int, base_path: Path | None = None, r
         raise UserError(f"unknown GPU type '{gpu_type}'; known: {', '.join(tables.gpus)} (hardware/gpus.yaml)")
     base_path = Path(base_path) if base_path else find_base(model, gpu_type, gpus, root)
     base = base_configuration(base_path)
-    if not is_torchtitan(base.run):
+    if not torchtitan.is_recipe(parse_run(base.run)):
         raise UserError(f"{base_path}: not a torchtitan recipe; tune measures torchtitan runs only")
     if (base.model, base.gpu.type, base.gpu.count) != (model, gpu_type, gpus):
         raise UserError(f"{base_path}: a recipe of {base.model} on {base.gpu.count} x {base.gpu.type}, not {model} on "

@@ -13,10 +13,10 @@ import dataclasses
 import shlex
 from dataclasses import dataclass
 
-from openrecipes.catalog.command import TORCHTITAN_ENTRY as ENTRY_MODULE
-from openrecipes.catalog.command import parse_run
+from openrecipes.catalog.command import ParsedRun
 from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.model import Recipe
+from openrecipes.engines.torchtitan.engine import ENTRY_MODULE, is_recipe
 from openrecipes.errors import UserError
 
 # Flags whose presence the layout fields decide (layout_flags writes them or leaves them out).
@@ -73,11 +73,11 @@ def _options(words: list[str]) -> dict[str, list[str]]:
     return options
 
 
-def split_command(recipe: Recipe) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """(torchrun's options, torchtitan's flags) of the recipe's `run` command."""
-    argv = parse_run(recipe.run).argv
-    if ENTRY_MODULE not in argv:
+def split_command(command: ParsedRun) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(torchrun's options, torchtitan's flags) of a recipe's parsed `run` command."""
+    if not is_recipe(command):
         raise UserError(f"the run command does not start {ENTRY_MODULE}; it is not a torchtitan recipe")
+    argv = command.argv
     at = argv.index(ENTRY_MODULE)
     return _options(argv[1: at - 1]), _options(argv[at + 1:])
 
@@ -119,10 +119,10 @@ def layout_flags(recipe: Recipe, card: ModelCard) -> dict[str, list[str]]:
     return flags
 
 
-def compose(recipe: Recipe, card: ModelCard, command_of: Recipe) -> TorchtitanLaunch:
-    """`recipe`'s field flags over the other options of `command_of`'s run command (the same recipe, or the base a
+def compose(recipe: Recipe, card: ModelCard, command: ParsedRun) -> TorchtitanLaunch:
+    """`recipe`'s field flags over the other options of a parsed run `command` (the recipe's own, or the base's a
     tuned layout starts from). Flags the fields decide are never taken from the command."""
-    torchrun_options, written = split_command(command_of)
+    torchrun_options, written = split_command(command)
     from_fields = layout_flags(recipe, card)
     kept = {flag: values for flag, values in written.items() if flag not in from_fields and flag not in FIELD_OWNED}
     for counted in ("--nnodes", "--nproc_per_node"):
@@ -132,24 +132,24 @@ def compose(recipe: Recipe, card: ModelCard, command_of: Recipe) -> TorchtitanLa
                             flags={**from_fields, **kept})
 
 
-def render(recipe: Recipe, card: ModelCard, *, steps: int | None = None,
+def render(recipe: Recipe, card: ModelCard, command: ParsedRun, *, steps: int | None = None,
            overrides: dict[str, list[str]] | None = None) -> TorchtitanLaunch:
-    """The launch of `recipe`: its fields' flags over the options its `run` command sets, then `overrides`."""
-    written = split_command(recipe)[1]
+    """The launch of `recipe`: its fields' flags over the options its parsed `run` command sets, then `overrides`."""
+    written = split_command(command)[1]
     from_fields = layout_flags(recipe, card)
     for flag, values in written.items():
         if (flag in from_fields and from_fields[flag] != values) or (flag in FIELD_OWNED and flag not in from_fields):
             said = shlex.join([flag, *from_fields[flag]]) if flag in from_fields else f"no {flag}"
             raise UserError(f"the run command sets {shlex.join([flag, *values])} but the recipe's fields say "
                             f"{said}; run `openrecipes validate` on the recipe")
-    launch = compose(recipe, card, recipe)
+    launch = compose(recipe, card, command)
     if steps is not None:
         launch.flags["--training.steps"] = [str(steps)]
     launch.flags.update(overrides or {})
     return launch
 
 
-def run_launch(recipe: Recipe, card: ModelCard, steps: int | None = None) -> TorchtitanLaunch:
+def run_launch(recipe: Recipe, card: ModelCard, command: ParsedRun, steps: int | None = None) -> TorchtitanLaunch:
     """What `openrecipes run` starts: the recipe's launch with the logging choices of every run we start."""
-    launch = render(recipe, card, steps=steps, overrides=LOG_FLAGS)
+    launch = render(recipe, card, command, steps=steps, overrides=LOG_FLAGS)
     return dataclasses.replace(launch, torchrun_options={**launch.torchrun_options, **LOG_TORCHRUN_OPTIONS})

@@ -7,16 +7,14 @@ from the command's flags.
 
 from __future__ import annotations
 
-from openrecipes.catalog.command import parse_run
+from openrecipes.catalog.command import ParsedRun
 from openrecipes.catalog.model import Recipe
+from openrecipes.engines.megatron.flags import FLAGS, NODE_FLAGS, SHOWN_FIELDS
 
-LAYOUT_FLAGS = ("--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size",
-                "--expert-model-parallel-size", "--expert-tensor-parallel-size", "--max-tokens-per-gpu",
-                "--global-batch-size", "--actor-num-nodes", "--actor-num-gpus-per-node")
+SHOWN_FLAGS = tuple(row.flag for row in FLAGS if row.field in SHOWN_FIELDS) + NODE_FLAGS
 
 
-def dry_run_text(recipe: Recipe) -> str:
-    parsed = parse_run(recipe.run)
-    layout = ", ".join(f"{flag} {parsed.value(flag)}" for flag in LAYOUT_FLAGS if parsed.has(flag))
+def dry_run_text(recipe: Recipe, parsed: ParsedRun) -> str:
+    layout = ", ".join(f"{flag} {parsed.value(flag)}" for flag in SHOWN_FLAGS if parsed.has(flag))
     return (f"# slime/Megatron recipe by {recipe.author.name}: runs on the seeds' training image and cluster, "
             f"not by `openrecipes run`\n# layout from the command: {layout}\n{recipe.run}")

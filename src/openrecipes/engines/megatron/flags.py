@@ -1,26 +1,14 @@
-"""Which launch flag carries which recipe field, per engine: the validator checks each pair agrees.
+"""Which Megatron-LM / slime launch flag carries which recipe field: the validator checks each pair agrees.
 
-A row is (flag, dotted recipe field, kind, value the engine assumes when the flag is absent). `switch` flags
-carry a boolean by their presence; `layout.recompute` null means none, `layout.offload` null means off.
+A row is (flag, dotted recipe field, kind, value Megatron assumes when the flag is absent). `switch` flags carry
+a boolean by their presence; `layout.recompute` null means none, `layout.offload` null means off.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from openrecipes.engines.knowledge import FlagField
 
-Kind = Literal["int", "float", "str", "switch"]
-
-
-@dataclass(frozen=True)
-class FlagField:
-    flag: str
-    field: str
-    kind: Kind
-    default: object = None
-
-
-MEGATRON = (
+FLAGS = (
     FlagField("--tensor-model-parallel-size", "layout.tp", "int", 1),
     FlagField("--pipeline-model-parallel-size", "layout.pp", "int", 1),
     FlagField("--virtual-pipeline-model-parallel-size", "layout.vpp", "int", 1),
@@ -43,20 +31,9 @@ MEGATRON = (
     FlagField("--actor-num-gpus-per-node", "gpu.per_node", "int"),
 )
 # Written only by some seeds: checked when present (slime passes the row length inside the data otherwise).
-MEGATRON_WHEN_PRESENT = (FlagField("--seq-length", "workload.row_tokens", "int"),)
-
-TORCHTITAN = (
-    FlagField("--parallelism.tensor_parallel_degree", "layout.tp", "int", 1),
-    FlagField("--parallelism.pipeline_parallel_degree", "layout.pp", "int", 1),
-    FlagField("--parallelism.context_parallel_degree", "layout.cp", "int", 1),
-    FlagField("--parallelism.expert_parallel_degree", "layout.ep", "int", 1),
-    FlagField("--parallelism.expert_tensor_parallel_degree", "layout.etp", "int", 1),
-    FlagField("--parallelism.data_parallel_shard_degree", "layout.fsdp", "int"),
-    FlagField("--training.global_batch_size", "workload.global_batch", "int"),
-    FlagField("--training.local_batch_size", "layout.rows_per_microbatch", "int"),
-    FlagField("--training.seq_len", "workload.row_tokens", "int"),
-    FlagField("--training.steps", "result.steps_per_run", "int"),
-    FlagField("--activation_checkpoint.mode", "layout.recompute.granularity", "str", "none"),
-    FlagField("--compile.enable", "layout.compile", "switch"),
-    FlagField("--nproc_per_node", "gpu.per_node", "int"),
-)
+FLAGS_WHEN_PRESENT = (FlagField("--seq-length", "workload.row_tokens", "int"),)
+# slime starts nodes x GPUs per node: their product must be gpu.count.
+NODE_FLAGS = ("--actor-num-nodes", "--actor-num-gpus-per-node")
+# The layout a dry run shows, read back from the command: the parallel degrees, the token budget and the batch.
+SHOWN_FIELDS = ("layout.tp", "layout.pp", "layout.cp", "layout.ep", "layout.etp", "layout.max_tokens_per_gpu",
+                "workload.global_batch")

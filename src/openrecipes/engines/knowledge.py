@@ -1,0 +1,79 @@
+"""What every engine tells the rest of OpenRecipes, in one typed shape: which recipes are its own, which launch
+flag carries which recipe field, how its training logs read, and which layout rules the planner applies to it.
+
+An engine folder (`engines/<name>/`) fills one `Engine` in its `engine.py` and `engines/registry.py` lists it.
+These modules sit on the engine-knowledge floor, below the catalog: they import only floor-1 modules, so the
+validator, the measure room and the planner can all ask them (the runners in engines/ sit higher).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+from openrecipes.steptable import StepTable
+
+Kind = Literal["int", "float", "str", "switch"]
+
+
+@dataclass(frozen=True)
+class FlagField:
+    """A launch flag and the recipe field it carries: the validator checks each pair agrees. `switch` flags carry
+    a boolean by their presence; `default` is the value the engine assumes when the flag is absent."""
+
+    flag: str
+    field: str
+    kind: Kind
+    default: object = None
+
+
+class LaunchCommand(Protocol):
+    """A recipe's parsed `run` command (catalog.command.ParsedRun): the launch line's words, arrays expanded."""
+
+    argv: list[str]
+
+
+LogReader = Callable[[Path, Iterable[str]], StepTable]
+
+
+@dataclass(frozen=True)
+class LogFormat:
+    """A training-log format: the line that identifies it, a word every such line holds (a cheap test first),
+    and the reader of a whole log into the step table."""
+
+    name: str
+    step_line: re.Pattern[str]
+    word: str
+    read: LogReader
+
+
+@dataclass(frozen=True)
+class LayoutRules:
+    """How the engine places a model, as the planner's engine-independent core (plan/) models it."""
+
+    offload_fractions: tuple[float, ...]  # optimizer fractions on the host worth comparing; (0.0,) for none
+    fsdp: bool  # FSDP2 over DP*CP (FP32 shards, gathered BF16 layers); else Megatron's distributed optimizer
+    experts_within_fsdp: bool  # EP borrows from the FSDP*CP ranks; else EP*ETP divides TP*CP*DP
+    logits_bytes: int  # bytes per logit at the loss's peak
+    compiled_logits_bytes: int  # the same with the loss compiled (--compile.enable)
+    # Selective recompute: the fraction of a layer's matmul outputs op-level AC saves (the rest run again, and
+    # eager runs wait on its host-side policy); None for Megatron's, which reruns elementwise work only.
+    selective_saved_matmul_fraction: float | None
+    amp_without_fsdp: bool  # with an FSDP degree of 1 it trains under AMP (FP32 weights, BF16 copies)
+    host_overhead_per_microbatch: bool  # a host-side cost per layer per microbatch
+    ring_attention: bool  # CP attention scores at the calibrated CP efficiency
+    compiles: bool  # torch.compile can run its blocks (at the calibrated compile speedup)
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str  # the planner's and calibration's name of the engine (`--engine`)
+    is_recipe: Callable[[LaunchCommand], bool]  # whether a parsed run command is this engine's
+    flags: tuple[FlagField, ...]  # checked in every recipe of the engine
+    flags_when_present: tuple[FlagField, ...]  # checked when the command passes them
+    node_flags: tuple[str, str]  # (nodes, GPUs per node): their product must be gpu.count
+    log_formats: tuple[LogFormat, ...]
+    layout: LayoutRules

@@ -1,0 +1,27 @@
+"""Which torchtitan 0.2.2 launch flag carries which recipe field: the validator checks each pair agrees.
+
+A row is (flag, dotted recipe field, kind, value torchtitan assumes when the flag is absent). `switch` flags
+carry a boolean by their presence.
+"""
+
+from __future__ import annotations
+
+from openrecipes.engines.knowledge import FlagField
+
+FLAGS = (
+    FlagField("--parallelism.tensor_parallel_degree", "layout.tp", "int", 1),
+    FlagField("--parallelism.pipeline_parallel_degree", "layout.pp", "int", 1),
+    FlagField("--parallelism.context_parallel_degree", "layout.cp", "int", 1),
+    FlagField("--parallelism.expert_parallel_degree", "layout.ep", "int", 1),
+    FlagField("--parallelism.expert_tensor_parallel_degree", "layout.etp", "int", 1),
+    FlagField("--parallelism.data_parallel_shard_degree", "layout.fsdp", "int"),
+    FlagField("--training.global_batch_size", "workload.global_batch", "int"),
+    FlagField("--training.local_batch_size", "layout.rows_per_microbatch", "int"),
+    FlagField("--training.seq_len", "workload.row_tokens", "int"),
+    FlagField("--training.steps", "result.steps_per_run", "int"),
+    FlagField("--activation_checkpoint.mode", "layout.recompute.granularity", "str", "none"),
+    FlagField("--compile.enable", "layout.compile", "switch"),
+    FlagField("--nproc_per_node", "gpu.per_node", "int"),
+)
+FLAGS_WHEN_PRESENT: tuple[FlagField, ...] = ()
+NODE_FLAGS = ("--nnodes", "--nproc_per_node")  # torchrun's: their product must be gpu.count
