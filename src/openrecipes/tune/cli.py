@@ -11,12 +11,14 @@ from rich.table import Table
 
 from openrecipes.errors import UserError
 from openrecipes.jsonout import json_text
+from openrecipes.plan.layouts import Engine
 from openrecipes.plan.predict import PlanRequest, Prediction, plan_table, predict
 from openrecipes.plan.trust import memory_margin
 
 # Non-fitting layouts shown under the fitting ones: enough to see what stops the next-larger layouts.
 NON_FITTING_SHOWN = 5
 MAX_GPUS = 16384  # the planner enumerates every layout of the GPU count; past this no catalog run exists
+ENGINES: tuple[Engine, ...] = ("megatron", "torchtitan")
 
 
 def register(app: typer.Typer) -> None:
@@ -55,7 +57,8 @@ def plan(
         return
     if gpu is None or gpus is None:
         raise UserError("give --gpu TYPE and --gpus N (e.g. openrecipes plan gpt-oss-20b --gpu H200 --gpus 8)")
-    if engine not in ("megatron", "torchtitan"):
+    planned_engine = next((e for e in ENGINES if e == engine), None)
+    if planned_engine is None:
         raise UserError(f"--engine {engine}: use megatron or torchtitan")
     if emit_recipe is not None:
         from openrecipes.tune.emit import emit_recipe as emit
@@ -69,9 +72,10 @@ def plan(
               f"per GPU (status: planned, not measured); run it with `openrecipes run {out}`")
         return
     if as_json:
-        print(json_text(plan_table(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, top or None)))
+        print(json_text(plan_table(model, gpu, gpus, row_tokens, global_batch, planned_engine, grad_reduce_bf16,
+                                   top or None)))
         return
-    request = PlanRequest(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16)
+    request = PlanRequest(model, gpu, gpus, row_tokens, global_batch, planned_engine, grad_reduce_bf16)
     _print_table(Console(), request, predict(request), top)
 
 
@@ -153,5 +157,8 @@ def tune(
                          wall_minutes=wall_minutes)
     print(tuning.summary_text(result), end="")
     path = tuning.write_winner(setup, result, out_recipe)
-    print(f"wrote {path}: configuration {result.config.result}, convergence "
-          f"{'pass' if result.convergence.passed else 'FAIL'}")
+    recorded_config, recorded_convergence = result.config, result.convergence
+    if recorded_config is None or recorded_convergence is None:
+        raise ValueError("write_winner records the winner's checks")
+    print(f"wrote {path}: configuration {recorded_config.result}, convergence "
+          f"{'pass' if recorded_convergence.passed else 'FAIL'}")
