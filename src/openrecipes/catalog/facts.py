@@ -44,7 +44,7 @@ def usd_recomputed(published: float, tokens_per_s_per_gpu: float, usd_per_gpu_ho
 _TIE_DECIMALS = (3, 4, 5)
 
 
-def usd_ranked(costs: list[tuple[float, float]]) -> list[str]:
+def usd_ranked(costs: list[tuple[float | None, float]]) -> list[str]:
     """(published, recomputed) costs shown side by side, as text: the published "$0.21", except where two
     published costs tie but their recomputed values differ; those get the fewest decimals, and at least three
     significant digits, that tell them apart ("$0.0543" beside "$0.0530")."""

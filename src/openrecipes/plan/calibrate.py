@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from openrecipes.catalog.command import parse_run
-from openrecipes.catalog.hardware import ModelCard, ReferenceTables, load_reference_tables
+from openrecipes.catalog.hardware import ActiveParamsCard, ModelCard, ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
@@ -22,7 +22,7 @@ from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.engines.registry import engine_of as engine_of_run
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import HERE
-from openrecipes.plan.layouts import Layout, stage_split
+from openrecipes.plan.layouts import Engine, Layout, stage_split
 from openrecipes.plan.predict import Context, PlanRequest, Prediction, context, predict_layout
 
 
@@ -33,6 +33,13 @@ class MeasuredPoint:
     layout: Layout
     tokens_per_s_per_gpu: float | None  # None where the published speed is not comparable (e.g. FP8)
     memory_gib: float | None = None  # the allocator's measured peak, where published
+
+
+@dataclass(frozen=True)
+class SpeedPoint(MeasuredPoint):
+    """A measured point with a comparable tokens/s figure: what the fitted values are fitted on."""
+
+    tokens_per_s_per_gpu: float
 
 
 @lru_cache(maxsize=1)
@@ -46,7 +53,8 @@ def reference_tables() -> ReferenceTables:
     tables = load_reference_tables()
     doc = _reference_document()
     cards = {name: ModelCard(name=name, family="reference point", architecture=row["architecture"],
-                             active_params={"count": row["active_params"], "source": row["source"], "revision": None},
+                             active_params=ActiveParamsCard(count=row["active_params"], source=row["source"],
+                                                            revision=None),
                              total_params=None, notes=[], notes_source=doc["source"])
              for name, row in doc["models"].items()}
     return replace(tables, models={**tables.models, **cards})
@@ -65,7 +73,7 @@ def reference_points() -> dict[str, MeasuredPoint]:
                               "torchtitan")
         lay = row["layout"]
         layout = Layout(engine="torchtitan", tp=lay["tp"], pp=lay["pp"], vpp=1, cp=lay["cp"], ep=1, etp=1, dp=lay["dp"],
-                        stage_layers=stage_split(_model_layers(row["model"]), lay["pp"]), recompute=lay["recompute"],
+                        stage_layers=_even_stages(_model_layers(row["model"]), lay["pp"]), recompute=lay["recompute"],
                         offload_fraction=0.0, rows_per_microbatch=lay["rows_per_microbatch"],
                         max_tokens_per_gpu=lay["rows_per_microbatch"] * row["row_tokens"] // lay["cp"],
                         grad_reduce_bf16=False, compile=lay.get("compile", False),
@@ -82,10 +90,17 @@ def megatron_stage_layers(layers: int, pp: int, first: int, last: int) -> tuple[
     return (first, *[middle] * (pp - 2), last)
 
 
+def _even_stages(layers: int, pp: int) -> tuple[int, ...]:
+    stages = stage_split(layers, pp)
+    if stages is None:
+        raise UserError(f"{pp} pipeline stages for {layers} layers: each stage needs at least one layer")
+    return stages
+
+
 def _stage_layers(recipe: Recipe, layers: int) -> tuple[int, ...]:
     split, pp = recipe.layout.layer_split, recipe.layout.pp
     if split is None:
-        return stage_split(layers, pp)
+        return _even_stages(layers, pp)
     return megatron_stage_layers(layers, pp, split.first, split.last)
 
 
@@ -137,16 +152,18 @@ def measured_points(root: Path | None = None) -> dict[str, MeasuredPoint]:
     """Every full recipe in the catalog (published summaries carry no layout, so they cannot be points) and
     every reference point; a reference point named by a recipe's slug replaces it (it adds the measured memory)."""
     catalog = load_catalog(root or default_catalog_root())
-    return {**{entry.slug: measured_point(entry.slug, entry.entry) for entry in catalog.recipes}, **reference_points()}
+    return {**{entry.slug: measured_point(entry.slug, entry.entry) for entry in catalog.recipes},
+            **reference_points()}
 
 
 def predict_point(point: MeasuredPoint, ctx: Context | None = None) -> Prediction:
     return predict_layout(ctx or context(point.request, reference_tables()), point.layout)
 
 
-def speed_points(root: Path | None = None) -> list[MeasuredPoint]:
+def speed_points(root: Path | None = None) -> list[SpeedPoint]:
     """The measured points with a comparable tokens/s figure: what the fitted values are fitted on."""
-    return [point for point in measured_points(root).values() if point.tokens_per_s_per_gpu]
+    return [SpeedPoint(p.slug, p.request, p.layout, p.tokens_per_s_per_gpu, p.memory_gib)
+            for p in measured_points(root).values() if p.tokens_per_s_per_gpu]
 
 
 def fitted_values(root: Path | None = None) -> dict[str, float]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from openrecipes.catalog.hardware import GpuSpec
 from openrecipes.catalog.yamlio import read_yaml
@@ -61,7 +62,7 @@ class Calibration:
     def with_values(self, values: dict[str, float]) -> Calibration:
         """This calibration with the named fitted values replaced."""
         efficiency = dict(self.compute_efficiency)
-        fields = {}
+        fields: dict[str, Any] = {}
         for name, value in values.items():
             if name.startswith(EFFICIENCY):
                 efficiency[name[len(EFFICIENCY):]] = value

@@ -10,11 +10,12 @@ without a point (leave-one-out) is always defined.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
 
-from openrecipes.plan.calibrate import MeasuredPoint, reference_tables
+from openrecipes.plan.calibrate import MeasuredPoint, SpeedPoint, reference_tables
 from openrecipes.plan.constants import Calibration, calibration, calibration_document, priors
 from openrecipes.plan.predict import Context, context, predict_layout
 
@@ -24,20 +25,20 @@ CONVERGED = 1e-7  # largest log change at which the fit stops
 DERIVATIVE_STEP = 1e-4  # log step of the numerical derivatives
 
 
-def _contexts(points: list[MeasuredPoint]) -> list[Context]:
+def _contexts(points: Sequence[MeasuredPoint]) -> list[Context]:
     tables = reference_tables()
     found: dict = {}
     return [found.setdefault(p.request, context(p.request, tables)) for p in points]
 
 
-def _residuals(points: list[MeasuredPoint], contexts: list[Context], base: Calibration, names: list[str],
+def _residuals(points: list[SpeedPoint], contexts: list[Context], base: Calibration, names: list[str],
                log_values: np.ndarray) -> np.ndarray:
     cal = base.with_values(dict(zip(names, np.exp(log_values), strict=True)))
     return np.array([math.log(predict_layout(replace(ctx, calibration=cal), p.layout).tokens_per_s_per_gpu
                               / p.tokens_per_s_per_gpu) for p, ctx in zip(points, contexts, strict=True)])
 
 
-def fit(points: list[MeasuredPoint], start: Calibration | None = None,
+def fit(points: list[SpeedPoint], start: Calibration | None = None,
         fixed: dict[str, float] | None = None) -> Calibration:
     """The calibration whose fitted values best predict these points' tokens/s (and their priors); `fixed` values
     are set, not fitted (benchmarks/plan_loo.py turns a term off this way)."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from openrecipes.atomic import write_atomic
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.engines.registry import names as engine_names
+from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import allocator_gib, spearman
 from openrecipes.plan.calibrate import MeasuredPoint, measured_points, reference_tables, speed_points
 from openrecipes.plan.constants import calibration, links
@@ -73,8 +74,10 @@ def _arms(root: Path) -> list[tuple[dict, str]]:
         record = json.loads(path.read_text())
         arms += [(o, record["gpu"]) for o in record["outcomes"]]
     for path in sorted(root.glob("runs/sweep-*/*.json")):
-        gpu = re.search(r"-([a-z0-9]+)x\d+$", path.parent.name).group(1).upper()
-        arms.append((json.loads(path.read_text()), gpu))
+        gpu = re.search(r"-([a-z0-9]+)x\d+$", path.parent.name)
+        if gpu is None:
+            raise UserError(f"{path.parent}: a sweep's folder is named runs/sweep-<model>-<gpu>x<gpus>; rename it")
+        arms.append((json.loads(path.read_text()), gpu.group(1).upper()))
     return [(arm, gpu) for arm, gpu in arms if arm.get("oom") is not None]
 
 

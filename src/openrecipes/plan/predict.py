@@ -78,15 +78,19 @@ class Prediction:
         return interval(self.layout.engine, self.gpu_type, self.layout, self.tokens_per_s_per_gpu)
 
     @property
+    def _largest_part(self) -> str:
+        return max(self.memory.parts, key=lambda name: self.memory.parts[name])
+
+    @property
     def reason(self) -> str:
-        largest = max(self.memory.parts, key=self.memory.parts.get)
+        largest = self._largest_part
         return (f"{self.fit_label}: {self.memory.total_gib:.1f} GiB of {self.capacity_gib:.1f} GiB on stage "
                 f"{self.memory.stage}, headroom {self.headroom_gib:.1f} GiB against a {self.margin_gib:.1f} GiB margin "
                 f"(largest part {largest.replace('_', ' ')}: {self.memory.parts[largest] / GIB:.1f} GiB)")
 
     @property
     def short_reason(self) -> str:
-        largest = max(self.memory.parts, key=self.memory.parts.get)
+        largest = self._largest_part
         verdict = "margin" if self.peak_fits else "no"
         return (f"{verdict}: {self.memory.total_gib:.1f} GiB; "
                 f"{largest.replace('_', ' ')} {self.memory.parts[largest] / GIB:.1f}")

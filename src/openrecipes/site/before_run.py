@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from openrecipes.catalog.command import CommandError, command_inputs, parse_run
-from openrecipes.catalog.store import Catalog, CatalogEntry
+from openrecipes.catalog.store import Catalog, RecipeEntry
 from openrecipes.catalog.yamlio import read_yaml
 
 HERE = Path(__file__).parent
@@ -38,7 +38,7 @@ def _explained(key: str, shown: str, kind: str, fields: dict[str, str]) -> RunIn
     return RunInput(shown, kind, known["from"], known["set_to"].format(**fields))
 
 
-def run_inputs(catalog: Catalog, entry: CatalogEntry) -> list[RunInput]:
+def run_inputs(catalog: Catalog, entry: RecipeEntry) -> list[RunInput]:
     recipe = entry.entry
     try:
         found, parsed = command_inputs(recipe.run), parse_run(recipe.run)

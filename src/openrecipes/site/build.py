@@ -23,6 +23,7 @@ import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import jinja2
@@ -31,7 +32,7 @@ from markupsafe import Markup
 from openrecipes.atomic import current_umask
 from openrecipes.audit.evidence import EVIDENCE_LEVELS
 from openrecipes.audit.reproduce import reproduction_summary
-from openrecipes.catalog.store import Catalog, CatalogEntry
+from openrecipes.catalog.store import Catalog, RecipeEntry
 from openrecipes.catalog.yamlio import MAX_YAML_BYTES, read_yaml
 from openrecipes.errors import UserError
 from openrecipes.site import format as fmt
@@ -235,8 +236,8 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
     site = site_pages(catalog)
     for name in ("site.css", "site.js", "plan.css", "favicon.svg"):
         write.bytes(f"static/{name}", (HERE / "static" / name).read_bytes())
-    for entry in catalog.summaries:
-        write.bytes(recipe_yaml_path(entry), (catalog.root / entry.path).read_bytes())
+    for summary in catalog.summaries:
+        write.bytes(recipe_yaml_path(summary), (catalog.root / summary.path).read_bytes())
     for section in site.sections:
         section.pareto_svg = plots.pareto_svg(section.points, section.front, _plot_links(section),
                                               f"plot-{section.folder}")
@@ -265,7 +266,7 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
     return report
 
 
-def _recipe(write: _Writer, site: Site, entry: CatalogEntry) -> None:
+def _recipe(write: _Writer, site: Site, entry: RecipeEntry) -> None:
     recipe = entry.entry
     board_page, rank = site.board_of[entry.slug]
     section = site.section(recipe.model)
@@ -297,9 +298,9 @@ def export_json(site: Site) -> str:
     """The whole catalog for tools: every entry with its permalink, its board rank, and its fields."""
     entries = []
     for entry in site.catalog.entries:
-        record = {"slug": entry.slug, "path": entry.path.as_posix(),
-                  "kind": "published_summary" if entry.is_summary else "recipe"}
-        if not entry.is_summary:
+        record: dict[str, Any] = {"slug": entry.slug, "path": entry.path.as_posix(),
+                                  "kind": "published_summary" if entry.is_summary else "recipe"}
+        if isinstance(entry, RecipeEntry):
             board_page, rank = site.board_of[entry.slug]
             record.update(page=recipe_page_path(entry), yaml=recipe_yaml_path(entry), board=board_page.path,
                           workload=board_page.board.workload.label, rank=rank,

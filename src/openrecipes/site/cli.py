@@ -8,15 +8,11 @@ from typing import Annotated
 
 import typer
 
+from openrecipes.catalog.cli import CatalogOption
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
 from openrecipes.errors import UserError
 
-CatalogOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--catalog", exists=True, file_okay=False, help="folder holding recipes/ (default: this checkout's catalog)"),
-]
 site_app = typer.Typer(help="The static website built from the catalog.", no_args_is_help=True)
 
 

@@ -11,7 +11,7 @@ import json
 from functools import lru_cache
 
 from openrecipes.catalog.command import CommandError, parse_run
-from openrecipes.catalog.store import CatalogEntry
+from openrecipes.catalog.store import RecipeEntry
 from openrecipes.site import format as fmt
 from openrecipes.site.pages import BoardPage, recipe_page_path
 from openrecipes.verify.config import load_rules
@@ -57,7 +57,7 @@ def _figures(recipe, usd_value: float) -> list[dict]:
     ]
 
 
-def compare_record(entry: CatalogEntry, board_page: BoardPage, rank: int, usd_value: float) -> dict:
+def compare_record(entry: RecipeEntry, board_page: BoardPage, rank: int, usd_value: float) -> dict:
     recipe = entry.entry
     flags, exports = _arguments(recipe.run)
     facts = [("Model", recipe.model), ("Board", f"#{rank} on {board_page.title}"),

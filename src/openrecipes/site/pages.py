@@ -13,6 +13,7 @@ from openrecipes.audit.evidence import AuditReport
 from openrecipes.audit.review import audit_catalog
 from openrecipes.catalog import facts
 from openrecipes.catalog.leaderboard import Board, GpuBest, best_per_gpu, boards, models
+from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.errors import UserError
 from openrecipes.site.settings import Repository, read_repository
@@ -55,11 +56,14 @@ def pareto_points(catalog: Catalog, model: str) -> list[ParetoPoint]:
 
 
 def usd_recomputed(catalog: Catalog, entry: CatalogEntry) -> float:
-    """The entry's $ per 1M tokens at full precision where its instance is priced (catalog/facts.py)."""
-    instance = None if entry.is_summary else catalog.tables.instances.get(entry.entry.gpu.instance)
+    """The entry's $ per 1M tokens at full precision where its instance is priced (catalog/facts.py); the entry
+    publishes a price (callers leave unpriced summaries out)."""
+    published = entry.entry.result.usd_per_million_tokens
+    if published is None:
+        raise ValueError(f"{entry.slug}: publishes no $ per 1M tokens")
+    instance = catalog.tables.instances.get(entry.entry.gpu.instance) if isinstance(entry.entry, Recipe) else None
     per_gpu_hour = instance.usd_per_hour / instance.gpus if instance else None
-    return facts.usd_recomputed(entry.entry.result.usd_per_million_tokens, entry.entry.result.tokens_per_s_per_gpu,
-                                per_gpu_hour)
+    return facts.usd_recomputed(published, entry.entry.result.tokens_per_s_per_gpu, per_gpu_hour)
 
 
 # A leaderboard longer than this continues on further pages, so no page outgrows the 150 KB budget.

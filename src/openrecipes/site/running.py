@@ -7,7 +7,7 @@ import shlex
 from dataclasses import dataclass
 
 from openrecipes.catalog.command import parse_run
-from openrecipes.catalog.store import CatalogEntry
+from openrecipes.catalog.store import RecipeEntry
 from openrecipes.engines.torchtitan import engine as torchtitan
 
 # Chat formats whose tokenizer `openrecipes tokenizer export` rebuilds offline, by the family name it takes.
@@ -17,7 +17,7 @@ OUR_BUILDER = "openrecipes "
 
 @dataclass(frozen=True)
 class RunningSteps:
-    entry: CatalogEntry
+    entry: RecipeEntry
     tokenizer_command: str | None  # None: the tokenizer is not rebuilt by our tool (see tokenizer_note)
     tokenizer_note: str
     rows_command: str
@@ -32,7 +32,7 @@ class RunningSteps:
         return self.entry.entry.workload.dataset.build
 
 
-def running_steps(entry: CatalogEntry) -> RunningSteps:
+def running_steps(entry: RecipeEntry) -> RunningSteps:
     recipe = entry.entry
     dataset = recipe.workload.dataset
     build = dataset.build

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from openrecipes.catalog.store import CatalogEntry
+from openrecipes.catalog.store import RecipeEntry
 from openrecipes.errors import UserError
 from openrecipes.site import plots
 
@@ -31,7 +31,7 @@ def _read(root: Path, folder: str):
     return read_log(log)
 
 
-def run_plots(root: Path, entry: CatalogEntry) -> list[RunImage]:
+def run_plots(root: Path, entry: RecipeEntry) -> list[RunImage]:
     recipe = entry.entry
     if recipe.runs is None:
         return []
@@ -48,5 +48,5 @@ def run_plots(root: Path, entry: CatalogEntry) -> list[RunImage]:
         images.append(RunImage(f"plots/runs/{entry.slug}-step-time.svg", "Step time of the measured run",
                                plots.step_time_svg(f"{entry.name}: step time of the measured run",
                                                    [s.step for s in timed], [s.step_time_s for s in timed],
-                                                   tuple(recipe.result.window))))
+                                                   recipe.result.window)))
     return images

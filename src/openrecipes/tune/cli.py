@@ -70,7 +70,8 @@ def plan(
               f"per GPU (status: planned, not measured); run it with `openrecipes run {out}`")
         return
     if as_json:
-        print(json_text(plan_table(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, top or None)))
+        print(json_text(plan_table(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16,
+                                   top or None)))
         return
     request = PlanRequest(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16)
     _print_table(Console(), request, predict(request), top)
@@ -154,5 +155,8 @@ def tune(
                          wall_minutes=wall_minutes)
     print(tuning.summary_text(result), end="")
     path = tuning.write_winner(setup, result, out_recipe)
-    print(f"wrote {path}: configuration {result.config.result}, convergence "
-          f"{'pass' if result.convergence.passed else 'FAIL'}")
+    recorded_config, recorded_convergence = result.config, result.convergence
+    if recorded_config is None or recorded_convergence is None:
+        raise ValueError("write_winner records the winner's checks")
+    print(f"wrote {path}: configuration {recorded_config.result}, convergence "
+          f"{'pass' if recorded_convergence.passed else 'FAIL'}")

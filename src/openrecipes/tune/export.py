@@ -15,14 +15,16 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from openrecipes.atomic import write_atomic
 from openrecipes.catalog.hardware import ReferenceTables
-from openrecipes.catalog.store import Catalog, CatalogEntry, load_recipe
+from openrecipes.catalog.store import Catalog, RecipeEntry, load_recipe
 from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import allocator_gib
 from openrecipes.plan.calibrate import MeasuredPoint, measured_point, reference_points, reference_rows, request_of
 from openrecipes.plan.constants import calibration, calibration_document
+from openrecipes.plan.layouts import Engine
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict, predict_layout
 from openrecipes.plan.trust import memory_margin, stored_points
 from openrecipes.tune.candidates import renderable
@@ -51,7 +53,7 @@ class Settings:
 
     row_tokens: int = 8192
     global_batch: int = 128
-    engine: str = "megatron"
+    engine: Engine = "megatron"
     grad_reduce_bf16: bool = False
 
     def request(self, model: str, gpu_type: str, gpus: int) -> PlanRequest:
@@ -65,7 +67,7 @@ class Settings:
                 f"{grads} gradient buffers")
 
 
-def _settings_of(entry: CatalogEntry) -> Settings:
+def _settings_of(entry: RecipeEntry) -> Settings:
     request = request_of(entry.entry)
     return Settings(request.row_tokens, request.global_batch, request.engine, request.grad_reduce_bf16)
 
@@ -221,8 +223,9 @@ def model_plan(catalog: Catalog, model: str) -> dict:
     tables = catalog.tables
     settings = model_settings(catalog, model)
     errors = {p.name: round(p.error, 4) for p in stored_points()}
-    plan = {"model": model, "settings": settings.label, "engine": settings.engine, "tables": [], "skipped": [],
-            "calibration": _calibration_rows(), "memory_margin": memory_margin(settings.engine).__dict__}
+    plan: dict[str, Any] = {
+        "model": model, "settings": settings.label, "engine": settings.engine, "tables": [], "skipped": [],
+        "calibration": _calibration_rows(), "memory_margin": memory_margin(settings.engine).__dict__}
     for gpu_type in priced_gpu_types(tables):
         for gpus in plan_counts(catalog, model):
             request = settings.request(model, gpu_type, gpus)

@@ -15,7 +15,7 @@ from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import relative_path
 from openrecipes.engines.torchtitan.render import run_launch
 from openrecipes.errors import UserError
-from openrecipes.measure.result import Measured
+from openrecipes.measure.result import RecipeMeasured
 from openrecipes.measure.stack import StackLine, read_stack_line
 from openrecipes.tune.candidates import CONFIDENCE_SIGMAS, OOM_MARKERS, WINDOW_FIRST_STEP, Candidate, Runner
 
@@ -26,30 +26,46 @@ Clock = Callable[[], float]  # seconds, monotonic
 class Measurement:
     log: Path
     minutes: float  # device wall time: from starting the run to its exit, as the clock read it
-    tokens_per_s_per_gpu: float | None = None
-    step_time_cv_percent: float | None = None
-    window: tuple[int, int] | None = None
     peak_memory_gib: float | None = None
-    result: Measured | None = None
+    result: RecipeMeasured | None = None  # None when the run failed or ran out of memory
     oom: bool = False
     error: str | None = None
     stack: StackLine | None = None  # the versions rank 0 printed
 
     @property
     def ok(self) -> bool:
-        return self.tokens_per_s_per_gpu is not None
+        return self.result is not None
+
+    @property
+    def figures(self) -> RecipeMeasured:
+        """The figures of a run that measured (ok)."""
+        if self.result is None:
+            raise ValueError(f"{self.log}: the run did not measure ({self.error or 'out of memory'})")
+        return self.result
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float | None:
+        return self.result.tokens_per_s_per_gpu if self.result else None
+
+    @property
+    def step_time_cv_percent(self) -> float | None:
+        return self.result.step_time_cv_percent if self.result else None
+
+    @property
+    def window(self) -> tuple[int, int] | None:
+        return self.result.window if self.result else None
 
     def _half_width(self) -> float:
-        n = self.window[1] - self.window[0] + 1
-        return CONFIDENCE_SIGMAS * (self.step_time_cv_percent / 100) / math.sqrt(n)
+        first, last = self.figures.window
+        return CONFIDENCE_SIGMAS * (self.figures.step_time_cv_percent / 100) / math.sqrt(last - first + 1)
 
     @property
     def optimistic(self) -> float:
-        return self.tokens_per_s_per_gpu * (1 + self._half_width())
+        return self.figures.tokens_per_s_per_gpu * (1 + self._half_width())
 
     @property
     def pessimistic(self) -> float:
-        return self.tokens_per_s_per_gpu * (1 - self._half_width())
+        return self.figures.tokens_per_s_per_gpu * (1 - self._half_width())
 
 
 def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner | None = None,
@@ -87,8 +103,7 @@ def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner 
         return Measurement(log, minutes, error=str(error))
     window = result.window
     memory = [s.memory_gib for s in table.steps if window[0] <= s.step <= window[1] and s.memory_gib is not None]
-    return Measurement(log, minutes, result.tokens_per_s_per_gpu, result.step_time_cv_percent,
-                       window, max(memory, default=None), result, stack=read_stack_line(read_log_lines(log)))
+    return Measurement(log, minutes, max(memory, default=None), result, stack=read_stack_line(read_log_lines(log)))
 
 
 def record(candidate: Candidate, measurement: Measurement | None, root: Path, **extra) -> dict:

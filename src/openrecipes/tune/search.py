@@ -15,7 +15,7 @@ from pathlib import Path
 from openrecipes import figures
 from openrecipes.atomic import write_atomic
 from openrecipes.catalog.command import parse_run
-from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
+from openrecipes.catalog.hardware import ModelCard, ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root, relative_path
 from openrecipes.catalog.store import load_catalog
@@ -51,6 +51,20 @@ class Outcome:
     dropped: str | None = None  # why it was not measured or cannot win
     predicted_at_measurement: float | None = None
 
+    @property
+    def arm_to_run(self) -> Arm:
+        """The arm of an outcome chosen to run (a candidate dropped before running has none)."""
+        if self.arm is None:
+            raise ValueError(f"{self.candidate.label}: dropped before it ran, it has no arm")
+        return self.arm
+
+    @property
+    def measured_run(self) -> Measurement:
+        """The measurement of an outcome that ran."""
+        if self.measurement is None:
+            raise ValueError(f"{self.candidate.label}: not measured")
+        return self.measurement
+
 
 @dataclass
 class TuneResult:
@@ -83,7 +97,7 @@ class Setup:
     base_path: Path
     base_data: dict
     base: Recipe
-    card: object
+    card: ModelCard
     ctx: Context
     prior: Efficiency
     ranked: list[Candidate]
@@ -154,11 +168,11 @@ def setup(model: str, gpu_type: str, gpus: int, base_path: Path | None = None, r
 
 def _leader(outcomes: list[Outcome]) -> Outcome | None:
     measured = [o for o in outcomes if o.measurement is not None and o.measurement.ok]
-    return max(measured, key=lambda o: o.measurement.tokens_per_s_per_gpu, default=None)
+    return max(measured, key=lambda o: o.measured_run.figures.tokens_per_s_per_gpu, default=None)
 
 
-def _cannot_win(candidate: Candidate, efficiency: Efficiency, leader: Outcome | None) -> bool:
-    return leader is not None and optimistic_prediction(candidate, efficiency) < leader.measurement.pessimistic
+def _cannot_win(candidate: Candidate, efficiency: Efficiency, leader: Outcome) -> bool:
+    return optimistic_prediction(candidate, efficiency) < leader.measured_run.pessimistic
 
 
 def _memory_miss(candidate: Candidate) -> str:
@@ -220,11 +234,12 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
     while True:
         pool = rank(pool, efficiency)
         leader = _leader([reference, *result.outcomes])
-        for candidate in [c for c in pool if _cannot_win(c, efficiency, leader)]:
-            pool.remove(candidate)
-            best_case = optimistic_prediction(candidate, efficiency)
-            outcomes.append(Outcome(candidate, None, dropped=f"cannot win: optimistic {best_case:,.0f} < leader's "
-                                    f"pessimistic {leader.measurement.pessimistic:,.0f} tokens/s/GPU"))
+        if leader is not None:
+            for candidate in [c for c in pool if _cannot_win(c, efficiency, leader)]:
+                pool.remove(candidate)
+                best_case = optimistic_prediction(candidate, efficiency)
+                outcomes.append(Outcome(candidate, None, dropped=f"cannot win: optimistic {best_case:,.0f} < "
+                                        f"leader's pessimistic {leader.measured_run.pessimistic:,.0f} tokens/s/GPU"))
         left = budget_minutes - result.spent_minutes - sum(
             estimated_minutes(o.candidate, efficiency, steps) for o in batch)
         if not pool and not batch:
@@ -248,7 +263,7 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
             break
         if batch != [reference]:  # the contenders in rank order, before a batch that measures some of them
             result.rankings.append([o.candidate.slug for o in batch if o is not reference] + [c.slug for c in pool])
-        for outcome, measurement in zip(batch, measure_batch([o.arm for o in batch]), strict=True):
+        for outcome, measurement in zip(batch, measure_batch([o.arm_to_run for o in batch]), strict=True):
             outcome.measurement = measurement
             result.spent_minutes += measurement.minutes
             if outcome is reference:
@@ -296,4 +311,4 @@ def write_record(s: Setup, result: TuneResult) -> Path:
 
 def _step_s(outcome: Outcome) -> float:
     c = outcome.candidate
-    return figures.step_seconds(c.tokens_per_step, c.layout.gpus, outcome.measurement.tokens_per_s_per_gpu)
+    return figures.step_seconds(c.tokens_per_step, c.layout.gpus, outcome.measured_run.figures.tokens_per_s_per_gpu)
