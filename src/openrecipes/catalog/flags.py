@@ -1,7 +1,9 @@
 """Which launch flag carries which recipe field, per engine: the validator checks each pair agrees.
 
 A row is (flag, dotted recipe field, kind, value the engine assumes when the flag is absent). `switch` flags
-carry a boolean by their presence; `layout.recompute` null means none, `layout.offload` null means off.
+carry a boolean by their presence; `list` flags carry a list field as one comma-separated value, absent when the
+list is empty; a `marks` flag carries its fixed value exactly when its field is set (the value column holds it).
+`layout.recompute` null means none, `layout.offload` null means off.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Kind = Literal["int", "float", "str", "switch"]
+Kind = Literal["int", "float", "str", "switch", "list", "marks"]
 
 
 @dataclass(frozen=True)
@@ -59,4 +61,13 @@ TORCHTITAN = (
     FlagField("--activation_checkpoint.mode", "layout.recompute.granularity", "str", "none"),
     FlagField("--compile.enable", "layout.compile", "switch"),
     FlagField("--nproc_per_node", "gpu.per_node", "int"),
+    FlagField("--openrecipes.kernels", "layout.kernels", "list"),
+    FlagField("--openrecipes.attention", "layout.attention", "str"),
+    FlagField("--model.converters", "layout.float8", "marks", "quantize.linear.float8"),
+    FlagField("--quantize.linear.float8.recipe_name", "layout.float8.scaling", "str"),
+    FlagField("--quantize.linear.float8.filter_fqns", "layout.float8.skip", "list"),
+    FlagField("--quantize.linear.float8.enable_fsdp_float8_all_gather", "layout.float8.fsdp_float8_all_gather",
+              "switch"),
+    FlagField("--quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp", "layout.float8.precomputed_scales",
+              "switch"),
 )
