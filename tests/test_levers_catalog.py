@@ -159,7 +159,18 @@ def test_config_check_names_the_precision_change_of_an_fp8_twin(tmp_path):
     bf16 = write(tmp_path, variant(), "bf16.yaml")
     fp8 = write(tmp_path, variant(float8=FP8), "fp8.yaml")
     verdict = check_config(fp8, bf16)
+    assert verdict["result"] == "precision change" and not verdict["placement_only"]
+    assert {c["class"] for c in verdict["changes"]} == {"precision"}
+    assert any(r.startswith("--model.converters changes the training precision (None -> quantize.linear.float8)")
+               and "the convergence check against the reference arm is the bar" in r for r in verdict["reasons"])
+    fp8_fused = write(tmp_path, variant(kernels=["liger-rmsnorm"], float8=FP8), "fp8-fused.yaml")
+    assert check_config(fp8_fused, bf16)["result"] == "precision change"
+
+
+def test_a_numerics_change_beside_fp8_still_fails(tmp_path):
+    bf16 = write(tmp_path, variant(), "bf16.yaml")
+    data = variant(float8=FP8)
+    data["run"] = data["run"].replace("--optimizer.lr 8e-4", "--optimizer.lr 1e-3")
+    verdict = check_config(write(tmp_path, data, "fp8-lr.yaml"), bf16)
     assert verdict["result"] == "fail"
-    assert {c["class"] for c in verdict["changes"]} == {"numerics"}
-    assert any(r.startswith("--model.converters changes the numerics (None -> quantize.linear.float8): training "
-                            "precision") for r in verdict["reasons"])
+    assert any(r.startswith("--optimizer.lr changes the numerics") for r in verdict["reasons"])

@@ -113,12 +113,14 @@ Kernel = Literal["liger-rmsnorm", "liger-swiglu", "liger-rope", "liger-fused-lin
 KERNELS: tuple[str, ...] = get_args(Kernel)
 Attention = Literal["sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "flex"]
 ATTENTION_BACKENDS: tuple[str, ...] = get_args(Attention)
+Float8Scaling = Literal["tensorwise", "rowwise"]
+FLOAT8_SCALINGS: tuple[str, ...] = get_args(Float8Scaling)
 
 
 class Float8(Strict):
     """torchao's float8 training of the linear layers, as torchtitan's float8 model converter applies it."""
 
-    scaling: Literal["tensorwise", "rowwise"] = Field(
+    scaling: Float8Scaling = Field(
         description="how FP8 scales are taken: one per tensor, or one per row (more accurate, slower)")
     fsdp_float8_all_gather: bool = Field(
         False, description="FSDP all-gathers the weights in FP8 instead of BF16 (tensorwise scaling only)")

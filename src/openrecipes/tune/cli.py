@@ -11,6 +11,7 @@ from rich.table import Table
 
 from openrecipes.errors import UserError
 from openrecipes.jsonout import json_text
+from openrecipes.plan.levers import parse_levers
 from openrecipes.plan.predict import PlanRequest, Prediction, plan_table, predict
 from openrecipes.plan.trust import memory_margin
 
@@ -34,6 +35,13 @@ def plan(
     engine: Annotated[str, typer.Option("--engine", help="megatron or torchtitan")] = "megatron",
     grad_reduce_bf16: Annotated[bool, typer.Option(
         "--grad-reduce-bf16", help="BF16 gradient buffers (Megatron --grad-reduce-in-bf16, as the gpt-oss seeds use)")] = False,
+    kernels: Annotated[Optional[str], typer.Option(
+        "--kernels", help="torchtitan: Liger-Kernel kernels on every layout, comma-separated (e.g. "
+        "liger-rmsnorm,liger-fused-linear-cross-entropy)")] = None,
+    attention: Annotated[Optional[str], typer.Option(
+        "--attention", help="torchtitan: attention backend (sdpa-cudnn, sdpa-flash, sdpa-efficient, flex)")] = None,
+    float8: Annotated[Optional[str], typer.Option(
+        "--float8", help="torchtitan: FP8 linear layers with this scaling (tensorwise, rowwise)")] = None,
     top: Annotated[int, typer.Option("--top", min=0, max=10**6, help="fitting layouts to show (0: all)")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="print every ranked layout (or --top of them) as JSON")] = False,
     emit_recipe: Annotated[Optional[int], typer.Option(
@@ -63,10 +71,12 @@ def plan(
               f"{p.layout.rows_per_microbatch} row(s) a microbatch; predicted {p.tokens_per_s_per_gpu:,.1f} tokens/s "
               f"per GPU (status: planned, not measured); run it with `openrecipes run {out}`")
         return
+    levers = parse_levers(kernels, attention, float8)
+    request = PlanRequest(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, **levers)
     if as_json:
-        print(json_text(plan_table(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, top or None)))
+        print(json_text(plan_table(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, top or None,
+                                   **levers)))
         return
-    request = PlanRequest(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16)
     _print_table(Console(), request, predict(request), top)
 
 
@@ -108,6 +118,10 @@ def _print_table(console: Console, request: PlanRequest, ranked: list[Prediction
     console.print(table)
     if any(not p.interval.constrained for p in rows):
         console.print("* no measured point constrains this layout: the range is wide (see the caption)")
+    unmeasured = ranked[0].step.unmeasured_levers
+    if unmeasured:
+        console.print(f"time effect unmeasured (predicted as without them): {', '.join(unmeasured)}; memory: "
+                      "docs/planning.md, levers")
 
 
 def tune(
