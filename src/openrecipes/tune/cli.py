@@ -143,6 +143,13 @@ def tune(
         "--lanes", help="arms run at once, each on its own --gpus GPUs of this host")] = 1,
     wall_minutes: Annotated[Optional[float], typer.Option(
         "--wall-minutes", help="start no arm estimated to end later than this many minutes from now")] = None,
+    search_kernels: Annotated[bool, typer.Option(
+        "--kernels", help="also search Liger-Kernel's fused kernels: none, each alone, all four")] = False,
+    search_attention: Annotated[bool, typer.Option(
+        "--attention", help="also search the attention backend: torchtitan's default and each one pinned")] = False,
+    float8: Annotated[Optional[str], typer.Option(
+        "--float8", help="an FP8 search (tensorwise or rowwise scaling): its own board, never ranked with BF16; "
+        "the BF16 base recipe stays the reference arm of the checks")] = None,
 ) -> None:
     """Measure the planner's best torchtitan layouts with short runs, drop those that cannot win, refit after each,
     and write the winner as a recipe checked against the base recipe's stock arm. Exit 2 on bad input."""
@@ -152,7 +159,8 @@ def tune(
         raise UserError(f"--budget-minutes {budget_minutes:g}: give a positive number of minutes")
     if lanes < 1 or steps < 2:
         raise UserError(f"--lanes {lanes} --steps {steps}: give at least one lane and two steps")
-    setup = tuning.setup(model, gpu, gpus, base)
+    parse_levers(None, None, float8)  # an unknown scaling is an error naming the allowed ones
+    setup = tuning.setup(model, gpu, gpus, base, kernels=search_kernels, attention=search_attention, float8=float8)
     if dry_run:
         print(tuning.dry_run_text(setup, budget_minutes, steps), end="")
         return
