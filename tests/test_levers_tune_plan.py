@@ -81,7 +81,9 @@ def _row(name, tps, **lever_fields):
 
 
 def test_a_lever_measured_by_a_pair_of_own_runs_gets_that_factor(monkeypatch):
-    _own_runs(monkeypatch, [_row("stock", 10000.0), _row("flce", 10500.0, kernels=["liger-fused-linear-cross-entropy"]),
+    # the FLCE run writes the default reshard_after_forward out: still the stock run's twin
+    _own_runs(monkeypatch, [_row("stock", 10000.0), _row("flce", 10500.0, kernels=["liger-fused-linear-cross-entropy"],
+                                                         reshard_after_forward=True),
                             _row("flce-cudnn", 11025.0, kernels=["liger-fused-linear-cross-entropy"],
                                  attention="sdpa-cudnn"),
                             _row("two-at-once", 12000.0, kernels=["liger-rmsnorm", "liger-swiglu"])])

@@ -36,6 +36,7 @@ from openrecipes.plan.layouts import Layout
 FUSED_LINEAR_CROSS_ENTROPY = "liger-fused-linear-cross-entropy"
 FUSED_RMSNORM = "liger-rmsnorm"
 _LEVER_KEYS = ("kernels", "attention", "float8")
+_LAYOUT_DEFAULTS = {"compile": False, "reshard_after_forward": True}  # as openrecipes.plan.calibrate reads a point
 
 
 def lever_names(layout: Layout) -> tuple[str, ...]:
@@ -64,7 +65,7 @@ def _names_of(row: dict) -> tuple[str, ...]:
 
 
 def _twin_key(row: dict) -> tuple:
-    lay = {key: value for key, value in row["layout"].items() if key not in _LEVER_KEYS}
+    lay = {key: value for key, value in (_LAYOUT_DEFAULTS | row["layout"]).items() if key not in _LEVER_KEYS}
     return (row["model"], row["gpu"], row["gpus"], row["row_tokens"], row["global_batch"], tuple(sorted(lay.items())))
 
 
