@@ -161,7 +161,8 @@ def test_config_check_names_the_precision_change_of_an_fp8_twin(tmp_path):
     verdict = check_config(fp8, bf16)
     assert verdict["result"] == "precision change" and not verdict["placement_only"]
     assert {c["class"] for c in verdict["changes"]} == {"precision"}
-    assert any(r.startswith("--model.converters changes the training precision (None -> quantize.linear.float8)")
+    assert any(r.startswith("--model.converters changes the training precision (None -> quantize.linear.float8): "
+                            "a model converter rewrites the model")
                and "the convergence check against the reference arm is the bar" in r for r in verdict["reasons"])
     fp8_fused = write(tmp_path, variant(kernels=["liger-rmsnorm"], float8=FP8), "fp8-fused.yaml")
     assert check_config(fp8_fused, bf16)["result"] == "precision change"
