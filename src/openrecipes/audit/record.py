@@ -30,7 +30,7 @@ from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log_lines
 from openrecipes.measure.result import clip_window, measure, read_run, run_inputs
 from openrecipes.measure.stack import read_stack_line
-from openrecipes.verify.config import load_rules
+from openrecipes.verify.config import PASS, PRECISION_CHANGE, load_rules
 from openrecipes.verify.convergence import read_curve
 from openrecipes.verify.verdicts import ConfigVerdict, ConvergenceVerdict, config_verdict, convergence_verdict
 
@@ -103,7 +103,7 @@ def record(like: Recipe, candidate: MeasuredRun, reference: MeasuredRun, root: P
     rules = load_rules()
     config = config_verdict(parse_run(reference.run), parse_run(candidate.run), rules)
     convergence = convergence_verdict(read_curve(candidate.log), read_curve(reference.log))
-    passed = config.result == "pass" and convergence.passed
+    passed = config.result in (PASS, PRECISION_CHANGE) and convergence.passed  # FP8's bar is convergence
     where = {arm: relative_path(arm.folder, root) for arm in (candidate, reference)}
 
     line = read_stack_line(read_log_lines(candidate.log))

@@ -6,8 +6,8 @@ the recipe from the message alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 from openrecipes import figures
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
@@ -178,6 +178,7 @@ def check_command(ctx: Context) -> Iterator[Issue]:
     for row in engine.flags + tuple(row for row in engine.flags_when_present if command.has(row.flag)):
         yield from _compare_flag(ctx.recipe, command, row)
     yield from _check_node_count(ctx.recipe, command, engine.node_flags)
+    yield from _check_levers(ctx.recipe, engine.name == "torchtitan")
     card = ctx.tables.models.get(ctx.recipe.model)
     layers = command.value("--num-layers")
     if card is not None and layers is not None and "layers" in card.architecture and layers != str(card.layers):
@@ -199,6 +200,10 @@ def _expected(recipe: Recipe, row: FlagField) -> object:
     value = _get(recipe, row.field)
     if row.kind == "switch":
         return bool(value)
+    if row.kind == "list":
+        return ",".join(value) if isinstance(value, list) and value else None
+    if row.kind == "marks":
+        return row.default if value is not None else None
     return row.default if value is None else value  # a null field means the engine's default
 
 
@@ -207,7 +212,9 @@ def _actual(command: ParsedRun, row: FlagField) -> object:
         return command.has(row.flag)
     text = command.value(row.flag)
     if text is None:
-        return row.default
+        return None if row.kind in ("list", "marks") else row.default
+    if row.kind in ("list", "marks"):
+        return text
     try:
         return {"int": int, "float": float, "str": str}[row.kind](text)
     except ValueError:
@@ -223,13 +230,31 @@ def _compare_flag(recipe: Recipe, command: ParsedRun, row: FlagField) -> Iterato
         said = "passes" if actual else "does not pass"
         yield Issue(row.field, f"is {written!r} but the run command {said} {row.flag}; make them agree")
     elif not command.has(row.flag):
-        yield Issue(row.field, f"is {expected!r} but the run command has no {row.flag}; add `{row.flag} {expected}`")
-    elif written is None:
-        yield Issue(row.field, f"is null but the run command passes {row.flag} {command.value(row.flag)}; "
+        said = "set" if row.kind == "marks" else repr(expected)
+        yield Issue(row.field, f"is {said} but the run command has no {row.flag}; add `{row.flag} {expected}`")
+    elif written is None or expected is None:
+        said = "null" if written is None else repr(written)
+        yield Issue(row.field, f"is {said} but the run command passes {row.flag} {command.value(row.flag)}; "
                     "fill the field or drop the flag")
     else:
         yield Issue(row.field, f"is {expected!r} but the run command passes {row.flag} {command.value(row.flag)}; "
                     f"expected {row.flag} {expected}")
+
+
+def _check_levers(recipe: Recipe, torchtitan: bool) -> Iterator[Issue]:
+    """Kernels, attention backend and float8 are torchtitan's levers, and FP8 precision is float8 training."""
+    lay, precision = recipe.layout, recipe.workload.precision
+    if not torchtitan:
+        for field, value in (("kernels", lay.kernels), ("attention", lay.attention), ("float8", lay.float8)):
+            if value:
+                yield Issue(f"layout.{field}", "is set but the run is not a torchtitan run, the only engine it is "
+                            "rendered into; remove it")
+    elif precision == "fp8" and lay.float8 is None:
+        yield Issue("layout.float8", "is null but workload.precision is fp8; give layout.float8 (scaling: tensorwise "
+                    "or rowwise) or set workload.precision to bf16")
+    elif precision != "fp8" and lay.float8 is not None:
+        yield Issue("layout.float8", f"is set but workload.precision is {precision}; set workload.precision to fp8 "
+                    "or remove layout.float8")
 
 
 def _check_node_count(recipe: Recipe, command: ParsedRun, node_flags: tuple[str, str]) -> Iterator[Issue]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from openrecipes import figures
+from openrecipes.catalog.hardware import GpuSpec
 from openrecipes.catalog.model import Recipe
 
 # The seeds' standard measurement: a 20-step run scored over steps 5-19 (numbered from 0). Only a run that differs
@@ -64,10 +65,32 @@ def usd_ranked(costs: list[tuple[float | None, float]]) -> list[str]:
     return texts
 
 
-def mfu(recipe: Recipe) -> str:
+def mfu(recipe: Recipe, gpu: GpuSpec | None = None) -> str:
+    """MFU as published, against the dense BF16 peak; a recipe trained in FP8 also shows the fraction of the GPU's
+    dense FP8 peak (`gpu`, where hardware/gpus.yaml gives it) and says which one MFU means."""
     result = recipe.result
     text = f"{result.mfu * 100:.1f}% (N = {result.active_params.count:,} active parameters per token)"
+    if recipe.workload.precision == "fp8" and gpu is not None and gpu.peak_fp8_flops is not None:
+        fp8 = figures.mfu(result.active_params.count, result.tokens_per_s_per_gpu, gpu.peak_fp8_flops)
+        text += (f"; MFU is defined against the dense BF16 peak ({gpu.peak_bf16_flops / 1e12:,.0f} TFLOP/s) on every "
+                 f"board, FP8 ones included: against the dense FP8 peak ({gpu.peak_fp8_flops / 1e12:,.0f} TFLOP/s) "
+                 f"it is {fp8 * 100:.1f}%")
     return f"{text}; {result.mfu_note}" if result.mfu_note else text
+
+
+def levers(recipe: Recipe) -> list[tuple[str, str]]:
+    """The fused kernels, attention backend and FP8 training a recipe's layout pulls, label then value."""
+    lay = recipe.layout
+    facts = [("Fused kernels", f"Liger-Kernel: {', '.join(lay.kernels)}")] if lay.kernels else []
+    facts += [("Attention", lay.attention)] if lay.attention else []
+    if lay.float8 is not None:
+        f8 = lay.float8
+        parts = [f"torchao float8 linear layers, {f8.scaling} scaling"]
+        parts += ["weights all-gathered in FP8"] if f8.fsdp_float8_all_gather else []
+        parts += ["scales precomputed in one all-reduce"] if f8.precomputed_scales else []
+        parts += [f"kept in BF16: {', '.join(f8.skip)}"] if f8.skip else []
+        facts.append(("FP8 training", "; ".join(parts)))
+    return facts
 
 
 def gpus(recipe: Recipe) -> str:
@@ -107,14 +130,16 @@ def workload(recipe: Recipe) -> str:
     return f"{w.row_tokens:,}-token rows · global batch {w.global_batch} · {w.precision.upper()}"
 
 
-def recipe_facts(recipe: Recipe) -> list[tuple[str, str]]:
-    """The recipe's figures as the seed page lists them, label then value (the author is linked separately)."""
+def recipe_facts(recipe: Recipe, gpu: GpuSpec | None = None) -> list[tuple[str, str]]:
+    """The recipe's figures as the seed page lists them, label then value (the author is linked separately);
+    `gpu`, the recipe's GPU row, adds the FP8 peak beside an FP8 recipe's MFU."""
     facts = [
         ("GPUs", gpus(recipe)),
         ("Layout", recipe.layout.summary),
+        *levers(recipe),
         ("Tokens/s per GPU", tokens_detail(recipe.result.tokens_per_s_per_gpu)),
         ("$ / 1M tokens", usd(recipe.result.usd_per_million_tokens)),
-        ("MFU", mfu(recipe)),
+        ("MFU", mfu(recipe, gpu)),
         ("Step-time CV", f"{recipe.result.step_time_cv_percent}%"),
     ]
     if (text := convergence(recipe)) is not None:

@@ -24,6 +24,7 @@ class _Row(BaseModel):
 class GpuSpec(_Row):
     name: str
     peak_bf16_flops: float = Field(gt=0, le=1e18, strict=True)
+    peak_fp8_flops: float | None = Field(None, gt=0, le=1e18, strict=True)  # shown beside an FP8 recipe's MFU
     memory_gb: Degree
     source: str
     date: datetime.date

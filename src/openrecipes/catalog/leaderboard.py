@@ -1,7 +1,8 @@
 """Leaderboards: recipes of one model, GPU type and workload, ranked by tokens/s per GPU.
 
 Recipes of different workloads (row tokens, global batch, precision) are never ranked together; summary entries
-are never ranked at all (they carry no workload).
+are never ranked at all (they carry no workload). A model's best per GPU type and its speed-against-cost points are
+BF16 figures (published summaries are BF16 runs): an FP8 recipe is ranked on its own precision's board only.
 """
 
 from __future__ import annotations
@@ -13,6 +14,14 @@ from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.store import Catalog, CatalogEntry, RecipeEntry
 
 Entry = TypeVar("Entry", bound=CatalogEntry)
+
+
+BF16 = "bf16"
+
+
+def ranked_with_bf16(entry: CatalogEntry) -> bool:
+    """A published summary or a BF16 recipe: what a model's cross-board summaries compare."""
+    return not isinstance(entry.entry, Recipe) or entry.entry.workload.precision == BF16
 
 
 @dataclass(frozen=True, order=True)
@@ -70,15 +79,17 @@ class GpuBest:
 
 
 def best_per_gpu(catalog: Catalog, model: str) -> list[GpuBest]:
-    """Per GPU type: the fastest entry and the cheapest. Full recipes win over summaries of the same GPU type:
-    a summary stands in only where no recipe exists."""
+    """Per GPU type: the fastest entry and the cheapest. Full BF16 recipes win over other precisions and over
+    summaries of the same GPU type: a summary stands in only where no recipe exists."""
     by_gpu: dict[str, list[CatalogEntry]] = {}
     for entry in catalog.entries:
         if entry.entry.model == model:
             by_gpu.setdefault(entry.entry.gpu.type, []).append(entry)
     out = []
     for gpu_type, entries in sorted(by_gpu.items()):
-        full = [e for e in entries if not e.is_summary] or entries
+        # BF16 recipes first; a GPU type with only another precision's recipes still shows them, so its board is found
+        full = ([e for e in entries if not e.is_summary and ranked_with_bf16(e)]
+                or [e for e in entries if not e.is_summary] or entries)
         cheapest = min(full, key=lambda e: (e.entry.result.usd_per_million_tokens is None,  # unpriced summaries last
                                             e.entry.result.usd_per_million_tokens or 0.0, e.slug))
         out.append(GpuBest(gpu_type, rank(full)[0], cheapest))

@@ -6,9 +6,9 @@ Key names are the seed pages' YAML keys; every field carries the description the
 from __future__ import annotations
 
 import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="a sha256 digest: 64 lowercase hex digits")]
 # Every number is bounded by what its field can mean, and integers stay exact as floats, so no figure computed from
@@ -108,6 +108,40 @@ class Offload(Strict):
     overlap_d2h_h2d: bool = Field(description="device/host copies overlapped with compute")
 
 
+# Fused kernels from Liger-Kernel the torchtitan entry module swaps into the model, in their canonical order, and the
+# attention backends it can pin; null attention keeps torchtitan's default (SDPA trying cuDNN, then Flash, then math).
+Kernel = Literal["liger-rmsnorm", "liger-swiglu", "liger-rope", "liger-fused-linear-cross-entropy"]
+KERNELS: tuple[str, ...] = get_args(Kernel)
+Attention = Literal["sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "flex"]
+ATTENTION_BACKENDS: tuple[str, ...] = get_args(Attention)
+Float8Scaling = Literal["tensorwise", "rowwise"]
+FLOAT8_SCALINGS: tuple[str, ...] = get_args(Float8Scaling)
+
+
+class Float8(Strict):
+    """torchao's float8 training of the linear layers, as torchtitan's float8 model converter applies it."""
+
+    scaling: Float8Scaling = Field(
+        description="how FP8 scales are taken: one per tensor, or one per row (more accurate, slower)")
+    fsdp_float8_all_gather: bool = Field(
+        False, description="FSDP all-gathers the weights in FP8 instead of BF16 (tensorwise scaling only)")
+    precomputed_scales: bool = Field(
+        False, description="the FP8 weight scales of every layer computed by one all-reduce after the optimizer step "
+        "(needs fsdp_float8_all_gather)")
+    skip: list[str] = Field(
+        default_factory=list, description="module names kept in BF16 (torchtitan's filter_fqns, e.g. [output])")
+
+    @model_validator(mode="after")
+    def _torchtitan_rules(self) -> Float8:
+        if self.fsdp_float8_all_gather and self.scaling != "tensorwise":
+            raise ValueError("fsdp_float8_all_gather needs scaling: tensorwise (torchtitan gathers FP8 weights only "
+                             "with one scale per tensor); set it to false or use tensorwise")
+        if self.precomputed_scales and not self.fsdp_float8_all_gather:
+            raise ValueError("precomputed_scales acts on FP8-gathered weights only; set fsdp_float8_all_gather: true "
+                             "or precomputed_scales: false")
+        return self
+
+
 class Layout(Strict):
     label: str = Field(description="short layout label (e.g. TP4 PP2 CP4 EP32 DP2)")
     summary: str = Field(description="the layout in one sentence")
@@ -128,6 +162,24 @@ class Layout(Strict):
     offload: Offload | None = Field(description="optimizer CPU offload; null for none")
     dispatcher: str | None = Field(description="MoE token dispatcher (alltoall, allgather, flex); null for dense")
     compile: bool | None = Field(None, description="torch.compile on (torchtitan recipes)")
+    kernels: list[Kernel] = Field(
+        default_factory=list, description="Liger-Kernel fused kernels swapped into the model (torchtitan recipes), "
+        f"each once, in the order {', '.join(KERNELS)}; [] for none")
+    attention: Attention | None = Field(
+        None, description="attention backend pinned (torchtitan recipes); null keeps torchtitan's default (SDPA "
+        "trying cuDNN, then Flash, then math)")
+    float8: Float8 | None = Field(
+        None, description="FP8 training of the linear layers (torchtitan recipes); given exactly when "
+        "workload.precision is fp8")
+
+    @field_validator("kernels")
+    @classmethod
+    def _kernels_once_in_order(cls, kernels: list[str]) -> list[str]:
+        canonical = [kernel for kernel in KERNELS if kernel in kernels]
+        if kernels != canonical:
+            raise ValueError(f"list each kernel once, in the order {', '.join(KERNELS)}: write "
+                             f"[{', '.join(canonical)}]")
+        return kernels
 
 
 class ActiveParams(Strict):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -12,7 +11,7 @@ from openrecipes.errors import UserError
 from openrecipes.jsonout import json_text
 
 
-def _recipe_and_launch(recipe_path: Path, steps: Optional[int]):
+def _recipe_and_launch(recipe_path: Path, steps: int | None):
     """The recipe, its run command as the validator read it (the one reading), and its torchtitan launch (None for
     a Megatron/slime recipe)."""
     from openrecipes.catalog.hardware import load_reference_tables
@@ -29,8 +28,8 @@ def _recipe_and_launch(recipe_path: Path, steps: Optional[int]):
 def run_command(
     recipe_path: Path = typer.Argument(..., metavar="RECIPE", help="a recipe YAML (torchtitan recipes run here)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the exact command and resolved config; run nothing"),
-    steps: Optional[int] = typer.Option(None, "--steps", min=1, max=10**9, help="optimizer steps (default: the recipe's)"),
-    out: Optional[Path] = typer.Option(None, "--out", help="run folder (default: runs/<recipe file name>)"),
+    steps: int | None = typer.Option(None, "--steps", min=1, max=10**9, help="optimizer steps (default: the recipe's)"),
+    out: Path | None = typer.Option(None, "--out", help="run folder (default: runs/<recipe file name>)"),
 ) -> None:
     """Run a recipe with torchrun: raw log and step,loss,step_time CSV under runs/, then measure and check it."""
     from openrecipes.engines.megatron.dry_run import dry_run_text
@@ -58,7 +57,7 @@ def run_command(
 def launch_command(
     recipe_path: Path = typer.Argument(..., metavar="RECIPE", help="a torchtitan recipe YAML"),
     slurm: bool = typer.Option(False, "--slurm", help="write an sbatch script (the one launcher so far)"),
-    out: Optional[Path] = typer.Option(None, "--out", help="script file (default: print it)"),
+    out: Path | None = typer.Option(None, "--out", help="script file (default: print it)"),
 ) -> None:
     """A batch script that starts the recipe on its nodes: one torchrun per node, c10d rendezvous, logs in runs/."""
     from openrecipes.atomic import write_atomic

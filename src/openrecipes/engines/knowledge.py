@@ -16,7 +16,7 @@ from typing import Literal, Protocol
 
 from openrecipes.steptable import StepTable
 
-Kind = Literal["int", "float", "str", "switch"]
+Kind = Literal["int", "float", "str", "switch", "list", "marks"]
 
 
 @dataclass(frozen=True)

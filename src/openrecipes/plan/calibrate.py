@@ -22,7 +22,8 @@ from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.engines.registry import engine_of as engine_of_run
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import HERE
-from openrecipes.plan.layouts import Engine, Layout, stage_split
+from openrecipes.plan.layouts import Layout, stage_split
+from openrecipes.plan.levers import lever_names
 from openrecipes.plan.predict import Context, PlanRequest, Prediction, context, predict_layout
 
 
@@ -77,7 +78,9 @@ def reference_points() -> dict[str, MeasuredPoint]:
                         offload_fraction=0.0, rows_per_microbatch=lay["rows_per_microbatch"],
                         max_tokens_per_gpu=lay["rows_per_microbatch"] * row["row_tokens"] // lay["cp"],
                         grad_reduce_bf16=False, compile=lay.get("compile", False),
-                        reshard_after_forward=lay.get("reshard_after_forward", True))
+                        reshard_after_forward=lay.get("reshard_after_forward", True),
+                        kernels=tuple(lay.get("kernels", ())), attention=lay.get("attention"),
+                        float8=lay.get("float8"))
         points[row["name"]] = MeasuredPoint(row["name"], request, layout, row.get("tokens_per_s_per_gpu"),
                                             row.get("memory_gib"))
     return points
@@ -143,7 +146,8 @@ def measured_point(slug: str, recipe: Recipe) -> MeasuredPoint:
         offload_fraction=lay.offload.optimizer_fraction if lay.offload else 0.0,
         rows_per_microbatch=lay.rows_per_microbatch, max_tokens_per_gpu=lay.max_tokens_per_gpu,
         grad_reduce_bf16=request.grad_reduce_bf16, compile=bool(lay.compile),
-        reshard_after_forward=parse_run(recipe.run).value(NO_RESHARD[0]) != NO_RESHARD[1])
+        reshard_after_forward=parse_run(recipe.run).value(NO_RESHARD[0]) != NO_RESHARD[1],
+        kernels=tuple(lay.kernels), attention=lay.attention, float8=lay.float8.scaling if lay.float8 else None)
     return MeasuredPoint(slug, request, layout, recipe.result.tokens_per_s_per_gpu)
 
 
@@ -161,9 +165,10 @@ def predict_point(point: MeasuredPoint, ctx: Context | None = None) -> Predictio
 
 
 def speed_points(root: Path | None = None) -> list[SpeedPoint]:
-    """The measured points with a comparable tokens/s figure: what the fitted values are fitted on."""
+    """The measured points with a comparable tokens/s figure: what the fitted values are fitted on. A point that
+    pulls a lever is left out: its time effect is the lever's own measured factor (openrecipes.plan.levers)."""
     return [SpeedPoint(p.slug, p.request, p.layout, p.tokens_per_s_per_gpu, p.memory_gib)
-            for p in measured_points(root).values() if p.tokens_per_s_per_gpu]
+            for p in measured_points(root).values() if p.tokens_per_s_per_gpu and not lever_names(p.layout)]
 
 
 def fitted_values(root: Path | None = None) -> dict[str, float]:

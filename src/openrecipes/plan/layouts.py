@@ -10,8 +10,9 @@ the host) the engine's LayoutRules (engines/<name>/layouts.py) say.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Literal
+from typing import Literal
 
 from openrecipes import figures
 from openrecipes.engines.knowledge import LayoutRules
@@ -47,6 +48,11 @@ class Layout:
     # --parallelism.fsdp_reshard_after_forward (False: "never", parameters stay gathered until the backward).
     compile: bool = False
     reshard_after_forward: bool = True
+    # torchtitan levers beyond the layout (openrecipes.plan.levers): Liger-Kernel kernels in the recipe's canonical
+    # order, a pinned attention backend (None: torchtitan's default) and float8 scaling (None: BF16).
+    kernels: tuple[str, ...] = ()
+    attention: str | None = None
+    float8: str | None = None
 
     @property
     def gpus(self) -> int:

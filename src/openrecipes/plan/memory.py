@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, GIB
 from openrecipes.plan.layouts import Layout
+from openrecipes.plan.levers import FUSED_LINEAR_CROSS_ENTROPY, FUSED_RMSNORM, fused_cross_entropy_bytes
 from openrecipes.plan.shape import ModelShape
 
 DISTRIBUTED_OPTIMIZER_BYTES = 12  # FP32 master weights + Adam m + Adam v
@@ -123,7 +124,8 @@ def _activation_bytes(shape: ModelShape, layout: Layout, stage: int, global_batc
         layer_inputs = sum(counts.values()) * BF16_BYTES * shape.hidden * tokens / layout.tp
         return in_flight * layer_inputs + max(sum(per_layer[moe]) * tokens for moe in counts)
     if layout.recompute == "none":
-        norms = AMP_COMPOSITE_NORM_BYTES * shape.norm_width / layout.tp if amp_composite_norms(layout) else 0.0
+        composite = amp_composite_norms(layout) and FUSED_RMSNORM not in layout.kernels
+        norms = AMP_COMPOSITE_NORM_BYTES * shape.norm_width / layout.tp if composite else 0.0
         kept = {moe: sum(per_layer[moe]) + norms for moe in counts}
     elif (saved_fraction := layout.rules.selective_saved_matmul_fraction) is not None:
         kept = {moe: _op_level_sac_bytes_per_token(shape, layout, moe, saved_fraction) for moe in counts}
@@ -170,6 +172,12 @@ def _bytes_per_logit(layout: Layout) -> int:
     return rules.compiled_logits_bytes if layout.compile and rules.compiles else rules.logits_bytes
 
 
+def _logits_part(shape: ModelShape, layout: Layout) -> float:
+    if FUSED_LINEAR_CROSS_ENTROPY in layout.kernels:
+        return fused_cross_entropy_bytes(layout.max_tokens_per_gpu, shape.vocab, shape.hidden, layout.tp)
+    return logits_bytes(layout.max_tokens_per_gpu, shape.vocab, layout.tp, _bytes_per_logit(layout))
+
+
 def estimate_memory(shape: ModelShape, layout: Layout, global_batch: int, runtime_reserve_gib: float) -> MemoryEstimate:
     estimates = []
     for stage in range(layout.pp):
@@ -177,8 +185,7 @@ def estimate_memory(shape: ModelShape, layout: Layout, global_batch: int, runtim
         parts = _states(shape, layout, stage, non_expert, expert)
         parts["activations"] = _activation_bytes(shape, layout, stage, global_batch)
         last = stage == layout.pp - 1
-        parts["logits"] = (logits_bytes(layout.max_tokens_per_gpu, shape.vocab, layout.tp, _bytes_per_logit(layout))
-                           if last else 0.0)
+        parts["logits"] = _logits_part(shape, layout) if last else 0.0
         parts["runtime_reserve"] = runtime_reserve_gib * GIB
         estimates.append(MemoryEstimate(parts, stage))
     return max(estimates, key=lambda e: e.total_bytes)

@@ -6,7 +6,7 @@ prints, through it); the site's tables are the same objects, exported as JSON by
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from openrecipes import figures
@@ -29,6 +29,10 @@ class PlanRequest:
     global_batch: int = 128
     engine: Engine = "megatron"
     grad_reduce_bf16: bool = False
+    # torchtitan levers applied to every layout (openrecipes.plan.levers): kernels, attention backend, float8 scaling
+    kernels: tuple[str, ...] = ()
+    attention: str | None = None
+    float8: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,8 @@ class Prediction:
             "rows_per_microbatch": layout.rows_per_microbatch, "max_tokens_per_gpu": layout.max_tokens_per_gpu,
             "grad_reduce_bf16": layout.grad_reduce_bf16, "compile": layout.compile,
             "reshard_after_forward": layout.reshard_after_forward,
+            "kernels": list(layout.kernels), "attention": layout.attention, "float8": layout.float8,
+            "unmeasured_levers": list(self.step.unmeasured_levers),
             "fits": self.fits, "peak_fits": self.peak_fits, "reason": self.reason,
             "memory_gib": round(self.memory.total_gib, 2), "capacity_gib": self.capacity_gib,
             "headroom_gib": round(self.headroom_gib, 2), "margin_gib": round(self.margin_gib, 2),
@@ -162,7 +168,10 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
     ctx = context(request, tables)
     layouts = enumerate_layouts(ctx.shape, request.gpus, request.row_tokens, request.global_batch, request.engine,
                                 ctx.links.gpus_per_nvlink_domain, request.grad_reduce_bf16)
-    predictions = [predict_layout(ctx, layout) for layout in layouts]
+    if request.engine != "torchtitan" and (request.kernels or request.attention or request.float8):
+        raise UserError("--kernels, --attention and --float8 are torchtitan levers: add --engine torchtitan")
+    predictions = [predict_layout(ctx, replace(layout, kernels=request.kernels, attention=request.attention,
+                                                  float8=request.float8)) for layout in layouts]
     if not predictions:
         raise UserError(f"no valid {request.engine} layout of {request.model} on {request.gpus} GPUs with global batch "
                         f"{request.global_batch} and {request.row_tokens}-token rows")
@@ -173,8 +182,10 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
 
 def plan_table(model: str, gpu_type: str, gpus: int, row_tokens: int = 8192, global_batch: int = 128,
                engine: Engine = "megatron", grad_reduce_bf16: bool = False, top: int | None = None,
-               root: Path | None = None) -> list[dict]:
+               root: Path | None = None, kernels: tuple[str, ...] = (), attention: str | None = None,
+               float8: str | None = None) -> list[dict]:
     """The ranked predictions as plain data: one `--json` object per layout, the first `top` (None: all)."""
-    request = PlanRequest(model, gpu_type, gpus, row_tokens, global_batch, engine, grad_reduce_bf16)
+    request = PlanRequest(model, gpu_type, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, kernels,
+                          attention, float8)
     ranked = predict(request, load_reference_tables(root))
     return [p.as_json() for p in ranked[:top]]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, Calibration, Links
 from openrecipes.plan.layouts import Layout
+from openrecipes.plan.levers import time_effect
 from openrecipes.plan.memory import amp_composite_norms, stage_params_per_gpu
 from openrecipes.plan.shape import ModelShape
 
@@ -35,6 +36,8 @@ class StepTime:
     microbatch_norm_s: float = 0.0  # eager AMP's FP32 composite norms (memory-bound, not at the FLOP efficiency)
     microbatch_overhead_s: float = 0.0  # host-side cost per microbatch (e.g. torchtitan), independent of tokens
     microbatch_host_s: float = 0.0  # host work the GPU waits for only when it outlasts the GPU's (eager SAC policy)
+    lever_speedup: float = 1.0  # measured time factor of the layout's levers (openrecipes.plan.levers)
+    unmeasured_levers: tuple[str, ...] = ()  # levers predicted as without them: no run has measured their effect
 
     @property
     def microbatch_gpu_s(self) -> float:
@@ -45,8 +48,12 @@ class StepTime:
         return max(self.microbatch_gpu_s, self.microbatch_host_s) + self.microbatch_overhead_s
 
     @property
-    def total_s(self) -> float:
+    def without_levers_s(self) -> float:
         return self.pipeline_slots * self.microbatch_s + self.dp_s + self.offload_s
+
+    @property
+    def total_s(self) -> float:
+        return self.without_levers_s / self.lever_speedup
 
     def parts_s(self) -> dict[str, float]:
         """Seconds per step by part; the bubble holds the idle slots' compute and communication alike."""
@@ -61,6 +68,8 @@ class StepTime:
         bubble_slots = self.pipeline_slots - self.microbatches
         parts["bubble"] = bubble_slots * self.microbatch_s
         parts |= {"dp": self.dp_s, "offload": self.offload_s}
+        if self.lever_speedup != 1.0:
+            parts["levers"] = self.total_s - self.without_levers_s
         return {name: round(seconds, 4) for name, seconds in parts.items()}
 
 
@@ -222,6 +231,7 @@ def step_time(shape: ModelShape, layout: Layout, links: Links, peak_flops: float
         normalized = mean_rows * row_tokens * max(layout.stage_layers) * shape.norm_width / layout.tp
         norm_s = normalized * calibration.amp_composite_norm_s_per_element \
             * COMPOSITE_NORM_RECOMPUTE_FACTOR[layout.recompute]
+    levers = time_effect(layout, links.gpu_type)
     return StepTime(
         microbatch_compute_s=seconds,
         microbatch_comm_s=_microbatch_comm(shape, layout, links, calibration),
@@ -232,4 +242,6 @@ def step_time(shape: ModelShape, layout: Layout, links: Links, peak_flops: float
         microbatch_norm_s=norm_s,
         microbatch_overhead_s=_microbatch_overhead_s(layout, calibration),
         microbatch_host_s=_microbatch_host_s(layout, calibration),
+        lever_speedup=levers.speedup,
+        unmeasured_levers=levers.unmeasured,
     )

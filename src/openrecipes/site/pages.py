@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 from openrecipes.audit.evidence import AuditReport
 from openrecipes.audit.review import audit_catalog
 from openrecipes.catalog import facts
-from openrecipes.catalog.leaderboard import Board, GpuBest, best_per_gpu, boards, models
+from openrecipes.catalog.leaderboard import BF16, Board, GpuBest, best_per_gpu, boards, models, ranked_with_bf16
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.errors import UserError
@@ -48,8 +48,8 @@ def pareto_front(points: list[ParetoPoint]) -> list[ParetoPoint]:
 
 def pareto_points(catalog: Catalog, model: str) -> list[ParetoPoint]:
     """Every entry of the model, numbered fastest first (ties: cheaper, then by slug)."""
-    entries = sorted((e for e in catalog.entries
-                      if e.entry.model == model and e.entry.result.usd_per_million_tokens is not None),
+    entries = sorted((e for e in catalog.entries if e.entry.model == model and ranked_with_bf16(e)
+                      and e.entry.result.usd_per_million_tokens is not None),
                      key=lambda e: (-e.entry.result.tokens_per_s_per_gpu, usd_recomputed(catalog, e), e.slug))
     return [ParetoPoint(e, e.entry.result.tokens_per_s_per_gpu, usd_recomputed(catalog, e), e.entry.gpu.count,
                         e.entry.gpu.type, number) for number, e in enumerate(entries, start=1)]
@@ -81,7 +81,9 @@ class BoardPage:
 
     @property
     def title(self) -> str:
-        return f"Training {self.board.model} on {self.board.gpu_type}"
+        precision = self.board.workload.precision
+        return f"Training {self.board.model} on {self.board.gpu_type}" + ("" if precision == BF16 else
+                                                                           f" in {precision.upper()}")
 
     @property
     def running_path(self) -> str:
@@ -210,6 +212,8 @@ def site_pages(catalog: Catalog) -> Site:
         for point, text in zip(section.points, texts, strict=True):
             site.usd_texts[point.entry.slug] = text
             site.usd_values[point.entry.slug] = point.usd_per_million_tokens
+    for entry in catalog.recipes:  # other precisions' recipes are no speed-against-cost points: their cost as it is
+        site.usd_values.setdefault(entry.slug, usd_recomputed(catalog, entry))
     return site
 
 

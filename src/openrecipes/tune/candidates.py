@@ -9,7 +9,9 @@ from pathlib import Path
 
 from openrecipes import figures
 from openrecipes.catalog.hardware import ReferenceTables
+from openrecipes.catalog.model import ATTENTION_BACKENDS, KERNELS
 from openrecipes.plan.layouts import Layout
+from openrecipes.plan.levers import lever_names
 from openrecipes.plan.predict import Context, predict, predict_layout
 
 # Relative error of a held-out tokens/s prediction: benchmarks/RESULTS.md (the planner against our H200 runs): 21 of
@@ -41,6 +43,13 @@ VARIANTS = ((False, True), (True, True), (True, False), (False, False))
 # math; runs/sweep-qwen3-8b-h200x2, docs/planning.md). Measuring them only spends device time on a crash.
 DOES_NOT_RUN = {"qwen3": (lambda layout: layout.tp > 1, "tensor parallelism fails on torchtitan 0.2.2 (Qwen3 GQA)")}
 Runner = Callable[..., Path]  # (launch, run_dir, *, tokens_per_step) -> train.log; raises UserError on failure
+# The lever choices `tune --kernels` and `tune --attention` add to every layout: no kernel, each kernel alone and all
+# of them (each one's effect, and theirs together); torchtitan's default attention and each backend pinned.
+KERNEL_CHOICES: tuple[tuple[str, ...], ...] = ((), *((kernel,) for kernel in KERNELS), KERNELS)
+ATTENTION_CHOICES: tuple[str | None, ...] = (None, *ATTENTION_BACKENDS)
+# Short names of the kernels in slugs and labels.
+KERNEL_SHORT = {"liger-rmsnorm": "rmsnorm", "liger-swiglu": "swiglu", "liger-rope": "rope",
+                "liger-fused-linear-cross-entropy": "flce"}
 
 
 # ---- candidates -------------------------------------------------------------------------------------------------
@@ -53,21 +62,29 @@ class Candidate:
     unit_compute_s: float  # the step's compute at efficiency 1 (it scales as 1/efficiency)
     other_s: float  # the step's exposed communication and the rest, independent of the efficiency
     tokens_per_step: int
+    lever_speedup: float = 1.0  # the layout's levers' measured time factor (openrecipes.plan.levers)
 
     @property
     def slug(self) -> str:
         lay = self.layout
         return (f"tp{lay.tp}-pp{lay.pp}-cp{lay.cp}-dp{lay.dp}-{lay.recompute}-mb{lay.rows_per_microbatch}-"
-                f"{'compile' if lay.compile else 'eager'}{'' if lay.reshard_after_forward else '-noreshard'}")
+                f"{'compile' if lay.compile else 'eager'}{'' if lay.reshard_after_forward else '-noreshard'}"
+                + "".join(f"-{part.replace(' ', '-')}" for part in self._lever_parts))
 
     @property
     def label(self) -> str:
         lay = self.layout
         return (f"{lay.label} {lay.recompute} MB{lay.rows_per_microbatch} {'compile' if lay.compile else 'eager'}"
-                f"{'' if lay.reshard_after_forward else ' no-reshard'}")
+                f"{'' if lay.reshard_after_forward else ' no-reshard'}" + "".join(f" {p}" for p in self._lever_parts))
+
+    @property
+    def _lever_parts(self) -> list[str]:
+        lay = self.layout
+        return ([f"liger {'+'.join(KERNEL_SHORT[k] for k in lay.kernels)}"] if lay.kernels else []) + (
+            [lay.attention] if lay.attention else []) + ([f"fp8 {lay.float8}"] if lay.float8 else [])
 
     def step_s(self, efficiency: float) -> float:
-        return self.unit_compute_s / efficiency + self.other_s
+        return (self.unit_compute_s / efficiency + self.other_s) / self.lever_speedup
 
     def tokens_per_s_per_gpu(self, efficiency: float) -> float:
         return figures.tokens_per_s_per_gpu(self.tokens_per_step, self.step_s(efficiency), self.layout.gpus)
@@ -83,8 +100,8 @@ def as_candidate(ctx: Context, layout: Layout) -> Candidate:
     unit = predict_layout(_unit_context(ctx), layout).step
     compute = unit.pipeline_slots * unit.microbatch_compute_s
     request = ctx.request
-    return Candidate(layout, prediction.memory.total_gib, prediction.capacity_gib, compute, unit.total_s - compute,
-                     request.global_batch * request.row_tokens)
+    return Candidate(layout, prediction.memory.total_gib, prediction.capacity_gib, compute,
+                     unit.without_levers_s - compute, request.global_batch * request.row_tokens, unit.lever_speedup)
 
 
 def renderable(layout: Layout, global_batch: int) -> bool:
@@ -102,18 +119,28 @@ def variants(layout: Layout) -> list[Layout]:
             if r or layout.dp * layout.cp > 1]
 
 
+def lever_variants(layout: Layout, kernels: bool = False, attention: bool = False,
+                   float8: str | None = None) -> list[Layout]:
+    """The layout with each kernel and attention choice searched (`tune --kernels`, `--attention`); every variant
+    trains in FP8 with `float8` scaling when given (an FP8 search has no BF16 candidate)."""
+    return [replace(layout, kernels=k, attention=a, float8=float8) for k in (KERNEL_CHOICES if kernels else ((),))
+            for a in (ATTENTION_CHOICES if attention else (None,))]
+
+
 def runs_on_engine(layout: Layout, torchtitan_model: str | None) -> bool:
     known = DOES_NOT_RUN.get(torchtitan_model or "")
     return known is None or not known[0](layout)
 
 
-def candidates(ctx: Context, tables: ReferenceTables) -> list[Candidate]:
-    """Every fitting, renderable torchtitan layout that the engine runs, with its variants, ranked by predicted
-    tokens/s (then memory)."""
+def candidates(ctx: Context, tables: ReferenceTables, kernels: bool = False, attention: bool = False,
+               float8: str | None = None) -> list[Candidate]:
+    """Every fitting, renderable torchtitan layout that the engine runs, with its variants (and lever choices when
+    searched), ranked by predicted tokens/s (then memory)."""
     request = ctx.request
     model = tables.models[request.model].architecture.get("torchtitan_model")
-    layouts = {v for p in predict(request, tables) if renderable(p.layout, request.global_batch)
-               and runs_on_engine(p.layout, model) for v in variants(p.layout)}
+    layouts = {lever for p in predict(request, tables) if renderable(p.layout, request.global_batch)
+               and runs_on_engine(p.layout, model) for v in variants(p.layout)
+               for lever in lever_variants(v, kernels, attention, float8)}
     found = [c for c in (as_candidate(ctx, lay) for lay in layouts) if c.memory_gib <= c.capacity_gib]
     return sorted(found, key=lambda c: (-round(c.tokens_per_s_per_gpu(1.0), 6), c.memory_gib, c.slug))
 
@@ -140,8 +167,10 @@ def point_efficiency(candidate: Candidate, measured_step_s: float) -> float | No
 
 def refit(prior: Efficiency, points: list[tuple[Candidate, float]]) -> Efficiency:
     """Least squares in log space over every measured point: log eff_i = a + b * compiled_i. With points of one
-    kind only, b keeps the prior's value and a is their mean (the least-squares constant)."""
-    solved = [(c.layout.compile, math.log(e)) for c, step in points if (e := point_efficiency(c, step))]
+    kind only, b keeps the prior's value and a is their mean (the least-squares constant). Points that pull a lever
+    are left out: their time effect is the lever's own factor, not the layout's efficiency."""
+    solved = [(c.layout.compile, math.log(e)) for c, step in points
+              if not lever_names(c.layout) and (e := point_efficiency(c, step))]
     if not solved:
         return prior
     eager = [y for compiled, y in solved if not compiled]

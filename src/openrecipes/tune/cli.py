@@ -12,6 +12,7 @@ from rich.table import Table
 from openrecipes.engines.registry import names as engine_names
 from openrecipes.errors import UserError
 from openrecipes.jsonout import json_text
+from openrecipes.plan.levers import parse_levers
 from openrecipes.plan.predict import PlanRequest, Prediction, plan_table, predict
 from openrecipes.plan.trust import memory_margin
 
@@ -38,6 +39,13 @@ def plan(
     grad_reduce_bf16: Annotated[bool, typer.Option(
         "--grad-reduce-bf16", help="BF16 gradient buffers (Megatron --grad-reduce-in-bf16, as the gpt-oss seeds use)"),
     ] = False,
+    kernels: Annotated[str | None, typer.Option(
+        "--kernels", help="torchtitan: Liger-Kernel kernels on every layout, comma-separated (e.g. "
+        "liger-rmsnorm,liger-fused-linear-cross-entropy)")] = None,
+    attention: Annotated[str | None, typer.Option(
+        "--attention", help="torchtitan: attention backend (sdpa-cudnn, sdpa-flash, sdpa-efficient, flex)")] = None,
+    float8: Annotated[str | None, typer.Option(
+        "--float8", help="torchtitan: FP8 linear layers with this scaling (tensorwise, rowwise)")] = None,
     top: Annotated[int, typer.Option("--top", min=0, max=10**6, help="fitting layouts to show (0: all)")] = 20,
     as_json: Annotated[
         bool, typer.Option("--json", help="print every ranked layout (or --top of them) as JSON")] = False,
@@ -69,11 +77,12 @@ def plan(
               f"{p.layout.rows_per_microbatch} row(s) a microbatch; predicted {p.tokens_per_s_per_gpu:,.1f} tokens/s "
               f"per GPU (status: planned, not measured); run it with `openrecipes run {out}`")
         return
+    levers = parse_levers(kernels, attention, float8)
+    request = PlanRequest(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, **levers)
     if as_json:
-        print(json_text(plan_table(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16,
-                                   top or None)))
+        print(json_text(plan_table(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, top or None,
+                                   **levers)))
         return
-    request = PlanRequest(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16)
     _print_table(Console(), request, predict(request), top)
 
 
@@ -115,6 +124,10 @@ def _print_table(console: Console, request: PlanRequest, ranked: list[Prediction
     console.print(table)
     if any(not p.interval.constrained for p in rows):
         console.print("* no measured point constrains this layout: the range is wide (see the caption)")
+    unmeasured = ranked[0].step.unmeasured_levers
+    if unmeasured:
+        console.print(f"time effect unmeasured (predicted as without them): {', '.join(unmeasured)}; memory: "
+                      "docs/planning.md, levers")
 
 
 def tune(
@@ -138,6 +151,13 @@ def tune(
         "--lanes", help="arms run at once, each on its own --gpus GPUs of this host")] = 1,
     wall_minutes: Annotated[float | None, typer.Option(
         "--wall-minutes", help="start no arm estimated to end later than this many minutes from now")] = None,
+    search_kernels: Annotated[bool, typer.Option(
+        "--kernels", help="also search Liger-Kernel's fused kernels: none, each alone, all four")] = False,
+    search_attention: Annotated[bool, typer.Option(
+        "--attention", help="also search the attention backend: torchtitan's default and each one pinned")] = False,
+    float8: Annotated[str | None, typer.Option(
+        "--float8", help="an FP8 search (tensorwise or rowwise scaling): its own board, never ranked with BF16; "
+        "the BF16 base recipe stays the reference arm of the checks")] = None,
 ) -> None:
     """Measure the planner's best torchtitan layouts with short runs, drop those that cannot win, refit after each,
     and write the winner as a recipe checked against the base recipe's stock arm. Exit 2 on bad input."""
@@ -147,7 +167,8 @@ def tune(
         raise UserError(f"--budget-minutes {budget_minutes:g}: give a positive number of minutes")
     if lanes < 1 or steps < 2:
         raise UserError(f"--lanes {lanes} --steps {steps}: give at least one lane and two steps")
-    setup = tuning.setup(model, gpu, gpus, base)
+    parse_levers(None, None, float8)  # an unknown scaling is an error naming the allowed ones
+    setup = tuning.setup(model, gpu, gpus, base, kernels=search_kernels, attention=search_attention, float8=float8)
     if dry_run:
         print(tuning.dry_run_text(setup, budget_minutes, steps), end="")
         return

@@ -25,6 +25,7 @@ from openrecipes.plan.accuracy import allocator_gib
 from openrecipes.plan.calibrate import MeasuredPoint, measured_point, reference_points, reference_rows, request_of
 from openrecipes.plan.constants import calibration, calibration_document
 from openrecipes.plan.layouts import Engine
+from openrecipes.plan.levers import lever_names
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict, predict_layout
 from openrecipes.plan.trust import memory_margin, stored_points
 from openrecipes.tune.candidates import renderable
@@ -208,7 +209,8 @@ def _runs(catalog: Catalog, request: PlanRequest, data: dict, errors: dict[str, 
         rows.append({"name": row["name"], "measured": row["tokens_per_s_per_gpu"], "memory_gib": row["memory_gib"],
                      "log": row["log"], "held_out_error": errors.get(row["name"]),
                      "label": f"{lay.label} · {lay.recompute} recompute · {lay.rows_per_microbatch} row(s) a "
-                              f"microbatch · {'torch.compile' if lay.compile else 'eager'}"}
+                              f"microbatch · {'torch.compile' if lay.compile else 'eager'}"
+                              + "".join(f" · {name}" for name in lever_names(lay))}
                     | _point_row(point, request, data, catalog.tables))
     return sorted(rows, key=lambda r: (-r["measured"], r["name"]))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.paths import relative_path
 from openrecipes.engines.torchtitan.render import run_launch
+from openrecipes.plan.levers import time_effect
 from openrecipes.tune.arms import arm_of, reference_arm
 from openrecipes.tune.candidates import (
     HELD_OUT_ERROR_BOUND,
@@ -26,15 +27,19 @@ def dry_run_text(s: Setup, budget_minutes: float, steps: int = MEASURE_STEPS) ->
     reference_minutes = estimated_minutes(s.reference, efficiency, steps)
     chosen = within_budget(pool, efficiency, budget_minutes - reference_minutes, steps)
     base = relative_path(s.base_path, s.root)
+    width = max([44, *(len(c.label) for c in ranked)])
     lines = [f"tune {s.base.model} on {s.base.gpu.count} x {s.base.gpu.type} from {base}: "
              f"{len(ranked)} fitting torchtitan layouts, {len(pool)} can beat the best one's pessimistic prediction "
              f"(error bound {HELD_OUT_ERROR_BOUND:.1%}), {len(chosen)} fit {budget_minutes:g} minutes after the "
              f"{reference_minutes:.1f}-minute reference arm; predicted, not measured",
-             f"{'#':>3}  {'candidate':<44} {'tokens/s/GPU':>12} {'range':>15} {'GiB':>6} {'minutes':>7}  plan"]
+             f"{'#':>3}  {'candidate':<{width}} {'tokens/s/GPU':>12} {'range':>15} {'GiB':>6} {'minutes':>7}  plan"]
+    unmeasured = sorted({name for c in ranked for name in time_effect(c.layout, s.base.gpu.type).unmeasured})
+    if unmeasured:
+        lines.insert(1, f"time effect unmeasured, predicted as without them: {', '.join(unmeasured)}")
     for number, c in enumerate(ranked, 1):
         tps = c.tokens_per_s_per_gpu(efficiency.of(c.layout))
         plan = "measure" if c in chosen else "budget" if c in pool else "cannot win"
-        lines.append(f"{number:>3}  {c.label:<44} {tps:>12,.0f} "
+        lines.append(f"{number:>3}  {c.label:<{width}} {tps:>12,.0f} "
                      f"{pessimistic_prediction(c, efficiency):>7,.0f}-{optimistic_prediction(c, efficiency):<7,.0f} "
                      f"{c.memory_gib:>6.1f} {estimated_minutes(c, efficiency, steps):>7.1f}  {plan}")
     total = reference_minutes + sum(estimated_minutes(c, efficiency, steps) for c in chosen)
@@ -51,8 +56,10 @@ def dry_run_text(s: Setup, budget_minutes: float, steps: int = MEASURE_STEPS) ->
 
 
 def summary_text(result: TuneResult) -> str:
-    lines = [f"{'candidate':<44} {'predicted':>10} {'measured':>10} {'CV %':>6}  verdict"]
-    for o in [result.reference, *result.outcomes]:
+    arms = [result.reference, *result.outcomes]
+    width = max([44, *(len(o.candidate.label) for o in arms)])
+    lines = [f"{'candidate':<{width}} {'predicted':>10} {'measured':>10} {'CV %':>6}  verdict"]
+    for o in arms:
         if o.measurement is None:
             continue
         m = o.measurement
@@ -60,7 +67,7 @@ def summary_text(result: TuneResult) -> str:
         measured = f"{m.tokens_per_s_per_gpu:,.0f}" if m.ok else "-"
         cv = f"{m.step_time_cv_percent:.2f}" if m.ok else "-"
         verdict = "reference arm" if o is result.reference else (o.dropped or "measured")
-        lines.append(f"{o.candidate.label:<44} {predicted:>10} {measured:>10} {cv:>6}  "
+        lines.append(f"{o.candidate.label:<{width}} {predicted:>10} {measured:>10} {cv:>6}  "
                      f"{'WINNER; ' if o is result.winner else ''}{verdict}")
     skipped = sum(1 for o in result.outcomes if o.measurement is None)
     lines.append(f"{len(result.measured)} measured, {skipped} not measured; {result.spent_minutes:.1f} of "

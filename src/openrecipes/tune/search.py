@@ -103,6 +103,13 @@ class Setup:
     ranked: list[Candidate]
     reference: Candidate
     run_root: Path
+    float8: str | None = None  # an FP8 search: its candidates train in FP8 and never compete with the BF16 reference
+
+
+def contestants(s: Setup, reference: Outcome, outcomes: list[Outcome]) -> list[Outcome]:
+    """The arms that may lead or win: an FP8 search ranks its FP8 arms only (the BF16 reference arm is measured
+    for the checks, on its own board)."""
+    return outcomes if s.float8 else [reference, *outcomes]
 
 
 def find_base(model: str, gpu_type: str, gpus: int, root: Path) -> Path:
@@ -141,7 +148,8 @@ def base_configuration(path: Path) -> Recipe:
 
 
 def setup(model: str, gpu_type: str, gpus: int, base_path: Path | None = None, root: Path | None = None,
-          when: datetime.datetime | None = None) -> Setup:
+          when: datetime.datetime | None = None, kernels: bool = False, attention: bool = False,
+          float8: str | None = None) -> Setup:
     root = Path(root or default_catalog_root()).resolve()
     tables = load_reference_tables(root)
     if model not in tables.models:
@@ -159,11 +167,15 @@ def setup(model: str, gpu_type: str, gpus: int, base_path: Path | None = None, r
     ctx = context(request, tables)
     prior = Efficiency(math.log(ctx.calibration.efficiency("torchtitan", gpu_type)))
     reference = as_candidate(ctx, measured_point('base', base).layout)
-    ranked = [c for c in candidates(ctx, tables) if c.layout != reference.layout]
+    if base.workload.precision != "bf16" or base.layout.float8 is not None:
+        raise UserError(f"{base_path}: precision {base.workload.precision}; tune starts from a BF16 recipe (an FP8 "
+                        "search is `tune --float8 SCALING` from the BF16 one)")
+    ranked = [c for c in candidates(ctx, tables, kernels, attention, float8) if c.layout != reference.layout]
     stamp = (when or datetime.datetime.now()).strftime("%Y%m%d-%H%M%S")
-    run_root = root / "runs" / f"tune-{model.lower()}-{gpu_type.lower()}x{gpus}-{stamp}"
+    board = f"-fp8{float8}" if float8 else ""
+    run_root = root / "runs" / f"tune-{model.lower()}-{gpu_type.lower()}x{gpus}{board}-{stamp}"
     return Setup(root, tables, base_path, read_yaml(base_path).data, base, tables.models[model], ctx, prior, ranked,
-                 reference, run_root)
+                 reference, run_root, float8)
 
 
 def _leader(outcomes: list[Outcome]) -> Outcome | None:
@@ -233,7 +245,7 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
     batch: list[Outcome] = [reference]
     while True:
         pool = rank(pool, efficiency)
-        leader = _leader([reference, *result.outcomes])
+        leader = _leader(contestants(s, reference, result.outcomes))
         if leader is not None:
             for candidate in [c for c in pool if _cannot_win(c, efficiency, leader)]:
                 pool.remove(candidate)
@@ -282,7 +294,7 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
                   if o.measurement is not None and o.measurement.ok]
         efficiency = result.efficiency = refit(s.prior, points)
         write_record(s, result)
-    result.winner = _leader([reference, *result.outcomes])
+    result.winner = _leader(contestants(s, reference, result.outcomes))
     write_record(s, result)
     return result
 
@@ -294,8 +306,8 @@ def write_record(s: Setup, result: TuneResult) -> Path:
         return record(o.candidate, o.measurement, s.root, dropped=o.dropped,
                       predicted_tokens_per_s_per_gpu=o.predicted_at_measurement)
 
-    leader = _leader([result.reference, *result.outcomes])
-    data = {"model": s.base.model, "gpu": s.base.gpu.type, "gpus": s.base.gpu.count,
+    leader = _leader(contestants(s, result.reference, result.outcomes))
+    data = {"model": s.base.model, "gpu": s.base.gpu.type, "gpus": s.base.gpu.count, "float8": s.float8,
             "base": relative_path(s.base_path, s.root),
             "candidates": len(s.ranked), "budget_minutes": result.budget_minutes,
             "spent_minutes": round(result.spent_minutes, 3), "wall_minutes": round(result.wall_minutes, 3),

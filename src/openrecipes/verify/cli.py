@@ -68,8 +68,9 @@ def config_command(
         Path | None, typer.Option("--rules", help="argument classes (default: rules/argument-classes.yaml)")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Class every argument that differs: placement only passes; numerics or unclassified fail."""
-    from openrecipes.verify.config import PASS, RULES_PATH, check_config
+    """Class every argument that differs: placement only passes; a precision change passes as such (the
+    convergence check is its bar); numerics or unclassified fail."""
+    from openrecipes.verify.config import PASS, PRECISION_CHANGE, RULES_PATH, check_config
     from openrecipes.verify.config import reason as _config_reason
 
     verdict = check_config(candidate, reference, rules or RULES_PATH)
@@ -77,7 +78,7 @@ def config_command(
     headline = f"configuration: {verdict['result']}{label}; {len(verdict['changes'])} arguments differ"
     lines = [_config_reason(change) or f"{change['argument']}: {_shown(change['reference'])} -> "
              f"{_shown(change['candidate'])} [{change['class']}]" for change in verdict["changes"]]
-    _report(verdict, verdict["result"] == PASS, as_json, headline, lines)
+    _report(verdict, verdict["result"] in (PASS, PRECISION_CHANGE), as_json, headline, lines)
 
 
 def _shown(value: object) -> str:

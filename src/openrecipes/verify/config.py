@@ -1,7 +1,9 @@
 """The configuration check: which arguments differ between two runs, and what class each change belongs to.
 
 `pass` when only placement (and execution-fingerprint) arguments change; `needs component test` when an argument
-whose correctness a component test covers changes (CPU optimizer offload, the precision-aware optimizer); `fail`
+whose correctness a component test covers changes (CPU optimizer offload, the precision-aware optimizer);
+`precision change` when the training precision changes besides placement (BF16 to FP8: the candidate belongs on its
+own precision's board and the convergence check against the reference arm is the bar, parity is not claimed); `fail`
 on a numerics change or on any changed argument rules/argument-classes.yaml does not class.
 """
 
@@ -20,8 +22,8 @@ from openrecipes.textfile import MIB, read_text, shown
 
 MAX_SCRIPT_BYTES = 1 * MIB
 RULES_PATH = Path(__file__).resolve().parents[3] / "rules" / "argument-classes.yaml"
-CLASSES = ("placement", "execution_fingerprint", "numerics")
-PASS, NEEDS_COMPONENT_TEST, FAIL = "pass", "needs component test", "fail"
+CLASSES = ("placement", "execution_fingerprint", "precision", "numerics")
+PASS, NEEDS_COMPONENT_TEST, PRECISION_CHANGE, FAIL = "pass", "needs component test", "precision change", "fail"
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class _RuleEntry(BaseModel):
     """One entry of the rules file, as its own schema: `{class: ..., why: ..., component_test: ...}`."""
 
     model_config = ConfigDict(extra="forbid")
-    klass: Literal["placement", "execution_fingerprint", "numerics"] = Field(alias="class")
+    klass: Literal["placement", "execution_fingerprint", "precision", "numerics"] = Field(alias="class")
     why: str = Field(min_length=1)
     component_test: str | None = None
 
@@ -120,6 +122,9 @@ def reason(change: dict) -> str | None:
                 "with its class and reason")
     if change["class"] == "numerics":
         return f"{name} changes the numerics ({was} -> {now}): {change['why']}"
+    if change["class"] == "precision":
+        return (f"{name} changes the training precision ({was} -> {now}): {change['why']}; the convergence check "
+                "against the reference arm is the bar, step-for-step parity is not claimed")
     if change["component_test"]:
         return (f"{name} changes ({was} -> {now}); run `openrecipes check component {change['component_test']}` "
                 "at the recipe's shape")
@@ -144,7 +149,8 @@ def compare_runs(reference: ParsedRun, candidate: ParsedRun, rules: Rules) -> di
 
     failing = [c for c in changes if c["class"] in (None, "numerics")]
     component_tests = sorted({c["component_test"] for c in changes if c["component_test"]})
-    result = FAIL if failing else NEEDS_COMPONENT_TEST if component_tests else PASS
+    precision = any(c["class"] == "precision" for c in changes)
+    result = FAIL if failing else NEEDS_COMPONENT_TEST if component_tests else PRECISION_CHANGE if precision else PASS
     return {
         "result": result,
         "placement_only": result == PASS and all(c["class"] == "placement" for c in changes),

@@ -27,7 +27,7 @@ class ConvergenceVerdict:
 
 @dataclass(frozen=True)
 class ConfigVerdict:
-    result: str  # pass, needs component test, or fail
+    result: str  # pass, needs component test, precision change, or fail
     changed: tuple[str, ...]  # every argument or environment variable that differs
     reasons: tuple[str, ...]
 

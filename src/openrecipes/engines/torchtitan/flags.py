@@ -1,7 +1,8 @@
 """Which torchtitan 0.2.2 launch flag carries which recipe field: the validator checks each pair agrees.
 
 A row is (flag, dotted recipe field, kind, value torchtitan assumes when the flag is absent). `switch` flags
-carry a boolean by their presence.
+carry a boolean by their presence; `list` flags carry a list field as one comma-separated value, absent when the
+list is empty; a `marks` flag carries its fixed value exactly when its field is set (the value column holds it).
 """
 
 from __future__ import annotations
@@ -22,6 +23,15 @@ FLAGS = (
     FlagField("--activation_checkpoint.mode", "layout.recompute.granularity", "str", "none"),
     FlagField("--compile.enable", "layout.compile", "switch"),
     FlagField("--nproc_per_node", "gpu.per_node", "int"),
+    FlagField("--openrecipes.kernels", "layout.kernels", "list"),
+    FlagField("--openrecipes.attention", "layout.attention", "str"),
+    FlagField("--model.converters", "layout.float8", "marks", "quantize.linear.float8"),
+    FlagField("--quantize.linear.float8.recipe_name", "layout.float8.scaling", "str"),
+    FlagField("--quantize.linear.float8.filter_fqns", "layout.float8.skip", "list"),
+    FlagField("--quantize.linear.float8.enable_fsdp_float8_all_gather", "layout.float8.fsdp_float8_all_gather",
+              "switch"),
+    FlagField("--quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp", "layout.float8.precomputed_scales",
+              "switch"),
 )
 FLAGS_WHEN_PRESENT: tuple[FlagField, ...] = ()
 NODE_FLAGS = ("--nnodes", "--nproc_per_node")  # torchrun's: their product must be gpu.count

@@ -19,8 +19,18 @@ from openrecipes.catalog.model import Recipe
 from openrecipes.engines.torchtitan.engine import ENTRY_MODULE, is_recipe
 from openrecipes.errors import UserError
 
+# The levers beyond the layout: our entry module's two flags (Liger-Kernel fused kernels, the attention backend) and
+# torchtitan's own float8 converter flags (torchao's float8 training of the linear layers). They come last in a run.
+KERNELS_FLAG = "--openrecipes.kernels"
+ATTENTION_FLAG = "--openrecipes.attention"
+FLOAT8_CONVERTER = "quantize.linear.float8"
+FLOAT8_FLAGS = {"converter": "--model.converters", "scaling": "--quantize.linear.float8.recipe_name",
+                "skip": "--quantize.linear.float8.filter_fqns",
+                "all_gather": "--quantize.linear.float8.enable_fsdp_float8_all_gather",
+                "precomputed_scales": "--quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp"}
+LEVER_FLAGS = (KERNELS_FLAG, ATTENTION_FLAG, *FLOAT8_FLAGS.values())
 # Flags whose presence the layout fields decide (layout_flags writes them or leaves them out).
-FIELD_OWNED = ("--compile.enable", "--activation_checkpoint.selective_ac_option")
+FIELD_OWNED = ("--compile.enable", "--activation_checkpoint.selective_ac_option", *LEVER_FLAGS)
 # Logging choices of every run we start: rank 0's lines only, prefixed `[rank0]:`, without colour codes, so the
 # raw log is what `openrecipes measure` reads. They change nothing the model computes.
 LOG_TORCHRUN_OPTIONS = {"--local-ranks-filter": ["0"], "--role": ["rank"], "--tee": ["3"]}
@@ -90,8 +100,13 @@ def layout_flags(recipe: Recipe, card: ModelCard) -> dict[str, list[str]]:
     except KeyError:
         raise UserError(f"model card '{card.name}' names no torchtitan model: add architecture.torchtitan_model "
                         "and architecture.torchtitan_flavor (e.g. qwen3, 8B)") from None
-    if workload.precision != "bf16":
-        raise UserError(f"precision {workload.precision}: the torchtitan engine runs BF16 mixed precision only")
+    if workload.precision not in ("bf16", "fp8"):
+        raise UserError(f"precision {workload.precision}: the torchtitan engine runs BF16 mixed precision, or FP8 "
+                        "linear layers with layout.float8")
+    if (workload.precision == "fp8") != (layout.float8 is not None):
+        raise UserError(f"workload.precision is {workload.precision} but layout.float8 is "
+                        f"{'null' if layout.float8 is None else 'set'}: FP8 training needs layout.float8 and BF16 "
+                        "none; run `openrecipes validate` on the recipe")
     fsdp = layout.fsdp or layout.dp
     if layout.dp % fsdp:
         raise UserError(f"layout.dp {layout.dp} is not a multiple of layout.fsdp {fsdp}")
@@ -116,6 +131,27 @@ def layout_flags(recipe: Recipe, card: ModelCard) -> dict[str, list[str]]:
         flags["--activation_checkpoint.selective_ac_option"] = [recompute.method]
     if layout.compile:
         flags["--compile.enable"] = []
+    return flags | lever_flags(recipe)
+
+
+def lever_flags(recipe: Recipe) -> dict[str, list[str]]:
+    """Kernels, then the attention backend, then torchtitan's float8 flags; none of them when the fields are empty."""
+    layout = recipe.layout
+    flags: dict[str, list[str]] = {}
+    if layout.kernels:
+        flags[KERNELS_FLAG] = [",".join(layout.kernels)]
+    if layout.attention:
+        flags[ATTENTION_FLAG] = [layout.attention]
+    float8 = layout.float8
+    if float8 is not None:
+        flags[FLOAT8_FLAGS["converter"]] = [FLOAT8_CONVERTER]
+        flags[FLOAT8_FLAGS["scaling"]] = [float8.scaling]
+        if float8.skip:
+            flags[FLOAT8_FLAGS["skip"]] = [",".join(float8.skip)]
+        if float8.fsdp_float8_all_gather:
+            flags[FLOAT8_FLAGS["all_gather"]] = []
+        if float8.precomputed_scales:
+            flags[FLOAT8_FLAGS["precomputed_scales"]] = []
     return flags
 
 
@@ -125,11 +161,13 @@ def compose(recipe: Recipe, card: ModelCard, command: ParsedRun) -> TorchtitanLa
     torchrun_options, written = split_command(command)
     from_fields = layout_flags(recipe, card)
     kept = {flag: values for flag, values in written.items() if flag not in from_fields and flag not in FIELD_OWNED}
+    placed = {flag: values for flag, values in from_fields.items() if flag not in LEVER_FLAGS}
+    levers = {flag: values for flag, values in from_fields.items() if flag in LEVER_FLAGS}
     for counted in ("--nnodes", "--nproc_per_node"):
         torchrun_options.pop(counted, None)
     return TorchtitanLaunch(env=dict(recipe.env), nnodes=recipe.gpu.count // recipe.gpu.per_node,
                             nproc_per_node=recipe.gpu.per_node, torchrun_options=torchrun_options,
-                            flags={**from_fields, **kept})
+                            flags={**placed, **kept, **levers})
 
 
 def render(recipe: Recipe, card: ModelCard, command: ParsedRun, *, steps: int | None = None,

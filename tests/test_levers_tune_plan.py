@@ -1,0 +1,195 @@
+"""The levers in the planner (memory terms, measured time factors, unmeasured until measured) and in `tune`
+(searched when asked, an FP8 search on its own board)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+from typer.testing import CliRunner
+
+import openrecipes.tune as tuning
+from openrecipes.catalog.model import KERNELS
+from openrecipes.cli import app
+from openrecipes.errors import UserError
+from openrecipes.plan import levers
+from openrecipes.plan.constants import GIB
+from openrecipes.plan.predict import PlanRequest, context, predict_layout
+from openrecipes.tune.candidates import ATTENTION_CHOICES, KERNEL_CHOICES
+from tests.test_plan_tune import WHEN, FakeRunner, _key
+from tests.test_plan_tune import catalog as catalog  # the fixture
+
+QWEN3_8B = PlanRequest("qwen3-8b", "H200", 2, 8192, 16, "torchtitan")
+QWEN3_1_7B = PlanRequest("qwen3-1.7b", "H200", 1, 8192, 16, "torchtitan")
+
+
+def _best_fitting(request: PlanRequest):
+    from openrecipes.plan.predict import predict
+
+    return next(p for p in predict(request) if p.fits)
+
+
+def _with(prediction, **fields):
+    """The same Qwen3-8B layout with levers."""
+    return predict_layout(context(QWEN3_8B), replace(prediction.layout, **fields))
+
+
+def test_fused_linear_cross_entropy_replaces_the_fp32_logits_term():
+    plain = _best_fitting(QWEN3_8B)
+    fused = _with(plain, kernels=("liger-fused-linear-cross-entropy",))
+    tokens, vocab, hidden = plain.layout.max_tokens_per_gpu, 151936, 4096
+    chunk = 256  # next power of two of 8,192 / ceil(151,936 / 4,096) = 215.6
+    assert fused.memory.parts["logits"] == (chunk * vocab + tokens * hidden + vocab * hidden) * 2
+    assert plain.memory.parts["logits"] / GIB > 4 * fused.memory.parts["logits"] / GIB
+    assert {k: v for k, v in fused.memory.parts.items() if k != "logits"} == {
+        k: v for k, v in plain.memory.parts.items() if k != "logits"}
+
+
+def test_liger_rmsnorm_drops_eager_amps_fp32_norm_copies_and_nothing_else():
+    eager = replace(_best_fitting(QWEN3_1_7B).layout, compile=False, recompute="none")
+    ctx = context(QWEN3_1_7B)
+    plain, fused = predict_layout(ctx, eager), predict_layout(ctx, replace(eager, kernels=("liger-rmsnorm",)))
+    assert fused.memory.parts["activations"] < plain.memory.parts["activations"]
+    compiled = replace(eager, compile=True)
+    assert (predict_layout(ctx, replace(compiled, kernels=("liger-rmsnorm",))).memory.parts
+            == predict_layout(ctx, compiled).memory.parts)
+    swiglu = predict_layout(ctx, replace(eager, kernels=("liger-swiglu", "liger-rope"), attention="sdpa-flash"))
+    assert swiglu.memory.parts == plain.memory.parts
+
+
+def test_an_unmeasured_lever_is_predicted_as_without_it_and_named():
+    plain = _best_fitting(QWEN3_8B)
+    fused = _with(plain, kernels=KERNELS, attention="sdpa-cudnn", float8="tensorwise")
+    assert fused.tokens_per_s_per_gpu == plain.tokens_per_s_per_gpu
+    assert fused.step.unmeasured_levers == (*KERNELS, "attention sdpa-cudnn", "float8 tensorwise")
+    assert "levers" not in fused.step.parts_s()
+    row = fused.as_json()
+    assert row["kernels"] == list(KERNELS) and row["unmeasured_levers"][-1] == "float8 tensorwise"
+    assert plain.as_json()["unmeasured_levers"] == []
+
+
+def _own_runs(monkeypatch, rows):
+    monkeypatch.setattr(levers, "read_yaml", lambda path: SimpleNamespace(data={"own_runs": {"points": rows}}))
+    levers.measured_factors.cache_clear()
+
+
+def _row(name, tps, **lever_fields):
+    return {"name": name, "model": "qwen3-8b", "gpu": "H200", "gpus": 2, "row_tokens": 8192, "global_batch": 16,
+            "layout": {"tp": 1, "pp": 1, "cp": 1, "dp": 2, "recompute": "none", "rows_per_microbatch": 1,
+                       "compile": True, **lever_fields}, "tokens_per_s_per_gpu": tps}
+
+
+def test_a_lever_measured_by_a_pair_of_own_runs_gets_that_factor(monkeypatch):
+    # the FLCE run writes the default reshard_after_forward out: still the stock run's twin
+    _own_runs(monkeypatch, [_row("stock", 10000.0), _row("flce", 10500.0, kernels=["liger-fused-linear-cross-entropy"],
+                                                         reshard_after_forward=True),
+                            _row("flce-cudnn", 11025.0, kernels=["liger-fused-linear-cross-entropy"],
+                                 attention="sdpa-cudnn"),
+                            _row("two-at-once", 12000.0, kernels=["liger-rmsnorm", "liger-swiglu"])])
+    try:
+        factors = levers.measured_factors()
+        assert set(factors) == {("H200", "liger-fused-linear-cross-entropy"), ("H200", "attention sdpa-cudnn")}
+        assert factors[("H200", "liger-fused-linear-cross-entropy")].factor == pytest.approx(1.05)
+        assert factors[("H200", "attention sdpa-cudnn")].pairs == ("flce-cudnn / flce",)
+        plain = _best_fitting(QWEN3_8B)
+        fused = _with(plain, kernels=("liger-rmsnorm", "liger-fused-linear-cross-entropy"), attention="sdpa-cudnn")
+        assert fused.tokens_per_s_per_gpu == pytest.approx(plain.tokens_per_s_per_gpu * 1.05 * 1.05)
+        assert fused.step.unmeasured_levers == ("liger-rmsnorm",)  # measured only together with swiglu
+        assert fused.step.parts_s()["levers"] < 0
+        on_b200 = levers.time_effect(fused.layout, "B200")
+        assert on_b200.speedup == 1 and len(on_b200.unmeasured) == 3
+    finally:
+        levers.measured_factors.cache_clear()
+
+
+def test_no_own_run_pulls_a_lever_yet():
+    levers.measured_factors.cache_clear()
+    assert levers.measured_factors() == {}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--kernels", "liger-layernorm"], "--kernels liger-layernorm: not one of liger-rmsnorm, liger-swiglu"),
+    (["--attention", "flash3"], "--attention flash3: not one of sdpa-cudnn, sdpa-flash, sdpa-efficient, flex"),
+    (["--float8", "blockwise"], "--float8 blockwise: not one of tensorwise, rowwise"),
+])
+def test_plan_refuses_unknown_lever_names(args, message):
+    result = CliRunner().invoke(app, ["plan", "qwen3-8b", "--gpu", "H200", "--gpus", "2", "--engine", "torchtitan",
+                                      *args])
+    assert isinstance(result.exception, UserError) and str(result.exception).startswith(message)
+
+
+def test_plan_levers_are_torchtitan_only():
+    with pytest.raises(UserError, match="torchtitan levers"):
+        from openrecipes.plan.predict import predict
+
+        predict(replace(QWEN3_8B, engine="megatron", kernels=("liger-rope",)))
+
+
+def test_plan_says_which_lever_is_unmeasured():
+    result = CliRunner().invoke(app, ["plan", "qwen3-8b", "--gpu", "H200", "--gpus", "2", "--engine", "torchtitan",
+                                      "--global-batch", "16", "--top", "2", "--kernels",
+                                      "liger-fused-linear-cross-entropy"])
+    assert result.exit_code == 0, result.output
+    assert "time effect unmeasured" in " ".join(result.output.split())
+
+
+# ---- tune ---------------------------------------------------------------------------------------------------------
+
+def _setup(catalog, **options):
+    return tuning.setup("qwen3-8b", "H200", 2, catalog / "recipes/qwen3-8b/h200/torchtitan-stock-fsdp2.yaml",
+                        catalog, when=WHEN, **options)
+
+
+def test_levers_are_searched_only_when_asked(catalog):
+    plain = _setup(catalog)
+    assert all(not levers.lever_names(c.layout) for c in plain.ranked)
+    with_kernels = _setup(catalog, kernels=True)
+    by_layout: dict = {}
+    for c in with_kernels.ranked:
+        by_layout.setdefault(replace(c.layout, kernels=()), set()).add(c.layout.kernels)
+    assert set(KERNEL_CHOICES) in by_layout.values()
+    assert len(KERNEL_CHOICES) == 6 and KERNEL_CHOICES[-1] == KERNELS
+    # what the fused loss frees lets layouts fit that did not without it
+    assert {replace(c.layout, kernels=()) for c in with_kernels.ranked} >= {c.layout for c in plain.ranked}
+    attention = _setup(catalog, attention=True)
+    assert {c.layout.attention for c in attention.ranked} == set(ATTENTION_CHOICES)
+    # every layout with each choice, the reference's own layout too (only its stock form is the reference arm)
+    assert len(attention.ranked) == len(ATTENTION_CHOICES) * (len(plain.ranked) + 1) - 1
+
+
+def test_an_fp8_search_is_its_own_board(catalog, monkeypatch):
+    import tests.test_plan_tune as fake
+
+    # every FP8 arm runs slower than the BF16 reference arm: the search must still pick an FP8 winner
+    monkeypatch.setattr(fake, "_key", lambda flags: (*_key(flags), "--model.converters" in flags))
+    monkeypatch.setattr(fake, "TRUE_SPEED", {(1, 1, 1, 2, "selective", 2, False, True, False): 8313.0})
+    monkeypatch.setattr(fake, "OTHER_COMPILED", 5000.0)
+    monkeypatch.setattr(fake, "OTHER_EAGER", 4000.0)
+    s = _setup(catalog, float8="tensorwise")
+    assert s.ranked and all(c.layout.float8 == "tensorwise" for c in s.ranked)
+    assert "fp8tensorwise" in s.run_root.name
+    runner = FakeRunner()
+    result = tuning.tune(s, budget_minutes=12, runner=runner, clock=runner.clock)
+    assert result.reference.measurement.tokens_per_s_per_gpu > result.winner.measurement.tokens_per_s_per_gpu
+    assert result.winner is not result.reference and result.winner.candidate.layout.float8 == "tensorwise"
+    path = tuning.write_winner(s, result)
+    assert result.config.result == "precision change"
+    text = path.read_text()
+    assert "precision: fp8" in text and "scaling: tensorwise" in text and "fsdp_float8_all_gather: true" in text
+    assert "--model.converters quantize.linear.float8" in text and "configuration: precision change" in text
+    assert "; FP8 linear layers (tensorwise scaling) (chosen by `openrecipes tune`)" in text
+    monkeypatch.chdir(catalog)
+    checked = CliRunner().invoke(app, ["validate", str(path)])
+    assert checked.exit_code == 0, checked.output
+
+
+def test_tune_refuses_an_fp8_base_and_an_unknown_scaling(catalog):
+    result = CliRunner().invoke(app, ["tune", "qwen3-8b", "--gpu", "H200", "--gpus", "2", "--budget-minutes", "9",
+                                      "--dry-run", "--float8", "fp4"])
+    assert isinstance(result.exception, UserError)
+    assert str(result.exception) == "--float8 fp4: not one of tensorwise, rowwise"
+    base = catalog / "recipes/qwen3-8b/h200/torchtitan-stock-fsdp2.yaml"
+    base.write_text(base.read_text().replace("precision: bf16", "precision: fp8"))
+    with pytest.raises(UserError, match="tune starts from a BF16 recipe"):
+        _setup(catalog)
