@@ -46,6 +46,8 @@ class Measured:
     measured: datetime.date | None  # the date of the log's last timestamp
     log_format: str
     window_seconds: float
+    # Why the run has fewer steps than it planned, where its log says so (torchtitan ran out of data); else None.
+    ended_early: str | None = None
 
     def as_json(self) -> dict:
         """The figures as `measure --json` prints them (window a list, the date ISO text)."""
@@ -90,6 +92,7 @@ def run_inputs(recipe: Recipe, tables: ReferenceTables | None = None, steps_per_
     hardware tables prices and peaks come from (default: the bundled catalog's)."""
     from openrecipes.catalog.hardware import peak_flops, usd_per_gpu_hour
 
+    first, last = window if window is not None else recipe.result.window
     return RunInputs(
         gpus=recipe.gpu.count,
         global_batch=recipe.workload.global_batch,
@@ -98,7 +101,7 @@ def run_inputs(recipe: Recipe, tables: ReferenceTables | None = None, steps_per_
         peak_flops_per_gpu=peak_flops(recipe.gpu.type, tables),
         usd_per_gpu_hour=usd_per_gpu_hour(recipe.gpu.instance, tables),
         steps_per_run=steps_per_run if steps_per_run is not None else recipe.result.steps_per_run,
-        window=tuple(window if window is not None else recipe.result.window),
+        window=(first, last),
     )
 
 
@@ -108,8 +111,8 @@ def inputs_from_recipe(path: Path) -> RunInputs:
     the recipe's own catalog."""
     from pydantic import ValidationError  # the catalog (pydantic) only when a recipe is given
 
-    from openrecipes.catalog.store import load_recipe
     from openrecipes.catalog.model import Recipe
+    from openrecipes.catalog.store import load_recipe
     from openrecipes.catalog.validate import parse_entry
     from openrecipes.catalog.yamlio import read_yaml
 
@@ -144,7 +147,17 @@ def window_step_times(table: StepTable, window: tuple[int, int]) -> list[float]:
             raise UserError(f"{step.where}: step {step.step} has no step time (slime: no 'perf {step.step}' line; "
                             "torchtitan: the first step line with no 'Training starts' line before it); "
                             "start the window later")
-    return [s.step_time_s for s in scored]
+    return [s.step_time_s for s in scored if s.step_time_s is not None]  # every one, checked above
+
+
+def _ended_early(table: StepTable, steps_per_run: int | None) -> str | None:
+    """The note a run that ran out of data carries: the steps it ran of those it planned, and where it says so."""
+    if table.out_of_data is None:
+        return None
+    planned = steps_per_run if steps_per_run is not None else table.planned_steps
+    ran = table.steps[-1].step + 1
+    of_planned = f" of the {planned} planned" if planned is not None else ""
+    return f"the data ran out: {ran}{of_planned} steps ran (steps 0-{ran - 1}; {table.out_of_data})"
 
 
 def _published(name: str, value: float) -> float:
@@ -164,13 +177,14 @@ def measure(table: StepTable, inputs: RunInputs | None, window: tuple[int, int] 
         usd_per_million_tokens=None,
         step_time_cv_percent=_published("step_time_cv_percent", figures.step_time_cv_percent(step_times)),
         mfu=None,
-        window=tuple(window),
+        window=(window[0], window[1]),
         window_tokens=None,
         gpu_hours=None,
         steps_per_run=table.steps[-1].step + 1,
         measured=table.last_timestamp.date() if table.last_timestamp else None,
         log_format=table.log_format,
         window_seconds=seconds,
+        ended_early=_ended_early(table, inputs.steps_per_run if inputs else None),
     )
     if inputs is None:
         return measured

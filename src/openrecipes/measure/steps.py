@@ -31,6 +31,8 @@ class StepTable:
     last_timestamp: datetime | None = None
     planned_steps: int | None = None  # the run's length when the log states it (Megatron's "/ T", torchtitan)
     sources: list[str] = field(default_factory=list)
+    # "path:line" where the log states the data ran out (torchtitan): the run truthfully ended at its last step
+    out_of_data: str | None = None
 
 
 def merge(tables: list[StepTable]) -> StepTable:
@@ -47,6 +49,8 @@ def merge(tables: list[StepTable]) -> StepTable:
         last_timestamp=max(stamps, default=None),
         planned_steps=max(planned, default=None),
         sources=[src for t in tables for src in t.sources],
+        # Only the log holding the run's last step can say why the run ended there.
+        out_of_data=max(tables, key=lambda t: t.steps[-1].step if t.steps else -1).out_of_data,
     )
 
 
@@ -62,7 +66,7 @@ def require_unique_steps(table: StepTable) -> None:
 
 def require_contiguous_steps(table: StepTable) -> None:
     """Every step from the first to the last is present: a gap would silently shorten a window."""
-    for before, after in zip(table.steps, table.steps[1:]):
+    for before, after in zip(table.steps, table.steps[1:], strict=False):
         if after.step != before.step + 1:
             missing = f"{before.step + 1}" if after.step == before.step + 2 else f"{before.step + 1}-{after.step - 1}"
             raise UserError(
@@ -95,9 +99,12 @@ def require_positive_step_times(table: StepTable) -> None:
 
 
 def require_complete_run(table: StepTable, steps_per_run: int | None) -> None:
-    """A log that stops before the run's last step was cut off (or the run died): never measure it silently."""
+    """A log that stops before the run's last step was cut off (or the run died): never measure it silently. A log
+    that states its data ran out ended there truthfully: its run is the steps it holds."""
     if not table.steps:
         raise UserError(f"{', '.join(table.sources)}: no training steps found")
+    if table.out_of_data is not None:
+        return
     expected = steps_per_run if steps_per_run is not None else table.planned_steps
     last = table.steps[-1]
     if expected is not None and last.step + 1 < expected:
