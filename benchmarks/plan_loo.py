@@ -94,7 +94,6 @@ def main() -> None:
         print(f"  above them: {p.layout.label} {p.layout.recompute}, offload {p.layout.offload_fraction:g}, "
               f"{p.layout.max_tokens_per_gpu:,} tokens/GPU: {p.tokens_per_s_per_gpu:,.1f}; step parts "
               f"{p.step.parts_s()}")
-        print(f"  {what} under the size reading: {predict_layout(size_ctx, p.layout).tokens_per_s_per_gpu:,.1f}")
     print(f"  measured layout's step parts: {predict_point(glm[0]).step.parts_s()}")
     _gpt_oss_torchtitan_8xh200(catalog)
     print(f"\n(median of the held-out errors' absolute values: {statistics.median(abs(r.error) for r in rows):.4f})")
@@ -125,6 +124,7 @@ def _gpt_oss_torchtitan_8xh200(catalog) -> None:
               f"{i.basis}), {p.memory.total_gib:.1f} GiB; "
               f"{p.tokens_per_s_per_gpu / seed.result.tokens_per_s_per_gpu:.2f}x the seeds' figure; step parts "
               f"{p.step.parts_s()}")
+        print(f"  {what} under the size reading: {predict_layout(size_ctx, p.layout).tokens_per_s_per_gpu:,.1f}")
 
 
 SEED_GPT_OSS = "gpt-oss-20b/h200/attune-tp1-pp1-ep4"
