@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-
 import shutil
 from datetime import date
 
 import pytest
 import yaml
+from conftest import GPTOSS_1, REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import GPTOSS_1, REPO
 from openrecipes.errors import UserError
 from openrecipes.measure.result import RunInputs, inputs_from_recipe, measure, read_run
 from openrecipes.measure.write import replace_result_fields, write_result
@@ -177,3 +176,39 @@ def test_a_forks_own_instance_prices_are_measured_and_validated(tmp_path):
     assert result.usd_per_million_tokens == pytest.approx(2 * published, abs=0.01)
     assert "usd_per_million_tokens" in write_result(recipe, result)
     assert f"usd_per_million_tokens: {result.usd_per_million_tokens}" in recipe.read_text()
+
+
+def _torchtitan_log(tmp_path, last_step: int, ran_out_of_data: bool):
+    """A 12-step torchtitan run's log holding steps 1..last_step, one second apart, optionally ending as torchtitan
+    does when its dataloader runs dry."""
+    prefix = "[titan] 2026-12-01 02:53:{:02d},000 - root - "
+    lines = [prefix.format(0) + "INFO - Trainer is initialized with local batch size 1, global batch size 4, "
+             "gradient accumulation steps 4, sequence length 8192, total steps 12 (warmup 2)",
+             prefix.format(0) + "INFO - Training starts at step 1"]
+    lines += [prefix.format(n) + f"INFO - step: {n:2d}  loss: 7.5  grad_norm: 1.2  memory: 67.60GiB(48.36%)  "
+              "tps: 32,000  tflops: 265.10  mfu: 26.81%" for n in range(1, last_step + 1)]
+    if ran_out_of_data:
+        lines += [prefix.format(last_step) + "WARNING - Ran out of data; last step was canceled.",
+                  prefix.format(last_step + 2) + "INFO - Training completed"]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    return log
+
+
+def test_a_torchtitan_run_that_ran_out_of_data_ends_at_its_last_step(tmp_path):
+    log = _torchtitan_log(tmp_path, 6, ran_out_of_data=True)
+    measured = measure(read_run([log]), None, (2, 5))
+    assert measured.steps_per_run == 6 and measured.window_seconds == pytest.approx(4.0)
+    assert measured.ended_early == f"the data ran out: 6 of the 12 planned steps ran (steps 0-5; {log}:9)"
+    with_recipe = measure(read_run([log]), dataclasses.replace(TINY, steps_per_run=12), (2, 5))
+    assert with_recipe.steps_per_run == 6 and "6 of the 12 planned steps" in with_recipe.ended_early
+
+
+def test_a_torchtitan_log_that_simply_stops_is_still_truncated(tmp_path):
+    log = _torchtitan_log(tmp_path, 6, ran_out_of_data=False)
+    with pytest.raises(UserError, match="the log ends at step 5 but the run has 12 steps"):
+        measure(read_run([log]), None, (2, 5))
+
+
+def test_a_complete_run_carries_no_ended_early_note(tmp_path):
+    assert measure(read_run([_torchtitan_log(tmp_path, 12, ran_out_of_data=False)]), None, (2, 5)).ended_early is None

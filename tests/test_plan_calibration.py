@@ -60,3 +60,18 @@ def test_parameter_counts_match_the_published_totals():
     # OpenAI: gpt-oss-20b has 21B parameters (20.9B in its model card); GLM-5: 744B.
     assert model_shape(models["gpt-oss-20b"]).total_params == pytest.approx(20.9e9, rel=0.01)
     assert model_shape(models["GLM-5.2-744B-A40B"]).total_params == pytest.approx(744e9, rel=0.01)
+
+
+def test_a_reduced_depth_point_is_the_models_shape_cut_to_its_layers():
+    """`layers: 4` of gpt-oss-20b is the 20b shape with 4 decoder layers: the parameter count torchtitan printed for
+    that cut (runs/moe-gptoss-20b-h200x1, "4,451,017,664 total parameters"; the planner leaves out biases and
+    attention sinks), and active parameters less the 20 removed layers' routed top-4, attention and router."""
+    from openrecipes.plan.calibrate import reduced_depth_name, reference_tables
+
+    models = reference_tables().models
+    full, cut = model_shape(models["gpt-oss-20b"]), model_shape(models[reduced_depth_name("gpt-oss-20b", 4)])
+    assert cut.layers == 4 and cut.experts == full.experts and cut.hidden == full.hidden
+    assert cut.total_params == pytest.approx(4_451_017_664, rel=1e-3)
+    assert full.active_params - cut.active_params == 20 * (full.block_matmul_params // full.layers)
+    points = [p for p in measured_points().values() if p.request.model == reduced_depth_name("gpt-oss-20b", 4)]
+    assert len(points) == 4 and all(p.layout.stage_layers == (4,) for p in points)

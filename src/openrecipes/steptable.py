@@ -32,6 +32,8 @@ class StepTable:
     last_timestamp: datetime | None = None
     planned_steps: int | None = None  # the run's length when the log states it (Megatron's "/ T", torchtitan)
     sources: list[str] = field(default_factory=list)
+    # "path:line" where the log states the data ran out (torchtitan): the run truthfully ended at its last step
+    out_of_data: str | None = None
 
 
 # The first date and time on a line: Megatron's "[2026-10-14 10:00:00]", Python logging's "2026-11-30 01:04:02,276".

@@ -47,6 +47,8 @@ class Measured:
     measured: datetime.date | None  # the date of the log's last timestamp
     log_format: str
     window_seconds: float
+    # Why the run has fewer steps than it planned, where its log says so (torchtitan ran out of data); else None.
+    ended_early: str | None = None
 
     def as_json(self) -> dict:
         """The figures as `measure --json` prints them (window a list, the date ISO text)."""
@@ -101,6 +103,7 @@ def run_inputs(recipe: Recipe, tables: ReferenceTables | None = None, steps_per_
     hardware tables prices and peaks come from (default: the bundled catalog's)."""
     from openrecipes.catalog.hardware import peak_flops, usd_per_gpu_hour
 
+    first, last = window if window is not None else recipe.result.window
     return RunInputs(
         gpus=recipe.gpu.count,
         global_batch=recipe.workload.global_batch,
@@ -160,6 +163,16 @@ def window_step_times(table: StepTable, window: tuple[int, int]) -> list[float]:
     return times
 
 
+def _ended_early(table: StepTable, steps_per_run: int | None) -> str | None:
+    """The note a run that ran out of data carries: the steps it ran of those it planned, and where it says so."""
+    if table.out_of_data is None:
+        return None
+    planned = steps_per_run if steps_per_run is not None else table.planned_steps
+    ran = table.steps[-1].step + 1
+    of_planned = f" of the {planned} planned" if planned is not None else ""
+    return f"the data ran out: {ran}{of_planned} steps ran (steps 0-{ran - 1}; {table.out_of_data})"
+
+
 def _published(name: str, value: float) -> float:
     return round(value, PUBLISHED_DECIMALS[name])
 
@@ -179,10 +192,11 @@ def measure(table: StepTable, inputs: RunInputs | None, window: tuple[int, int] 
     cv = _published("step_time_cv_percent", figures.step_time_cv_percent(step_times))
     steps_per_run = table.steps[-1].step + 1
     date = table.last_timestamp.date() if table.last_timestamp else None
+    ended_early = _ended_early(table, inputs.steps_per_run if inputs else None)
     if inputs is None:
         return Measured(tokens_per_s_per_gpu=None, usd_per_million_tokens=None, step_time_cv_percent=cv, mfu=None,
                         window=window, window_tokens=None, gpu_hours=None, steps_per_run=steps_per_run,
-                        measured=date, log_format=table.log_format, window_seconds=seconds)
+                        measured=date, log_format=table.log_format, window_seconds=seconds, ended_early=ended_early)
     tokens = figures.window_tokens(window[0], window[1], inputs.global_batch, inputs.row_tokens)
     throughput = figures.tokens_per_s_per_gpu(tokens, seconds, inputs.gpus)
     gpu_hours = None
@@ -197,5 +211,5 @@ def measure(table: StepTable, inputs: RunInputs | None, window: tuple[int, int] 
         step_time_cv_percent=cv,
         mfu=_published("mfu", figures.mfu(inputs.active_params, throughput, inputs.peak_flops_per_gpu)),
         window=window, window_tokens=tokens, gpu_hours=gpu_hours, steps_per_run=steps_per_run, measured=date,
-        log_format=table.log_format, window_seconds=seconds,
+        log_format=table.log_format, window_seconds=seconds, ended_early=ended_early,
     )

@@ -23,6 +23,8 @@ def merge(tables: list[StepTable]) -> StepTable:
         last_timestamp=max(stamps, default=None),
         planned_steps=max(planned, default=None),
         sources=[src for t in tables for src in t.sources],
+        # Only the log holding the run's last step can say why the run ended there.
+        out_of_data=max(tables, key=lambda t: t.steps[-1].step if t.steps else -1).out_of_data,
     )
 
 
@@ -71,9 +73,12 @@ def require_positive_step_times(table: StepTable) -> None:
 
 
 def require_complete_run(table: StepTable, steps_per_run: int | None) -> None:
-    """A log that stops before the run's last step was cut off (or the run died): never measure it silently."""
+    """A log that stops before the run's last step was cut off (or the run died): never measure it silently. A log
+    that states its data ran out ended there truthfully: its run is the steps it holds."""
     if not table.steps:
         raise UserError(f"{', '.join(table.sources)}: no training steps found")
+    if table.out_of_data is not None:
+        return
     expected = steps_per_run if steps_per_run is not None else table.planned_steps
     last = table.steps[-1]
     if expected is not None and last.step + 1 < expected:

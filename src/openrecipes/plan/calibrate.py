@@ -25,6 +25,7 @@ from openrecipes.plan.constants import HERE
 from openrecipes.plan.layouts import Layout, stage_split
 from openrecipes.plan.levers import lever_names
 from openrecipes.plan.predict import Context, PlanRequest, Prediction, context, predict_layout
+from openrecipes.plan.shape import model_shape
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,25 @@ def _reference_document() -> dict:
     return read_yaml(HERE / "reference_points.yaml").data
 
 
+def reduced_depth_name(model: str, layers: int) -> str:
+    """The planner's name of a model's shape cut to `layers` decoder layers (a measured point's `layers:`)."""
+    return f"{model}, {layers} layers"
+
+
+def reduced_depth_card(card: ModelCard, layers: int) -> ModelCard:
+    """The card of `layers` decoder layers of the card's shape: every layer as it is, the embedding and output head
+    kept, the active parameters less the removed layers' (torchtitan's --openrecipes.layers cut)."""
+    architecture = {**card.architecture, "layers": layers}
+    cut = card.model_copy(update={"architecture": architecture})
+    removed = model_shape(card).block_matmul_params - model_shape(cut).block_matmul_params
+    active = card.active_params.model_copy(update={"count": card.active_params.count - removed})
+    return cut.model_copy(update={"name": reduced_depth_name(card.name, layers), "active_params": active})
+
+
 @lru_cache(maxsize=1)
 def reference_tables() -> ReferenceTables:
-    """The catalog's tables plus the model cards of reference_points.yaml (read and validated once)."""
+    """The catalog's tables plus the model cards of reference_points.yaml (read and validated once), and the
+    reduced-depth cards its points with `layers:` name."""
     tables = load_reference_tables()
     doc = _reference_document()
     cards = {name: ModelCard(name=name, family="reference point", architecture=row["architecture"],
@@ -58,7 +75,10 @@ def reference_tables() -> ReferenceTables:
                                                             revision=None),
                              total_params=None, notes=[], notes_source=doc["source"])
              for name, row in doc["models"].items()}
-    return replace(tables, models={**tables.models, **cards})
+    models = {**tables.models, **cards}
+    cut = {reduced_depth_name(row["model"], row["layers"]): reduced_depth_card(models[row["model"]], row["layers"])
+           for row in reference_rows() if "layers" in row}
+    return replace(tables, models={**models, **cut})
 
 
 def reference_rows() -> list[dict]:
@@ -70,11 +90,12 @@ def reference_rows() -> list[dict]:
 def reference_points() -> dict[str, MeasuredPoint]:
     points = {}
     for row in reference_rows():
-        request = PlanRequest(row["model"], row["gpu"], row["gpus"], row["row_tokens"], row["global_batch"],
-                              "torchtitan")
+        model = reduced_depth_name(row["model"], row["layers"]) if "layers" in row else row["model"]
+        request = PlanRequest(model, row["gpu"], row["gpus"], row["row_tokens"], row["global_batch"], "torchtitan")
         lay = row["layout"]
-        layout = Layout(engine="torchtitan", tp=lay["tp"], pp=lay["pp"], vpp=1, cp=lay["cp"], ep=1, etp=1, dp=lay["dp"],
-                        stage_layers=_even_stages(_model_layers(row["model"]), lay["pp"]), recompute=lay["recompute"],
+        layout = Layout(engine="torchtitan", tp=lay["tp"], pp=lay["pp"], vpp=1, cp=lay["cp"], ep=lay.get("ep", 1),
+                        etp=1, dp=lay["dp"],
+                        stage_layers=_even_stages(_model_layers(model), lay["pp"]), recompute=lay["recompute"],
                         offload_fraction=0.0, rows_per_microbatch=lay["rows_per_microbatch"],
                         max_tokens_per_gpu=lay["rows_per_microbatch"] * row["row_tokens"] // lay["cp"],
                         grad_reduce_bf16=False, compile=lay.get("compile", False),

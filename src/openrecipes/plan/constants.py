@@ -46,6 +46,7 @@ class Calibration:
     # eager torchtitan selective AC: extra host cost per layer per microbatch
     eager_sac_overhead_s_per_layer: float = 0.0
     grouped_gemm_half_rows: float = 0.0  # tokens per expert at which a grouped GEMM runs at half the efficiency
+    torchtitan_expert_efficiency: float = 1.0  # torchtitan's routed experts: their share of Megatron's efficiency
 
     def efficiency(self, engine: str, gpu_type: str) -> float:
         """The engine's efficiency fitted on this GPU type where there is one, else the engine's."""
@@ -73,7 +74,8 @@ class Calibration:
 
 # The fitted values that are plain fields of Calibration (the efficiencies are a dict).
 FITTED_FIELDS = ("compile_speedup", "cp_attention_efficiency", "microbatch_overhead_s_per_layer",
-                 "eager_sac_overhead_s_per_layer", "amp_composite_norm_s_per_element", "grouped_gemm_half_rows")
+                 "eager_sac_overhead_s_per_layer", "amp_composite_norm_s_per_element", "grouped_gemm_half_rows",
+                 "torchtitan_expert_efficiency")
 
 
 @lru_cache(maxsize=1)

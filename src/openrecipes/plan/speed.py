@@ -189,11 +189,18 @@ def _routed_expert_tokens(shape: ModelShape, layout: Layout) -> float:
 def _grouped_gemm_extra_flops(shape: ModelShape, layout: Layout, calibration: Calibration) -> float:
     """Routed-expert FLOPs per token counted again for small groups: a grouped GEMM over m tokens runs at
     m / (m + m0) of the dense efficiency (m0: grouped_gemm_half_rows), so its time is that of (1 + m0/m) times its
-    FLOPs."""
+    FLOPs, in every pass that runs them; torchtitan's routed experts run at torchtitan_expert_efficiency of that."""
     if not shape.is_moe:
         return 0.0
-    routed = 6 * shape.moe_layers * shape.router_topk * shape.expert_params
-    return routed * calibration.grouped_gemm_half_rows / _routed_expert_tokens(shape, layout)
+    # Forward and backward (3 forwards' FLOPs), and the forward again where recompute reruns the routed experts.
+    saved_fraction = layout.rules.selective_saved_matmul_fraction
+    reruns = {"full": 1.0, "selective": 1 - saved_fraction if saved_fraction is not None else 0.0}.get(
+        layout.recompute, 0.0)
+    routed = 2 * (3 + reruns) * shape.moe_layers * shape.router_topk * shape.expert_params
+    slowdown = 1 + calibration.grouped_gemm_half_rows / _routed_expert_tokens(shape, layout)
+    if layout.engine == "torchtitan":
+        slowdown /= calibration.torchtitan_expert_efficiency
+    return routed * (slowdown - 1)
 
 
 def _microbatch_overhead_s(layout: Layout, calibration: Calibration) -> float:

@@ -201,7 +201,7 @@ def _runs(catalog: Catalog, request: PlanRequest, data: dict, errors: dict[str, 
     points = reference_points()
     rows = []
     for row in reference_rows():
-        if ("log" not in row or row["name"] in recipes
+        if ("log" not in row or row["name"] in recipes or "layers" in row  # a reduced-depth run is not the model's
                 or (row["model"], row["gpu"], row["gpus"]) != (request.model, request.gpu_type, request.gpus)):
             continue
         point = points[row["name"]]

@@ -24,6 +24,8 @@ _TITAN_GRAD_NORM = re.compile(r"\bgrad_norm:\s*(\S+)")
 _TITAN_MEMORY = re.compile(r"\bmemory:\s*([\d.]+)GiB")
 _TITAN_START = re.compile(r"Training starts at step \d+")
 _TITAN_TOTAL = re.compile(r"\btotal steps (\d+)")
+# torchtitan's dataloader ran dry: the step after the last logged one was canceled and training ended cleanly.
+_TITAN_OUT_OF_DATA = "Ran out of data; last step was canceled."
 _TITAN_RANK = re.compile(r"^\[rank(\d+)\]:")
 
 
@@ -59,6 +61,7 @@ class TorchtitanReader:
         self._previous_time: datetime | None = None
         self._started = False  # a start line was seen since the last step line kept
         self._seen: set[int] = set()  # step numbers of unprefixed step lines
+        self.out_of_data: str | None = None  # where the log says the data ran out
 
     def feed(self, line: str, where: str) -> Step | None:
         """The step `line` adds to the run, or None (another line, or another rank's copy of a step)."""
@@ -69,6 +72,8 @@ class TorchtitanReader:
                 return None
         if _TITAN_START.search(line) and (rank or not self._started):
             self._previous_time, self._started = timestamp_of(line), True
+        if _TITAN_OUT_OF_DATA in line:
+            self.out_of_data = where
         total = _TITAN_TOTAL.search(line)
         if total:
             self.planned = read_count(total.group(1), where, "total steps")
@@ -89,7 +94,7 @@ def read_torchtitan(path: Path, lines: Iterable[str]) -> StepTable:
     reader = TorchtitanReader()
     steps = [step for number, line in enumerate(lines, start=1)
              if (step := reader.feed(line, f"{shown(path)}:{number}")) is not None]
-    return StepTable("torchtitan", steps, planned_steps=reader.planned)
+    return StepTable("torchtitan", steps, planned_steps=reader.planned, out_of_data=reader.out_of_data)
 
 
 FORMAT = LogFormat("torchtitan", _TITAN_STEP, "step:", read_torchtitan)
