@@ -193,7 +193,8 @@ def _compare_env(env: dict[str, str], exports: dict[str, str]) -> Iterator[Issue
         elif name not in env:
             yield Issue("env", f"the run command exports {name}={exports[name]} but env: lacks it; add it")
         elif env[name] != exports[name]:
-            yield Issue(f"env.{name}", f"is '{env[name]}' but the run command exports '{exports[name]}'; make them equal")
+            yield Issue(f"env.{name}",
+                        f"is '{env[name]}' but the run command exports '{exports[name]}'; make them equal")
 
 
 def _expected(recipe: Recipe, row: FlagField) -> object:
@@ -261,7 +262,8 @@ def _check_node_count(recipe: Recipe, command: ParsedRun, node_flags: tuple[str,
     nodes_flag, per_node_flag = node_flags
     nodes, per_node = command.value(nodes_flag), command.value(per_node_flag)
     if nodes is None or per_node is None:
-        yield Issue("run", f"the run command must pass {nodes_flag} and {per_node_flag} so the GPU count can be checked")
+        yield Issue("run", f"the run command must pass {nodes_flag} and {per_node_flag} so the GPU count can be "
+                    "checked")
         return
     try:
         total = int(nodes) * int(per_node)
@@ -281,7 +283,8 @@ def check_correctness(ctx: Context) -> Iterator[Issue]:
     if conv is not None and conv.result == "pass":
         scored = conv.steps - int(conv.steps * limits.skip_first_fraction)
         if conv.correlation < limits.min_correlation:
-            yield Issue("correctness.convergence.correlation", f"is {conv.correlation:g}, below {limits.min_correlation}"
+            yield Issue("correctness.convergence.correlation",
+                        f"is {conv.correlation:g}, below {limits.min_correlation}"
                         f", the least a pass allows; correctness.convergence.result cannot say pass")
         if conv.final_loss_difference > limits.max_final_loss_difference:
             yield Issue("correctness.convergence.final_loss_difference",

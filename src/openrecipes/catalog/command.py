@@ -176,7 +176,7 @@ def _expand(words: list[str], arrays: dict[str, list[str]]) -> list[str]:
     for word in words:
         match = _ARRAY_USE.match(word)
         name = match and (match.group(1) or match.group(2))
-        out.extend(arrays[name] if name in arrays else [word])
+        out.extend(arrays.get(name, [word]) if name else [word])
     return out
 
 

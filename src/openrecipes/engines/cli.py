@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -26,10 +27,12 @@ def _recipe_and_launch(recipe_path: Path, steps: int | None):
 
 
 def run_command(
-    recipe_path: Path = typer.Argument(..., metavar="RECIPE", help="a recipe YAML (torchtitan recipes run here)"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="print the exact command and resolved config; run nothing"),
-    steps: int | None = typer.Option(None, "--steps", min=1, max=10**9, help="optimizer steps (default: the recipe's)"),
-    out: Path | None = typer.Option(None, "--out", help="run folder (default: runs/<recipe file name>)"),
+    recipe_path: Annotated[Path, typer.Argument(metavar="RECIPE", help="a recipe YAML (torchtitan recipes run here)")],
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="print the exact command and resolved config; run nothing")] = False,
+    steps: Annotated[int | None, typer.Option(
+        "--steps", min=1, max=10**9, help="optimizer steps (default: the recipe's)")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="run folder (default: runs/<recipe file name>)")] = None,
 ) -> None:
     """Run a recipe with torchrun: raw log and step,loss,step_time CSV under runs/, then measure and check it."""
     from openrecipes.engines.megatron.dry_run import dry_run_text
@@ -55,9 +58,10 @@ def run_command(
 
 
 def launch_command(
-    recipe_path: Path = typer.Argument(..., metavar="RECIPE", help="a torchtitan recipe YAML"),
-    slurm: bool = typer.Option(False, "--slurm", help="write an sbatch script (the one launcher so far)"),
-    out: Path | None = typer.Option(None, "--out", help="script file (default: print it)"),
+    recipe_path: Annotated[Path, typer.Argument(metavar="RECIPE", help="a torchtitan recipe YAML")],
+    slurm: Annotated[bool, typer.Option(
+        "--slurm", help="write an sbatch script (the one launcher so far)")] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="script file (default: print it)")] = None,
 ) -> None:
     """A batch script that starts the recipe on its nodes: one torchrun per node, c10d rendezvous, logs in runs/."""
     from openrecipes.atomic import write_atomic

@@ -43,6 +43,7 @@ def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int) ->
         task = progress.add_task("starting", total=steps)
         process = subprocess.Popen(launch.argv(), env=launch_environment(launch), stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True, bufsize=1)
+        assert process.stdout is not None  # stdout=PIPE
         for number, line in enumerate(process.stdout, start=1):
             sink.write(line)
             step = reader.feed(strip_colour(line.rstrip("\n")), f"{log}:{number}")
@@ -90,7 +91,7 @@ def report(recipe_path: Path, recipe: Recipe, log: Path, steps: int) -> None:
     from openrecipes.verify.convergence import check_convergence, read_curve
 
     console = Console()
-    window = clip_window(tuple(recipe.result.window), steps)
+    window = clip_window(recipe.result.window, steps)
     inputs = run_inputs(recipe, recipe_tables(recipe_path), steps_per_run=steps, window=window)
     result = measure(read_run([log]), inputs, None).as_json()
     if window != tuple(recipe.result.window):

@@ -91,8 +91,9 @@ def _layer_activation_bytes_per_token(shape: ModelShape, layout: Layout, moe: bo
         activation_out = (shape.router_topk + shape.shared_experts) * BF16_BYTES * shape.expert_ffn
         kept = norm_inputs + attention + routed + shared + ROUTER_BYTES_PER_EXPERT * shape.experts
     else:
-        kept = norm_inputs + attention + 2 * BF16_BYTES * shape.dense_ffn
-        activation_out = BF16_BYTES * shape.dense_ffn
+        dense_ffn = shape.dense_ffn or 0  # a model whose every layer is MoE has no dense FFN
+        kept = norm_inputs + attention + 2 * BF16_BYTES * dense_ffn
+        activation_out = BF16_BYTES * dense_ffn
     return kept / layout.tp, (norm_outputs + activation_out) / layout.tp
 
 
@@ -105,9 +106,10 @@ def _op_level_sac_bytes_per_token(shape: ModelShape, layout: Layout, moe: bool, 
     h = shape.hidden
     attention_matmuls = shape.attention_qkv_width + shape.attention_latent_width + h
     if moe:
-        ffn_matmuls = shape.experts + (shape.router_topk * layout.etp + shape.shared_experts) * (2 * shape.expert_ffn + h)
+        routed_and_shared = shape.router_topk * layout.etp + shape.shared_experts
+        ffn_matmuls = shape.experts + routed_and_shared * (2 * shape.expert_ffn + h)
     else:
-        ffn_matmuls = 2 * shape.dense_ffn + h
+        ffn_matmuls = 2 * (shape.dense_ffn or 0) + h
     saved = saved_fraction * (attention_matmuls + ffn_matmuls) + h + shape.attention_out_width
     return BF16_BYTES * saved / layout.tp
 
@@ -117,7 +119,7 @@ def _activation_bytes(shape: ModelShape, layout: Layout, stage: int, global_batc
     counts = {moe: count for moe, count in ((False, dense_layers), (True, moe_layers)) if count}
     tokens = layout.max_tokens_per_gpu
     per_layer = {moe: _layer_activation_bytes_per_token(shape, layout, moe) for moe in counts}
-    in_flight = min(layout.microbatches(global_batch), layout.pp - stage)
+    in_flight: float = min(layout.microbatches(global_batch), layout.pp - stage)
     if layout.vpp > 1:  # the interleaved schedule warms up more chunks (Korthikanti et al., section 4.2)
         in_flight *= 1 + (layout.pp - 1) / (layout.pp * layout.vpp)
     if layout.recompute == "full":
@@ -146,7 +148,8 @@ def _fsdp_gathered(shape: ModelShape, layout: Layout, stage: int, non_expert: fl
     if layout.dp * layout.cp == 1:
         if layout.compile:
             return {"amp_weight_copies": 0.0}
-        # The input embedding is a lookup, not a matmul: autocast does not cast it (a tied matrix is cast as the output).
+        # The input embedding is a lookup, not a matmul: autocast does not cast it (a tied matrix is cast as the
+        # output).
         lookup_only = shape.embedding_params / layout.tp if stage == 0 and shape.untied_embeddings else 0.0
         return {"amp_weight_copies": (non_expert + expert - lookup_only) * BF16_BYTES}
     if not layout.reshard_after_forward:

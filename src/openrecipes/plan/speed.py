@@ -92,7 +92,8 @@ def _all_to_all_s(bytes_per_gpu: float, group_gpus: int, stride: int, links: Lin
         return 0.0
     local_peers = min(group_gpus, max(1, links.gpus_per_nvlink_domain // stride)) - 1
     local = bytes_per_gpu * local_peers / peers / (links.nvlink_bytes_per_s * calibration.nvlink_bus_efficiency)
-    remote = bytes_per_gpu * (peers - local_peers) / peers / (links.network_bytes_per_s * calibration.network_bus_efficiency)
+    network = links.network_bytes_per_s * calibration.network_bus_efficiency
+    remote = bytes_per_gpu * (peers - local_peers) / peers / network
     return max(local, remote)
 
 
@@ -142,7 +143,8 @@ def _shard_fraction(shards: int) -> float:
 def _heaviest_stage_params(shape: ModelShape, layout: Layout) -> tuple[float, float]:
     """(non-expert, expert) parameters per GPU on the stage holding the most: it sets the sync and update time."""
     per_stage = [stage_params_per_gpu(shape, layout, stage) for stage in range(layout.pp)]
-    return max(per_stage, key=lambda params: params[0] / (layout.dp * layout.cp) + params[1] / layout.expert_data_parallel)
+    return max(per_stage,
+               key=lambda params: params[0] / (layout.dp * layout.cp) + params[1] / layout.expert_data_parallel)
 
 
 def _dp_sync_s(shape: ModelShape, layout: Layout, links: Links, calibration: Calibration) -> float:
@@ -152,7 +154,8 @@ def _dp_sync_s(shape: ModelShape, layout: Layout, links: Links, calibration: Cal
         return 0.0
     non_expert, expert = _heaviest_stage_params(shape, layout)
     grad_bytes = BF16_BYTES if layout.grad_reduce_bf16 else FP32_BYTES
-    volume = (non_expert * _shard_fraction(layout.dp * layout.cp) + expert * _shard_fraction(layout.expert_data_parallel)) \
+    volume = (non_expert * _shard_fraction(layout.dp * layout.cp)
+              + expert * _shard_fraction(layout.expert_data_parallel)) \
         * (grad_bytes + BF16_BYTES)
     group = layout.tp * layout.cp * layout.dp
     return calibration.exposed_communication["dp"] * _collective_s(volume, group, links, calibration)
