@@ -20,8 +20,9 @@ from typing import Any
 import torch
 from torch import nn
 
-KERNELS = ("liger-rmsnorm", "liger-swiglu", "liger-rope", "liger-fused-linear-cross-entropy")
-ATTENTION = ("sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "flex")
+from openrecipes.catalog.model import ATTENTION_BACKENDS as ATTENTION
+from openrecipes.catalog.model import KERNELS
+
 KERNELS_FLAG = "--openrecipes.kernels"
 ATTENTION_FLAG = "--openrecipes.attention"
 IGNORE_INDEX = -100  # torchtitan's loss.IGNORE_INDEX: the rows' unsupervised targets
