@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-
 import shutil
 from datetime import date
 
 import pytest
 import yaml
+from conftest import GPTOSS_1, REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import GPTOSS_1, REPO
 from openrecipes.errors import UserError
 from openrecipes.measure.result import RunInputs, inputs_from_recipe, measure, read_run
 from openrecipes.measure.write import replace_result_fields, write_result

@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import GLM_16K, GPTOSS_1, REPO, openrecipes
 from typer.testing import CliRunner
 
-from conftest import GLM_16K, GPTOSS_1, REPO, openrecipes
 from openrecipes.verify.cli import check_app
 
 LOGS = REPO / "tests/fixtures/logs"
