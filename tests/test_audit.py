@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 from typer.testing import CliRunner
 
-from conftest import REPO
 from openrecipes import figures
 from openrecipes.audit.review import audit
 from openrecipes.catalog.hardware import peak_flops, usd_per_gpu_hour

@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import REPO, openrecipes
 from typer.testing import CliRunner
 
-from conftest import REPO, openrecipes
 from openrecipes.audit.review import audit
 from openrecipes.catalog.store import load_recipe
 from openrecipes.cli import app
@@ -98,7 +98,8 @@ def test_record_writes_a_recipe_that_validates_and_audits_re_derived(catalog):
     run = catalog / "runs/my-reshard-run"
     shutil.copytree(catalog / RERUN / "stock", run)
     stock = load_recipe(catalog / STOCK_8B)
-    (run / "command.sh").write_text(stock.run.rstrip("\n") + " \\\n    --parallelism.fsdp_reshard_after_forward never\n")
+    (run / "command.sh").write_text(stock.run.rstrip("\n")
+                                    + " \\\n    --parallelism.fsdp_reshard_after_forward never\n")
     result = runner.invoke(app, ["record", str(run), "--like", str(catalog / STOCK_8B), "--name", "stock-noreshard"])
     assert result.exit_code == 0, result.output
     path = catalog / "recipes/qwen3-8b/h200/stock-noreshard.yaml"

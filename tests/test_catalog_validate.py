@@ -60,7 +60,8 @@ def set_flag(run: str, flag: str, value: str | None) -> str:
         (GPTOSS_1, "result.mfu", 0.2394, "result.mfu", "expected 0.2294"),
         (GLM_16K, "result.window", [5, 20], "result.window", "inside steps 0..19"),
         (GLM_16K, "workload.dataset.rows_sha256", "bb30", "workload.dataset.rows_sha256", "pattern"),
-        (GLM_16K, "workload.dataset.build.parquet_sha256", "Z" * 64, "workload.dataset.build.parquet_sha256", "pattern"),
+        (GLM_16K, "workload.dataset.build.parquet_sha256", "Z" * 64, "workload.dataset.build.parquet_sha256",
+         "pattern"),
         (GLM_16K, "result.measured", "2026-02-30", "result.measured", "date"),
         (GLM_16K, "correctness.component_tests.0.date", "2026-13-01", "correctness.component_tests.0.date", "date"),
         (GLM_16K, "gpu.instance", "AWS p9.48xlarge", "gpu.instance", "known: AWS p5.48xlarge"),
@@ -144,14 +145,12 @@ def test_each_layout_flag_is_compared_with_its_field(tmp_path, row):
     data = load_seed(GLM_16K)
     run = data["run"]
     if row.kind == "switch":
-        if row.flag in run:
-            run = set_flag(run, row.flag, None)
-        else:
-            run = run.rstrip("\n") + f" \\\n  {row.flag}\n"
+        run = set_flag(run, row.flag, None) if row.flag in run else run.rstrip("\n") + f" \\\n  {row.flag}\n"
     elif row.flag in run:
         current = next(w for w in run.split(f"{row.flag} ")[1].split()[:1])
-        run = set_flag(run, row.flag, "alltoallx" if row.kind == "str" else str(float(current) / 2 if
-                                                                                 row.kind == "float" else int(current) * 2))
+        changed = "alltoallx" if row.kind == "str" else str(float(current) / 2 if row.kind == "float"
+                                                            else int(current) * 2)
+        run = set_flag(run, row.flag, changed)
     else:
         run = run.rstrip("\n") + f" \\\n  {row.flag} 3\n"
     data["run"] = run

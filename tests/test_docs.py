@@ -1,7 +1,8 @@
 """Every `openrecipes ...` example in README.md, CONTRIBUTING.md and docs/ is a command a user can type.
 
-Synopsis lines (with `[OPTIONAL]` parts or `UPPERCASE` placeholders) are skipped. Each example is parsed against the real command tree (names, options, argument counts and types), and the examples that
-need no GPU, network, large input or `<placeholder>` are run for real in a copy of the catalog: they must not exit 2 (bad input).
+Synopsis lines (with `[OPTIONAL]` parts or `UPPERCASE` placeholders) are skipped. Each example is parsed against the
+real command tree (names, options, argument counts and types), and the examples that need no GPU, network, large input
+or `<placeholder>` are run for real in a copy of the catalog: they must not exit 2 (bad input).
 They run in this process (the real entry point, as conftest's `openrecipes` does); the ones that build a site, rows,
 tokenizers or every model's plans take many seconds each and are `slow`: CI runs them, the quick loop does not.
 """
@@ -12,9 +13,9 @@ from pathlib import Path
 
 import pytest
 import typer
+from conftest import openrecipes
 from typer._click import exceptions as click_errors  # typer vendors its own click
 
-from conftest import openrecipes
 from openrecipes.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]

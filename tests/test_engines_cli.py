@@ -48,7 +48,8 @@ def test_launch_writes_an_sbatch_script(tmp_path):
 
 def _stand_in_torchrun(folder, steps):
     lines = ["[rank0]:[titan] 2026-11-30 01:00:00,000 - root - INFO - Training starts at step 1"]
-    lines += [f"[rank0]:[titan] 2026-11-30 01:00:{10 + 2 * s:02d},000 - root - INFO - step: {s:2d}  loss: {12 - 0.3 * s:.5f}"
+    lines += [f"[rank0]:[titan] 2026-11-30 01:00:{10 + 2 * s:02d},000 - root - INFO - step: {s:2d}  "
+              f"loss: {12 - 0.3 * s:.5f}"
               f"  grad_norm:  1.0000  memory: 100.00GiB(70.00%)  tps: 9,000  tflops: 500.00  mfu: 50.00%"
               for s in range(1, steps + 1)]
     script = folder / "torchrun"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from openrecipes.catalog.store import load_recipe
-from openrecipes.catalog.hardware import load_reference_tables
 from openrecipes.catalog.command import parse_run
+from openrecipes.catalog.hardware import load_reference_tables
+from openrecipes.catalog.store import load_recipe
 from openrecipes.engines.registry import engine_of
 from openrecipes.engines.torchtitan.render import ENTRY_MODULE, layout_flags, render
 from openrecipes.errors import UserError

@@ -31,8 +31,8 @@ number_text = st.one_of(
 
 
 def _megatron_line(step: int, elapsed: str, loss: str) -> str:
-    return (f" [2026-10-20 08:00:{step % 60:02d}] iteration {step:8d}/ 8 | elapsed time per iteration (ms): {elapsed} | "
-            f"lm loss: {loss} | grad norm: 1.0 |")
+    return (f" [2026-10-20 08:00:{step % 60:02d}] iteration {step:8d}/ 8 | "
+            f"elapsed time per iteration (ms): {elapsed} | lm loss: {loss} | grad norm: 1.0 |")
 
 
 def _jsonl_line(step: int, elapsed: str, loss: str) -> str:

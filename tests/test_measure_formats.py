@@ -6,8 +6,8 @@ import re
 from datetime import datetime
 
 import pytest
-
 from conftest import REPO
+
 from openrecipes.errors import UserError
 from openrecipes.engines.torchtitan.logs import torchtitan_step
 from openrecipes.measure.formats import read_log
@@ -67,7 +67,7 @@ def test_torchtitan_without_rank_prefixes_keeps_the_first_line_of_each_step(tmp_
     lines = [line.replace("[rank0]:", "", 1) for line in TORCHTITAN.read_text().splitlines()]
     late = [re.sub(r"(\d{2}:\d{2}:\d{2},\d{3})", r"\g<1>9", line, count=1) for line in lines]
     log = tmp_path / "every-rank.log"
-    log.write_text("\n".join(line for pair in zip(lines, late) for line in pair) + "\n")
+    log.write_text("\n".join(line for pair in zip(lines, late, strict=True) for line in pair) + "\n")
     table = read_log(log)
     assert [s.step for s in table.steps] == list(range(25))
     assert [s.step_time_s for s in table.steps] == [s.step_time_s for s in read_log(TORCHTITAN).steps]

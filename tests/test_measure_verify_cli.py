@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import GLM_16K, GPTOSS_1, REPO, openrecipes
 from typer.testing import CliRunner
 
-from conftest import GLM_16K, GPTOSS_1, REPO, openrecipes
 from openrecipes.verify.cli import check_app
 
 LOGS = REPO / "tests/fixtures/logs"
@@ -84,6 +84,7 @@ def test_component_command():
     assert "optimizer-offload at small on cpu" in result.output and "the negative controls fail" in result.output
 
 
+@pytest.mark.slow  # a fresh interpreter imports torch and runs all five arms again: seconds of CPU
 def test_component_runs_with_torch_alone():
     pytest.importorskip("torch")
     # The GPU machine may have nothing but torch: block the CLI and catalog stack, run the module itself.

@@ -63,7 +63,8 @@ def test_a_planned_recipe_in_the_catalog_is_ranked_nowhere(planned, tmp_path):
 
 def test_emit_errors_are_one_line_exit_2(tmp_path):
     out = tmp_path / "x.yaml"
-    no_base = openrecipes("plan", "gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--emit-recipe", "1", "--out", str(out))
+    no_base = openrecipes("plan", "gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--emit-recipe", "1",
+                          "--out", str(out))
     assert no_base.returncode == 2 and "no torchtitan recipe of gpt-oss-20b" in no_base.stderr
     too_far = openrecipes("plan", "qwen3-8b", "--gpu", "H200", "--gpus", "2", "--emit-recipe", "999", "--out", str(out))
     assert too_far.returncode == 2 and "--emit-recipe 999: choose 1.." in too_far.stderr

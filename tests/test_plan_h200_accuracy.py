@@ -44,7 +44,8 @@ def log_figures(row: dict) -> tuple[float, float]:
 
 def _predicted(name: str) -> tuple[float, float]:
     prediction = predict_point(measured_points()[name])
-    return prediction.tokens_per_s_per_gpu, allocator_gib(prediction.memory.total_gib, calibration().runtime_reserve_gib)
+    reserve = calibration().runtime_reserve_gib
+    return prediction.tokens_per_s_per_gpu, allocator_gib(prediction.memory.total_gib, reserve)
 
 
 @pytest.mark.parametrize("row", OWN_RUNS, ids=lambda row: row["name"])

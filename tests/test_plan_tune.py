@@ -15,9 +15,9 @@ import pytest
 from conftest import openrecipes
 from typer.testing import CliRunner
 
+import openrecipes.tune as tuning
 from openrecipes.cli import app
 from openrecipes.errors import UserError
-import openrecipes.tune as tuning
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = REPO / "recipes/qwen3-8b/h200/torchtitan-stock-fsdp2.yaml"
@@ -39,7 +39,8 @@ def _key(flags: dict[str, list[str]]) -> tuple:
         return flags[flag][0]
     return (int(one("--parallelism.tensor_parallel_degree")), int(one("--parallelism.pipeline_parallel_degree")),
             int(one("--parallelism.context_parallel_degree")),
-            int(one("--parallelism.data_parallel_shard_degree")) * int(one("--parallelism.data_parallel_replicate_degree")),
+            int(one("--parallelism.data_parallel_shard_degree"))
+            * int(one("--parallelism.data_parallel_replicate_degree")),
             one("--activation_checkpoint.mode"), int(one("--training.local_batch_size")), "--compile.enable" in flags,
             flags.get("--parallelism.fsdp_reshard_after_forward") != ["never"])
 
@@ -212,8 +213,8 @@ def test_bad_input_exits_2_with_one_line(args, message):
 
 
 def test_an_invalid_winner_is_refused_and_leaves_nothing_behind(catalog):
-    from openrecipes.catalog.hardware import load_reference_tables
     from openrecipes.audit.record import write_recipe
+    from openrecipes.catalog.hardware import load_reference_tables
 
     tables = load_reference_tables(catalog)
     target = catalog / "recipes/qwen3-8b/h200/tuned-broken.yaml"
@@ -275,6 +276,7 @@ def test_a_base_not_yet_measured_is_tuned_from_its_configuration(catalog):
     s = _setup(catalog)
     assert s.base.model == "qwen3-8b" and s.ranked
     broken = catalog / "recipes/qwen3-8b/h200/broken.yaml"
-    broken.write_text((catalog / "recipes/qwen3-8b/h200" / BASE.name).read_text().replace("schema_version: 1", "schema_version: 7"))
+    base = (catalog / "recipes/qwen3-8b/h200" / BASE.name).read_text()
+    broken.write_text(base.replace("schema_version: 1", "schema_version: 7"))
     with pytest.raises(UserError, match="broken.yaml: schema_version"):
         tuning.setup("qwen3-8b", "H200", 2, broken, catalog, when=WHEN)

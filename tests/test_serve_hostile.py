@@ -15,7 +15,8 @@ from openrecipes.site.serve import HEADER_CSP, MAX_THREADS, make_server
 
 BAD_REQUEST_LINES = [
     b"GET /\x00 HTTP/1.1", b"GET /index.html%00 HTTP/1.1", b"GET /%00/../etc/passwd HTTP/1.1",
-    b"GET /" + b"a" * 5000 + b" HTTP/1.1", b"GET /" + b"a/" * 2000 + b" HTTP/1.1", b"GET /" + b"%41" * 3000 + b" HTTP/1.1",
+    b"GET /" + b"a" * 5000 + b" HTTP/1.1", b"GET /" + b"a/" * 2000 + b" HTTP/1.1",
+    b"GET /" + b"%41" * 3000 + b" HTTP/1.1",
     b"GET /%ff%fe HTTP/1.1", b"GET /%c0%ae%c0%ae/secret HTTP/1.1", b"GET /%0d%0aSet-Cookie:x HTTP/1.1",
     b"GET /\x1b[31m HTTP/1.1", b"GET /%7f HTTP/1.1", b"GET /" + b"x" * 300 + b".html HTTP/1.1",
     b"GET /../../../../etc/passwd HTTP/1.1", b"GET /..%2f..%2fetc%2fpasswd HTTP/1.1", b"GET //etc/passwd HTTP/1.1",

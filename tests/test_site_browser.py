@@ -139,7 +139,8 @@ def test_index_to_board_to_recipe_to_compare(chromium, bundled_site):
         page.click(f'tr[data-slug="{first.slug}"] a.recipe-link')
         page.wait_for_url(f"**/recipes/{first.slug}.html")
         facts = page.locator("#facts dd[data-fact]")
-        shown = list(zip(facts.evaluate_all("ds => ds.map(d => d.dataset.fact)"), facts.all_inner_texts()))
+        shown = list(zip(facts.evaluate_all("ds => ds.map(d => d.dataset.fact)"), facts.all_inner_texts(),
+                         strict=True))
         assert shown == fmt.recipe_facts(first.entry)
         assert b.clipboard_after_click("button[data-copy=run-command]") == first.entry.run
         assert b.clipboard_after_click("button[data-copy=citation-bibtex]").startswith("@article{fan2026attune,")
@@ -151,7 +152,8 @@ def test_index_to_board_to_recipe_to_compare(chromium, bundled_site):
         page.click("#compare-link")
         page.wait_for_selector("#compare-facts tbody tr")
         second = board.board.ranked[1]
-        assert page.locator("#head-a").inner_text() == first.name and page.locator("#head-b").inner_text() == second.name
+        assert page.locator("#head-a").inner_text() == first.name
+        assert page.locator("#head-b").inner_text() == second.name
         tokens = page.locator('#compare-figures tr[data-figure="Tokens/s per GPU"] td').all_inner_texts()
         assert tokens[:2] == [fmt.tokens_detail(e.entry.result.tokens_per_s_per_gpu) for e in (first, second)]
         changed = page.locator("#compare-arguments tbody tr").first.locator("th, td").all_inner_texts()
@@ -253,9 +255,7 @@ def test_the_fastest_gpt_oss_h200_recipe_is_one_tap_from_the_index_on_a_phone(ch
     b = Browser(chromium, base)
     b.page.set_viewport_size({"width": 390, "height": 800})
     b.page.goto(base)
-    b.page.locator('tr[data-model="gpt-oss-20b"][data-gpu="H200"] .best-recipe a').tap() \
-        if b.context.browser and False else \
-        b.page.locator('tr[data-model="gpt-oss-20b"][data-gpu="H200"] .best-recipe a').click()
+    b.page.locator('tr[data-model="gpt-oss-20b"][data-gpu="H200"] .best-recipe a').click()
     b.page.wait_for_url(f"**/recipes/{fastest.slug}.html")
     command = b.page.locator("#run-command")
     assert command.evaluate("e => e.scrollWidth <= e.clientWidth && e.scrollHeight <= e.clientHeight")  # shown whole

@@ -73,7 +73,7 @@ def test_every_row_is_plan_tables(bundled_site, h200_rows):
     expected = [r for r in h200_rows if r["fits"]][:export.PLAN_TOP]
     shown = _rows(section, "plan-rows")
     assert len(shown) == export.PLAN_TOP
-    for row, want in zip(shown, expected):
+    for row, want in zip(shown, expected, strict=False):
         assert _cells(row)[1:3] == [want["label"], want["recompute"]]
         usd = "" if want["usd_per_million_tokens"] is None else str(want["usd_per_million_tokens"])
         assert _values(row)[1:] == [str(want[k]) for k in ("offload_fraction", "max_tokens_per_gpu", "memory_gib",
@@ -159,7 +159,7 @@ def test_our_runs_without_a_recipe_sit_beside_their_predictions(bundled_site):
     assert set(names) == set(sweep)
     measured = [float(_values(row)[0]) for row in rows]
     assert measured == sorted(measured, reverse=True)  # fastest first
-    for row, name in zip(rows, names):
+    for row, name in zip(rows, names, strict=False):
         tokens, predicted, memory, predicted_gib = map(float, _values(row))
         prediction = predict_point(measured_points()[name])
         assert tokens == sweep[name]["tokens_per_s_per_gpu"] and memory == sweep[name]["memory_gib"]

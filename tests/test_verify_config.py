@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import GLM_16K, GPTOSS_1, REPO
-from openrecipes.catalog.store import load_recipe
+
 from openrecipes.catalog.command import parse_run
+from openrecipes.catalog.store import load_recipe
 from openrecipes.errors import UserError
 from openrecipes.verify.config import check_config, compare_runs, load_rules, read_run
 

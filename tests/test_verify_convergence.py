@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from conftest import REPO
+
 from openrecipes.errors import UserError
-from openrecipes.verify.convergence import check_convergence, read_curve
 from openrecipes.thresholds import PIPELINE_CONVERGENCE, ConvergenceThresholds, LossBand
+from openrecipes.verify.convergence import check_convergence, read_curve
 
 SLIME_LOG = REPO / "tests/fixtures/logs/slime-gpt-oss-20b-attune-tp1-pp1-ep4.log"
 

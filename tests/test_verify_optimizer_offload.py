@@ -7,8 +7,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from openrecipes.errors import UserError  # noqa: E402
-from openrecipes.verify.components import optimizer_offload  # noqa: E402
 from openrecipes.thresholds import OPTIMIZER_OFFLOAD  # noqa: E402
+from openrecipes.verify.components import optimizer_offload  # noqa: E402
 
 
 @pytest.fixture(scope="module")

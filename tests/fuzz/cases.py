@@ -116,7 +116,7 @@ def catalog_cases(scratch: _Scratch) -> list[Case]:
         else:
             argv = [name.split()[0], *args, "--catalog", str(root)]
         cases.append(Case(f"{name}/{path.name}", name, argv, str(root)))
-    for i, path in enumerate(recipes[::24]):
+    for path in recipes[::24]:
         root = scratch.catalog(recipe=path)
         cases.append(Case(f"site build/{path.name}", "site build", ["site", "build", "--out", str(root / "site"),
                                                                     "--catalog", str(root)], str(root)))
@@ -126,7 +126,8 @@ def catalog_cases(scratch: _Scratch) -> list[Case]:
         cases.append(Case(f"serve/{path.name}", "serve", ["serve", "--catalog", str(root), "--port", port], str(root)))
     for path in _files("cards"):
         root = scratch.catalog(card=path)
-        for name, argv in (("validate", ["validate", "--catalog", str(root)]), ("list", ["list", "--catalog", str(root)]),
+        for name, argv in (("validate", ["validate", "--catalog", str(root)]),
+                           ("list", ["list", "--catalog", str(root)]),
                            ("run --dry-run", ["run", "--dry-run", str(root / "recipes/gpt-oss-20b/h200" /
                                                                      SEED_RECIPE.name)])):
             cases.append(Case(f"{name}/card-{path.name}", name, argv, str(root)))
@@ -165,7 +166,8 @@ def convergence_cases(special: dict[str, Path]) -> list[Case]:
     good_curve = CORPUS / "curves/001-good.csv"
     for path in _files("logs") + _files("curves"):
         cases.append(Case(f"check convergence/candidate-{path.name}", "check convergence",
-                          ["check", "convergence", "--candidate", str(path), "--reference", str(good_curve)], str(HERE)))
+                          ["check", "convergence", "--candidate", str(path), "--reference", str(good_curve)],
+                          str(HERE)))
     for path in _files("curves"):
         cases.append(Case(f"check convergence/reference-{path.name}", "check convergence",
                           ["check", "convergence", "--candidate", str(good_curve), "--reference", str(path), "--json"],
@@ -182,7 +184,8 @@ def convergence_cases(special: dict[str, Path]) -> list[Case]:
                                *flags], str(HERE), expect=(1, 2)))
     for name, path in special.items():
         cases.append(Case(f"check convergence/{name}", "check convergence",
-                          ["check", "convergence", "--candidate", str(path), "--reference", str(good_curve)], str(HERE)))
+                          ["check", "convergence", "--candidate", str(path), "--reference", str(good_curve)],
+                          str(HERE)))
     return cases
 
 

@@ -109,7 +109,8 @@ def recipes() -> None:
     add("deep-in-run", text.replace("\nrun: |", "\nx: " + "[" * 5000 + "]" * 5000 + "\nrun: |", 1))
     # Not a mapping, several documents, directives, encodings.
     for name, doc in [("empty", ""), ("null", "null\n"), ("list", "- 1\n- 2\n"), ("scalar", "hello\n"),
-                      ("dashes", "---\n"), ("two-docs", text + "\n---\n" + text), ("yaml-1.1", "%YAML 1.1\n---\n" + text),
+                      ("dashes", "---\n"), ("two-docs", text + "\n---\n" + text),
+                      ("yaml-1.1", "%YAML 1.1\n---\n" + text),
                       ("tag-directive", "%TAG ! tag:evil.com,2000:\n---\n" + text), ("only-comment", "# nothing\n"),
                       ("tab-indent", text.replace("\n  ", "\n\t")), ("crlf", text.replace("\n", "\r\n")),
                       ("cr-only", text.replace("\n", "\r")), ("unclosed-quote", text + '\nnotes: "open\n'),
@@ -167,7 +168,8 @@ def hardware() -> None:
     instances = yaml.safe_load((REPO / "hardware/instances.yaml").read_text(encoding="utf-8"))
     gpu, instance = next(iter(gpus)), next(iter(instances))
     for i, token in enumerate([".inf", ".nan", "0", "-1", "1.0e+400", "lots", "0x10", "[]", "~", "9" * 400]):
-        _write("hardware", f"gpus-peak-{i}.yaml", _dump(_set(gpus, (gpu, "peak_bf16_flops"), MARK)).replace(MARK, token))
+        _write("hardware", f"gpus-peak-{i}.yaml",
+               _dump(_set(gpus, (gpu, "peak_bf16_flops"), MARK)).replace(MARK, token))
         _write("hardware", f"instances-price-{i}.yaml",
                _dump(_set(instances, (instance, "usd_per_hour"), MARK)).replace(MARK, token))
     for i, doc in enumerate(["- 1\n", "", "x: 1\n", "x: [1]\n", "&a x: *a\n", "[" * 30000]):
@@ -183,7 +185,8 @@ def logs() -> None:
     megatron = "\n".join(
         f" [2026-10-20 08:{i:02d}:00] iteration {i:8d}/      10 | elapsed time per iteration (ms): {12000 + i * 7}.5 | "
         f"lm loss: {2.5 - i * 0.05:.6E} | grad norm: {3.0 - i * 0.1:.3f} |" for i in range(1, 11)) + "\n"
-    jsonl = "".join(json.dumps({"step": i, "step_time_s": 12.0 + i / 10, "loss": 2.5 - i / 20}) + "\n" for i in range(10))
+    jsonl = "".join(json.dumps({"step": i, "step_time_s": 12.0 + i / 10, "loss": 2.5 - i / 20}) + "\n"
+                    for i in range(10))
     slime = "\n".join(_lines("slime-gpt-oss-20b-attune-tp1-pp1-ep4.log")) + "\n"
     titan = "\n".join(_lines("torchtitan-0.2.2-qwen3-8b-fsdp2-2xh200.log")) + "\n"
     n = 0
