@@ -100,7 +100,7 @@ def _encode_task(task: tuple[np.ndarray, JsonlLines | pa.Array]) -> tuple[np.nda
     memo = _started_memo()
     indices, records = task
     raws = records.read() if isinstance(records, JsonlLines) else records
-    messages = arrow_messages(raws)
+    messages = arrow_messages(raws) if memo.pays() else None
     if messages is not None:
         return indices, memo.encode(messages)
     return indices, encode_parsed(memo.encoder, [parse_record(raw) for raw in

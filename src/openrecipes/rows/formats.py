@@ -7,8 +7,9 @@ is; special tokens are looked up by id, so special-token text inside message con
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 ROLES = ("system", "user", "assistant")
 

@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 # Kept across batches until either is exceeded, then both start over.
 BUDGET_TOKENS = 1 << 22
 BUDGET_CHARACTERS = 1 << 25
+# Reading a batch through Arrow and keying its conversations costs more than parsing it line by line when few
+# conversations repeat (long conversations read by Arrow are no faster than by json.loads): below this share of
+# repeats the next PROBE_EVERY batches are parsed line by line, then the memo is tried again.
+MIN_REPEATS = 0.5
+PROBE_EVERY = 16
 _NULL, _NO_MESSAGE = -1, -2  # codes of a missing role or content, and of a message that is not an object
 
 
@@ -51,6 +56,14 @@ class ConversationMemo:
     characters: int = 0
     conversations: dict[bytes, tuple[np.ndarray, np.ndarray] | str] = field(default_factory=dict)
     tokens: int = 0
+    batches_to_skip: int = 0
+
+    def pays(self) -> bool:
+        """Whether the next batch should go through the memo (records.arrow_messages, then encode)."""
+        if self.batches_to_skip:
+            self.batches_to_skip -= 1
+            return False
+        return True
 
     def encode(self, messages: pa.Array) -> Encoded:
         """Records as an Arrow list of {role, content} structs (records.arrow_messages)."""
@@ -61,6 +74,8 @@ class ConversationMemo:
         for number, key in enumerate(keys):
             if key not in self.conversations:
                 first_of_new.setdefault(key, number)
+        if len(first_of_new) > (1 - MIN_REPEATS) * len(keys):
+            self.batches_to_skip = PROBE_EVERY
         if first_of_new:
             self._encode_new(list(first_of_new), messages.take(list(first_of_new.values())))
         found = [self.conversations[key] for key in keys]

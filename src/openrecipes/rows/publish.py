@@ -13,9 +13,9 @@ import fcntl
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from openrecipes.errors import UserError
 
