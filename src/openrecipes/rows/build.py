@@ -95,12 +95,13 @@ def _started_memo() -> ConversationMemo:
 
 def _encode_task(task: tuple[np.ndarray, JsonlLines | pa.Array]) -> tuple[np.ndarray, Encoded]:
     """One batch of records (JSONL lines, or parquet `messages` values) -> their tokens, by source index."""
-    from openrecipes.rows.records import arrow_messages  # pyarrow loads where records are read, not at CLI start
+    # pyarrow loads where records are read, not at every CLI start
+    from openrecipes.rows.records import arrow_messages, mean_record_bytes
 
     memo = _started_memo()
     indices, records = task
     raws = records.read() if isinstance(records, JsonlLines) else records
-    messages = arrow_messages(raws) if memo.pays() else None
+    messages = arrow_messages(raws) if memo.pays(mean_record_bytes(raws)) else None
     if messages is not None:
         return indices, memo.encode(messages)
     return indices, encode_parsed(memo.encoder, [parse_record(raw) for raw in

@@ -27,6 +27,9 @@ BUDGET_CHARACTERS = 1 << 25
 # repeats the next PROBE_EVERY batches are parsed line by line, then the memo is tried again.
 MIN_REPEATS = 0.5
 PROBE_EVERY = 16
+# Longer records (bytes on average in a batch) are parsed line by line too: their cost is their text, which Arrow
+# reads no faster than json.loads, and the per-record work the memo saves is a small part of it.
+MAX_RECORD_BYTES = 2048
 _NULL, _NO_MESSAGE = -1, -2  # codes of a missing role or content, and of a message that is not an object
 
 
@@ -58,8 +61,11 @@ class ConversationMemo:
     tokens: int = 0
     batches_to_skip: int = 0
 
-    def pays(self) -> bool:
-        """Whether the next batch should go through the memo (records.arrow_messages, then encode)."""
+    def pays(self, record_bytes: float) -> bool:
+        """Whether the next batch, of records this long on average, should go through the memo
+        (records.arrow_messages, then encode)."""
+        if record_bytes > MAX_RECORD_BYTES:
+            return False
         if self.batches_to_skip:
             self.batches_to_skip -= 1
             return False
