@@ -21,7 +21,7 @@ memo of encoded conversations, checked out with `git archive` into a temporary f
 or outside a git checkout); the naive loop. Every arm must give the same rows_sha256 (and the two builders the same
 parquet_sha256) or the benchmark fails. Each arm runs in a fresh process, so its peak RSS is its own; "CPU s" is
 user+sys of the arm and its worker processes, the figure least moved by other jobs on the machine.
-Run: .venv/bin/python benchmarks/rows_build.py [EPOCHS] [--no-seeds] [--no-previous]
+Run: .venv/bin/python benchmarks/rows_build.py [EPOCHS] [--no-short] [--no-long] [--no-seeds] [--no-previous]
 """
 
 from __future__ import annotations
@@ -262,7 +262,8 @@ def main() -> None:
         previous = None if "--no-previous" in sys.argv else previous_source(root)
         if previous is None:
             print(f"previous builder: skipped ({'--no-previous' if '--no-previous' in sys.argv else 'no git'})")
-        identical = [compare(name, root / f"{name}.jsonl", root, previous) for name in ("short", "long")]
+        identical = [compare(name, root / f"{name}.jsonl", root, previous) for name in ("short", "long")
+                     if f"--no-{name}" not in sys.argv]
         if "--no-seeds" not in sys.argv:
             identical.append(seeds_build(root, previous))
         print(f"load average after: {os.getloadavg()[0]:.2f}")

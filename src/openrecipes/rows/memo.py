@@ -43,6 +43,12 @@ class Encoded:
     masks: np.ndarray
 
 
+def mean_record_bytes(records: list[bytes] | pa.Array) -> float:
+    if isinstance(records, list):
+        return sum(map(len, records)) / max(1, len(records))
+    return records.nbytes / max(1, len(records))
+
+
 def encode_parsed(encoder: Encoder, parsed: list[list[dict] | str]) -> Encoded:
     """Records already parsed by parse_record (messages, or the reason one is skipped), encoded in one call."""
     kept = [messages for messages in parsed if not isinstance(messages, str)]

@@ -39,12 +39,6 @@ def arrow_messages(records: list[bytes] | pa.Array) -> pa.Array | None:
     return records
 
 
-def mean_record_bytes(records: list[bytes] | pa.Array) -> float:
-    if isinstance(records, list):
-        return sum(map(len, records)) / max(1, len(records))
-    return records.nbytes / max(1, len(records))
-
-
 def _jsonl_messages(lines: list[bytes]) -> pa.Array | None:
     block = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
     if any(line[:1] != b"{" for line in lines) or _BOM in block or _not_utf8(block) or _too_deep_or_long(lines):
