@@ -12,11 +12,16 @@ made of the bundled chatterbot-corpus English dialogs (real text, ~2,000 dialogs
   repeat its dialogs.
 
 Then the seeds' size: 12,800 rows x 8,192 tokens (104,857,600 tokens) from the demo corpus repeated as
-`rows demo --rows 12800` repeats it, built by the builder alone (the naive loop would take over ten minutes here;
-its figure is projected from its measured rate on the short input, whose conversations are the same dialogs).
+`rows demo --rows 12800` repeats it, built by the builder and by the previous builder (the naive loop would take
+over ten minutes here; its figure is projected from its measured rate on the short input, whose conversations are
+the same dialogs).
 
-Each side runs in a fresh process, so its peak RSS is its own.
-Run: .venv/bin/python benchmarks/rows_build.py [EPOCHS] [--no-seeds]
+Arms: the builder as it is; the previous builder (PREVIOUS, the commit before the Arrow reader and the per-worker
+memo of encoded conversations, checked out with `git archive` into a temporary folder; skipped with --no-previous
+or outside a git checkout); the naive loop. Every arm must give the same rows_sha256 (and the two builders the same
+parquet_sha256) or the benchmark fails. Each arm runs in a fresh process, so its peak RSS is its own; "CPU s" is
+user+sys of the arm and its worker processes, the figure least moved by other jobs on the machine.
+Run: .venv/bin/python benchmarks/rows_build.py [EPOCHS] [--no-short] [--no-long] [--no-seeds] [--no-previous]
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import os
 import queue
 import random
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,6 +50,8 @@ ROW_TOKENS, SEED = 8192, 42
 SEEDS_BUILD_TOKENS = 12_800 * 8_192
 EOS_ID = 151643  # Qwen3's <|endoftext|>
 LONG_CONTENT_CHARS = 3500
+PREVIOUS = "b8ed046"  # the builder before Arrow parsing and the per-worker memo of encoded conversations
+REPO = Path(__file__).resolve().parents[1]
 
 
 def category_dialogs() -> dict[str, list[list[dict]]]:
@@ -83,7 +91,7 @@ def write_long_conversations(epochs: int, path: Path) -> None:
 def build_side(conversations: Path, tokenizer: Path, out: Path, rows: int = MAX_ROWS) -> dict:
     manifest = build_rows(BuildRequest(conversations, tokenizer, "qwen3", ROW_TOKENS, rows, SEED, out,
                                        workers=os.cpu_count() or 1))
-    return {"rows_sha256": manifest.rows_sha256, "rows": manifest.rows,
+    return {"rows_sha256": manifest.rows_sha256, "parquet_sha256": manifest.parquet_sha256, "rows": manifest.rows,
             "conversations": manifest.source.conversations, "used": manifest.conversations_used}
 
 
@@ -136,29 +144,81 @@ def in_fresh_process(side, *args) -> dict:
     sys.exit(f"{side.__name__} failed (exit {process.exitcode})")
 
 
-def compare(name: str, conversations: Path, root: Path) -> bool:
+# The previous builder, run from its own source tree in a fresh interpreter; it prints what _timed measures.
+PREVIOUS_SIDE = """
+import json, os, resource, sys, time
+from pathlib import Path
+from openrecipes.rows.build import BuildRequest, build_rows
+conversations, tokenizer, out, rows = sys.argv[1:5]
+started = time.perf_counter()
+manifest = build_rows(BuildRequest(Path(conversations), Path(tokenizer), "qwen3", 8192, int(rows), 42, Path(out),
+                                   workers=os.cpu_count() or 1))
+seconds = time.perf_counter() - started
+usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+print(json.dumps({"rows_sha256": manifest["rows_sha256"], "parquet_sha256": manifest["parquet_sha256"],
+                  "rows": manifest["rows"], "seconds": seconds,
+                  "peak_rss_mib": max(each.ru_maxrss for each in usage) / 1024,
+                  "cpu_seconds": sum(each.ru_utime + each.ru_stime for each in usage)}))
+"""
+
+
+def previous_source(root: Path) -> Path | None:
+    """PREVIOUS's src/ under root, or None outside a git checkout that has it."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", PREVIOUS, "src"], capture_output=True)
+    if archive.returncode != 0:
+        return None
+    (root / "previous").mkdir()
+    subprocess.run(["tar", "-x", "-C", str(root / "previous")], input=archive.stdout, check=True)
+    return root / "previous" / "src"
+
+
+def previous_side(source: Path, conversations: Path, tokenizer: Path, out: Path, rows: int = MAX_ROWS) -> dict:
+    done = subprocess.run([sys.executable, "-c", PREVIOUS_SIDE, str(conversations), str(tokenizer), str(out),
+                           str(rows)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(source)})
+    if done.returncode != 0:
+        sys.exit(f"the previous builder failed: {done.stderr.strip().splitlines()[-1:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _line(label: str, result: dict, tokens: int) -> str:
+    return (f"  {label}: {result['seconds']:.2f} s, {tokens / result['seconds']:,.0f} tokens/s, "
+            f"{result['cpu_seconds']:.1f} CPU s ({tokens / result['cpu_seconds']:,.0f} tokens per CPU s), "
+            f"peak RSS {result['peak_rss_mib']:,.0f} MiB")
+
+
+def _ratio(label: str, baseline: dict, builder: dict) -> str:
+    return (f"  builder vs {label}: {baseline['seconds'] / builder['seconds']:.2f}x wall, "
+            f"{baseline['cpu_seconds'] / builder['cpu_seconds']:.2f}x CPU")
+
+
+def compare(name: str, conversations: Path, root: Path, previous: Path | None) -> bool:
     load = os.getloadavg()[0]
     builder = in_fresh_process(build_side, conversations, root / "qwen3", root / f"rows-{name}")
     naive = in_fresh_process(naive_side, conversations, root / "qwen3-generation")
+    before = (previous_side(previous, conversations, root / "qwen3", root / f"rows-{name}-previous") if previous
+              else None)
     tokens = naive["tokens"]
-    builder_rate, naive_rate = tokens / builder["seconds"], tokens / naive["seconds"]
-    identical = builder["rows_sha256"] == naive["rows_sha256"]
+    identical = builder["rows_sha256"] == naive["rows_sha256"] and (
+        before is None or (before["rows_sha256"], before["parquet_sha256"]) == (builder["rows_sha256"],
+                                                                                  builder["parquet_sha256"]))
     print(f"{name}: {builder['conversations']:,} conversations, {tokens:,} tokens "
           f"({tokens / builder['conversations']:,.0f} per conversation), {builder['rows']} rows; "
           f"load average before: {load:.2f}")
-    print(f"  builder ({os.cpu_count()} workers): {builder['seconds']:.2f} s, {builder_rate:,.0f} tokens/s, "
-          f"{builder['cpu_seconds']:.1f} CPU s, peak RSS {builder['peak_rss_mib']:,.0f} MiB (largest process)")
-    print(f"  naive apply_chat_template loop: {naive['seconds']:.2f} s, {naive_rate:,.0f} tokens/s, "
-          f"{naive['cpu_seconds']:.1f} CPU s, peak RSS {naive['peak_rss_mib']:,.0f} MiB")
-    print(f"  speed ratio: {naive['seconds'] / builder['seconds']:.2f}x wall, "
-          f"{naive['cpu_seconds'] / builder['cpu_seconds']:.2f}x CPU; identical rows: {identical} "
-          f"(rows_sha256 {builder['rows_sha256'][:16]}...)")
+    print(_line(f"builder ({os.cpu_count()} workers)", builder, tokens))
+    if before:
+        print(_line(f"previous builder ({PREVIOUS})", before, tokens))
+    print(_line("naive apply_chat_template loop", naive, tokens))
+    print(_ratio("naive", naive, builder))
+    if before:
+        print(_ratio("previous", before, builder))
+    print(f"  identical rows: {identical} (rows_sha256 {builder['rows_sha256'][:16]}...)")
     print(f"  projected 12,800 x 8,192-token build ({SEEDS_BUILD_TOKENS:,} tokens): builder "
-          f"{SEEDS_BUILD_TOKENS / builder_rate / 60:.1f} min, naive {SEEDS_BUILD_TOKENS / naive_rate / 60:.1f} min")
+          f"{SEEDS_BUILD_TOKENS / tokens * builder['seconds'] / 60:.1f} min, "
+          f"naive {SEEDS_BUILD_TOKENS / tokens * naive['seconds'] / 60:.1f} min")
     return identical
 
 
-def seeds_build(root: Path) -> None:
+def seeds_build(root: Path, previous: Path | None) -> bool:
     """The seeds' 12,800 x 8,192-token build from the demo corpus repeated, as `rows demo --rows 12800` does."""
     from openrecipes.rows.demo import epochs_needed
 
@@ -171,9 +231,17 @@ def seeds_build(root: Path) -> None:
     print(f"seeds' size: {result['rows']:,} rows x {ROW_TOKENS:,} = {tokens:,} tokens from {result['used']:,} of "
           f"{result['conversations']:,} conversations ({epochs} epochs of the demo corpus, "
           f"{(root / 'seeds.jsonl').stat().st_size / 2**20:,.0f} MiB of JSONL); load average before: {load:.2f}")
-    print(f"  builder ({os.cpu_count()} workers): {result['seconds']:.1f} s, {tokens / result['seconds']:,.0f} tokens/s, "
-          f"{result['cpu_seconds']:.1f} CPU s, peak RSS {result['peak_rss_mib']:,.0f} MiB (largest process); "
-          f"rows_sha256 {result['rows_sha256'][:16]}...")
+    print(_line(f"builder ({os.cpu_count()} workers)", result, tokens))
+    if previous is None:
+        return True
+    load = os.getloadavg()[0]
+    before = previous_side(previous, root / "seeds.jsonl", root / "qwen3", root / "rows-seeds-previous", 12_800)
+    print(_line(f"previous builder ({PREVIOUS}), load average before {load:.2f}", before, tokens))
+    print(_ratio("previous", before, result))
+    identical = (before["rows_sha256"], before["parquet_sha256"]) == (result["rows_sha256"], result["parquet_sha256"])
+    print(f"  identical rows and parquet: {identical} (rows_sha256 {result['rows_sha256'][:16]}..., parquet_sha256 "
+          f"{result['parquet_sha256'][:16]}...)")
+    return identical
 
 
 def main() -> None:
@@ -191,12 +259,16 @@ def main() -> None:
         write_tulu_jsonl(corpus_dialogs(), epochs, root / "short.jsonl")
         write_long_conversations(epochs, root / "long.jsonl")
         print(f"input: chatterbot-corpus English dialogs x {epochs} epochs, Qwen3 tokenizer, {ROW_TOKENS:,}-token rows")
-        identical = [compare(name, root / f"{name}.jsonl", root) for name in ("short", "long")]
+        previous = None if "--no-previous" in sys.argv else previous_source(root)
+        if previous is None:
+            print(f"previous builder: skipped ({'--no-previous' if '--no-previous' in sys.argv else 'no git'})")
+        identical = [compare(name, root / f"{name}.jsonl", root, previous) for name in ("short", "long")
+                     if f"--no-{name}" not in sys.argv]
         if "--no-seeds" not in sys.argv:
-            seeds_build(root)
+            identical.append(seeds_build(root, previous))
         print(f"load average after: {os.getloadavg()[0]:.2f}")
     if not all(identical):
-        sys.exit("rows differ from the naive loop")
+        sys.exit("rows differ between the arms")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from openrecipes.errors import UserError
 from openrecipes.rows.encode import eos_token_for, make_encoder, parse_record, tokenizer_json_path
 from openrecipes.rows.formats import CHAT_FORMATS
 from openrecipes.rows.manifest import PACKING, PERMUTATION, DemoCorpus, ManifestSource, ManifestTokenizer, RowsManifest
-from openrecipes.rows.memo import ConversationMemo, Encoded, encode_parsed
+from openrecipes.rows.memo import ConversationMemo, Encoded, encode_parsed, mean_record_bytes
 from openrecipes.rows.output import RowPacker, RowsWriter
 from openrecipes.rows.publish import discard, locked, publish, stage
 from openrecipes.rows.room import SPILL_TOKENS, check_free_space, output_bytes_bound, source_tokens_bound
@@ -95,14 +95,16 @@ def _started_memo() -> ConversationMemo:
 
 def _encode_task(task: tuple[np.ndarray, JsonlLines | pa.Array]) -> tuple[np.ndarray, Encoded]:
     """One batch of records (JSONL lines, or parquet `messages` values) -> their tokens, by source index."""
-    from openrecipes.rows.records import arrow_messages  # pyarrow loads where records are read, not at CLI start
-
     memo = _started_memo()
     indices, records = task
     raws = records.read() if isinstance(records, JsonlLines) else records
-    messages = arrow_messages(raws)
-    if messages is not None:
-        return indices, memo.encode(messages)
+    if memo.pays(mean_record_bytes(raws)):
+        # pyarrow loads where a batch is read through it, not at every CLI start or for long records
+        from openrecipes.rows.records import arrow_messages
+
+        messages = arrow_messages(raws)
+        if messages is not None:
+            return indices, memo.encode(messages)
     return indices, encode_parsed(memo.encoder, [parse_record(raw) for raw in
                                                  (raws if isinstance(raws, list) else raws.to_pylist())])
 

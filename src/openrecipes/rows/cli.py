@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -22,6 +23,7 @@ rows_app = typer.Typer(help="Fixed-length SFT rows: chat format + loss mask + pa
 tokenizer_app = typer.Typer(help="Real tokenizers, rebuilt offline from quicktok-v1's vocabularies.",
                             no_args_is_help=True)
 console = Console(highlight=False)
+CORES = os.cpu_count() or 1  # the default --workers
 
 
 def _run_build(request: BuildRequest) -> RowsManifest:
@@ -58,22 +60,30 @@ def _check_format(chat_format: str) -> str:
     return chat_format
 
 
+WorkersOption = Annotated[int, typer.Option(
+    min=0, max=MAX_WORKERS, help="Tokenizer processes, at most one per core; 0 tokenizes in this process.")]
+SeedOption = Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Seed of the global permutation of conversations.")]
+RowTokensOption = Annotated[int, typer.Option(min=1, max=MAX_ROW_TOKENS, help="Tokens per row, exactly.")]
+
+
 @rows_app.command("build")
 def build(
-    conversations: Path = typer.Option(..., help="Tulu-shaped .parquet or .jsonl (id, messages: [{role, content}])."),
-    tokenizer: Path = typer.Option(..., help="Directory with tokenizer.json (and tokenizer_config.json)."),
-    chat_format: str = typer.Option(..., callback=_check_format, help=f"One of {', '.join(CHAT_FORMATS)}."),
-    row_tokens: int = typer.Option(8192, min=1, max=MAX_ROW_TOKENS, help="Tokens per row, exactly."),
-    rows: int = typer.Option(..., min=1, max=MAX_ROWS,
-                             help="Rows to write; fewer if the data runs out (the manifest says so)."),
-    seed: int = typer.Option(..., min=0, max=MAX_SEED, help="Seed of the global permutation of conversations."),
-    out: Path = typer.Option(..., help="Output directory: rows.parquet + manifest.json."),
-    workers: int = typer.Option(os.cpu_count() or 1, min=0, max=MAX_WORKERS,
-                                help="Tokenizer processes, at most one per core; 0 tokenizes in this process."),
-    name: str = typer.Option(None, help="Build name recorded in the manifest."),
-    eos_token: str = typer.Option(None, help="Token between conversations (default: the format's end-of-text)."),
-    source_dataset: str = typer.Option(None, help="Dataset id for the manifest, e.g. allenai/tulu-3-sft-mixture."),
-    source_revision: str = typer.Option(None, help="Dataset revision (commit) for the manifest."),
+    conversations: Annotated[Path, typer.Option(
+        help="Tulu-shaped .parquet or .jsonl (id, messages: [{role, content}]).")],
+    tokenizer: Annotated[Path, typer.Option(help="Directory with tokenizer.json (and tokenizer_config.json).")],
+    chat_format: Annotated[str, typer.Option(callback=_check_format, help=f"One of {', '.join(CHAT_FORMATS)}.")],
+    rows: Annotated[int, typer.Option(min=1, max=MAX_ROWS,
+                                      help="Rows to write; fewer if the data runs out (the manifest says so).")],
+    seed: SeedOption,
+    out: Annotated[Path, typer.Option(help="Output directory: rows.parquet + manifest.json.")],
+    row_tokens: RowTokensOption = 8192,
+    workers: WorkersOption = CORES,
+    name: Annotated[str | None, typer.Option(help="Build name recorded in the manifest.")] = None,
+    eos_token: Annotated[str | None, typer.Option(
+        help="Token between conversations (default: the format's end-of-text).")] = None,
+    source_dataset: Annotated[str | None, typer.Option(
+        help="Dataset id for the manifest, e.g. allenai/tulu-3-sft-mixture.")] = None,
+    source_revision: Annotated[str | None, typer.Option(help="Dataset revision (commit) for the manifest.")] = None,
 ) -> None:
     """Build fixed-length rows with per-model loss masks from a conversation file."""
     _run_build(BuildRequest(conversations, tokenizer, chat_format, row_tokens, rows, seed, out, workers, name,
@@ -82,14 +92,14 @@ def build(
 
 @rows_app.command("demo")
 def demo(
-    out: Path = typer.Option(..., help="Output directory: conversations.jsonl, tokenizer/, rows.parquet, manifest."),
-    chat_format: str = typer.Option("gpt_oss", help="gpt_oss, qwen3 or llama3 (the bundled tokenizers)."),
-    row_tokens: int = typer.Option(8192, min=1, max=MAX_ROW_TOKENS, help="Tokens per row."),
-    rows: int = typer.Option(4, min=1, max=MAX_ROWS,
-                             help="Rows to write; the corpus repeats in epochs when one pass is too small."),
-    seed: int = typer.Option(42, min=0, max=MAX_SEED, help="Seed of the global permutation."),
-    workers: int = typer.Option(os.cpu_count() or 1, min=0, max=MAX_WORKERS,
-                                help="Tokenizer processes, at most one per core; 0 tokenizes in this process."),
+    out: Annotated[Path, typer.Option(
+        help="Output directory: conversations.jsonl, tokenizer/, rows.parquet, manifest.")],
+    chat_format: Annotated[str, typer.Option(help="gpt_oss, qwen3 or llama3 (the bundled tokenizers).")] = "gpt_oss",
+    row_tokens: RowTokensOption = 8192,
+    rows: Annotated[int, typer.Option(
+        min=1, max=MAX_ROWS, help="Rows to write; the corpus repeats in epochs when one pass is too small.")] = 4,
+    seed: SeedOption = 42,
+    workers: WorkersOption = CORES,
 ) -> None:
     """Convert chatterbot-corpus's English dialogs to the Tulu shape and build rows from them."""
     families = {"gpt_oss": "gpt-oss", "qwen3": "qwen3", "llama3": "llama3"}
@@ -113,8 +123,8 @@ def demo(
 
 @tokenizer_app.command("export")
 def export(
-    family: str = typer.Argument(..., help=f"One of {', '.join(VOCABS)}."),
-    out: Path = typer.Option(..., help="Directory to write tokenizer.json + tokenizer_config.json into."),
+    family: Annotated[str, typer.Argument(help=f"One of {', '.join(VOCABS)}.")],
+    out: Annotated[Path, typer.Option(help="Directory to write tokenizer.json + tokenizer_config.json into.")],
 ) -> None:
     """Write a Hugging Face tokenizer directory, its vocabulary checked against the official sha256."""
     result = export_tokenizer(family, out)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from collections.abc import Mapping
 from itertools import chain, compress
 from pathlib import Path
 
@@ -103,7 +104,7 @@ class Encoder:
         """(input_ids, loss_mask) of each conversation."""
         ids, mask, lengths = self.encode_stream(conversations)
         cuts = np.cumsum(lengths)[:-1]
-        return list(zip(np.split(ids, cuts), np.split(mask, cuts)))
+        return list(zip(np.split(ids, cuts), np.split(mask, cuts), strict=True))
 
 
 class PartsEncoder(Encoder):
@@ -146,12 +147,17 @@ class PartsEncoder(Encoder):
             if characters >= ENCODE_CHARACTERS or number == len(conversations) - 1:
                 encoded.append((self.joined and self._encode_joined(batch)) or self._encode_runs(batch))
                 batch, characters = [], 0
-        return tuple(np.concatenate(column) for column in zip(*encoded))
+        ids, masks, lengths = (np.concatenate(column) for column in zip(*encoded, strict=True))
+        return ids, masks, lengths
 
     def _encode_joined(self, conversations: list[list[Part]]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        texts, part_texts, part_flags, part_is_special, conversation_parts = [], [], [], [], []
+        texts: list[str] = []
+        part_texts: list[str] = []
+        part_flags: list[bool] = []
+        part_is_special: list[bool] = []
+        conversation_parts: list[int] = []
         for parts in conversations:
-            conversation_texts, flags, special = zip(*parts)
+            conversation_texts, flags, special = zip(*parts, strict=True)
             texts.append("".join(conversation_texts))
             part_texts += conversation_texts
             part_flags += flags
@@ -264,7 +270,10 @@ class TemplateEncoder(Encoder):
                             "tokenizer.json and tokenizer_config.json") from None
         if not self.tokenizer.chat_template:
             raise UserError(f"{directory}: tokenizer_config.json: no chat_template; --chat-format template needs one")
-        self.eos_id = self.tokenizer.convert_tokens_to_ids(eos)
+        eos_id = self.tokenizer.convert_tokens_to_ids(eos)
+        if not isinstance(eos_id, int):  # a tokenizer without an unknown token has no id for a token it lacks
+            raise UserError(f"{directory}: no {eos} token; pass --eos-token with the tokenizer's end-of-text token")
+        self.eos_id = eos_id
         self.directory = directory
 
     def encode_stream(self, conversations: list[list[dict]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -275,12 +284,15 @@ class TemplateEncoder(Encoder):
             out = self.tokenizer.apply_chat_template(
                 messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True,
                 strftime_now=FIXED_DATE.strftime)
-            if not any(out["assistant_masks"]):
+            assert isinstance(out, Mapping), "return_dict=True returns a BatchEncoding"
+            conversation_ids: list[int] = out["input_ids"]
+            conversation_mask: list[int] = out["assistant_masks"]
+            if not any(conversation_mask):
                 raise UserError(f"{self.directory}: chat_template: the assistant mask is all zero; the template "
                                 "needs {% generation %} ... {% endgeneration %} around assistant content")
-            ids += [*out["input_ids"], self.eos_id]
-            mask += [*out["assistant_masks"], 0]
-            lengths.append(len(out["input_ids"]) + 1)
+            ids += [*conversation_ids, self.eos_id]
+            mask += [*conversation_mask, 0]
+            lengths.append(len(conversation_ids) + 1)
         return np.array(ids, np.int32), np.array(mask, np.uint8), np.array(lengths, np.int64)
 
 

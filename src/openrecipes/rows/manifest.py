@@ -73,7 +73,7 @@ class RowsManifest(_Part):
             return cls.model_validate_json(path.read_bytes())
         except (OSError, ValidationError) as error:
             reason = str(error).splitlines()[0]
-            raise UserError(f"{path}: not a rows manifest ({reason}); rebuild it with `openrecipes rows build`") from None
+            raise UserError(f"{path}: not a rows manifest ({reason}); build the rows again") from None
 
     def write(self, path: Path) -> None:
         fields = self.model_dump(exclude={"demo"} if self.demo is None else None)

@@ -22,6 +22,14 @@ if TYPE_CHECKING:
 # Kept across batches until either is exceeded, then both start over.
 BUDGET_TOKENS = 1 << 22
 BUDGET_CHARACTERS = 1 << 25
+# Reading a batch through Arrow and keying its conversations costs more than parsing it line by line when few
+# conversations repeat (long conversations read by Arrow are no faster than by json.loads): below this share of
+# repeats the next PROBE_EVERY batches are parsed line by line, then the memo is tried again.
+MIN_REPEATS = 0.5
+PROBE_EVERY = 16
+# Longer records (bytes on average in a batch) are parsed line by line too: their cost is their text, which Arrow
+# reads no faster than json.loads, and the per-record work the memo saves is a small part of it.
+MAX_RECORD_BYTES = 2048
 _NULL, _NO_MESSAGE = -1, -2  # codes of a missing role or content, and of a message that is not an object
 
 
@@ -33,6 +41,12 @@ class Encoded:
     reasons: list[str]
     ids: np.ndarray
     masks: np.ndarray
+
+
+def mean_record_bytes(records: list[bytes] | pa.Array) -> float:
+    if isinstance(records, list):
+        return sum(map(len, records)) / max(1, len(records))
+    return records.nbytes / max(1, len(records))
 
 
 def encode_parsed(encoder: Encoder, parsed: list[list[dict] | str]) -> Encoded:
@@ -51,6 +65,17 @@ class ConversationMemo:
     characters: int = 0
     conversations: dict[bytes, tuple[np.ndarray, np.ndarray] | str] = field(default_factory=dict)
     tokens: int = 0
+    batches_to_skip: int = 0
+
+    def pays(self, record_bytes: float) -> bool:
+        """Whether the next batch, of records this long on average, should go through the memo
+        (records.arrow_messages, then encode)."""
+        if record_bytes > MAX_RECORD_BYTES:
+            return False
+        if self.batches_to_skip:
+            self.batches_to_skip -= 1
+            return False
+        return True
 
     def encode(self, messages: pa.Array) -> Encoded:
         """Records as an Arrow list of {role, content} structs (records.arrow_messages)."""
@@ -61,6 +86,8 @@ class ConversationMemo:
         for number, key in enumerate(keys):
             if key not in self.conversations:
                 first_of_new.setdefault(key, number)
+        if len(first_of_new) > (1 - MIN_REPEATS) * len(keys):
+            self.batches_to_skip = PROBE_EVERY
         if first_of_new:
             self._encode_new(list(first_of_new), messages.take(list(first_of_new.values())))
         found = [self.conversations[key] for key in keys]

@@ -31,8 +31,9 @@ class RowsWriter:
         self._masks: list[np.ndarray] = []
 
     def add(self, ids: np.ndarray, mask: np.ndarray) -> None:
-        self.rows_sha256.update(ids.astype("<i4").tobytes())
-        self.rows_sha256.update(mask.astype(np.uint8).tobytes())
+        # hashed straight from the arrays' memory (contiguous copies only where they are not already)
+        self.rows_sha256.update(np.ascontiguousarray(ids, "<i4").data)
+        self.rows_sha256.update(np.ascontiguousarray(mask, np.uint8).data)
         self.rows += 1
         self.supervised_tokens += int(mask.sum())
         self._ids.append(ids)

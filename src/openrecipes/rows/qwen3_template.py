@@ -88,7 +88,7 @@ QWEN3_CHAT_TEMPLATE = r'''{%- if tools %}
     {%- if enable_thinking is defined and enable_thinking is false %}
         {{- '<think>\n\n</think>\n\n' }}
     {%- endif %}
-{%- endif %}'''
+{%- endif %}'''  # noqa: E501 (the published template, byte for byte: its exports' digests are pinned)
 
 # The qwen3 format's mask written as {% generation %} markers on Qwen3's template (text conversations only), for
 # `--chat-format template` and for checking the qwen3 format against apply_chat_template.

@@ -40,13 +40,15 @@ LLAMA3_PATTERN = (
 )
 # quicktok names Llama 3's 256 special tokens as Llama 3 did; Llama 3.1 renamed four of them (its chat template
 # writes <|eom_id|> and <|python_tag|>) and renumbered the reserved ones. The ids are the same.
-LLAMA31_NAMED_SPECIALS = {128000: "<|begin_of_text|>", 128001: "<|end_of_text|>", 128002: "<|reserved_special_token_0|>",
-                          128003: "<|reserved_special_token_1|>", 128004: "<|finetune_right_pad_id|>",
+LLAMA31_NAMED_SPECIALS = {128000: "<|begin_of_text|>", 128001: "<|end_of_text|>",
+                          128002: "<|reserved_special_token_0|>", 128003: "<|reserved_special_token_1|>",
+                          128004: "<|finetune_right_pad_id|>",
                           128005: "<|reserved_special_token_2|>", 128006: "<|start_header_id|>",
                           128007: "<|end_header_id|>", 128008: "<|eom_id|>", 128009: "<|eot_id|>",
                           128010: "<|python_tag|>"}
 LLAMA31_SPECIALS = {**LLAMA31_NAMED_SPECIALS,
-                    **{token_id: f"<|reserved_special_token_{token_id - 128008}|>" for token_id in range(128011, 128256)}}
+                    **{token_id: f"<|reserved_special_token_{token_id - 128008}|>"
+                       for token_id in range(128011, 128256)}}
 
 
 @dataclass(frozen=True)
