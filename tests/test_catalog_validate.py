@@ -7,8 +7,8 @@ import copy
 import pytest
 from conftest import GLM_16K, GPTOSS_1, REPO, load_seed, write_recipe
 
-from openrecipes.engines.megatron import flags
 from openrecipes.catalog.validate import recipe_files, validate_file
+from openrecipes.engines.megatron import flags
 
 
 def errors_of(tmp_path, data):

@@ -8,8 +8,8 @@ from datetime import datetime
 import pytest
 from conftest import REPO
 
-from openrecipes.errors import UserError
 from openrecipes.engines.torchtitan.logs import torchtitan_step
+from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log
 
 LOGS = REPO / "tests/fixtures/logs"

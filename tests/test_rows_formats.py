@@ -42,7 +42,7 @@ def glm_standin(tmp_path_factory) -> Path:
 def _pieces(encoder: PartsEncoder, messages: list[dict]) -> list[tuple[str, int]]:
     ids, mask = encoder.encode([messages])[0]
     return [(encoder.tokenizer.decode([int(token)], skip_special_tokens=False), int(flag))
-            for token, flag in zip(ids, mask)]
+            for token, flag in zip(ids, mask, strict=False)]
 
 
 def test_gpt_oss_equals_openai_harmony_on_every_bundled_conversation(tokenizers_dir, monkeypatch):
@@ -51,7 +51,7 @@ def test_gpt_oss_equals_openai_harmony_on_every_bundled_conversation(tokenizers_
 
     harmony = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
     encoder = PartsEncoder(tokenizers_dir / "gpt-oss", "gpt_oss", "<|endoftext|>")
-    for messages, (ids, mask) in zip(CONVERSATIONS, encoder.encode(CONVERSATIONS)):
+    for messages, (ids, mask) in zip(CONVERSATIONS, encoder.encode(CONVERSATIONS), strict=False):
         reference = harmony.render_conversation_for_training(Conversation.from_messages([
             Message.from_role_and_content(Role(m["role"]), m["content"]).with_channel("final")
             if m["role"] == "assistant" else Message.from_role_and_content(Role(m["role"]), m["content"])
@@ -100,7 +100,7 @@ def test_qwen3_equals_the_official_template_and_generation_masks(tokenizers_dir,
     template = TemplateEncoder(marked, "<|endoftext|>")
     plain = [m for m in CONVERSATIONS if not any("<|" in message["content"] for message in m)]
     for messages, (ids, mask), (template_ids, template_mask) in zip(
-            plain, encoder.encode(plain), template.encode(plain)):
+            plain, encoder.encode(plain), template.encode(plain), strict=False):
         assert ids[:-1].tolist() == official.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"]
         assert ids.tolist() == template_ids.tolist()
         assert mask.tolist() == template_mask.tolist()
@@ -134,7 +134,7 @@ def test_llama3_equals_the_official_template_and_its_mask_on_every_bundled_conve
     marked = _llama3_generation_template(official.chat_template)
     encoder = PartsEncoder(tokenizers_dir / "llama3", "llama3", "<|end_of_text|>")
     conversations = CONVERSATIONS + corpus_dialogs()
-    for messages, (ids, mask) in zip(conversations, encoder.encode(conversations)):
+    for messages, (ids, mask) in zip(conversations, encoder.encode(conversations), strict=False):
         # apply_chat_template as people call it: no date passed, so the template prints its default date
         assert ids[:-1].tolist() == official.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"]
         reference = official.apply_chat_template(messages, chat_template=marked, tokenize=True, return_dict=True,
@@ -173,7 +173,7 @@ def test_chatml_equals_the_chatml_template_and_its_mask(tokenizers_dir):
     official = AutoTokenizer.from_pretrained(str(tokenizers_dir / "qwen3"))
     encoder = PartsEncoder(tokenizers_dir / "qwen3", "chatml", "<|endoftext|>")
     plain = [m for m in CONVERSATIONS if not any("<|" in message["content"] for message in m)]
-    for messages, (ids, mask) in zip(plain, encoder.encode(plain)):
+    for messages, (ids, mask) in zip(plain, encoder.encode(plain), strict=False):
         reference = official.apply_chat_template(messages, chat_template=CHATML_GENERATION_TEMPLATE, tokenize=True,
                                                  return_dict=True, return_assistant_tokens_mask=True)
         assert ids[:-1].tolist() == reference["input_ids"] and mask[:-1].tolist() == reference["assistant_masks"]
@@ -211,8 +211,9 @@ def test_one_string_per_conversation_gives_the_reference_tokens_and_masks(tokeni
     encoder = PartsEncoder(tokenizers_dir / family, chat_format, eos)
     assert encoder.joined
     parts = [encoder.render(messages, encoder.eos) for messages in CONVERSATIONS]
-    plain = [p for p, messages in zip(parts, CONVERSATIONS) if not any("<|" in m["content"] for m in messages)]
-    for joined, reference in zip(encoder._encode_joined(plain), encoder._encode_runs(plain)):
+    plain = [p for p, messages in zip(parts, CONVERSATIONS, strict=True)
+             if not any("<|" in m["content"] for m in messages)]
+    for joined, reference in zip(encoder._encode_joined(plain), encoder._encode_runs(plain), strict=False):
         assert joined.tolist() == reference.tolist()
     # the format's own special-token text inside content would become a special token: that batch takes the
     # reference path
@@ -221,7 +222,7 @@ def test_one_string_per_conversation_gives_the_reference_tokens_and_masks(tokeni
     conversations = [*CONVERSATIONS, lookalike]
     parts = [encoder.render(messages, encoder.eos) for messages in conversations]
     assert encoder._encode_joined(parts) is None
-    for streamed, reference in zip(encoder.encode_stream(conversations), encoder._encode_runs(parts)):
+    for streamed, reference in zip(encoder.encode_stream(conversations), encoder._encode_runs(parts), strict=False):
         assert streamed.tolist() == reference.tolist()
 
 
@@ -229,7 +230,7 @@ def test_glm5_one_string_per_conversation_gives_the_reference_tokens(glm_standin
     encoder = PartsEncoder(glm_standin, "glm5", "<|endoftext|>")
     parts = [encoder.render(messages, encoder.eos) for messages in CONVERSATIONS[:5]]
     assert encoder.joined
-    for joined, reference in zip(encoder._encode_joined(parts), encoder._encode_runs(parts)):
+    for joined, reference in zip(encoder._encode_joined(parts), encoder._encode_runs(parts), strict=False):
         assert joined.tolist() == reference.tolist()
 
 
