@@ -88,7 +88,8 @@ def report(recipe_path: Path, recipe: Recipe, log: Path, steps: int) -> None:
     reference arm. A run shorter than the recipe's is measured over the recipe's window clipped into it."""
     from openrecipes.catalog.paths import catalog_root
     from openrecipes.measure.result import clip_window, measure, read_run, recipe_tables, run_inputs
-    from openrecipes.verify.convergence import check_convergence, read_curve
+    from openrecipes.verify.convergence import read_curve
+    from openrecipes.verify.verdicts import convergence_verdict
 
     console = Console()
     window = clip_window(recipe.result.window, steps)
@@ -104,11 +105,11 @@ def report(recipe_path: Path, recipe: Recipe, log: Path, steps: int) -> None:
     reference = (catalog_root(recipe_path) or Path.cwd()) / recipe.runs.reference / "train.log"
     if not reference.exists():
         raise UserError(f"the recipe's reference arm {reference} is missing; run the reference recipe first")
-    verdict = check_convergence(read_curve(log), read_curve(reference))
-    console.print(f"convergence against {reference}: {'pass' if verdict['passed'] else 'FAIL'} "
-                  f"(correlation {_figure(verdict['correlation'])}, final loss difference "
-                  f"{_figure(verdict['final_loss_difference'])})"
-                  + "".join(f"\n  {reason}" for reason in verdict["reasons"]), markup=False)
+    verdict = convergence_verdict(read_curve(log), read_curve(reference))
+    console.print(f"convergence against {reference}: {'pass' if verdict.passed else 'FAIL'} "
+                  f"(correlation {_figure(verdict.correlation)}, final loss difference "
+                  f"{_figure(verdict.final_loss_difference)})"
+                  + "".join(f"\n  {reason}" for reason in verdict.reasons), markup=False)
 
 
 def _figure(value: float | None) -> str:
