@@ -10,6 +10,7 @@ import pytest
 import yaml
 from conftest import REPO, load_seed, write_recipe
 
+from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import load_reference_tables
 from openrecipes.catalog.model import KERNELS, Recipe
 from openrecipes.catalog.schema import recipe_json_schema
@@ -30,7 +31,7 @@ def variant(*, kernels=(), attention=None, float8=None) -> dict:
     data["runs"], data["reproductions"] = None, []
     recipe = Recipe.model_validate(data)
     card = load_reference_tables().models[recipe.model]
-    data["run"] = compose(recipe, card, Recipe.model_validate(load_seed(QWEN3_8B))).script()
+    data["run"] = compose(recipe, card, parse_run(load_seed(QWEN3_8B)["run"])).script()
     return data
 
 
@@ -63,7 +64,7 @@ def test_levers_round_trip_through_the_model_and_the_published_schema():
 def test_each_lever_renders_after_the_other_flags_in_order():
     data = variant(kernels=["liger-rmsnorm", "liger-fused-linear-cross-entropy"], attention="flex", float8=FP8)
     recipe = Recipe.model_validate(data)
-    launch = render(recipe, load_reference_tables().models[recipe.model])
+    launch = render(recipe, load_reference_tables().models[recipe.model], parse_run(recipe.run))
     words = launch.torchtitan_argv()
     at = words.index("--openrecipes.kernels")
     assert words[at:] == [
@@ -78,10 +79,12 @@ def test_each_lever_renders_after_the_other_flags_in_order():
 
 
 def test_no_lever_flag_without_its_field():
-    words = render(Recipe.model_validate(variant()), load_reference_tables().models["qwen3-8b"]).torchtitan_argv()
+    recipe = Recipe.model_validate(variant())
+    words = render(recipe, load_reference_tables().models["qwen3-8b"], parse_run(recipe.run)).torchtitan_argv()
     assert not [w for w in words if w.startswith(("--openrecipes.", "--model.converters", "--quantize."))]
     rowwise = variant(float8={"scaling": "rowwise"})
-    words = render(Recipe.model_validate(rowwise), load_reference_tables().models["qwen3-8b"]).torchtitan_argv()
+    recipe = Recipe.model_validate(rowwise)
+    words = render(recipe, load_reference_tables().models["qwen3-8b"], parse_run(recipe.run)).torchtitan_argv()
     assert words[words.index("--model.converters"):] == [
         "--model.converters", "quantize.linear.float8", "--quantize.linear.float8.recipe_name", "rowwise"]
 
@@ -137,13 +140,13 @@ def test_render_refuses_a_run_that_disagrees_with_the_lever_fields():
     data["layout"]["kernels"] = []
     recipe = Recipe.model_validate(data)
     with pytest.raises(UserError, match="--openrecipes.kernels liger-rope"):
-        render(recipe, load_reference_tables().models[recipe.model])
+        render(recipe, load_reference_tables().models[recipe.model], parse_run(recipe.run))
 
 
 def test_a_tuned_layout_drops_the_base_runs_levers():
     base = Recipe.model_validate(variant(kernels=KERNELS))
     plain = Recipe.model_validate(variant())
-    launch = compose(plain, load_reference_tables().models["qwen3-8b"], base)
+    launch = compose(plain, load_reference_tables().models["qwen3-8b"], parse_run(base.run))
     assert "--openrecipes.kernels" not in launch.flags
 
 
