@@ -223,7 +223,8 @@ def _cheapest_by_recomputed(catalog: Catalog, best: list[GpuBest]) -> list[GpuBe
     for gpu in best:
         entries = [e for e in catalog.entries if e.entry.model == gpu.fastest.entry.model
                    and e.entry.result.usd_per_million_tokens is not None
-                   and e.entry.gpu.type == gpu.gpu_type and e.is_summary == gpu.cheapest.is_summary]
+                   and e.entry.gpu.type == gpu.gpu_type and e.is_summary == gpu.cheapest.is_summary
+                   and ranked_with_bf16(e) == ranked_with_bf16(gpu.cheapest)]  # FP8 never stands in for BF16
         if not entries:  # no priced entry: the published one stands, shown "not published"
             out.append(gpu)
             continue
