@@ -33,6 +33,17 @@ def repo() -> Path:
 
 
 @pytest.fixture(scope="session")
+def qwen3(tmp_path_factory) -> Path:
+    """The Qwen3 tokenizer `openrecipes tokenizer export qwen3` writes, exported once for every rows test (tests
+    only read it)."""
+    from openrecipes.rows.vocab_export import export_tokenizer
+
+    directory = tmp_path_factory.mktemp("qwen3")
+    export_tokenizer("qwen3", directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
 def bundled_site(tmp_path_factory):
     """The bundled catalog's site, built once for every test that only reads it: a build draws some thirty SVG plots,
     many seconds of CPU each time. Tests that change a catalog or the output folder build their own."""

@@ -20,16 +20,8 @@ from openrecipes.rows import output, sources
 from openrecipes.rows.build import BuildRequest, build_rows
 from openrecipes.rows.encode import PartsEncoder
 from openrecipes.rows.manifest import RowsManifest
-from openrecipes.rows.vocab_export import export_tokenizer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rows"
-
-
-@pytest.fixture(scope="module")
-def qwen3(tmp_path_factory) -> Path:
-    directory = tmp_path_factory.mktemp("qwen3")
-    export_tokenizer("qwen3", directory)
-    return directory
 
 
 def _build(qwen3: Path, out: Path, conversations: Path = FIXTURES / "conversations.jsonl", **overrides) -> dict:

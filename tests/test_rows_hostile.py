@@ -18,17 +18,9 @@ from openrecipes.errors import UserError
 from openrecipes.rows import build, demo, room
 from openrecipes.rows.build import BuildRequest, build_rows
 from openrecipes.rows.manifest import RowsManifest
-from openrecipes.rows.vocab_export import export_tokenizer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rows"
 CLI = [sys.executable, "-c", "from openrecipes.cli import main; main()"]
-
-
-@pytest.fixture(scope="module")
-def qwen3(tmp_path_factory) -> Path:
-    directory = tmp_path_factory.mktemp("qwen3")
-    export_tokenizer("qwen3", directory)
-    return directory
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ encoding with the same bytes."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -15,7 +14,6 @@ from hypothesis import strategies as st
 from openrecipes.rows.encode import make_encoder, parse_record
 from openrecipes.rows.memo import ConversationMemo, encode_parsed
 from openrecipes.rows.records import MESSAGES_SCHEMA, arrow_messages
-from openrecipes.rows.vocab_export import export_tokenizer
 
 TEXT = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(["", " ", "\n", "user", "assistant"])
 # Mostly values of the shape Arrow reads, sometimes one of another type (Arrow then declines the batch).
@@ -74,13 +72,6 @@ def test_parquet_messages_of_another_shape_are_read_value_by_value():
     assert arrow_messages(pa.array([[{"role": "user", "content": 1}]])) is None
     good = pa.array([[{"content": "x", "role": "user"}]])
     assert arrow_messages(good) is good
-
-
-@pytest.fixture(scope="module")
-def qwen3(tmp_path_factory) -> Path:
-    directory = tmp_path_factory.mktemp("qwen3")
-    export_tokenizer("qwen3", directory)
-    return directory
 
 
 @pytest.fixture(scope="module")
