@@ -16,18 +16,23 @@ Then the seeds' size: 12,800 rows x 8,192 tokens (104,857,600 tokens) from the d
 over ten minutes here; its figure is projected from its measured rate on the short input, whose conversations are
 the same dialogs).
 
+Last, the seeds' size again from the long conversations, a new regrouping each pass, so that no record repeats
+and every token is encoded: the figure for a real mixture, where the demo's repeats do not help (builder only).
+
 Arms: the builder as it is; the previous builder (PREVIOUS, the commit before the Arrow reader and the per-worker
 memo of encoded conversations, checked out with `git archive` into a temporary folder; skipped with --no-previous
 or outside a git checkout); the naive loop. Every arm must give the same rows_sha256 (and the two builders the same
 parquet_sha256) or the benchmark fails. Each arm runs in a fresh process, so its peak RSS is its own; "CPU s" is
 user+sys of the arm and its worker processes, the figure least moved by other jobs on the machine.
-Run: .venv/bin/python benchmarks/rows_build.py [EPOCHS] [--no-short] [--no-long] [--no-seeds] [--no-previous]
+Run: .venv/bin/python benchmarks/rows_build.py [EPOCHS] [--no-short] [--no-long] [--no-seeds] [--no-seeds-long]
+     [--no-previous]
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import multiprocessing
 import os
 import queue
@@ -225,13 +230,8 @@ def seeds_build(root: Path, previous: Path | None) -> bool:
     dialogs = corpus_dialogs()
     epochs = epochs_needed(dialogs, root / "qwen3", "qwen3", 12_800, ROW_TOKENS)
     write_tulu_jsonl(dialogs, epochs, root / "seeds.jsonl")
-    load = os.getloadavg()[0]
-    result = in_fresh_process(build_side, root / "seeds.jsonl", root / "qwen3", root / "rows-seeds", 12_800)
+    result = _seeds_size_builder("seeds' size", root / "seeds.jsonl", root, f"{epochs} epochs of the demo corpus")
     tokens = result["rows"] * ROW_TOKENS
-    print(f"seeds' size: {result['rows']:,} rows x {ROW_TOKENS:,} = {tokens:,} tokens from {result['used']:,} of "
-          f"{result['conversations']:,} conversations ({epochs} epochs of the demo corpus, "
-          f"{(root / 'seeds.jsonl').stat().st_size / 2**20:,.0f} MiB of JSONL); load average before: {load:.2f}")
-    print(_line(f"builder ({os.cpu_count()} workers)", result, tokens))
     if previous is None:
         return True
     load = os.getloadavg()[0]
@@ -242,6 +242,34 @@ def seeds_build(root: Path, previous: Path | None) -> bool:
     print(f"  identical rows and parquet: {identical} (rows_sha256 {result['rows_sha256'][:16]}..., parquet_sha256 "
           f"{result['parquet_sha256'][:16]}...)")
     return identical
+
+
+def seeds_long_build(root: Path) -> bool:
+    """The seeds' 12,800 x 8,192-token build from long conversations, a new regrouping of the dialogs each pass:
+    no record repeats whole, and records this long bypass the per-worker memo, so every token is encoded."""
+    from openrecipes.rows.encode import make_encoder, parse_record
+
+    write_long_conversations(1, root / "long-one-pass.jsonl")
+    encoder = make_encoder(root / "qwen3", "qwen3", "<|endoftext|>")
+    one_pass = [parse_record(line) for line in (root / "long-one-pass.jsonl").read_bytes().splitlines()]
+    tokens_per_pass = len(encoder.encode_stream([record for record in one_pass if isinstance(record, list)])[0])
+    epochs = math.ceil(SEEDS_BUILD_TOKENS / tokens_per_pass * 1.02)
+    write_long_conversations(epochs, root / "seeds-long.jsonl")
+    result = _seeds_size_builder("seeds' size, long conversations", root / "seeds-long.jsonl", root,
+                                 f"{epochs} passes")
+    return result["rows"] == 12_800
+
+
+def _seeds_size_builder(label: str, conversations: Path, root: Path, made_of: str) -> dict:
+    """The builder alone on 12,800 rows of `conversations`, printed with its input."""
+    load = os.getloadavg()[0]
+    result = in_fresh_process(build_side, conversations, root / "qwen3", root / f"rows-{conversations.stem}", 12_800)
+    tokens = result["rows"] * ROW_TOKENS
+    print(f"{label}: {result['rows']:,} rows x {ROW_TOKENS:,} = {tokens:,} tokens from {result['used']:,} of "
+          f"{result['conversations']:,} conversations ({made_of}, {conversations.stat().st_size / 2**20:,.0f} MiB "
+          f"of JSONL); load average before: {load:.2f}")
+    print(_line(f"builder ({os.cpu_count()} workers)", result, tokens))
+    return result
 
 
 def main() -> None:
@@ -266,6 +294,8 @@ def main() -> None:
                      if f"--no-{name}" not in sys.argv]
         if "--no-seeds" not in sys.argv:
             identical.append(seeds_build(root, previous))
+        if "--no-seeds-long" not in sys.argv:
+            identical.append(seeds_long_build(root))
         print(f"load average after: {os.getloadavg()[0]:.2f}")
     if not all(identical):
         sys.exit("rows differ between the arms")

@@ -158,3 +158,16 @@ def test_the_jsonl_index_finds_every_non_blank_line(tmp_path_factory, pieces, ch
     with patch.object(sources, "INDEX_CHUNK_BYTES", chunk):
         starts, ends = sources._line_index(path)
     assert list(zip(starts.tolist(), ends.tolist(), strict=False)) == expected
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_an_escaped_half_character_skips_its_conversation(qwen3, tmp_path, workers):
+    # JSON can escape a lone surrogate ("\ud800"), which no UTF-8 text can hold: that conversation is skipped as
+    # not_utf8, the others are built, in process and in workers alike.
+    conversations = tmp_path / "surrogate.jsonl"
+    good = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there"}]}
+    conversations.write_text('{"messages": [{"role": "user", "content": "half \\ud800 a character"}, '
+                             '{"role": "assistant", "content": "ok"}]}\n' + json.dumps(good) + "\n")
+    manifest = _build(qwen3, tmp_path / "out", conversations, row_tokens=8, workers=workers)
+    assert manifest.conversations_skipped == {"not_utf8": 1}
+    assert manifest.rows >= 1

@@ -52,10 +52,21 @@ def parse_record(raw: bytes | list | None) -> list[dict] | str:
             return "non_string_content"
         if not content.strip():
             return "empty_content"
+        if not content.isascii() and not _utf8(content):
+            return "not_utf8"
         messages.append({"role": role, "content": content})
     if not any(message["role"] == "assistant" for message in messages):
         return "no_assistant_turn"
     return messages
+
+
+def _utf8(text: str) -> bool:
+    """False for text holding half a character: JSON can escape a lone surrogate ("\\ud800"), UTF-8 cannot hold one."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def tokenizer_json_path(tokenizer: Path) -> Path:

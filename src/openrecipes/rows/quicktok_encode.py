@@ -19,7 +19,7 @@ import numpy as np
 from openrecipes.errors import UserError
 from openrecipes.rows.encode import Encoder, role_tokens
 from openrecipes.rows.formats import FORMAT_SPECIALS, RENDERERS
-from openrecipes.rows.vocab_export import VOCABS, read_ranks, read_specials
+from openrecipes.rows.vocab_export import VOCABS, read_specials
 
 # sha256 of the tokenizer.json each family's export writes (tests/test_rows_tokenizers.py checks they still do).
 EXPORTED_TOKENIZER_JSON = {
@@ -58,9 +58,12 @@ class QuicktokEncoder(Encoder):
         # Added tokens the Hugging Face tokenizer matches even inside text (Qwen3's <think>, ...): runs split there.
         self.always_matched = (re.compile("(" + "|".join(map(re.escape, spec.non_special)) + ")")
                                if spec.non_special else None)
+        # each token's length in bytes, by id: ordinary tokens (ids below the first special) as quicktok decodes
+        # them, specials by name
+        ordinary = min(names)
         self.token_bytes = np.zeros(self.encoding.n_vocab, np.int64)
-        ranks = read_ranks(spec)  # quicktok's own token_byte_values() is not in rank order
-        self.token_bytes[:len(ranks)] = np.fromiter(map(len, ranks), np.int64, len(ranks))
+        self.token_bytes[:ordinary] = np.fromiter(map(len, map(self.encoding.decode_single_token_bytes,
+                                                                range(ordinary))), np.int64, ordinary)
         for token_id, name in names.items():
             self.token_bytes[token_id] = len(name.encode())
 
