@@ -54,7 +54,7 @@ def run_command(
 
     run_dir = out or Path("runs") / recipe_path.stem
     log = execute(launch, run_dir, tokens_per_step=recipe.workload.global_batch * recipe.workload.row_tokens)
-    report(recipe_path, recipe, log, int(launch.flags["--training.steps"][0]))
+    report(recipe_path, recipe, log, launch.steps)
 
 
 def launch_command(

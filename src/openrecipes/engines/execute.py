@@ -33,7 +33,7 @@ def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int) ->
     if log.exists():
         raise UserError(f"{log} exists: it may be a published run; give another --out")
     run_dir.mkdir(parents=True, exist_ok=True)
-    steps = int(launch.flags["--training.steps"][0])
+    steps = launch.steps
     gpus = launch.nnodes * launch.nproc_per_node
     reader, table = TorchtitanReader(), []
     console = Console()

@@ -23,6 +23,7 @@ from openrecipes.errors import UserError
 # torchtitan's own float8 converter flags (torchao's float8 training of the linear layers). They come last in a run.
 KERNELS_FLAG = "--openrecipes.kernels"
 ATTENTION_FLAG = "--openrecipes.attention"
+STEPS_FLAG = "--training.steps"
 FLOAT8_CONVERTER = "quantize.linear.float8"
 FLOAT8_FLAGS = {"converter": "--model.converters", "scaling": "--quantize.linear.float8.recipe_name",
                 "skip": "--quantize.linear.float8.filter_fqns",
@@ -45,6 +46,11 @@ class TorchtitanLaunch:
     nproc_per_node: int
     torchrun_options: dict[str, list[str]]  # torchrun's own options besides the node and process counts
     flags: dict[str, list[str]]  # torchtitan's --section.option -> its values; [] for a switch
+
+    @property
+    def steps(self) -> int:
+        """The optimizer steps the run takes: its --training.steps (every recipe's command sets it)."""
+        return int(self.flags[STEPS_FLAG][0])
 
     def torchtitan_argv(self) -> list[str]:
         return _words(self.flags)
@@ -117,7 +123,7 @@ def layout_flags(recipe: Recipe, card: ModelCard) -> dict[str, list[str]]:
         "--training.seq_len": [str(workload.row_tokens)],
         "--training.global_batch_size": [str(workload.global_batch)],
         "--training.local_batch_size": [str(layout.rows_per_microbatch)],
-        "--training.steps": [str(recipe.result.steps_per_run)],
+        STEPS_FLAG: [str(recipe.result.steps_per_run)],
         "--parallelism.data_parallel_shard_degree": [str(fsdp)],
         "--parallelism.data_parallel_replicate_degree": [str(layout.dp // fsdp)],
         "--parallelism.tensor_parallel_degree": [str(layout.tp)],
@@ -182,7 +188,7 @@ def render(recipe: Recipe, card: ModelCard, command: ParsedRun, *, steps: int | 
                             f"{said}; run `openrecipes validate` on the recipe")
     launch = compose(recipe, card, command)
     if steps is not None:
-        launch.flags["--training.steps"] = [str(steps)]
+        launch.flags[STEPS_FLAG] = [str(steps)]
     launch.flags.update(overrides or {})
     return launch
 
