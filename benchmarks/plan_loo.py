@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import statistics
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
@@ -23,13 +22,10 @@ from openrecipes.catalog.store import load_catalog  # noqa: E402
 from openrecipes.plan.calibrate import (  # noqa: E402
     measured_points,
     predict_point,
-    reference_tables,
     request_of,
-    speed_points,
 )
-from openrecipes.plan.fit import fit  # noqa: E402
 from openrecipes.plan.heldout import leave_one_out, median_abs_error, rank_agreement  # noqa: E402
-from openrecipes.plan.predict import PlanRequest, context, predict, predict_layout  # noqa: E402
+from openrecipes.plan.predict import PlanRequest, predict  # noqa: E402
 
 # Each term off: the value at which it has no effect (left out of the fit).
 TERMS_OFF = {
@@ -112,11 +108,6 @@ def _gpt_oss_torchtitan_8xh200(catalog) -> None:
     print(f"\ngpt-oss-20b (24 layers) on 8 x H200, torchtitan, global batch {request.global_batch} x "
           f"{request.row_tokens:,} tokens: PREDICTED (no run), beside the seeds' measured Megatron "
           f"{seed.result.tokens_per_s_per_gpu:,.1f} ({seed.layout.label})")
-    # The other reading of the same points: a grouped-GEMM size effect shared by both engines, no torchtitan term.
-    size_reading = fit(speed_points(), fixed={"torchtitan_expert_efficiency": 1.0})
-    size_ctx = replace(context(request, reference_tables()), calibration=size_reading)
-    print(f"(size reading: grouped_gemm_half_rows {size_reading.grouped_gemm_half_rows:,.0f}, Megatron efficiency "
-          f"{size_reading.efficiency('megatron', 'H200'):.3f}, fitted without torchtitan_expert_efficiency)")
     for what, p in (("best fitting layout", ranked[0]), ("closest to the seeds' layout", closest)):
         i = p.interval
         print(f"- {what}: {p.layout.label} {p.layout.recompute} recompute, {p.layout.rows_per_microbatch} row(s) a "
@@ -124,7 +115,6 @@ def _gpt_oss_torchtitan_8xh200(catalog) -> None:
               f"{i.basis}), {p.memory.total_gib:.1f} GiB; "
               f"{p.tokens_per_s_per_gpu / seed.result.tokens_per_s_per_gpu:.2f}x the seeds' figure; step parts "
               f"{p.step.parts_s()}")
-        print(f"  {what} under the size reading: {predict_layout(size_ctx, p.layout).tokens_per_s_per_gpu:,.1f}")
 
 
 SEED_GPT_OSS = "gpt-oss-20b/h200/attune-tp1-pp1-ep4"

@@ -74,4 +74,4 @@ def test_a_reduced_depth_point_is_the_models_shape_cut_to_its_layers():
     assert cut.total_params == pytest.approx(4_451_017_664, rel=1e-3)
     assert full.active_params - cut.active_params == 20 * (full.block_matmul_params // full.layers)
     points = [p for p in measured_points().values() if p.request.model == reduced_depth_name("gpt-oss-20b", 4)]
-    assert len(points) == 4 and all(p.layout.stage_layers == (4,) for p in points)
+    assert len(points) == 5 and all(p.layout.stage_layers == (4,) for p in points)
