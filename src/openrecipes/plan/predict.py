@@ -127,7 +127,7 @@ class Prediction:
         )
 
     def as_json(self) -> dict:
-        return self.exported().model_dump(mode="json")
+        return self.exported().model_dump()
 
 
 def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Context:
