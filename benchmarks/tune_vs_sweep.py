@@ -47,8 +47,8 @@ def sweep_arms(model: str, gpu: str, gpus: int):
     """(name, arm) of the whole space in the planner's order at its prior: the reference arm first."""
     s = setup(model, gpu, gpus)
     ranked = rank(s.ranked, s.prior)
-    arms = [("reference", reference_arm(s.base_data, s.base, s.card, s.reference, MEASURE_STEPS))]
-    arms += [(c.slug, arm_of(c.slug, s.base_data, s.base, s.card, c, MEASURE_STEPS)) for c in ranked]
+    arms = [("reference", reference_arm(s.base, s.card, s.reference, MEASURE_STEPS))]
+    arms += [(c.slug, arm_of(c.slug, s.base, s.card, c, MEASURE_STEPS)) for c in ranked]
     return s, arms
 
 
@@ -68,7 +68,8 @@ def sweep(model: str, gpu: str, gpus: int, out: Path, until: float, only: list[s
     if only:
         unknown = set(only) - {arm.candidate.slug for _, arm in arms}
         if unknown:
-            raise SystemExit(f"--only: not in the space: {', '.join(sorted(unknown))} (see `openrecipes tune --dry-run`)")
+            raise SystemExit(f"--only: not in the space: {', '.join(sorted(unknown))} "
+                             "(see `openrecipes tune --dry-run`)")
         arms = sorted((a for a in arms if a[1].candidate.slug in only), key=lambda a: only.index(a[1].candidate.slug))
     out.mkdir(parents=True, exist_ok=True)
     for name, arm in arms:

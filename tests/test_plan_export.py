@@ -70,3 +70,28 @@ def test_emit_errors_are_one_line_exit_2(tmp_path):
     assert too_far.returncode == 2 and "--emit-recipe 999: choose 1.." in too_far.stderr
     assert openrecipes("plan", "export").returncode == 2
     assert not out.exists()
+
+
+def test_a_planned_recipe_keeps_its_bases_fields_and_holds_the_prediction():
+    import yaml
+
+    from openrecipes.catalog.model import Recipe
+    from openrecipes.catalog.store import load_recipe
+    from openrecipes.tune.emit import base_request, planned_recipe, runnable_predictions
+
+    base_path, request = base_request("qwen3-8b", "H200", 2, REPO)
+    prediction = runnable_predictions(request, REPO)[1]
+    planned = Recipe.model_validate(yaml.safe_load(planned_recipe(base_path, 2, prediction, REPO).text))
+    base = load_recipe(base_path)
+    changed = {"status", "layout", "result", "correctness", "runs", "run", "notes"}
+    assert planned.model_dump(exclude=changed) == base.model_dump(exclude=changed)
+    figures = {"tokens_per_s_per_gpu", "usd_per_million_tokens", "step_time_cv_percent", "mfu", "gpu_hours",
+               "gpu_hours_note", "reference_tokens_per_s_per_gpu"}
+    assert planned.result.model_dump(exclude=figures) == base.result.model_dump(exclude=figures)
+    assert planned.result.tokens_per_s_per_gpu == round(prediction.tokens_per_s_per_gpu, 1)
+    assert planned.status == "planned" and planned.runs is None
+    assert planned.result.reference_tokens_per_s_per_gpu is None
+    assert planned.correctness.result == "pending" and planned.correctness.convergence is None
+    assert planned.correctness.component_tests == [] and planned.correctness.rules == base.correctness.rules
+    assert planned.layout.summary.endswith("(#2 predicted by `openrecipes plan`)")
+    assert planned.layout.highlights.startswith("planned: ")

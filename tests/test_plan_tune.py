@@ -280,3 +280,39 @@ def test_a_base_not_yet_measured_is_tuned_from_its_configuration(catalog):
     broken.write_text(base.replace("schema_version: 1", "schema_version: 7"))
     with pytest.raises(UserError, match="broken.yaml: schema_version"):
         tuning.setup("qwen3-8b", "H200", 2, broken, catalog, when=WHEN)
+
+
+def test_an_arm_is_the_base_recipe_with_only_its_layout_steps_and_command_changed(catalog):
+    from openrecipes.tune.arms import arm_of, reference_arm
+
+    s = tuning.setup("qwen3-8b", "H200", 2, catalog / "recipes/qwen3-8b/h200" / BASE.name, catalog, when=WHEN,
+                     float8="tensorwise")
+    kept = {"run", "result", "layout", "workload"}
+    reference = reference_arm(s.base, s.card, s.reference, 12).recipe
+    assert reference.model_dump(exclude={"run", "result"}) == s.base.model_dump(exclude={"run", "result"})
+    assert reference.result.model_dump(exclude={"steps_per_run"}) == s.base.result.model_dump(
+        exclude={"steps_per_run"})
+    assert reference.result.steps_per_run == 12 and "--training.steps 12" in reference.run
+    candidate = s.ranked[0]
+    arm = arm_of(candidate.slug, s.base, s.card, candidate, 12).recipe
+    assert arm.model_dump(exclude=kept) == s.base.model_dump(exclude=kept)
+    assert arm.workload.model_dump(exclude={"precision"}) == s.base.workload.model_dump(exclude={"precision"})
+    assert arm.workload.precision == "fp8" and arm.layout.float8 is not None
+    assert arm.layout.float8.scaling == "tensorwise" and arm.layout.float8.skip == ["output"]
+    assert (arm.layout.label, arm.layout.dp, arm.layout.compile) == (
+        candidate.label, candidate.layout.dp, candidate.layout.compile)
+    assert "--model.converters quantize.linear.float8" in arm.run
+    assert s.base.workload.precision == "bf16" and s.base.layout.float8 is None  # the base is left as it was
+
+
+def test_a_recipe_edited_by_copy_is_validated_again():
+    from pydantic import ValidationError
+
+    from openrecipes.catalog.store import load_recipe
+    from openrecipes.tune.arms import validated
+
+    base = load_recipe(BASE)
+    swapped = base.layout.model_copy(update={"kernels": ["liger-rope", "liger-rmsnorm"]})
+    edited = base.model_copy(update={"layout": swapped})  # model_copy assigns without checking
+    with pytest.raises(ValidationError, match="list each kernel once"):
+        validated(edited)

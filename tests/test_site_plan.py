@@ -119,7 +119,7 @@ def test_the_site_never_runs_the_predictor():
             "print([m for m in sys.modules if m.startswith('openrecipes.plan')])")
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                            env={"PYTHONPATH": str(REPO / "src")}, check=True).stdout.strip()
-    assert found == "[]"
+    assert found == "['openrecipes.plan', 'openrecipes.plan.export_model']"  # the exported tables' types only
 
 
 def test_glm_on_one_node_shows_why_nothing_fits(bundled_site):
@@ -170,3 +170,49 @@ def test_our_runs_without_a_recipe_sit_beside_their_predictions(bundled_site):
         # (a layout inside the memory margin is not ranked either, and says so)
         if "inside the margin" not in row:
             assert ("a compiled layout" in row) == ("compile" in name) and ("fits; #" in row) != ("compile" in name)
+
+
+def _broken(text: str, old: str, new: str) -> str:
+    assert old in text
+    return text.replace(old, new, 1)
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda t: _broken(t, '"measured_total"', '"measured_count"'), "tables.0.measured_total: Field required"),
+    (lambda t: _broken(t, '"rank": 1,', '"rank": "first",'),  # qwen3-8b's third table: 2 x H200, from its recipe
+     "tables.2.data.rows.0.planned_recipe.rank: Input should be a valid integer"),
+    (lambda t: _broken(t, '"gpus": 2,', '"gpus": 2, "anchor": "x",'),
+     "tables.0.anchor: Extra inputs are not permitted"),
+    (lambda t: t[:-40], "Invalid JSON"),
+])
+def test_a_stale_or_edited_plan_is_one_line_naming_the_file_field_and_fix(tmp_path, edit, field):
+    from openrecipes.errors import UserError
+    from openrecipes.site.plan import read_plan
+
+    (tmp_path / "plans").mkdir()
+    path = tmp_path / "plans/qwen3-8b.json"
+    path.write_text(edit((REPO / "plans/qwen3-8b.json").read_text(encoding="utf-8")), encoding="utf-8")
+    with pytest.raises(UserError) as error:
+        read_plan(tmp_path, "qwen3-8b")
+    message = str(error.value)
+    assert message.startswith(f"{path}: {field}") and "\n" not in message
+    assert message.endswith("; re-export it with `openrecipes plan export --out plans`")
+
+
+def test_site_build_refuses_a_stale_plan_with_exit_2_and_writes_nothing(tmp_path):
+    import shutil
+
+    from conftest import openrecipes
+
+    root = tmp_path / "catalog"
+    for folder in ("recipes", "models", "hardware", "runs"):
+        shutil.copytree(REPO / folder, root / folder)
+    (root / "plans").mkdir()
+    plan = root / "plans/gpt-oss-20b.json"
+    plan.write_text((REPO / plan.relative_to(root)).read_text(encoding="utf-8").replace('"runs":', '"old_runs":'),
+                    encoding="utf-8")
+    result = openrecipes("site", "build", "--out", str(tmp_path / "site"), "--catalog", str(root))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"error: {plan}: tables.0.runs: Field required; re-export it with `openrecipes plan export --out plans`"]
+    assert "Traceback" not in result.stderr and not (tmp_path / "site").exists()

@@ -13,6 +13,7 @@ from openrecipes import figures
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import GIB, Calibration, Links, calibration, links
+from openrecipes.plan.export_model import ExportedInterval, PredictedLayout
 from openrecipes.plan.layouts import Engine, Layout, enumerate_layouts
 from openrecipes.plan.memory import MemoryEstimate, estimate_memory
 from openrecipes.plan.shape import ModelShape, model_shape
@@ -99,28 +100,34 @@ class Prediction:
         return (f"{verdict}: {self.memory.total_gib:.1f} GiB; "
                 f"{largest.replace('_', ' ')} {self.memory.parts[largest] / GIB:.1f}")
 
+    def exported(self) -> PredictedLayout:
+        """The prediction as `plan --json` prints it and plans/*.json store it: figures rounded for reading."""
+        layout, interval = self.layout, self.interval
+        return PredictedLayout(
+            engine=layout.engine, label=layout.label,
+            tp=layout.tp, pp=layout.pp, vpp=layout.vpp, cp=layout.cp, ep=layout.ep, etp=layout.etp,
+            dp=layout.dp, sequence_parallel=layout.sequence_parallel, stage_layers=list(layout.stage_layers),
+            recompute=layout.recompute, offload_fraction=layout.offload_fraction,
+            rows_per_microbatch=layout.rows_per_microbatch, max_tokens_per_gpu=layout.max_tokens_per_gpu,
+            grad_reduce_bf16=layout.grad_reduce_bf16, compile=layout.compile,
+            reshard_after_forward=layout.reshard_after_forward,
+            kernels=list(layout.kernels), attention=layout.attention, float8=layout.float8,
+            unmeasured_levers=list(self.step.unmeasured_levers),
+            fits=self.fits, peak_fits=self.peak_fits, reason=self.reason,
+            memory_gib=round(self.memory.total_gib, 2), capacity_gib=self.capacity_gib,
+            headroom_gib=round(self.headroom_gib, 2), margin_gib=round(self.margin_gib, 2),
+            memory_parts=self.memory.parts_gib(),
+            step_time_s=round(self.step.total_s, 4), step_parts_s=self.step.parts_s(),
+            tokens_per_s_per_gpu=round(self.tokens_per_s_per_gpu, 1),
+            interval=ExportedInterval(low=interval.low, high=interval.high, basis=interval.basis,
+                                      constrained=interval.constrained),
+            mfu=round(self.mfu, 4),
+            usd_per_million_tokens=(round(self.usd_per_million_tokens, 4)
+                                    if self.usd_per_million_tokens is not None else None),
+        )
+
     def as_json(self) -> dict:
-        layout = self.layout
-        return {
-            "engine": layout.engine, "label": layout.label,
-            "tp": layout.tp, "pp": layout.pp, "vpp": layout.vpp, "cp": layout.cp, "ep": layout.ep, "etp": layout.etp,
-            "dp": layout.dp, "sequence_parallel": layout.sequence_parallel, "stage_layers": list(layout.stage_layers),
-            "recompute": layout.recompute, "offload_fraction": layout.offload_fraction,
-            "rows_per_microbatch": layout.rows_per_microbatch, "max_tokens_per_gpu": layout.max_tokens_per_gpu,
-            "grad_reduce_bf16": layout.grad_reduce_bf16, "compile": layout.compile,
-            "reshard_after_forward": layout.reshard_after_forward,
-            "kernels": list(layout.kernels), "attention": layout.attention, "float8": layout.float8,
-            "unmeasured_levers": list(self.step.unmeasured_levers),
-            "fits": self.fits, "peak_fits": self.peak_fits, "reason": self.reason,
-            "memory_gib": round(self.memory.total_gib, 2), "capacity_gib": self.capacity_gib,
-            "headroom_gib": round(self.headroom_gib, 2), "margin_gib": round(self.margin_gib, 2),
-            "memory_parts": self.memory.parts_gib(),
-            "step_time_s": round(self.step.total_s, 4), "step_parts_s": self.step.parts_s(),
-            "tokens_per_s_per_gpu": round(self.tokens_per_s_per_gpu, 1), "interval": self.interval.as_json(),
-            "mfu": round(self.mfu, 4),
-            "usd_per_million_tokens": (round(self.usd_per_million_tokens, 4)
-                                       if self.usd_per_million_tokens is not None else None),
-        }
+        return self.exported().model_dump()
 
 
 def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Context:

@@ -47,9 +47,6 @@ class Interval:
     basis: str  # which held-out errors set it, and why it is wide where it is
     constrained: bool  # False: no measured point of this engine on this GPU type, or a feature none has
 
-    def as_json(self) -> dict:
-        return {"low": self.low, "high": self.high, "basis": self.basis, "constrained": self.constrained}
-
 
 @lru_cache(maxsize=1)
 def stored() -> dict:

@@ -234,6 +234,7 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
     report = BuildReport(out)
     write = _Writer(out, report)
     site = site_pages(catalog)
+    plans = model_plans(catalog, site.sections)  # read first: a stale plans/*.json stops the build before any plot
     for name in ("site.css", "site.js", "plan.css", "favicon.svg"):
         write.bytes(f"static/{name}", (HERE / "static" / name).read_bytes())
     for summary in catalog.summaries:
@@ -256,7 +257,6 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
         _recipe(write, site, entry)
     write.page("compare.html", "compare.html", site=site, title="Compare two recipes")
     recipe_pages = {entry.slug: recipe_page_path(entry) for entry in catalog.recipes}
-    plans = model_plans(catalog, site.sections)
     for plan in plans:
         write.page(plan.path, "plan.html", site=site, section=site.section(plan.model), plan=plan,
                    recipe_pages=recipe_pages, title=f"Plan {plan.model}")

@@ -18,12 +18,13 @@ from openrecipes.catalog.facts import (
     usd_ranked,
     workload,
 )
+from openrecipes.plan.export_model import PredictedLayout
 
 __all__ = ["component_tests", "convergence", "gpus", "measured", "memory_parts", "mfu", "recipe_facts", "rows",
            "stack_items", "tokens_board", "tokens_detail", "usd", "usd_ranked", "workload"]
 
 
-def memory_parts(prediction: dict) -> str:
+def memory_parts(prediction: PredictedLayout) -> str:
     """A planner object's predicted memory by part, as its tooltip: "weights 23.3 · gradients 46.5 · … GiB"."""
-    parts = [f"{name.replace('_', ' ')} {gib:.1f}" for name, gib in prediction["memory_parts"].items() if gib]
+    parts = [f"{name.replace('_', ' ')} {gib:.1f}" for name, gib in prediction.memory_parts.items() if gib]
     return " · ".join(parts) + " GiB"

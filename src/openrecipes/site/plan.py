@@ -7,14 +7,32 @@ measured recipe or run beside it), then the full tables, then the calibration.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.errors import UserError
+from openrecipes.plan.export_model import FittingRow, ModelPlanExport, PlannedRecipeOffer, PlanTable
 
 PLANS_FOLDER = "plans"  # in the catalog root
+EXPORT_FIX = "re-export it with `openrecipes plan export --out plans`"
+
+
+@dataclass(frozen=True)
+class TableView:
+    """One exported table as the page shows it: its anchor and where its planned recipes are downloaded."""
+    table: PlanTable
+    folder: str  # the model section's folder
+
+    @property
+    def anchor(self) -> str:
+        return f"plan-{self.table.gpu_type.lower()}-{self.table.gpus}"
+
+    def recipe_path(self, offer: PlannedRecipeOffer) -> str:
+        """The site path of a row's planned recipe YAML."""
+        return f"plan/{self.folder}/{self.anchor}-planned-{offer.rank}.yaml"
 
 
 @dataclass
@@ -23,7 +41,7 @@ class Answer:
     gpu_type: str
     gpus: int
     anchor: str
-    best: dict | None  # the best predicted fitting layout (None: nothing fits)
+    best: FittingRow | None  # the best predicted fitting layout (None: nothing fits)
     measured_name: str | None  # the fastest measured recipe or run on this type and count
     measured_entry: CatalogEntry | None  # its recipe, where it is one
     measured_tokens: float | None
@@ -33,7 +51,8 @@ class Answer:
 class ModelPlan:
     model: str
     path: str
-    data: dict | None  # the exported plan (None: no export for this model)
+    data: ModelPlanExport | None  # the exported plan (None: no export for this model)
+    tables: list[TableView] = field(default_factory=list)
     entries: dict[str, CatalogEntry] = field(default_factory=dict)  # measured recipes by slug, for names and links
     answers: list[Answer] = field(default_factory=list)
     downloads: dict[str, str] = field(default_factory=dict)  # site path -> a planned recipe's YAML
@@ -43,26 +62,27 @@ def plan_page_path(folder: str) -> str:
     return f"plan/{folder}.html"
 
 
-def anchor(table: dict) -> str:
-    return f"plan-{table['gpu_type'].lower()}-{table['gpus']}"
-
-
-def read_plan(root: Path, model: str) -> dict | None:
+def read_plan(root: Path, model: str) -> ModelPlanExport | None:
+    """The model's exported plan, or None where none was exported; a file that is not what the export writes (not
+    JSON, stale, edited by hand) is a UserError naming the file, the first field that is wrong, and the fix."""
     path = root / PLANS_FOLDER / f"{model}.json"
     if not path.exists():
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as error:
-        raise UserError(f"{path}: not JSON ({error}); rewrite it with `openrecipes plan export --out plans`") from None
+        return ModelPlanExport.model_validate_json(path.read_bytes())
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise UserError(f"{path}: {where + ': ' if where else ''}{first['msg']}; {EXPORT_FIX}") from None
 
 
-def _answer(table: dict, entries: dict[str, CatalogEntry]) -> Answer:
-    candidates = [(row["measured"], row["slug"], entries.get(row["slug"])) for row in table["measured"]]
-    candidates += [(run["measured"], run["label"], None) for run in table["runs"]]
+def _answer(view: TableView, entries: dict[str, CatalogEntry]) -> Answer:
+    table = view.table
+    candidates = [(row.measured, row.slug, entries.get(row.slug)) for row in table.measured]
+    candidates += [(run.measured, run.label, None) for run in table.runs]
     best_measured = max(candidates, key=lambda c: c[0], default=(None, None, None))
-    rows = table["data"]["rows"]
-    return Answer(table["gpu_type"], table["gpus"], anchor(table), rows[0] if rows else None, best_measured[1],
+    rows = table.data.rows
+    return Answer(table.gpu_type, table.gpus, view.anchor, rows[0] if rows else None, best_measured[1],
                   best_measured[2], best_measured[0])
 
 
@@ -76,15 +96,11 @@ def model_plans(catalog: Catalog, sections) -> list[ModelPlan]:
         data = read_plan(catalog.root, section.name)
         plan = ModelPlan(section.name, plan_page_path(section.folder), data)
         if data:
-            for table in data["tables"]:
-                table["anchor"] = anchor(table)
-                for row in table["data"]["rows"]:
-                    if row.get("planned_recipe"):
-                        path = f"plan/{section.folder}/{table['anchor']}-planned-{row['planned_recipe']['rank']}.yaml"
-                        row["planned_recipe"]["yaml_path"] = path
-                        plan.downloads[path] = row["planned_recipe"]["text"]
-                plan.entries |= {row["slug"]: by_slug[row["slug"]]
-                                 for row in table["measured"] if row["slug"] in by_slug}
-            plan.answers = [_answer(table, plan.entries) for table in data["tables"]]
+            plan.tables = [TableView(table, section.folder) for table in data.tables]
+            for view in plan.tables:
+                plan.downloads |= {view.recipe_path(row.planned_recipe): row.planned_recipe.text
+                                   for row in view.table.data.rows if row.planned_recipe}
+                plan.entries |= {row.slug: by_slug[row.slug] for row in view.table.measured if row.slug in by_slug}
+            plan.answers = [_answer(view, plan.entries) for view in plan.tables]
         plans.append(plan)
     return plans

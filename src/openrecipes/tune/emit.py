@@ -7,20 +7,17 @@ Its result holds the prediction (labelled in `status` and the notes); a planned 
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from pathlib import Path
 
 from openrecipes import figures
 from openrecipes.audit.record import recipe_text, write_recipe
 from openrecipes.catalog.hardware import load_reference_tables
-from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root, relative_path
 from openrecipes.catalog.store import load_recipe
-from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import UserError
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict
-from openrecipes.tune.arms import candidate_data, rendered_run
+from openrecipes.tune.arms import candidate_recipe, rendered_run, validated
 from openrecipes.tune.candidates import as_candidate, renderable
 from openrecipes.tune.search import find_base
 
@@ -55,37 +52,34 @@ def base_request(model: str, gpu_type: str, gpus: int, root: Path | None = None)
 def planned_recipe(base_path: Path, rank: int, prediction: Prediction, root: Path | None = None) -> PlannedRecipe:
     root = Path(root or default_catalog_root()).resolve()
     tables = load_reference_tables(root)
-    base, base_data = load_recipe(base_path), read_yaml(base_path).data
+    base = load_recipe(base_path)
     request = PlanRequest(base.model, base.gpu.type, base.gpu.count, base.workload.row_tokens,
                           base.workload.global_batch, "torchtitan")
     candidate = as_candidate(context(request, tables), prediction.layout)
-    data = candidate_data(base_data, candidate, base.result.steps_per_run)
-    data["run"] = rendered_run(data, base, tables.models[base.model], prediction.layout.reshard_after_forward)
-    data = copy.deepcopy(data)
-    data["status"] = "planned"
-    data["layout"]["summary"] = data["layout"]["summary"].replace("chosen by `openrecipes tune`",
-                                                                  f"#{rank} predicted by `openrecipes plan`")
-    data["layout"]["highlights"] = f"planned: {candidate.label}"
+    composed = candidate_recipe(base, candidate, base.result.steps_per_run)
+    run = rendered_run(composed, base, tables.models[base.model], prediction.layout.reshard_after_forward)
+    layout = composed.layout.model_copy(update={
+        "summary": composed.layout.summary.replace("chosen by `openrecipes tune`",
+                                                   f"#{rank} predicted by `openrecipes plan`"),
+        "highlights": f"planned: {candidate.label}"})
     tokens = round(prediction.tokens_per_s_per_gpu, 1)
     gpu, instance = tables.gpus[base.gpu.type], tables.instances[base.gpu.instance]
     per_gpu_hour = figures.usd_per_gpu_hour(instance.usd_per_hour, instance.gpus)
     steps = base.result.steps_per_run
-    data["result"].update(
+    result = composed.result.model_copy(update=dict(
         tokens_per_s_per_gpu=tokens,
         usd_per_million_tokens=round(figures.usd_per_million_tokens(per_gpu_hour, tokens), 4),
         step_time_cv_percent=0.0,
         mfu=round(figures.mfu(base.result.active_params.count, tokens, gpu.peak_bf16_flops), 4),
-        gpu_hours=round(max(base.gpu.count * steps * prediction.step.total_s / 3600,
-                                                            0.01), 2),
+        gpu_hours=round(max(base.gpu.count * steps * prediction.step.total_s / 3600, 0.01), 2),
         gpu_hours_note="predicted: GPUs x steps x predicted step time (no compile warm-up, no start-up)",
-        reference_tokens_per_s_per_gpu=None)
-    data["correctness"] = {
-        "result": "pending", "summary": "not run: a layout predicted by `openrecipes plan`",
-        "reference": f"{relative_path(base_path, root)} (the recipe this one is composed from)",
-        "configuration": "not checked", "component_tests": [], "rules": base.correctness.rules}
-    data.pop("runs", None)
+        reference_tokens_per_s_per_gpu=None))
+    correctness = base.correctness.model_copy(update=dict(
+        result="pending", summary="not run: a layout predicted by `openrecipes plan`",
+        reference=f"{relative_path(base_path, root)} (the recipe this one is composed from)",
+        configuration="not checked", component_tests=[], convergence=None))
     interval = prediction.interval
-    data["notes"] = (
+    notes = (
         f"Planned by `openrecipes plan {base.model} --gpu {base.gpu.type} --gpus {base.gpu.count} --engine torchtitan "
         f"--emit-recipe {rank}`: predicted, not measured. The result's figures are the planner's prediction: "
         f"{tokens:,.1f} tokens/s per GPU "
@@ -94,7 +88,9 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, root: Pat
         f"{prediction.headroom_gib:.1f} GiB against a {prediction.margin_gib:.1f} GiB margin. Stack, workload, rows, "
         f"environment and the result's date come from {relative_path(base_path, root)}. Run it with `openrecipes run`, "
         "then measure it.")
-    return PlannedRecipe(rank, prediction, base_path, recipe_text(Recipe.model_validate(data), HEADER))
+    planned = validated(composed.model_copy(update=dict(
+        status="planned", layout=layout, result=result, correctness=correctness, runs=None, run=run, notes=notes)))
+    return PlannedRecipe(rank, prediction, base_path, recipe_text(planned, HEADER))
 
 
 def emit_recipe(model: str, gpu_type: str, gpus: int, rank: int, out: Path, root: Path | None = None) -> PlannedRecipe:

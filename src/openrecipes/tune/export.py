@@ -15,7 +15,6 @@ import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from openrecipes.atomic import write_atomic
 from openrecipes.catalog.hardware import ReferenceTables
@@ -24,6 +23,19 @@ from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import allocator_gib
 from openrecipes.plan.calibrate import MeasuredPoint, measured_point, reference_points, reference_rows, request_of
 from openrecipes.plan.constants import calibration, calibration_document
+from openrecipes.plan.export_model import (
+    CalibrationRow,
+    ExportedMargin,
+    FittingRow,
+    MeasuredRecipe,
+    MeasuredRun,
+    MissRow,
+    ModelPlanExport,
+    PlannedRecipeOffer,
+    PlanTable,
+    PredictedLayout,
+    TableData,
+)
 from openrecipes.plan.layouts import Engine
 from openrecipes.plan.levers import lever_names
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict, predict_layout
@@ -101,11 +113,11 @@ def command(request: PlanRequest) -> str:
     return " ".join(parts + [f"--top {PLAN_TOP}"])
 
 
-def _layout_key(row: dict) -> tuple:
-    return row["label"], row["recompute"], row["offload_fraction"]
+def _layout_key(row: PredictedLayout) -> tuple[str, str, float]:
+    return row.label, row.recompute, row.offload_fraction
 
 
-def _distinct(rows: list[dict], count: int) -> list[dict]:
+def _distinct(rows: list[PredictedLayout], count: int) -> list[PredictedLayout]:
     seen, kept = set(), []
     for row in rows:
         if _layout_key(row) not in seen:
@@ -116,7 +128,7 @@ def _distinct(rows: list[dict], count: int) -> list[dict]:
     return kept
 
 
-def _planned_recipes(request: PlanRequest, ranked: list[Prediction], root: Path) -> dict[int, dict]:
+def _planned_recipes(request: PlanRequest, ranked: list[Prediction], root: Path) -> dict[int, PlannedRecipeOffer]:
     """For a torchtitan table with a recipe to compose from: each shown row's planned recipe, by its index among
     the shown rows (the same text `plan --emit-recipe RANK` writes, RANK among the runnable fitting layouts)."""
     if request.engine != "torchtitan":
@@ -136,66 +148,88 @@ def _planned_recipes(request: PlanRequest, ranked: list[Prediction], root: Path)
         if id(p) in runnable_rank:
             rank = runnable_rank[id(p)]
             text = planned_recipe(base_path, rank, p, root).text
-            found[index] = {"rank": rank, "text": text, "command": (
+            found[index] = PlannedRecipeOffer(rank=rank, text=text, command=(
                 f"openrecipes plan {request.model} --gpu {request.gpu_type} --gpus {request.gpus} --engine torchtitan "
                 f"--emit-recipe {rank} "
-                f"--out {request.model.lower()}-{request.gpu_type.lower()}x{request.gpus}-planned-{rank}.yaml")}
+                f"--out {request.model.lower()}-{request.gpu_type.lower()}x{request.gpus}-planned-{rank}.yaml"))
     return found
 
 
-def table(request: PlanRequest, tables: ReferenceTables, root: Path) -> dict:
+@dataclass(frozen=True)
+class RankedTable:
+    """A table and the predicted tokens/s of all its fitting layouts (shown or not), to rank a measured layout."""
+    data: TableData
+    fitting_tokens: list[float]
+
+
+def table(request: PlanRequest, tables: ReferenceTables, root: Path) -> RankedTable:
     """One GPU type and count: the ranked fitting layouts and the notable misses, as `plan --json` objects."""
     ranked = predict(request, tables)
     fitting = [p for p in ranked if p.fits]
     not_fitting = ranked[len(fitting):]
     # With nothing fitting, the closest misses say how far off the count is; otherwise the fastest misses say
     # what stops the layouts that would win, and the two closest show where the memory boundary lies.
-    closest = [dict(row, note="closest to fitting") for row in _distinct(
-        [p.as_json() for p in not_fitting[:50]], CLOSEST_MISSES if fitting else CLOSEST_MISSES + FASTEST_MISSES)]
+    closest = [MissRow(**dict(row), note="closest to fitting") for row in _distinct(
+        [p.exported() for p in not_fitting[:50]], CLOSEST_MISSES if fitting else CLOSEST_MISSES + FASTEST_MISSES)]
     best = fitting[0].tokens_per_s_per_gpu if fitting else float("inf")
-    faster = [p.as_json() for p in sorted(not_fitting, key=lambda p: -p.tokens_per_s_per_gpu)[:50]
+    faster = [p.exported() for p in sorted(not_fitting, key=lambda p: -p.tokens_per_s_per_gpu)[:50]
               if p.tokens_per_s_per_gpu > best]
-    notable = [dict(row, note="faster than #1") for row in _distinct(faster, FASTEST_MISSES)]
+    notable = [MissRow(**dict(row), note="faster than #1") for row in _distinct(faster, FASTEST_MISSES)]
     shown = {_layout_key(row) for row in notable}
     notable += [row for row in closest if _layout_key(row) not in shown]
     recipes = _planned_recipes(request, fitting, root)
-    rows = [dict(p.as_json(), planned_recipe=recipes.get(i)) for i, p in enumerate(fitting[:PLAN_TOP])]
-    return {"valid": len(ranked), "fitting": len(fitting), "capacity_gib": ranked[0].capacity_gib,
-            "rows": rows, "misses": notable, "fitting_tokens": [round(p.tokens_per_s_per_gpu, 1) for p in fitting]}
+    rows = [FittingRow(**dict(p.exported()), planned_recipe=recipes.get(i)) for i, p in enumerate(fitting[:PLAN_TOP])]
+    data = TableData(valid=len(ranked), fitting=len(fitting), capacity_gib=ranked[0].capacity_gib, rows=rows,
+                     misses=notable)
+    return RankedTable(data, [round(p.tokens_per_s_per_gpu, 1) for p in fitting])
 
 
-def _rank(data: dict, prediction: dict) -> int | None:
+def _rank(ranked: RankedTable, prediction: PredictedLayout) -> int | None:
     """1-based rank among the table's fitting layouts; None when it does not fit or the table cannot hold it (the
     enumeration plans torchtitan's defaults, eager with resharding, so a compiled or no-reshard layout has none)."""
-    if not prediction["fits"] or prediction["compile"] or not prediction["reshard_after_forward"]:
+    if not prediction.fits or prediction.compile or not prediction.reshard_after_forward:
         return None
-    return 1 + sum(1 for t in data["fitting_tokens"] if t > prediction["tokens_per_s_per_gpu"])
+    return 1 + sum(1 for t in ranked.fitting_tokens if t > prediction.tokens_per_s_per_gpu)
 
 
-def _point_row(point: MeasuredPoint, request: PlanRequest, data: dict, tables: ReferenceTables) -> dict:
-    prediction = predict_layout(context(point.request, tables), point.layout).as_json()
+@dataclass(frozen=True)
+class Compared:
+    """The planner's prediction of a measured point's own layout, and where it ranks in the table."""
+    prediction: PredictedLayout
+    same_settings: bool
+    rank: int | None
+    allocator_gib: float
+
+
+def _compared(point: MeasuredPoint, request: PlanRequest, ranked: RankedTable, tables: ReferenceTables) -> Compared:
+    prediction = predict_layout(context(point.request, tables), point.layout).exported()
     same = point.request == request
-    return {"prediction": prediction, "same_settings": same, "rank": _rank(data, prediction) if same else None,
-            "allocator_gib": round(allocator_gib(prediction["memory_gib"], calibration().runtime_reserve_gib), 2)}
+    return Compared(prediction, same, _rank(ranked, prediction) if same else None,
+                    round(allocator_gib(prediction.memory_gib, calibration().runtime_reserve_gib), 2))
 
 
-def _measured(catalog: Catalog, request: PlanRequest, data: dict, errors: dict[str, float]) -> tuple[list[dict], int]:
+def _measured(catalog: Catalog, request: PlanRequest, ranked: RankedTable,
+              errors: dict[str, float]) -> tuple[list[MeasuredRecipe], int]:
     entries = sorted((e for e in catalog.recipes if e.entry.model == request.model
                       and e.entry.gpu.type == request.gpu_type and e.entry.gpu.count == request.gpus),
                      key=lambda e: (-e.entry.result.tokens_per_s_per_gpu, e.slug))
     rows = []
     for entry in entries[:MEASURED_SHOWN]:
-        row = {"slug": entry.slug, "measured": entry.entry.result.tokens_per_s_per_gpu,
-               "held_out_error": errors.get(entry.slug)}
+        measured = entry.entry.result.tokens_per_s_per_gpu
+        held_out = errors.get(entry.slug)
         try:
-            row |= _point_row(measured_point(entry.slug, entry.entry), request, data, catalog.tables)
+            compared = _compared(measured_point(entry.slug, entry.entry), request, ranked, catalog.tables)
         except UserError as error:
-            row |= {"prediction": None, "error": str(error)}
-        rows.append(row)
+            rows.append(MeasuredRecipe(slug=entry.slug, measured=measured, held_out_error=held_out, prediction=None,
+                                       error=str(error)))
+            continue
+        rows.append(MeasuredRecipe(slug=entry.slug, measured=measured, held_out_error=held_out,
+                                   **vars(compared)))
     return rows, len(entries)
 
 
-def _runs(catalog: Catalog, request: PlanRequest, data: dict, errors: dict[str, float]) -> list[dict]:
+def _runs(catalog: Catalog, request: PlanRequest, ranked: RankedTable,
+          errors: dict[str, float]) -> list[MeasuredRun]:
     """Our own runs of this model on this many GPUs of this type that no recipe holds, fastest first."""
     recipes = {entry.slug for entry in catalog.recipes}
     points = reference_points()
@@ -206,45 +240,46 @@ def _runs(catalog: Catalog, request: PlanRequest, data: dict, errors: dict[str, 
             continue
         point = points[row["name"]]
         lay = point.layout
-        rows.append({"name": row["name"], "measured": row["tokens_per_s_per_gpu"], "memory_gib": row["memory_gib"],
-                     "log": row["log"], "held_out_error": errors.get(row["name"]),
-                     "label": f"{lay.label} · {lay.recompute} recompute · {lay.rows_per_microbatch} row(s) a "
-                              f"microbatch · {'torch.compile' if lay.compile else 'eager'}"
-                              + "".join(f" · {name}" for name in lever_names(lay))}
-                    | _point_row(point, request, data, catalog.tables))
-    return sorted(rows, key=lambda r: (-r["measured"], r["name"]))
+        rows.append(MeasuredRun(
+            name=row["name"], measured=row["tokens_per_s_per_gpu"], memory_gib=row["memory_gib"], log=row["log"],
+            held_out_error=errors.get(row["name"]),
+            label=f"{lay.label} · {lay.recompute} recompute · {lay.rows_per_microbatch} row(s) a "
+                  f"microbatch · {'torch.compile' if lay.compile else 'eager'}"
+                  + "".join(f" · {name}" for name in lever_names(lay)),
+            **vars(_compared(point, request, ranked, catalog.tables))))
+    return sorted(rows, key=lambda r: (-r.measured, r.name))
 
 
-def _calibration_rows() -> list[dict]:
-    return [{"name": name, "value": f"{row['value']:.4g}", "applies_to": row["applies_to"]}
+def _calibration_rows() -> list[CalibrationRow]:
+    return [CalibrationRow(name=name, value=f"{row['value']:.4g}", applies_to=row["applies_to"])
             for name, row in calibration_document()["fitted"].items()]
 
 
-def model_plan(catalog: Catalog, model: str) -> dict:
-    """Everything one model's Plan page shows."""
+def model_plan(catalog: Catalog, model: str, stamp: str) -> ModelPlanExport:
+    """Everything one model's Plan page shows, with the fingerprint `stamp` of the inputs."""
     tables = catalog.tables
     settings = model_settings(catalog, model)
     errors = {p.name: round(p.error, 4) for p in stored_points()}
-    plan: dict[str, Any] = {
-        "model": model, "settings": settings.label, "engine": settings.engine, "tables": [], "skipped": [],
-        "calibration": _calibration_rows(), "memory_margin": memory_margin(settings.engine).__dict__}
+    planned, skipped = [], []
     for gpu_type in priced_gpu_types(tables):
         for gpus in plan_counts(catalog, model):
             request = settings.request(model, gpu_type, gpus)
             try:
                 ctx = context(request, tables)
             except UserError as error:
-                plan["skipped"].append(f"{gpus} x {gpu_type}: {error}")
+                skipped.append(f"{gpus} x {gpu_type}: {error}")
                 continue
-            data = table(request, tables, catalog.root)
-            measured, total = _measured(catalog, request, data, errors)
+            ranked = table(request, tables, catalog.root)
+            measured, total = _measured(catalog, request, ranked, errors)
             instance = min((n for n, row in tables.instances.items() if row.gpu == gpu_type), default=None)
-            runs = _runs(catalog, request, data, errors)
-            del data["fitting_tokens"]  # only for the ranks above
-            plan["tables"].append({"gpu_type": gpu_type, "gpus": gpus, "command": command(request),
-                                   "instance": instance, "usd_per_gpu_hour": ctx.usd_per_gpu_hour, "data": data,
-                                   "measured": measured, "measured_total": total, "runs": runs})
-    return plan
+            planned.append(PlanTable(gpu_type=gpu_type, gpus=gpus, command=command(request), instance=instance,
+                                     usd_per_gpu_hour=ctx.usd_per_gpu_hour, data=ranked.data, measured=measured,
+                                     measured_total=total, runs=_runs(catalog, request, ranked, errors)))
+    margin = memory_margin(settings.engine)
+    return ModelPlanExport(fingerprint=stamp, model=model, settings=settings.label, engine=settings.engine,
+                           tables=planned, skipped=skipped, calibration=_calibration_rows(),
+                           memory_margin=ExportedMargin(engine=margin.engine, margin=margin.margin,
+                                                        basis=margin.basis))
 
 
 def fingerprint(catalog: Catalog) -> str:
@@ -276,7 +311,7 @@ def export(catalog: Catalog, out: Path) -> list[Path]:
     written = []
     for model in sorted({e.entry.model for e in catalog.recipes} & set(catalog.tables.models)):
         path = out / f"{model}.json"
-        write_atomic(path, json.dumps({"fingerprint": stamp, **model_plan(catalog, model)}, indent=1) + "\n")
+        write_atomic(path, model_plan(catalog, model, stamp).model_dump_json(indent=1) + "\n")
         written.append(path)
     return written
 

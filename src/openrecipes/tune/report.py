@@ -46,10 +46,10 @@ def dry_run_text(s: Setup, budget_minutes: float, steps: int = MEASURE_STEPS) ->
     lines += ["", f"estimated device time: {total:.1f} of {budget_minutes:g} minutes (at most; candidates that cannot "
               "win after a measurement are skipped); runs under " + relative_path(s.run_root, s.root), "",
               f"# reference arm: {relative_path(s.base_path, s.root)} at {steps} steps"]
-    reference = reference_arm(s.base_data, s.base, s.card, s.reference, steps)
+    reference = reference_arm(s.base, s.card, s.reference, steps)
     lines.append(run_launch(reference.recipe, s.card, parse_run(reference.recipe.run), steps).script().rstrip())
     for c in chosen:
-        arm = arm_of(c.slug, s.base_data, s.base, s.card, c, steps)
+        arm = arm_of(c.slug, s.base, s.card, c, steps)
         lines += ["", f"# {c.label} -> {relative_path(s.run_root / c.slug, s.root)}",
                   run_launch(arm.recipe, s.card, parse_run(arm.recipe.run), steps).script().rstrip()]
     return "\n".join(lines) + "\n"

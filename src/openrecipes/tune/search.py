@@ -95,7 +95,6 @@ class Setup:
     root: Path
     tables: ReferenceTables
     base_path: Path
-    base_data: dict
     base: Recipe
     card: ModelCard
     ctx: Context
@@ -174,7 +173,7 @@ def setup(model: str, gpu_type: str, gpus: int, base_path: Path | None = None, r
     stamp = (when or datetime.datetime.now()).strftime("%Y%m%d-%H%M%S")
     board = f"-fp8{float8}" if float8 else ""
     run_root = root / "runs" / f"tune-{model.lower()}-{gpu_type.lower()}x{gpus}{board}-{stamp}"
-    return Setup(root, tables, base_path, read_yaml(base_path).data, base, tables.models[model], ctx, prior, ranked,
+    return Setup(root, tables, base_path, base, tables.models[model], ctx, prior, ranked,
                  reference, run_root, float8)
 
 
@@ -230,7 +229,7 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
             return list(pool.map(one, range(len(arms))))
 
     efficiency = s.prior
-    reference = Outcome(s.reference, reference_arm(s.base_data, s.base, s.card, s.reference, steps))
+    reference = Outcome(s.reference, reference_arm(s.base, s.card, s.reference, steps))
     pool = contenders(rank(s.ranked, efficiency), efficiency)
     outcomes = [Outcome(c, None, dropped="its optimistic prediction cannot beat the best one's pessimistic one")
                 for c in s.ranked if c not in pool]
@@ -265,7 +264,7 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
             if minutes <= left and minutes <= wall_left:
                 pool.remove(candidate)
                 left -= minutes
-                batch.append(Outcome(candidate, arm_of(candidate.slug, s.base_data, s.base, s.card, candidate, steps),
+                batch.append(Outcome(candidate, arm_of(candidate.slug, s.base, s.card, candidate, steps),
                                      predicted_at_measurement=candidate.tokens_per_s_per_gpu(
                                          efficiency.of(candidate.layout))))
         if not batch:

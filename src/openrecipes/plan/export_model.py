@@ -1,0 +1,151 @@
+"""The exported Plan pages as typed data: what `openrecipes plan export` writes to plans/<model>.json and the site
+reads back. One model on both sides, so a stale or hand-edited file is refused with the field that is wrong, not
+read by string key into a KeyError.
+
+The planner's objects (`Prediction.exported()`) are `PredictedLayout`s; the rest is what tune/export.py adds around
+them. Imports nothing of the predictor: the site reads these files without it.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Exported(BaseModel):
+    # A key the model does not know is an error: the file was written by other code, so it is re-exported.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ExportedInterval(Exported):
+    """The range the held-out errors put around a prediction (plan/trust.py)."""
+    low: float  # tokens/s per GPU
+    high: float
+    basis: str  # which held-out errors set it, and why it is wide where it is
+    constrained: bool  # False: no measured point of this engine on this GPU type, or a feature none has
+
+
+class PredictedLayout(Exported):
+    """One layout as the planner predicts it: the object `openrecipes plan --json` prints."""
+    engine: str
+    label: str
+    tp: int
+    pp: int
+    vpp: int
+    cp: int
+    ep: int
+    etp: int
+    dp: int
+    sequence_parallel: bool
+    stage_layers: list[int]
+    recompute: str
+    offload_fraction: float
+    rows_per_microbatch: int
+    max_tokens_per_gpu: int
+    grad_reduce_bf16: bool
+    compile: bool
+    reshard_after_forward: bool
+    kernels: list[str]
+    attention: str | None
+    float8: str | None
+    unmeasured_levers: list[str]
+    fits: bool
+    peak_fits: bool
+    reason: str
+    memory_gib: float
+    capacity_gib: float
+    headroom_gib: float
+    margin_gib: float
+    memory_parts: dict[str, float]  # GiB by part; which parts exist depends on the engine and layout
+    step_time_s: float
+    step_parts_s: dict[str, float]  # seconds by part
+    tokens_per_s_per_gpu: float
+    interval: ExportedInterval
+    mfu: float
+    usd_per_million_tokens: float | None
+
+
+class PlannedRecipeOffer(Exported):
+    """A fitting row as a runnable recipe: the text `plan --emit-recipe RANK` writes, and that command."""
+    rank: int  # among the fitting layouts a recipe can run
+    text: str
+    command: str
+
+
+class FittingRow(PredictedLayout):
+    planned_recipe: PlannedRecipeOffer | None  # None: not a torchtitan table with a recipe to compose from
+
+
+class MissRow(PredictedLayout):
+    note: str  # why this layout that does not fit is shown
+
+
+class TableData(Exported):
+    valid: int  # layouts enumerated
+    fitting: int
+    capacity_gib: float
+    rows: list[FittingRow]  # the fastest fitting layouts, best first
+    misses: list[MissRow]
+
+
+class MeasuredRecipe(Exported):
+    """A catalog recipe on this GPU type and count beside the planner's prediction of its own layout."""
+    slug: str
+    measured: float  # tokens/s per GPU
+    held_out_error: float | None
+    prediction: PredictedLayout | None  # None: the planner cannot place its layout (`error` says why)
+    same_settings: bool = False  # planned with the table's own workload, so it has a rank among the table's layouts
+    rank: int | None = None
+    allocator_gib: float | None = None  # the prediction without the runtime reserve, as the allocator counts
+    error: str | None = Field(None, exclude_if=lambda error: error is None)
+
+
+class MeasuredRun(Exported):
+    """One of our own runs that no recipe holds, beside the planner's prediction of its layout."""
+    name: str
+    measured: float  # tokens/s per GPU
+    memory_gib: float  # the allocator's peak the log printed
+    log: str
+    held_out_error: float | None
+    label: str
+    prediction: PredictedLayout
+    same_settings: bool
+    rank: int | None
+    allocator_gib: float
+
+
+class PlanTable(Exported):
+    """One GPU type and count."""
+    gpu_type: str
+    gpus: int
+    command: str  # the `openrecipes plan` command that prints the table
+    instance: str | None  # the priced instance
+    usd_per_gpu_hour: float | None
+    data: TableData
+    measured: list[MeasuredRecipe]  # the fastest, at most tune/export.py's MEASURED_SHOWN
+    measured_total: int
+    runs: list[MeasuredRun]
+
+
+class CalibrationRow(Exported):
+    name: str
+    value: str  # as shown, four significant digits
+    applies_to: str
+
+
+class ExportedMargin(Exported):
+    """The engine's memory margin (plan/trust.py)."""
+    engine: str
+    margin: float  # share of the predicted allocator peak a layout must leave free
+    basis: str
+
+
+class ModelPlanExport(Exported):
+    """plans/<model>.json: everything one model's Plan page shows."""
+    fingerprint: str  # of every input (tune/export.py): a test fails when the committed file is stale
+    model: str
+    settings: str  # the workload and engine the tables are planned for, in words
+    engine: str
+    tables: list[PlanTable]
+    skipped: list[str]  # GPU types and counts not planned, with the reason
+    calibration: list[CalibrationRow]
+    memory_margin: ExportedMargin
