@@ -32,15 +32,36 @@ def repo() -> Path:
     return REPO
 
 
-@pytest.fixture(scope="session")
-def qwen3(tmp_path_factory) -> Path:
-    """The Qwen3 tokenizer `openrecipes tokenizer export qwen3` writes, exported once for every rows test (tests
-    only read it)."""
-    from openrecipes.rows.vocab_export import export_tokenizer
+class TokenizerExports:
+    """`openrecipes tokenizer export FAMILY` run once per family for the whole session, on first use: an export
+    takes seconds (gpt-oss's most), and every rows test only reads what it wrote."""
 
-    directory = tmp_path_factory.mktemp("qwen3")
-    export_tokenizer("qwen3", directory)
-    return directory
+    def __init__(self, root: Path):
+        self.root = root
+        self._results: dict[str, dict] = {}
+
+    def result(self, family: str) -> dict:
+        """What export_tokenizer returned for the family (its folder, the tokenizer.json digest)."""
+        from openrecipes.rows.vocab_export import export_tokenizer
+
+        if family not in self._results:
+            self._results[family] = export_tokenizer(family, self.root / family)
+        return self._results[family]
+
+    def __getitem__(self, family: str) -> Path:
+        """The folder of the family's export."""
+        return Path(self.result(family)["out"])
+
+
+@pytest.fixture(scope="session")
+def exports(tmp_path_factory) -> TokenizerExports:
+    return TokenizerExports(tmp_path_factory.mktemp("exports"))
+
+
+@pytest.fixture(scope="session")
+def qwen3(exports) -> Path:
+    """The Qwen3 tokenizer `openrecipes tokenizer export qwen3` writes."""
+    return exports["qwen3"]
 
 
 @pytest.fixture(scope="session")

@@ -11,19 +11,18 @@ import pytest
 from openrecipes.rows.encode import PartsEncoder, TemplateEncoder
 from openrecipes.rows.formats import FORMAT_SPECIALS
 from openrecipes.rows.qwen3_template import QWEN3_GENERATION_TEMPLATE
-from openrecipes.rows.vocab_export import VOCABS, build_tokenizer, export_tokenizer, read_ranks
+from openrecipes.rows.vocab_export import VOCABS, build_tokenizer, read_ranks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rows"
 CONVERSATIONS = [json.loads(line)["messages"] for line in (FIXTURES / "conversations.jsonl").read_text().splitlines()]
 
 
 @pytest.fixture(scope="module")
-def tokenizers_dir(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("tokenizers")
-    export_tokenizer("gpt-oss", root / "gpt-oss")
-    export_tokenizer("qwen3", root / "qwen3")
-    export_tokenizer("llama3", root / "llama3")
-    return root
+def tokenizers_dir(exports) -> Path:
+    """The folder holding the gpt-oss, qwen3 and llama3 exports, one subfolder each."""
+    for family in ("gpt-oss", "qwen3", "llama3"):
+        exports.result(family)
+    return exports.root
 
 
 @pytest.fixture(scope="module")

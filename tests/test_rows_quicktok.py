@@ -17,7 +17,7 @@ from openrecipes.rows.demo import CORPUS, corpus_dialogs, write_tulu_jsonl
 from openrecipes.rows.encode import PartsEncoder, make_encoder
 from openrecipes.rows.manifest import DemoCorpus
 from openrecipes.rows.quicktok_encode import EXPORTED_TOKENIZER_JSON, QuicktokEncoder
-from openrecipes.rows.vocab_export import VOCABS, export_tokenizer
+from openrecipes.rows.vocab_export import VOCABS
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "rows"
@@ -28,10 +28,8 @@ BUNDLED = [("gpt-oss", "gpt_oss", "<|endoftext|>"), ("qwen3", "qwen3", "<|endoft
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory) -> dict[str, dict]:
-    root = tmp_path_factory.mktemp("exported")
-    return {family: {**export_tokenizer(family, root / family), "dir": root / family}
-            for family in ("gpt-oss", "qwen3", "llama3")}
+def exported(exports) -> dict[str, dict]:
+    return {family: {**exports.result(family), "dir": exports[family]} for family in ("gpt-oss", "qwen3", "llama3")}
 
 
 _ENCODERS: dict = {}
