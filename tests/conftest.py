@@ -18,13 +18,24 @@ REPO = Path(__file__).resolve().parents[1]
 GLM_16K = REPO / "recipes/glm-5.2-744b-a40b/b200/attune-tp4-pp2-cp4-mt16k.yaml"
 GPTOSS_1 = REPO / "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.yaml"
 
-# Hypothesis: no deadline in either profile (a shared CPU makes one example's time noise, not a finding). Locally the
-# failing examples are kept in the ignored .hypothesis/ of the repository, wherever pytest starts, and replayed first;
-# CI (`pytest --hypothesis-profile ci`) keeps none, derandomizes so a run can be repeated, and prints the blob that
-# reproduces a failure. Tests that name their own max_examples keep it in both.
-settings.register_profile("dev", deadline=None, database=DirectoryBasedExampleDatabase(REPO / ".hypothesis/examples"))
-settings.register_profile("ci", deadline=None, database=None, derandomize=True, print_blob=True, max_examples=100)
+# Hypothesis: no deadline in either profile (a shared CPU makes one example's time noise, not a finding). CI
+# (`pytest --hypothesis-profile ci`, as .ci/run runs it) runs every test at full strength, keeps no examples,
+# derandomizes so a run can be repeated, and prints the blob that reproduces a failure. Locally (the dev profile) a
+# test runs a fifth of its examples, so the quick loop stays quick, and the failing examples are kept in the ignored
+# .hypothesis/ of the repository, wherever pytest starts, and replayed first.
+CI_EXAMPLES = 100
+settings.register_profile("dev", deadline=None, database=DirectoryBasedExampleDatabase(REPO / ".hypothesis/examples"),
+                          max_examples=CI_EXAMPLES // 5)
+settings.register_profile("ci", deadline=None, database=None, derandomize=True, print_blob=True,
+                          max_examples=CI_EXAMPLES)
 settings.load_profile("dev")
+
+
+def examples(full: int) -> int:
+    """The max_examples of a test that needs more (or fewer) than the profile's: `full` under the ci profile, the
+    same fraction of it as the profile loaded runs of the default (a fifth locally), never under 10. Read when the
+    test module is imported, after pytest has loaded the profile named on its command line."""
+    return max(10, full * settings.default.max_examples // CI_EXAMPLES)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -142,7 +143,7 @@ def test_rows_demo_builds_llama3_rows(tmp_path):
     assert ids.shape == (2, 512) and ids[0, 0] == 128000 and mask.any(axis=1).all()  # <|begin_of_text|> first
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(pieces=st.lists(st.sampled_from([b"", b" ", b"\t", b"\n", b"\r\n", b"x", b"{}", b"\x0b", b"\xc3\xa9", b"\n\n",
                                         b" \n", b"\x0c"]), max_size=60),
        chunk=st.sampled_from([1, 2, 3, 7, 1 << 22]))

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -95,14 +96,14 @@ CONVERSATION = st.lists(st.tuples(ROLE, CONTENT), min_size=1, max_size=4).map(
 
 
 @pytest.mark.parametrize("family, chat_format, eos", BUNDLED)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(conversations=st.lists(CONVERSATION, min_size=1, max_size=3))
 def test_quicktok_equals_the_reference_on_fuzzed_conversations(exported, family, chat_format, eos, conversations):
     _assert_same_as_reference(*_encoders(exported, family, chat_format, eos), conversations)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.lists(PIECES, min_size=1, max_size=8).map("".join))
 def test_quicktok_ids_equal_the_hugging_face_tokenizers_on_fuzzed_text(exported, text):
     import quicktok
