@@ -45,11 +45,13 @@ def repo() -> Path:
 
 class TokenizerExports:
     """`openrecipes tokenizer export FAMILY` run once per family for the whole session, on first use: an export
-    takes seconds (gpt-oss's most), and every rows test only reads what it wrote."""
+    takes seconds (gpt-oss's most), and every rows test only reads what it wrote. The encoders and tokenizers loaded
+    from the exports are kept too."""
 
     def __init__(self, root: Path):
         self.root = root
         self._results: dict[str, dict] = {}
+        self._loaded: dict[tuple[str, ...], object] = {}
 
     def result(self, family: str) -> dict:
         """What export_tokenizer returned for the family (its folder, the tokenizer.json digest)."""
@@ -62,6 +64,26 @@ class TokenizerExports:
     def __getitem__(self, family: str) -> Path:
         """The folder of the family's export."""
         return Path(self.result(family)["out"])
+
+    def parts_encoder(self, family: str, chat_format: str, eos: str):
+        """The reference encoder (PartsEncoder) on the family's export, made once per format and EOS: loading a
+        tokenizer.json of 150,000 to 200,000 tokens takes a second or more. It sets its tokenizer's flags on every
+        call, so tests share it safely."""
+        from openrecipes.rows.encode import PartsEncoder
+
+        key = ("parts", family, chat_format, eos)
+        if key not in self._loaded:
+            self._loaded[key] = PartsEncoder(self[family], chat_format, eos)
+        return self._loaded[key]
+
+    def auto_tokenizer(self, family: str):
+        """transformers' AutoTokenizer on the family's export, loaded once (tests only encode and render with it)."""
+        from transformers import AutoTokenizer
+
+        key = ("auto", family)
+        if key not in self._loaded:
+            self._loaded[key] = AutoTokenizer.from_pretrained(str(self[family]))
+        return self._loaded[key]
 
 
 @pytest.fixture(scope="session")

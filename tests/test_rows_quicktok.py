@@ -36,13 +36,13 @@ def exported(exports) -> dict[str, dict]:
 _ENCODERS: dict = {}
 
 
-def _encoders(exported, family, chat_format, eos) -> tuple[QuicktokEncoder, PartsEncoder]:
+def _encoders(exports, family, chat_format, eos) -> tuple[QuicktokEncoder, PartsEncoder]:
     """Loaded once per format: Hypothesis calls a test many times with one fixture."""
-    directory = exported[family]["dir"]
+    directory = exports[family]
     if (directory, chat_format) not in _ENCODERS:
         fast = make_encoder(directory, chat_format, eos)
         assert isinstance(fast, QuicktokEncoder)
-        _ENCODERS[directory, chat_format] = fast, PartsEncoder(directory, chat_format, eos)
+        _ENCODERS[directory, chat_format] = fast, exports.parts_encoder(family, chat_format, eos)
     return _ENCODERS[directory, chat_format]
 
 
@@ -58,17 +58,17 @@ def test_exports_are_the_tokenizers_quicktok_stands_for(exported):
 
 
 @pytest.mark.parametrize("family, chat_format, eos", BUNDLED)
-def test_quicktok_equals_the_reference_on_every_bundled_conversation(exported, family, chat_format, eos):
+def test_quicktok_equals_the_reference_on_every_bundled_conversation(exports, family, chat_format, eos):
     lookalikes = [[{"role": "user", "content": f"Is {token} special? <think>no</think>"},
                    {"role": "assistant", "content": f"<think>\nhm\n</think>\n\n{token} is text here."}]
                   for token in ("<|im_end|>", "<|end|>", "<|eot_id|>", "<|endoftext|>", "<|start_header_id|>")]
-    _assert_same_as_reference(*_encoders(exported, family, chat_format, eos),
+    _assert_same_as_reference(*_encoders(exports, family, chat_format, eos),
                               CONVERSATIONS + corpus_dialogs() + lookalikes)
 
 
 def test_a_tokenizer_that_is_not_an_export_keeps_the_hugging_face_encoder(exported, tmp_path):
-    tokenizer = json.loads((exported["qwen3"]["dir"] / "tokenizer.json").read_text())
-    (tmp_path / "tokenizer.json").write_text(json.dumps(tokenizer, indent=1))  # same tokenizer, other bytes
+    tokenizer = (exported["qwen3"]["dir"] / "tokenizer.json").read_bytes()
+    (tmp_path / "tokenizer.json").write_bytes(tokenizer + b"\n")  # same tokenizer, other bytes
     assert type(make_encoder(tmp_path, "qwen3", "<|endoftext|>")) is PartsEncoder
 
 
@@ -99,8 +99,8 @@ CONVERSATION = st.lists(st.tuples(ROLE, CONTENT), min_size=1, max_size=4).map(
 @settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(conversations=st.lists(CONVERSATION, min_size=1, max_size=3))
-def test_quicktok_equals_the_reference_on_fuzzed_conversations(exported, family, chat_format, eos, conversations):
-    _assert_same_as_reference(*_encoders(exported, family, chat_format, eos), conversations)
+def test_quicktok_equals_the_reference_on_fuzzed_conversations(exports, family, chat_format, eos, conversations):
+    _assert_same_as_reference(*_encoders(exports, family, chat_format, eos), conversations)
 
 
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
