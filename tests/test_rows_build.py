@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from unittest.mock import patch
 
@@ -12,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import examples
+from conftest import examples, openrecipes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -110,16 +108,12 @@ def test_a_failed_build_leaves_the_previous_rows_untouched(qwen3, tmp_path, monk
 
 
 def test_bad_input_is_one_line_and_exit_2(qwen3, tmp_path):
-    run = subprocess.run([sys.executable, "-c", "from openrecipes.cli import main; main()", "rows", "build",
-                          "--conversations", str(tmp_path / "missing.jsonl"), "--tokenizer", str(qwen3),
-                          "--chat-format", "qwen3", "--rows", "1", "--seed", "1", "--out", str(tmp_path / "o")],
-                         capture_output=True, text=True)
+    run = openrecipes("rows", "build", "--conversations", tmp_path / "missing.jsonl", "--tokenizer", qwen3,
+                      "--chat-format", "qwen3", "--rows", "1", "--seed", "1", "--out", tmp_path / "o")
     assert run.returncode == 2 and run.stdout == ""  # no progress line before the error
     assert run.stderr.strip().count("\n") == 0 and "missing.jsonl: no such file" in run.stderr
-    wrong = subprocess.run([sys.executable, "-c", "from openrecipes.cli import main; main()", "rows", "build",
-                            "--conversations", str(FIXTURES / "conversations.jsonl"), "--tokenizer", str(qwen3),
-                            "--chat-format", "gpt_oss", "--rows", "1", "--seed", "1", "--out", str(tmp_path / "o")],
-                           capture_output=True, text=True)
+    wrong = openrecipes("rows", "build", "--conversations", FIXTURES / "conversations.jsonl", "--tokenizer", qwen3,
+                        "--chat-format", "gpt_oss", "--rows", "1", "--seed", "1", "--out", tmp_path / "o")
     assert wrong.returncode == 2 and "no <|start|> token" in wrong.stderr and "Traceback" not in wrong.stderr
 
 
@@ -132,9 +126,8 @@ def test_a_tokenizer_workers_cannot_load_fails_the_build_instead_of_hanging_it(q
 
 
 def test_rows_demo_builds_llama3_rows(tmp_path):
-    run = subprocess.run([sys.executable, "-c", "from openrecipes.cli import main; main()", "rows", "demo",
-                          "--chat-format", "llama3", "--rows", "2", "--row-tokens", "512", "--workers", "0",
-                          "--out", str(tmp_path)], capture_output=True, text=True)
+    run = openrecipes("rows", "demo", "--chat-format", "llama3", "--rows", "2", "--row-tokens", "512", "--workers", "0",
+                      "--out", tmp_path)
     assert run.returncode == 0, run.stderr
     manifest = RowsManifest.read(tmp_path / "manifest.json")
     assert (manifest.chat_format, manifest.eos_token, manifest.rows) == ("llama3", "<|end_of_text|>", 2)
