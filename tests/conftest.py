@@ -65,6 +65,16 @@ class TokenizerExports:
         """The folder of the family's export."""
         return Path(self.result(family)["out"])
 
+    def tokenizer(self, family: str):
+        """The family's tokenizer.json as a `tokenizers.Tokenizer`, loaded once; a test that encodes with it sets
+        encode_special_tokens itself."""
+        from tokenizers import Tokenizer
+
+        key = ("tokenizer", family)
+        if key not in self._loaded:
+            self._loaded[key] = Tokenizer.from_file(str(self[family] / "tokenizer.json"))
+        return self._loaded[key]
+
     def parts_encoder(self, family: str, chat_format: str, eos: str):
         """The reference encoder (PartsEncoder) on the family's export, made once per format and EOS: loading a
         tokenizer.json of 150,000 to 200,000 tokens takes a second or more. It sets its tokenizer's flags on every

@@ -190,6 +190,7 @@ with locked(Path({str(tmp_path)!r})):
     build_rows(BuildRequest(FIXTURES / "conversations.jsonl", qwen3, "qwen3", 32, 2, 1, tmp_path))  # lock gone
 
 
+@pytest.mark.slow  # two build processes; the quick loop has the lock they race for in the test above
 def test_concurrent_builds_never_mix(qwen3, dialogs, tmp_path):
     children = [_child(qwen3, dialogs, tmp_path, seed=seed) for seed in (3, 4)]
     codes = [child.wait(timeout=300) for child in children]

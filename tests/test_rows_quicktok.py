@@ -105,28 +105,17 @@ def test_quicktok_equals_the_reference_on_fuzzed_conversations(exports, family, 
 
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.lists(PIECES, min_size=1, max_size=8).map("".join))
-def test_quicktok_ids_equal_the_hugging_face_tokenizers_on_fuzzed_text(exported, text):
+def test_quicktok_ids_equal_the_hugging_face_tokenizers_on_fuzzed_text(exports, text):
     import quicktok
 
     # Qwen3's <think>, <tool_call>, ... are matched inside text by the Hugging Face tokenizer; the encoder cuts runs
     # there itself (covered by the conversation fuzz above), so plain text without them is compared here.
     assume(not any(token in text for token in VOCABS["qwen3"].non_special))
     for family, encoding in (("gpt-oss", "o200k_harmony"), ("qwen3", "qwen3"), ("llama3", "llama3")):
-        tokenizer = _tokenizer(exported[family]["dir"])
+        tokenizer = exports.tokenizer(family)
         tokenizer.encode_special_tokens = True  # special-token text is ordinary text, as in message content
         assert list(quicktok.get_encoding(encoding).encode_ordinary(text)) == tokenizer.encode(
             text, add_special_tokens=False).ids
-
-
-_TOKENIZERS: dict = {}
-
-
-def _tokenizer(directory: Path):
-    from tokenizers import Tokenizer
-
-    if directory not in _TOKENIZERS:
-        _TOKENIZERS[directory] = Tokenizer.from_file(str(directory / "tokenizer.json"))
-    return _TOKENIZERS[directory]
 
 
 @pytest.mark.slow

@@ -27,9 +27,8 @@ TEXTS = ["Hello, world!", "def f(x):\n    return [i**2 for i in range(100)]  # 1
                           "<|reserved_special_token_247|>": 128255}),
 ])
 def test_export_encodes_like_the_reference_encoder(exports, family, encoding, specials):
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(exports[family] / "tokenizer.json"))
+    tokenizer = exports.tokenizer(family)
+    tokenizer.encode_special_tokens = False
     reference = quicktok.get_encoding(encoding)
     for text in TEXTS:
         assert tokenizer.encode(text, add_special_tokens=False).ids == list(reference.encode(text))
@@ -60,6 +59,7 @@ def test_a_vocabulary_that_is_not_the_official_one_is_refused(tmp_path, monkeypa
     assert not (tmp_path / "tokenizer.json").exists()
 
 
+@pytest.mark.slow  # the quick loop has test_exports_are_the_tokenizers_quicktok_stands_for: each export's pinned sha256
 def test_export_is_byte_identical_twice(exports, tmp_path):
     # the session's export is the first; this one, in a fresh folder, the second
     again = export_tokenizer("qwen3", tmp_path)
