@@ -18,13 +18,24 @@ REPO = Path(__file__).resolve().parents[1]
 GLM_16K = REPO / "recipes/glm-5.2-744b-a40b/b200/attune-tp4-pp2-cp4-mt16k.yaml"
 GPTOSS_1 = REPO / "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.yaml"
 
-# Hypothesis: no deadline in either profile (a shared CPU makes one example's time noise, not a finding). Locally the
-# failing examples are kept in the ignored .hypothesis/ of the repository, wherever pytest starts, and replayed first;
-# CI (`pytest --hypothesis-profile ci`) keeps none, derandomizes so a run can be repeated, and prints the blob that
-# reproduces a failure. Tests that name their own max_examples keep it in both.
-settings.register_profile("dev", deadline=None, database=DirectoryBasedExampleDatabase(REPO / ".hypothesis/examples"))
-settings.register_profile("ci", deadline=None, database=None, derandomize=True, print_blob=True, max_examples=100)
+# Hypothesis: no deadline in either profile (a shared CPU makes one example's time noise, not a finding). CI
+# (`pytest --hypothesis-profile ci`, as .ci/run runs it) runs every test at full strength, keeps no examples,
+# derandomizes so a run can be repeated, and prints the blob that reproduces a failure. Locally (the dev profile) a
+# test runs a fifth of its examples, so the quick loop stays quick, and the failing examples are kept in the ignored
+# .hypothesis/ of the repository, wherever pytest starts, and replayed first.
+CI_EXAMPLES = 100
+settings.register_profile("dev", deadline=None, database=DirectoryBasedExampleDatabase(REPO / ".hypothesis/examples"),
+                          max_examples=CI_EXAMPLES // 5)
+settings.register_profile("ci", deadline=None, database=None, derandomize=True, print_blob=True,
+                          max_examples=CI_EXAMPLES)
 settings.load_profile("dev")
+
+
+def examples(full: int) -> int:
+    """The max_examples of a test that needs more (or fewer) than the profile's: `full` under the ci profile, the
+    same fraction of it as the profile loaded runs of the default (a fifth locally), never under 10. Read when the
+    test module is imported, after pytest has loaded the profile named on its command line."""
+    return max(10, full * settings.default.max_examples // CI_EXAMPLES)
 
 
 @pytest.fixture
@@ -32,15 +43,68 @@ def repo() -> Path:
     return REPO
 
 
-@pytest.fixture(scope="session")
-def qwen3(tmp_path_factory) -> Path:
-    """The Qwen3 tokenizer `openrecipes tokenizer export qwen3` writes, exported once for every rows test (tests
-    only read it)."""
-    from openrecipes.rows.vocab_export import export_tokenizer
+class TokenizerExports:
+    """`openrecipes tokenizer export FAMILY` run once per family for the whole session, on first use: an export
+    takes seconds (gpt-oss's most), and every rows test only reads what it wrote. The encoders and tokenizers loaded
+    from the exports are kept too."""
 
-    directory = tmp_path_factory.mktemp("qwen3")
-    export_tokenizer("qwen3", directory)
-    return directory
+    def __init__(self, root: Path):
+        self.root = root
+        self._results: dict[str, dict] = {}
+        self._loaded: dict[tuple[str, ...], object] = {}
+
+    def result(self, family: str) -> dict:
+        """What export_tokenizer returned for the family (its folder, the tokenizer.json digest)."""
+        from openrecipes.rows.vocab_export import export_tokenizer
+
+        if family not in self._results:
+            self._results[family] = export_tokenizer(family, self.root / family)
+        return self._results[family]
+
+    def __getitem__(self, family: str) -> Path:
+        """The folder of the family's export."""
+        return Path(self.result(family)["out"])
+
+    def tokenizer(self, family: str):
+        """The family's tokenizer.json as a `tokenizers.Tokenizer`, loaded once; a test that encodes with it sets
+        encode_special_tokens itself."""
+        from tokenizers import Tokenizer
+
+        key = ("tokenizer", family)
+        if key not in self._loaded:
+            self._loaded[key] = Tokenizer.from_file(str(self[family] / "tokenizer.json"))
+        return self._loaded[key]
+
+    def parts_encoder(self, family: str, chat_format: str, eos: str):
+        """The reference encoder (PartsEncoder) on the family's export, made once per format and EOS: loading a
+        tokenizer.json of 150,000 to 200,000 tokens takes a second or more. It sets its tokenizer's flags on every
+        call, so tests share it safely."""
+        from openrecipes.rows.encode import PartsEncoder
+
+        key = ("parts", family, chat_format, eos)
+        if key not in self._loaded:
+            self._loaded[key] = PartsEncoder(self[family], chat_format, eos)
+        return self._loaded[key]
+
+    def auto_tokenizer(self, family: str):
+        """transformers' AutoTokenizer on the family's export, loaded once (tests only encode and render with it)."""
+        from transformers import AutoTokenizer
+
+        key = ("auto", family)
+        if key not in self._loaded:
+            self._loaded[key] = AutoTokenizer.from_pretrained(str(self[family]))
+        return self._loaded[key]
+
+
+@pytest.fixture(scope="session")
+def exports(tmp_path_factory) -> TokenizerExports:
+    return TokenizerExports(tmp_path_factory.mktemp("exports"))
+
+
+@pytest.fixture(scope="session")
+def qwen3(exports) -> Path:
+    """The Qwen3 tokenizer `openrecipes tokenizer export qwen3` writes."""
+    return exports["qwen3"]
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 import yaml
-from conftest import GLM_16K, GPTOSS_1, load_seed
+from conftest import GLM_16K, GPTOSS_1, examples, load_seed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +17,7 @@ scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), st.f
 values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
                                                        st.dictionaries(st.text(max_size=8), inner, max_size=4)),
                       max_leaves=12)
-FUZZ = settings(max_examples=350, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(max_examples=examples(350), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def paths_of(data, prefix=()):

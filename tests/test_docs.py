@@ -54,9 +54,13 @@ def examples() -> list[tuple[str, list[str]]]:
     return found
 
 
+# Built once: typer builds the whole tree of commands anew on every call, a tenth of a second or more.
+COMMANDS = typer.main.get_command(app)
+
+
 def leaf(words: list[str]) -> tuple[typer.core.TyperCommand, str, list[str]]:
     """The command an example names, its dotted name and its own arguments."""
-    command = typer.main.get_command(app)
+    command = COMMANDS
     names: list[str] = []
     while hasattr(command, "commands") and words and words[0] in command.commands:
         names.append(words[0])

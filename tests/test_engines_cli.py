@@ -5,11 +5,11 @@ from __future__ import annotations
 import csv
 import stat
 
+from conftest import GPTOSS_1, REPO
 from typer.testing import CliRunner
 
 from openrecipes.cli import app
 from openrecipes.errors import UserError
-from tests.conftest import GPTOSS_1, REPO
 
 QWEN3_8B = REPO / "recipes/qwen3-8b/h200/openrecipes-fsdp2-compile-noac-mb1.yaml"
 runner = CliRunner()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import GPTOSS_1, REPO
 
 from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import load_reference_tables
@@ -10,7 +11,6 @@ from openrecipes.catalog.store import load_recipe
 from openrecipes.engines.registry import engine_of
 from openrecipes.engines.torchtitan.render import ENTRY_MODULE, layout_flags, render
 from openrecipes.errors import UserError
-from tests.conftest import GPTOSS_1, REPO
 
 QWEN3_8B = REPO / "recipes/qwen3-8b/h200/openrecipes-fsdp2-compile-noac-mb1.yaml"
 QWEN3_8B_STOCK = REPO / "recipes/qwen3-8b/h200/torchtitan-stock-fsdp2.yaml"

@@ -9,7 +9,7 @@ import json
 import math
 
 import yaml
-from conftest import GPTOSS_1
+from conftest import GPTOSS_1, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +19,8 @@ from openrecipes.jsonout import json_text
 from openrecipes.measure.result import measure, read_run
 from openrecipes.verify.convergence import check_convergence, read_curve
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=examples(150), deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 # Numbers as a log or CSV may write them, the hostile ones over-represented.
 number_text = st.one_of(
@@ -85,7 +86,7 @@ losses = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
 curves = st.dictionaries(st.integers(0, 40), losses, max_size=40)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(candidate=curves, reference=curves)
 def test_a_convergence_verdict_that_passes_has_only_finite_figures(candidate, reference):
     verdict = check_convergence(candidate, reference)
@@ -96,7 +97,7 @@ def test_a_convergence_verdict_that_passes_has_only_finite_figures(candidate, re
         assert all(math.isfinite(v) for v in candidate.values()) and all(math.isfinite(v) for v in reference.values())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(scale=st.floats(min_value=1e-300, max_value=1e300), sign=st.sampled_from([1, -1]),
        base=st.lists(st.floats(min_value=0.5, max_value=3.0), min_size=10, max_size=30))
 def test_anti_correlated_curves_fail_at_any_scale(scale, sign, base):

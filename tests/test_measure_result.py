@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 import yaml
-from conftest import GPTOSS_1, REPO
+from conftest import GPTOSS_1, REPO, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -133,7 +133,7 @@ def test_replace_keeps_comments_and_flow_windows():
                        "next: 2\n")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     tokens=st.floats(min_value=0.01, max_value=1e6), mfu=st.floats(min_value=1e-6, max_value=0.99),
     first=st.integers(0, 50), length=st.integers(1, 50), day=st.dates(date(2020, 1, 1), date(2030, 12, 31)),

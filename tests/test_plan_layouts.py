@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +19,7 @@ def test_stage_split_is_even_or_megatron_first_last():
     assert stage_split(4, 8) is None
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(model=st.sampled_from(sorted(SHAPES)), gpus=st.sampled_from([1, 2, 3, 4, 6, 8, 16]),
        engine=st.sampled_from(["megatron", "torchtitan"]), global_batch=st.sampled_from([32, 96, 128]),
        row_tokens=st.sampled_from([4096, 8192]))

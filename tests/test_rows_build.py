@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from unittest.mock import patch
 
@@ -12,13 +10,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import examples, openrecipes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openrecipes.errors import UserError
 from openrecipes.rows import output, sources
 from openrecipes.rows.build import BuildRequest, build_rows
-from openrecipes.rows.encode import PartsEncoder
 from openrecipes.rows.manifest import RowsManifest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rows"
@@ -38,11 +36,11 @@ def _rows(out: Path) -> tuple[np.ndarray, np.ndarray]:
             np.array(table.column("loss_mask").to_pylist(), np.uint8))
 
 
-def test_rows_cut_the_permuted_eos_joined_stream_into_exact_rows(qwen3, tmp_path):
+def test_rows_cut_the_permuted_eos_joined_stream_into_exact_rows(qwen3, exports, tmp_path):
     manifest = _build(qwen3, tmp_path)
     messages = [json.loads(line)["messages"] for line in (FIXTURES / "conversations.jsonl").read_text().splitlines()]
     order = np.random.Generator(np.random.PCG64(7)).permutation(len(messages))
-    encoded = PartsEncoder(qwen3, "qwen3", "<|endoftext|>").encode([messages[i] for i in order])
+    encoded = exports.parts_encoder("qwen3", "qwen3", "<|endoftext|>").encode([messages[i] for i in order])
     stream_ids = np.concatenate([ids for ids, _ in encoded])
     stream_mask = np.concatenate([mask for _, mask in encoded])
     assert all(ids[-1] == 151643 and (ids[:-1] != 151643).all() for ids, _ in encoded)  # one EOS per join
@@ -110,16 +108,12 @@ def test_a_failed_build_leaves_the_previous_rows_untouched(qwen3, tmp_path, monk
 
 
 def test_bad_input_is_one_line_and_exit_2(qwen3, tmp_path):
-    run = subprocess.run([sys.executable, "-c", "from openrecipes.cli import main; main()", "rows", "build",
-                          "--conversations", str(tmp_path / "missing.jsonl"), "--tokenizer", str(qwen3),
-                          "--chat-format", "qwen3", "--rows", "1", "--seed", "1", "--out", str(tmp_path / "o")],
-                         capture_output=True, text=True)
+    run = openrecipes("rows", "build", "--conversations", tmp_path / "missing.jsonl", "--tokenizer", qwen3,
+                      "--chat-format", "qwen3", "--rows", "1", "--seed", "1", "--out", tmp_path / "o")
     assert run.returncode == 2 and run.stdout == ""  # no progress line before the error
     assert run.stderr.strip().count("\n") == 0 and "missing.jsonl: no such file" in run.stderr
-    wrong = subprocess.run([sys.executable, "-c", "from openrecipes.cli import main; main()", "rows", "build",
-                            "--conversations", str(FIXTURES / "conversations.jsonl"), "--tokenizer", str(qwen3),
-                            "--chat-format", "gpt_oss", "--rows", "1", "--seed", "1", "--out", str(tmp_path / "o")],
-                           capture_output=True, text=True)
+    wrong = openrecipes("rows", "build", "--conversations", FIXTURES / "conversations.jsonl", "--tokenizer", qwen3,
+                        "--chat-format", "gpt_oss", "--rows", "1", "--seed", "1", "--out", tmp_path / "o")
     assert wrong.returncode == 2 and "no <|start|> token" in wrong.stderr and "Traceback" not in wrong.stderr
 
 
@@ -132,9 +126,8 @@ def test_a_tokenizer_workers_cannot_load_fails_the_build_instead_of_hanging_it(q
 
 
 def test_rows_demo_builds_llama3_rows(tmp_path):
-    run = subprocess.run([sys.executable, "-c", "from openrecipes.cli import main; main()", "rows", "demo",
-                          "--chat-format", "llama3", "--rows", "2", "--row-tokens", "512", "--workers", "0",
-                          "--out", str(tmp_path)], capture_output=True, text=True)
+    run = openrecipes("rows", "demo", "--chat-format", "llama3", "--rows", "2", "--row-tokens", "512", "--workers", "0",
+                      "--out", tmp_path)
     assert run.returncode == 0, run.stderr
     manifest = RowsManifest.read(tmp_path / "manifest.json")
     assert (manifest.chat_format, manifest.eos_token, manifest.rows) == ("llama3", "<|end_of_text|>", 2)
@@ -142,7 +135,7 @@ def test_rows_demo_builds_llama3_rows(tmp_path):
     assert ids.shape == (2, 512) and ids[0, 0] == 128000 and mask.any(axis=1).all()  # <|begin_of_text|> first
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(pieces=st.lists(st.sampled_from([b"", b" ", b"\t", b"\n", b"\r\n", b"x", b"{}", b"\x0b", b"\xc3\xa9", b"\n\n",
                                         b" \n", b"\x0c"]), max_size=60),
        chunk=st.sampled_from([1, 2, 3, 7, 1 << 22]))

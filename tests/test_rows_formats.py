@@ -11,19 +11,10 @@ import pytest
 from openrecipes.rows.encode import PartsEncoder, TemplateEncoder
 from openrecipes.rows.formats import FORMAT_SPECIALS
 from openrecipes.rows.qwen3_template import QWEN3_GENERATION_TEMPLATE
-from openrecipes.rows.vocab_export import VOCABS, build_tokenizer, export_tokenizer, read_ranks
+from openrecipes.rows.vocab_export import VOCABS, build_tokenizer, read_ranks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rows"
 CONVERSATIONS = [json.loads(line)["messages"] for line in (FIXTURES / "conversations.jsonl").read_text().splitlines()]
-
-
-@pytest.fixture(scope="module")
-def tokenizers_dir(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("tokenizers")
-    export_tokenizer("gpt-oss", root / "gpt-oss")
-    export_tokenizer("qwen3", root / "qwen3")
-    export_tokenizer("llama3", root / "llama3")
-    return root
 
 
 @pytest.fixture(scope="module")
@@ -39,18 +30,23 @@ def glm_standin(tmp_path_factory) -> Path:
     return directory
 
 
+@pytest.fixture(scope="module")
+def glm5_encoder(glm_standin) -> PartsEncoder:
+    return PartsEncoder(glm_standin, "glm5", "<|endoftext|>")
+
+
 def _pieces(encoder: PartsEncoder, messages: list[dict]) -> list[tuple[str, int]]:
     ids, mask = encoder.encode([messages])[0]
     return [(encoder.tokenizer.decode([int(token)], skip_special_tokens=False), int(flag))
             for token, flag in zip(ids, mask, strict=False)]
 
 
-def test_gpt_oss_equals_openai_harmony_on_every_bundled_conversation(tokenizers_dir, monkeypatch):
-    monkeypatch.setenv("TIKTOKEN_ENCODINGS_BASE", str(tokenizers_dir / "gpt-oss"))
+def test_gpt_oss_equals_openai_harmony_on_every_bundled_conversation(exports, monkeypatch):
+    monkeypatch.setenv("TIKTOKEN_ENCODINGS_BASE", str(exports["gpt-oss"]))
     from openai_harmony import Conversation, HarmonyEncodingName, Message, Role, load_harmony_encoding
 
     harmony = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
-    encoder = PartsEncoder(tokenizers_dir / "gpt-oss", "gpt_oss", "<|endoftext|>")
+    encoder = exports.parts_encoder("gpt-oss", "gpt_oss", "<|endoftext|>")
     for messages, (ids, mask) in zip(CONVERSATIONS, encoder.encode(CONVERSATIONS), strict=False):
         reference = harmony.render_conversation_for_training(Conversation.from_messages([
             Message.from_role_and_content(Role(m["role"]), m["content"]).with_channel("final")
@@ -74,8 +70,8 @@ def _previous_role(ids: np.ndarray, message_index: int) -> str:
     return "assistant" if ids[start + 1] == 173781 else "other"
 
 
-def test_gpt_oss_mask_token_by_token(tokenizers_dir):
-    encoder = PartsEncoder(tokenizers_dir / "gpt-oss", "gpt_oss", "<|endoftext|>")
+def test_gpt_oss_mask_token_by_token(exports):
+    encoder = exports.parts_encoder("gpt-oss", "gpt_oss", "<|endoftext|>")
     assert _pieces(encoder, [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo."},
                              {"role": "user", "content": "Bye"}, {"role": "assistant", "content": "Ok"}]) == [
         ("<|start|>", 0), ("user", 0), ("<|message|>", 0), ("Hi", 0), ("<|end|>", 0),
@@ -86,17 +82,15 @@ def test_gpt_oss_mask_token_by_token(tokenizers_dir):
         ("Ok", 1), ("<|return|>", 1), ("<|endoftext|>", 0)]
 
 
-def test_qwen3_equals_the_official_template_and_generation_masks(tokenizers_dir, tmp_path):
-    from transformers import AutoTokenizer
-
-    official = AutoTokenizer.from_pretrained(str(tokenizers_dir / "qwen3"))
+def test_qwen3_equals_the_official_template_and_generation_masks(exports, tmp_path):
+    official = exports.auto_tokenizer("qwen3")
     marked = tmp_path / "qwen3-marked"
     marked.mkdir()
     for name in ("tokenizer.json", "tokenizer_config.json"):
-        (marked / name).write_bytes((tokenizers_dir / "qwen3" / name).read_bytes())
+        (marked / name).write_bytes((exports["qwen3"] / name).read_bytes())
     config = json.loads((marked / "tokenizer_config.json").read_text())
     (marked / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": QWEN3_GENERATION_TEMPLATE}))
-    encoder = PartsEncoder(tokenizers_dir / "qwen3", "qwen3", "<|endoftext|>")
+    encoder = exports.parts_encoder("qwen3", "qwen3", "<|endoftext|>")
     template = TemplateEncoder(marked, "<|endoftext|>")
     plain = [m for m in CONVERSATIONS if not any("<|" in message["content"] for message in m)]
     for messages, (ids, mask), (template_ids, template_mask) in zip(
@@ -106,8 +100,8 @@ def test_qwen3_equals_the_official_template_and_generation_masks(tokenizers_dir,
         assert mask.tolist() == template_mask.tolist()
 
 
-def test_qwen3_mask_token_by_token(tokenizers_dir):
-    encoder = PartsEncoder(tokenizers_dir / "qwen3", "qwen3", "<|endoftext|>")
+def test_qwen3_mask_token_by_token(exports):
+    encoder = exports.parts_encoder("qwen3", "qwen3", "<|endoftext|>")
     assert _pieces(encoder, [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"}]) == [
         ("<|im_start|>", 0), ("user", 0), ("\n", 0), ("Hi", 0), ("<|im_end|>", 0), ("\n", 0),
         ("<|im_start|>", 0), ("assistant", 0), ("\n", 0), ("<think>", 0), ("\n\n", 0), ("</think>", 0), ("\n\n", 0),
@@ -125,14 +119,12 @@ def _llama3_generation_template(template: str) -> str:
     return template.replace(line, marked)
 
 
-def test_llama3_equals_the_official_template_and_its_mask_on_every_bundled_conversation(tokenizers_dir):
-    from transformers import AutoTokenizer
-
+def test_llama3_equals_the_official_template_and_its_mask_on_every_bundled_conversation(exports):
     from openrecipes.rows.demo import corpus_dialogs
 
-    official = AutoTokenizer.from_pretrained(str(tokenizers_dir / "llama3"))
+    official = exports.auto_tokenizer("llama3")
     marked = _llama3_generation_template(official.chat_template)
-    encoder = PartsEncoder(tokenizers_dir / "llama3", "llama3", "<|end_of_text|>")
+    encoder = exports.parts_encoder("llama3", "llama3", "<|end_of_text|>")
     conversations = CONVERSATIONS + corpus_dialogs()
     for messages, (ids, mask) in zip(conversations, encoder.encode(conversations), strict=False):
         # apply_chat_template as people call it: no date passed, so the template prints its default date
@@ -143,8 +135,8 @@ def test_llama3_equals_the_official_template_and_its_mask_on_every_bundled_conve
         assert ids[-1] == 128001 and mask[-1] == 0  # <|end_of_text|> between conversations, not a target
 
 
-def test_llama3_mask_token_by_token_with_the_templates_system_header(tokenizers_dir):
-    encoder = PartsEncoder(tokenizers_dir / "llama3", "llama3", "<|end_of_text|>")
+def test_llama3_mask_token_by_token_with_the_templates_system_header(exports):
+    encoder = exports.parts_encoder("llama3", "llama3", "<|end_of_text|>")
     header = [("<|begin_of_text|>", 0), ("<|start_header_id|>", 0), ("system", 0), ("<|end_header_id|>", 0),
               ("\n\n", 0), ("Cut", 0), ("ting", 0), (" Knowledge", 0), (" Date", 0), (":", 0), (" December", 0),
               (" ", 0), ("202", 0), ("3", 0), ("\n", 0), ("Today", 0), (" Date", 0), (":", 0), (" ", 0), ("26", 0),
@@ -167,11 +159,9 @@ CHATML_GENERATION_TEMPLATE = (
     "{%- endgeneration %}{%- else %}{{- message['content'] + '<|im_end|>' }}{%- endif %}{{- '\\n' }}{%- endfor %}")
 
 
-def test_chatml_equals_the_chatml_template_and_its_mask(tokenizers_dir):
-    from transformers import AutoTokenizer
-
-    official = AutoTokenizer.from_pretrained(str(tokenizers_dir / "qwen3"))
-    encoder = PartsEncoder(tokenizers_dir / "qwen3", "chatml", "<|endoftext|>")
+def test_chatml_equals_the_chatml_template_and_its_mask(exports):
+    official = exports.auto_tokenizer("qwen3")
+    encoder = exports.parts_encoder("qwen3", "chatml", "<|endoftext|>")
     plain = [m for m in CONVERSATIONS if not any("<|" in message["content"] for message in m)]
     for messages, (ids, mask) in zip(plain, encoder.encode(plain), strict=False):
         reference = official.apply_chat_template(messages, chat_template=CHATML_GENERATION_TEMPLATE, tokenize=True,
@@ -179,16 +169,16 @@ def test_chatml_equals_the_chatml_template_and_its_mask(tokenizers_dir):
         assert ids[:-1].tolist() == reference["input_ids"] and mask[:-1].tolist() == reference["assistant_masks"]
 
 
-def test_chatml_mask_token_by_token(tokenizers_dir):
-    encoder = PartsEncoder(tokenizers_dir / "qwen3", "chatml", "<|endoftext|>")
+def test_chatml_mask_token_by_token(exports):
+    encoder = exports.parts_encoder("qwen3", "chatml", "<|endoftext|>")
     assert _pieces(encoder, [{"role": "system", "content": "S"}, {"role": "assistant", "content": "Yo"}]) == [
         ("<|im_start|>", 0), ("system", 0), ("\n", 0), ("S", 0), ("<|im_end|>", 0), ("\n", 0),
         ("<|im_start|>", 0), ("assistant", 0), ("\n", 0), ("Yo", 1), ("<|im_end|>", 1), ("\n", 0),
         ("<|endoftext|>", 0)]
 
 
-def test_glm5_supervises_content_and_the_token_that_ends_the_turn(glm_standin):
-    encoder = PartsEncoder(glm_standin, "glm5", "<|endoftext|>")
+def test_glm5_supervises_content_and_the_token_that_ends_the_turn(glm5_encoder):
+    encoder = glm5_encoder
     messages = [{"role": "system", "content": "S"}, {"role": "user", "content": "Hi"},
                 {"role": "assistant", "content": " Yo "}, {"role": "user", "content": "Bye"},
                 {"role": "assistant", "content": "Ok"}]
@@ -207,8 +197,8 @@ def test_glm5_supervises_content_and_the_token_that_ends_the_turn(glm_standin):
                                                      ("qwen3", "qwen3", "<|endoftext|>"),
                                                      ("qwen3", "chatml", "<|endoftext|>"),
                                                      ("llama3", "llama3", "<|end_of_text|>")])
-def test_one_string_per_conversation_gives_the_reference_tokens_and_masks(tokenizers_dir, family, chat_format, eos):
-    encoder = PartsEncoder(tokenizers_dir / family, chat_format, eos)
+def test_one_string_per_conversation_gives_the_reference_tokens_and_masks(exports, family, chat_format, eos):
+    encoder = exports.parts_encoder(family, chat_format, eos)
     assert encoder.joined
     parts = [encoder.render(messages, encoder.eos) for messages in CONVERSATIONS]
     plain = [p for p, messages in zip(parts, CONVERSATIONS, strict=True)
@@ -226,16 +216,16 @@ def test_one_string_per_conversation_gives_the_reference_tokens_and_masks(tokeni
         assert streamed.tolist() == reference.tolist()
 
 
-def test_glm5_one_string_per_conversation_gives_the_reference_tokens(glm_standin):
-    encoder = PartsEncoder(glm_standin, "glm5", "<|endoftext|>")
+def test_glm5_one_string_per_conversation_gives_the_reference_tokens(glm5_encoder):
+    encoder = glm5_encoder
     parts = [encoder.render(messages, encoder.eos) for messages in CONVERSATIONS[:5]]
     assert encoder.joined
     for joined, reference in zip(encoder._encode_joined(parts), encoder._encode_runs(parts), strict=False):
         assert joined.tolist() == reference.tolist()
 
 
-def test_specials_that_strip_around_them_take_the_reference_path(tokenizers_dir, tmp_path):
-    tokenizer = json.loads((tokenizers_dir / "qwen3" / "tokenizer.json").read_text())
+def test_specials_that_strip_around_them_take_the_reference_path(exports, tmp_path):
+    tokenizer = json.loads((exports["qwen3"] / "tokenizer.json").read_text())
     for token in tokenizer["added_tokens"]:
         token["lstrip"] = token["lstrip"] or token["content"] == "<|im_end|>"
     (tmp_path / "tokenizer.json").write_text(json.dumps(tokenizer))

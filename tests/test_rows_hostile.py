@@ -13,6 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import openrecipes
 
 from openrecipes.errors import UserError
 from openrecipes.rows import build, demo, room
@@ -20,7 +21,6 @@ from openrecipes.rows.build import BuildRequest, build_rows
 from openrecipes.rows.manifest import RowsManifest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rows"
-CLI = [sys.executable, "-c", "from openrecipes.cli import main; main()"]
 
 
 @pytest.fixture(scope="module")
@@ -28,10 +28,6 @@ def dialogs(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("dialogs") / "conversations.jsonl"
     demo.write_tulu_jsonl(demo.corpus_dialogs(), 3, path)
     return path
-
-
-def _cli(*arguments: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *map(str, arguments)], capture_output=True, text=True, timeout=300)
 
 
 def _assert_bad_input(run: subprocess.CompletedProcess, *phrases: str) -> None:
@@ -45,7 +41,8 @@ def test_out_of_range_options_are_refused_before_any_work(qwen3, tmp_path):
     for flag, value in (("--seed", "-1"), ("--rows", "0"), ("--row-tokens", "0"), ("--workers", "-2"),
                         ("--rows", "1000000000")):
         settings = {"--seed": "1", "--rows": "1", **{flag: value}}
-        run = _cli("rows", "build", *common, "--out", tmp_path / "o", *[x for item in settings.items() for x in item])
+        run = openrecipes("rows", "build", *common, "--out", tmp_path / "o",
+                          *[x for item in settings.items() for x in item])
         _assert_bad_input(run, flag)
     assert not (tmp_path / "o").exists()
     with pytest.raises(UserError, match="--seed: -1 is out of range"):
@@ -60,7 +57,7 @@ def test_a_broken_tokenizer_config_is_one_line(qwen3, tmp_path, content, phrase)
     tokenizer.mkdir()
     (tokenizer / "tokenizer.json").write_bytes((qwen3 / "tokenizer.json").read_bytes())
     (tokenizer / "tokenizer_config.json").write_bytes(content)
-    run = _cli("rows", "build", "--conversations", FIXTURES / "conversations.jsonl", "--tokenizer", tokenizer,
+    run = openrecipes("rows", "build", "--conversations", FIXTURES / "conversations.jsonl", "--tokenizer", tokenizer,
                "--chat-format", "template", "--rows", "1", "--seed", "1", "--out", tmp_path / "o", "--workers", "0")
     _assert_bad_input(run, "tokenizer_config.json", phrase)
     assert run.stderr.strip().count("\n") == 0
@@ -96,7 +93,7 @@ def test_a_build_that_cannot_fit_on_the_disk_stops_before_work(qwen3, tmp_path, 
 
 @pytest.mark.slow
 def test_a_demo_too_large_for_the_disk_is_refused_before_the_corpus_is_written(tmp_path):
-    run = _cli("rows", "demo", "--chat-format", "qwen3", "--rows", "50000000", "--out", tmp_path)
+    run = openrecipes("rows", "demo", "--chat-format", "qwen3", "--rows", "50000000", "--out", tmp_path)
     _assert_bad_input(run, "GiB on disk", "pass fewer --rows")
     assert not (tmp_path / "conversations.jsonl").exists() and not (tmp_path / "rows.parquet").exists()
 
@@ -193,6 +190,7 @@ with locked(Path({str(tmp_path)!r})):
     build_rows(BuildRequest(FIXTURES / "conversations.jsonl", qwen3, "qwen3", 32, 2, 1, tmp_path))  # lock gone
 
 
+@pytest.mark.slow  # two build processes; the quick loop has the lock they race for in the test above
 def test_concurrent_builds_never_mix(qwen3, dialogs, tmp_path):
     children = [_child(qwen3, dialogs, tmp_path, seed=seed) for seed in (3, 4)]
     codes = [child.wait(timeout=300) for child in children]

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +18,7 @@ from openrecipes.rows.demo import CORPUS, corpus_dialogs, write_tulu_jsonl
 from openrecipes.rows.encode import PartsEncoder, make_encoder
 from openrecipes.rows.manifest import DemoCorpus
 from openrecipes.rows.quicktok_encode import EXPORTED_TOKENIZER_JSON, QuicktokEncoder
-from openrecipes.rows.vocab_export import VOCABS, export_tokenizer
+from openrecipes.rows.vocab_export import VOCABS
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "rows"
@@ -28,22 +29,20 @@ BUNDLED = [("gpt-oss", "gpt_oss", "<|endoftext|>"), ("qwen3", "qwen3", "<|endoft
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory) -> dict[str, dict]:
-    root = tmp_path_factory.mktemp("exported")
-    return {family: {**export_tokenizer(family, root / family), "dir": root / family}
-            for family in ("gpt-oss", "qwen3", "llama3")}
+def exported(exports) -> dict[str, dict]:
+    return {family: {**exports.result(family), "dir": exports[family]} for family in ("gpt-oss", "qwen3", "llama3")}
 
 
 _ENCODERS: dict = {}
 
 
-def _encoders(exported, family, chat_format, eos) -> tuple[QuicktokEncoder, PartsEncoder]:
+def _encoders(exports, family, chat_format, eos) -> tuple[QuicktokEncoder, PartsEncoder]:
     """Loaded once per format: Hypothesis calls a test many times with one fixture."""
-    directory = exported[family]["dir"]
+    directory = exports[family]
     if (directory, chat_format) not in _ENCODERS:
         fast = make_encoder(directory, chat_format, eos)
         assert isinstance(fast, QuicktokEncoder)
-        _ENCODERS[directory, chat_format] = fast, PartsEncoder(directory, chat_format, eos)
+        _ENCODERS[directory, chat_format] = fast, exports.parts_encoder(family, chat_format, eos)
     return _ENCODERS[directory, chat_format]
 
 
@@ -59,17 +58,17 @@ def test_exports_are_the_tokenizers_quicktok_stands_for(exported):
 
 
 @pytest.mark.parametrize("family, chat_format, eos", BUNDLED)
-def test_quicktok_equals_the_reference_on_every_bundled_conversation(exported, family, chat_format, eos):
+def test_quicktok_equals_the_reference_on_every_bundled_conversation(exports, family, chat_format, eos):
     lookalikes = [[{"role": "user", "content": f"Is {token} special? <think>no</think>"},
                    {"role": "assistant", "content": f"<think>\nhm\n</think>\n\n{token} is text here."}]
                   for token in ("<|im_end|>", "<|end|>", "<|eot_id|>", "<|endoftext|>", "<|start_header_id|>")]
-    _assert_same_as_reference(*_encoders(exported, family, chat_format, eos),
+    _assert_same_as_reference(*_encoders(exports, family, chat_format, eos),
                               CONVERSATIONS + corpus_dialogs() + lookalikes)
 
 
 def test_a_tokenizer_that_is_not_an_export_keeps_the_hugging_face_encoder(exported, tmp_path):
-    tokenizer = json.loads((exported["qwen3"]["dir"] / "tokenizer.json").read_text())
-    (tmp_path / "tokenizer.json").write_text(json.dumps(tokenizer, indent=1))  # same tokenizer, other bytes
+    tokenizer = (exported["qwen3"]["dir"] / "tokenizer.json").read_bytes()
+    (tmp_path / "tokenizer.json").write_bytes(tokenizer + b"\n")  # same tokenizer, other bytes
     assert type(make_encoder(tmp_path, "qwen3", "<|endoftext|>")) is PartsEncoder
 
 
@@ -97,37 +96,26 @@ CONVERSATION = st.lists(st.tuples(ROLE, CONTENT), min_size=1, max_size=4).map(
 
 
 @pytest.mark.parametrize("family, chat_format, eos", BUNDLED)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(conversations=st.lists(CONVERSATION, min_size=1, max_size=3))
-def test_quicktok_equals_the_reference_on_fuzzed_conversations(exported, family, chat_format, eos, conversations):
-    _assert_same_as_reference(*_encoders(exported, family, chat_format, eos), conversations)
+def test_quicktok_equals_the_reference_on_fuzzed_conversations(exports, family, chat_format, eos, conversations):
+    _assert_same_as_reference(*_encoders(exports, family, chat_format, eos), conversations)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.lists(PIECES, min_size=1, max_size=8).map("".join))
-def test_quicktok_ids_equal_the_hugging_face_tokenizers_on_fuzzed_text(exported, text):
+def test_quicktok_ids_equal_the_hugging_face_tokenizers_on_fuzzed_text(exports, text):
     import quicktok
 
     # Qwen3's <think>, <tool_call>, ... are matched inside text by the Hugging Face tokenizer; the encoder cuts runs
     # there itself (covered by the conversation fuzz above), so plain text without them is compared here.
     assume(not any(token in text for token in VOCABS["qwen3"].non_special))
     for family, encoding in (("gpt-oss", "o200k_harmony"), ("qwen3", "qwen3"), ("llama3", "llama3")):
-        tokenizer = _tokenizer(exported[family]["dir"])
+        tokenizer = exports.tokenizer(family)
         tokenizer.encode_special_tokens = True  # special-token text is ordinary text, as in message content
         assert list(quicktok.get_encoding(encoding).encode_ordinary(text)) == tokenizer.encode(
             text, add_special_tokens=False).ids
-
-
-_TOKENIZERS: dict = {}
-
-
-def _tokenizer(directory: Path):
-    from tokenizers import Tokenizer
-
-    if directory not in _TOKENIZERS:
-        _TOKENIZERS[directory] = Tokenizer.from_file(str(directory / "tokenizer.json"))
-    return _TOKENIZERS[directory]
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -47,7 +48,7 @@ def lines(draw) -> bytes:
     return (draw(DAMAGE)(line) if draw(st.integers(0, 9)) == 0 else line) + b"\n"
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(batch=st.lists(lines(), min_size=1, max_size=6))
 def test_arrow_reads_each_line_as_json_loads_does_or_declines(batch):
     messages = arrow_messages(batch)
@@ -79,7 +80,7 @@ def encoder(qwen3):
     return make_encoder(qwen3, "qwen3", "<|endoftext|>")
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(records=st.lists(st.sampled_from([
     [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
     [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there"}],

@@ -26,36 +26,29 @@ TEXTS = ["Hello, world!", "def f(x):\n    return [i**2 for i in range(100)]  # 1
                           "<|python_tag|>": 128010, "<|reserved_special_token_3|>": 128011,
                           "<|reserved_special_token_247|>": 128255}),
 ])
-def test_export_encodes_like_the_reference_encoder(tmp_path, family, encoding, specials):
-    from tokenizers import Tokenizer
-
-    export_tokenizer(family, tmp_path)
-    tokenizer = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+def test_export_encodes_like_the_reference_encoder(exports, family, encoding, specials):
+    tokenizer = exports.tokenizer(family)
+    tokenizer.encode_special_tokens = False
     reference = quicktok.get_encoding(encoding)
     for text in TEXTS:
         assert tokenizer.encode(text, add_special_tokens=False).ids == list(reference.encode(text))
     assert {token: tokenizer.token_to_id(token) for token in specials} == specials
 
 
-def test_gpt_oss_export_writes_the_official_o200k_base_rank_file(tmp_path):
-    export_tokenizer("gpt-oss", tmp_path)
-    assert hashlib.sha256((tmp_path / "o200k_base.tiktoken").read_bytes()).hexdigest() == O200K_BASE_SHA256
+def test_gpt_oss_export_writes_the_official_o200k_base_rank_file(exports):
+    assert hashlib.sha256((exports["gpt-oss"] / "o200k_base.tiktoken").read_bytes()).hexdigest() == O200K_BASE_SHA256
 
 
-def test_qwen3_export_carries_the_chat_template(tmp_path):
-    export_tokenizer("qwen3", tmp_path)
-    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+def test_qwen3_export_carries_the_chat_template(exports):
+    config = json.loads((exports["qwen3"] / "tokenizer_config.json").read_text())
     assert config["eos_token"] == "<|im_end|>" and "last_query_index" in config["chat_template"]
 
 
-def test_llama3_export_is_llama_3_1s_tokenizer(tmp_path):
-    from transformers import AutoTokenizer
-
-    export_tokenizer("llama3", tmp_path)
-    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+def test_llama3_export_is_llama_3_1s_tokenizer(exports):
+    config = json.loads((exports["llama3"] / "tokenizer_config.json").read_text())
     assert config["bos_token"] == "<|begin_of_text|>" and config["eos_token"] == "<|eot_id|>"
     assert "Cutting Knowledge Date: December 2023" in config["chat_template"]
-    assert AutoTokenizer.from_pretrained(str(tmp_path))("Hello world")["input_ids"] == [128000, 9906, 1917]  # BOS first
+    assert exports.auto_tokenizer("llama3")("Hello world")["input_ids"] == [128000, 9906, 1917]  # BOS first
 
 
 def test_a_vocabulary_that_is_not_the_official_one_is_refused(tmp_path, monkeypatch):
@@ -66,6 +59,9 @@ def test_a_vocabulary_that_is_not_the_official_one_is_refused(tmp_path, monkeypa
     assert not (tmp_path / "tokenizer.json").exists()
 
 
-def test_export_is_byte_identical_twice(tmp_path):
-    first, second = export_tokenizer("qwen3", tmp_path / "a"), export_tokenizer("qwen3", tmp_path / "b")
-    assert first["tokenizer_json_sha256"] == second["tokenizer_json_sha256"]
+@pytest.mark.slow  # the quick loop has test_exports_are_the_tokenizers_quicktok_stands_for: each export's pinned sha256
+def test_export_is_byte_identical_twice(exports, tmp_path):
+    # the session's export is the first; this one, in a fresh folder, the second
+    again = export_tokenizer("qwen3", tmp_path)
+    assert again["tokenizer_json_sha256"] == exports.result("qwen3")["tokenizer_json_sha256"]
+    assert (tmp_path / "tokenizer.json").read_bytes() == (exports["qwen3"] / "tokenizer.json").read_bytes()
