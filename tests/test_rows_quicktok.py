@@ -66,6 +66,15 @@ def test_quicktok_equals_the_reference_on_every_bundled_conversation(exports, fa
                               CONVERSATIONS + corpus_dialogs() + lookalikes)
 
 
+@pytest.mark.parametrize("family, chat_format, eos", BUNDLED)
+def test_text_that_nfc_would_change_is_encoded_as_the_hugging_face_tokenizer_does(exports, family, chat_format, eos):
+    # quicktok normalizes to NFC, these tokenizers do not: a decomposed accent and a CJK compatibility ideograph
+    # (found by the fuzz test) keep their own tokens, in a batch beside ordinary text.
+    conversations = [[{"role": "user", "content": text}, {"role": "assistant", "content": f"so: {text}"}]
+                     for text in ("cafe\u0301 au lait", "\ufa2a", "plain words")]
+    _assert_same_as_reference(*_encoders(exports, family, chat_format, eos), conversations)
+
+
 def test_a_tokenizer_that_is_not_an_export_keeps_the_hugging_face_encoder(exported, tmp_path):
     tokenizer = (exported["qwen3"]["dir"] / "tokenizer.json").read_bytes()
     (tmp_path / "tokenizer.json").write_bytes(tokenizer + b"\n")  # same tokenizer, other bytes

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from pathlib import Path
 
 import numpy as np
 
 from openrecipes.errors import UserError
-from openrecipes.rows.encode import Encoder, role_tokens
+from openrecipes.rows.encode import Encoder, PartsEncoder, role_tokens
 from openrecipes.rows.formats import FORMAT_SPECIALS, RENDERERS
 from openrecipes.rows.vocab_export import VOCABS, read_specials
 
@@ -55,6 +56,8 @@ class QuicktokEncoder(Encoder):
                                 "its model's tokenizer")
         self.render = RENDERERS[chat_format]
         self.eos = eos
+        self.tokenizer, self.chat_format = tokenizer, chat_format
+        self.reference: Encoder | None = None
         # Added tokens the Hugging Face tokenizer matches even inside text (Qwen3's <think>, ...): runs split there.
         self.always_matched = (re.compile("(" + "|".join(map(re.escape, spec.non_special)) + ")")
                                if spec.non_special else None)
@@ -90,10 +93,18 @@ class QuicktokEncoder(Encoder):
             if run:
                 _add_run("".join(run), runs, slots, token_ids, split)
             conversation_slots.append(len(slots) - first_slot)
+        if not all(map(_nfc, runs)):
+            return self._reference().encode_stream(conversations)
         tokens, documents = self.encoding.encode_batch(runs, threads=1) if runs else (np.empty(0, np.uint32), [0])
         return self._assemble(np.asarray(slots, np.int64), np.asarray(tokens), np.asarray(documents, np.int64),
                               np.asarray(conversation_slots, np.int64), np.asarray(part_bytes, np.int64),
                               np.asarray(part_flags, bool))
+
+    def _reference(self) -> Encoder:
+        """The Hugging Face tokenizer's encoder, for a batch quicktok would read differently."""
+        if self.reference is None:
+            self.reference = PartsEncoder(self.tokenizer, self.chat_format, self.eos)
+        return self.reference
 
     def _assemble(self, slots, tokens, documents, conversation_slots, part_bytes, part_flags):
         """Interleave placed specials and run tokens; each token's mask from the bytes it covers."""
@@ -123,6 +134,12 @@ class QuicktokEncoder(Encoder):
         lengths = (np.add.reduceat(slot_lengths, conversation_starts) if len(slots)
                    else np.zeros(len(conversation_slots), np.int64))
         return ids, mask.astype(np.uint8), lengths
+
+
+def _nfc(text: str) -> bool:
+    """quicktok NFC-normalizes its input, the Hugging Face tokenizers these vocabularies come from do not: text that
+    NFC changes (a decomposed accent, a CJK compatibility ideograph) must not reach quicktok."""
+    return text.isascii() or unicodedata.is_normalized("NFC", text)
 
 
 def _add_run(text: str, runs: list[str], slots: list[int], token_ids: dict[str, int], split) -> None:
