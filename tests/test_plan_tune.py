@@ -309,10 +309,8 @@ def test_a_recipe_edited_by_copy_is_validated_again():
     from pydantic import ValidationError
 
     from openrecipes.catalog.store import load_recipe
-    from openrecipes.tune.arms import validated
-
     base = load_recipe(BASE)
     swapped = base.layout.model_copy(update={"kernels": ["liger-rope", "liger-rmsnorm"]})
     edited = base.model_copy(update={"layout": swapped})  # model_copy assigns without checking
     with pytest.raises(ValidationError, match="list each kernel once"):
-        validated(edited)
+        edited.revalidated()

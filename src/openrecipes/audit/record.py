@@ -154,8 +154,7 @@ def record(like: Recipe, candidate: MeasuredRun, reference: MeasuredRun, root: P
         "run": candidate.run, "env": _exports(candidate.run, candidate.folder), "reproductions": [],
         "notes": notes if notes is not None else like.notes,
     })
-    # model_copy does not validate: read the copy back through the schema, so a bad field fails here.
-    return Recorded(Recipe.model_validate(recipe.model_dump()), config, convergence)
+    return Recorded(recipe.revalidated(), config, convergence)
 
 
 def recipe_text(recipe: Recipe, header: str) -> str:

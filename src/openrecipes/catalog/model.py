@@ -316,6 +316,11 @@ class Recipe(Strict):
     )
     notes: str | None = Field(None, description="notes shown with the recipe")
 
+    def revalidated(self) -> Recipe:
+        """This recipe read back through the schema: `model_copy(update=...)` assigns fields without checking them,
+        so a recipe built that way is checked here before it is used or written."""
+        return Recipe.model_validate(self.model_dump())
+
 
 class SummaryGpu(Strict):
     type: str = Field(description="GPU type")

@@ -14,14 +14,9 @@ from openrecipes.plan.layouts import Layout
 from openrecipes.tune.candidates import SELECTIVE_AC_METHOD, Candidate
 
 
-def validated(recipe: Recipe) -> Recipe:
-    """`recipe` checked by the schema again: `model_copy(update=...)` assigns fields without validating them."""
-    return Recipe.model_validate(recipe.model_dump())
-
-
 def candidate_recipe(base: Recipe, candidate: Candidate, steps: int) -> Recipe:
-    """The base recipe with the candidate's layout fields and `steps`, validated; its `run` is still the base's
-    (`rendered_run` composes the candidate's)."""
+    """The base recipe with the candidate's layout fields and `steps`, not yet revalidated: its `run` is still the
+    base's (`rendered_run` composes the candidate's), and the caller checks the finished recipe once."""
     lay = candidate.layout
     recompute = None if lay.recompute == "none" else Recompute(
         granularity=lay.recompute, method=SELECTIVE_AC_METHOD if lay.recompute == "selective" else None,
@@ -40,9 +35,9 @@ def candidate_recipe(base: Recipe, candidate: Candidate, steps: int) -> Recipe:
         offload=None, compile=lay.compile, kernels=list(lay.kernels), attention=lay.attention,
         float8=float8_field(lay)))
     workload = base.workload.model_copy(update={"precision": "fp8"}) if lay.float8 else base.workload
-    return validated(base.model_copy(update={
+    return base.model_copy(update={
         "layout": layout, "workload": workload,
-        "result": base.result.model_copy(update={"steps_per_run": steps})}))
+        "result": base.result.model_copy(update={"steps_per_run": steps})})
 
 
 def float8_field(layout: Layout) -> Float8 | None:
@@ -88,11 +83,11 @@ class Arm:
 def arm_of(name: str, base: Recipe, card: ModelCard, candidate: Candidate, steps: int) -> Arm:
     recipe = candidate_recipe(base, candidate, steps)
     run = rendered_run(recipe, base, card, candidate.layout.reshard_after_forward)
-    return Arm(name, validated(recipe.model_copy(update={"run": run})), candidate)
+    return Arm(name, recipe.model_copy(update={"run": run}).revalidated(), candidate)
 
 
 def reference_arm(base: Recipe, card: ModelCard, candidate: Candidate, steps: int) -> Arm:
     """The base recipe's own configuration at `steps` steps: only --training.steps changes."""
     run = render(base, card, parse_run(base.run), steps=steps).script()
-    return Arm("reference", validated(base.model_copy(update={
-        "result": base.result.model_copy(update={"steps_per_run": steps}), "run": run})), candidate)
+    return Arm("reference", base.model_copy(update={
+        "result": base.result.model_copy(update={"steps_per_run": steps}), "run": run}).revalidated(), candidate)

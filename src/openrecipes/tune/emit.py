@@ -17,7 +17,7 @@ from openrecipes.catalog.paths import default_catalog_root, relative_path
 from openrecipes.catalog.store import load_recipe
 from openrecipes.errors import UserError
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict
-from openrecipes.tune.arms import candidate_recipe, rendered_run, validated
+from openrecipes.tune.arms import candidate_recipe, rendered_run
 from openrecipes.tune.candidates import as_candidate, renderable
 from openrecipes.tune.search import find_base
 
@@ -88,8 +88,9 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, root: Pat
         f"{prediction.headroom_gib:.1f} GiB against a {prediction.margin_gib:.1f} GiB margin. Stack, workload, rows, "
         f"environment and the result's date come from {relative_path(base_path, root)}. Run it with `openrecipes run`, "
         "then measure it.")
-    planned = validated(composed.model_copy(update=dict(
-        status="planned", layout=layout, result=result, correctness=correctness, runs=None, run=run, notes=notes)))
+    planned = composed.model_copy(update=dict(
+        status="planned", layout=layout, result=result, correctness=correctness, runs=None, run=run,
+        notes=notes)).revalidated()
     return PlannedRecipe(rank, prediction, base_path, recipe_text(planned, HEADER))
 
 

@@ -9,7 +9,6 @@ from openrecipes.audit.pins import COMMAND_NAME
 from openrecipes.audit.record import MeasuredRun, recipe_text, record, write_recipe
 from openrecipes.catalog.paths import relative_path
 from openrecipes.errors import UserError
-from openrecipes.tune.arms import validated
 from openrecipes.tune.candidates import Candidate
 from openrecipes.tune.search import Outcome, Setup, TuneResult
 
@@ -61,8 +60,8 @@ def write_winner(s: Setup, result: TuneResult, out_recipe: Path | None = None) -
                f"{recorded.convergence.result} against the base recipe's stock configuration")
     reference = (f"{relative_path(arms['reference'].folder, s.root)}: {relative_path(s.base_path, s.root)} at "
                  f"{steps} steps")
-    recipe = validated(recorded.recipe.model_copy(update={"correctness": recorded.recipe.correctness.model_copy(
-        update={"summary": summary, "reference": reference})}))
+    recipe = recorded.recipe.model_copy(update={"correctness": recorded.recipe.correctness.model_copy(
+        update={"summary": summary, "reference": reference})}).revalidated()
     path = Path(out_recipe) if out_recipe else default_recipe_path(s, winner.candidate)
     write_recipe(path, recipe_text(recipe, HEADER), s.tables, s.root)
     result.recipe_path = path
