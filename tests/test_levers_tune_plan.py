@@ -64,9 +64,9 @@ def test_an_unmeasured_lever_is_predicted_as_without_it_and_named():
     assert fused.tokens_per_s_per_gpu == plain.tokens_per_s_per_gpu
     assert fused.step.unmeasured_levers == (*KERNELS, "attention sdpa-cudnn", "float8 tensorwise")
     assert "levers" not in fused.step.parts_s()
-    row = fused.as_json()
-    assert row["kernels"] == list(KERNELS) and row["unmeasured_levers"][-1] == "float8 tensorwise"
-    assert plain.as_json()["unmeasured_levers"] == []
+    row = fused.exported()
+    assert row.kernels == list(KERNELS) and row.unmeasured_levers[-1] == "float8 tensorwise"
+    assert plain.exported().unmeasured_levers == []
 
 
 def _own_runs(monkeypatch, rows):

@@ -1,22 +1,15 @@
 """JSON for `--json`: strict JSON only. Python's json writes NaN and Infinity, which no JSON parser accepts and
-which would smuggle a figure that is not a number into a tool's input; a non-finite float is written as null."""
+which would smuggle a figure that is not a number into a tool's input; a non-finite float is written as null.
+
+pydantic-core writes it (dicts, lists and pydantic models alike) in Rust: Python's own encoder falls back to pure
+Python whenever it indents, which made `plan --top 0 --json` (21 MB) spend more time writing than planning."""
 
 from __future__ import annotations
 
-import json
-import math
 from typing import Any
 
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
-    return value
+import pydantic_core
 
 
 def json_text(value: Any, indent: int | None = 2) -> str:
-    return json.dumps(_finite(value), indent=indent, allow_nan=False)
+    return pydantic_core.to_json(value, indent=indent, ensure_ascii=True, inf_nan_mode="null").decode()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,6 +11,7 @@ from rich.table import Table
 
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.errors import EXIT_CHECK_FAILED, UserError
+from openrecipes.jsonout import json_text
 
 if TYPE_CHECKING:
     from openrecipes.audit.evidence import AuditReport
@@ -36,7 +36,7 @@ def audit_command(
 
     reports = audit(catalog or default_catalog_root(), paths, rebuild_rows)
     if as_json:
-        print(json.dumps([r.as_json() for r in reports], indent=2))
+        print(json_text([r.as_json() for r in reports]))
     else:
         _print_reports(reports)
     if not all(r.ok for r in reports):
@@ -90,7 +90,7 @@ def reproduce_command(
     if write:
         write_reproduction(recipe, loaded, reproduced.entry, tables)
     if as_json:
-        print(json.dumps(reproduced.as_json(), indent=2))
+        print(json_text(reproduced.as_json()))
     else:
         _print_reproduction(reproduced, recipe, write)
     if not reproduced.holds:

@@ -1,7 +1,7 @@
 """Predict every valid layout of a model on N GPUs: does it fit, how fast, what it costs; ranked.
 
-`predict` returns them as Predictions; `plan_table` returns them as plain data (the objects `openrecipes plan --json`
-prints, through it); the site's tables are the same objects, exported as JSON by openrecipes.tune.export.
+`predict` returns them as Predictions; `plan_table` returns them exported (`PredictedLayout`, the objects
+`openrecipes plan --json` prints); the site's tables are the same objects, exported as JSON by openrecipes.tune.export.
 """
 
 from __future__ import annotations
@@ -126,9 +126,6 @@ class Prediction:
                                     if self.usd_per_million_tokens is not None else None),
         )
 
-    def as_json(self) -> dict:
-        return self.exported().model_dump()
-
 
 def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Context:
     tables = tables or load_reference_tables()
@@ -190,9 +187,9 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
 def plan_table(model: str, gpu_type: str, gpus: int, row_tokens: int = 8192, global_batch: int = 128,
                engine: Engine = "megatron", grad_reduce_bf16: bool = False, top: int | None = None,
                root: Path | None = None, kernels: tuple[str, ...] = (), attention: str | None = None,
-               float8: str | None = None) -> list[dict]:
-    """The ranked predictions as plain data: one `--json` object per layout, the first `top` (None: all)."""
+               float8: str | None = None) -> list[PredictedLayout]:
+    """The ranked predictions as exported: one `--json` object per layout, the first `top` (None: all)."""
     request = PlanRequest(model, gpu_type, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, kernels,
                           attention, float8)
     ranked = predict(request, load_reference_tables(root))
-    return [p.as_json() for p in ranked[:top]]
+    return [p.exported() for p in ranked[:top]]
