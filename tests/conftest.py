@@ -3,9 +3,17 @@ seed recipe."""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import importlib.metadata
+import json
 import os
+import pickle
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -43,37 +51,64 @@ def repo() -> Path:
     return REPO
 
 
+@contextmanager
+def exclusive(lock: Path) -> Iterator[None]:
+    """Held by one process at a time: the pytest-xdist workers of a session, or two sessions sharing a cache."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def _export_key() -> str:
+    """What an export depends on: the code that writes it and the libraries whose data and output it holds."""
+    digest = hashlib.sha256()
+    for source in ("rows/vocab_export.py", "rows/qwen3_template.py", "rows/llama3_template.py", "atomic.py"):
+        digest.update((REPO / "src/openrecipes" / source).read_bytes())
+    digest.update(f"tokenizers {importlib.metadata.version('tokenizers')} "
+                  f"quicktok-v1 {importlib.metadata.version('quicktok-v1')}".encode())
+    return digest.hexdigest()[:16]
+
+
 class TokenizerExports:
-    """`openrecipes tokenizer export FAMILY` run once per family for the whole session, on first use: an export
-    takes seconds (gpt-oss's most), and every rows test only reads what it wrote. The encoders and tokenizers loaded
-    from the exports are kept too."""
+    """`openrecipes tokenizer export FAMILY` run once per family, on first use, and kept in the ignored
+    .pytest_cache/ under a key over the exporter's source and the tokenizers and quicktok versions: an export takes
+    seconds (gpt-oss's most), every rows test only reads what it wrote, and the pytest-xdist workers and later runs
+    read the same folder (a change to the exporter makes a new key, so it is exported and checked again; a fresh
+    clone, as in CI, exports everything). The encoders and tokenizers loaded from the exports are kept too."""
 
     def __init__(self, root: Path):
         self.root = root
         self._results: dict[str, dict] = {}
         self._loaded: dict[tuple[str, ...], object] = {}
 
+    def written(self, name: str, write: Callable[[Path], dict]) -> dict:
+        """`write(folder)`'s result, with the folder it wrote, made once under `name` and read back after."""
+        if name not in self._results:
+            folder, result = self.root / name, self.root / f"{name}.json"
+            with exclusive(self.root / f"{name}.lock"):
+                if not result.exists():  # the result is written last: without it the folder is unfinished
+                    shutil.rmtree(folder, ignore_errors=True)
+                    result.write_text(json.dumps(write(folder)))
+            self._results[name] = {**json.loads(result.read_text()), "out": str(folder)}
+        return self._results[name]
+
     def result(self, family: str) -> dict:
         """What export_tokenizer returned for the family (its folder, the tokenizer.json digest)."""
         from openrecipes.rows.vocab_export import export_tokenizer
 
-        if family not in self._results:
-            self._results[family] = export_tokenizer(family, self.root / family)
-        return self._results[family]
+        return self.written(family, lambda folder: export_tokenizer(family, folder))
 
     def __getitem__(self, family: str) -> Path:
         """The folder of the family's export."""
         return Path(self.result(family)["out"])
 
     def tokenizer(self, family: str):
-        """The family's tokenizer.json as a `tokenizers.Tokenizer`, loaded once; a test that encodes with it sets
-        encode_special_tokens itself."""
-        from tokenizers import Tokenizer
+        """The family's tokenizer.json as a `tokenizers.Tokenizer`, loaded once per process (the encoders share it);
+        a test that encodes with it sets encode_special_tokens itself."""
+        from openrecipes.rows.encode import load_tokenizer
 
-        key = ("tokenizer", family)
-        if key not in self._loaded:
-            self._loaded[key] = Tokenizer.from_file(str(self[family] / "tokenizer.json"))
-        return self._loaded[key]
+        return load_tokenizer(self[family] / "tokenizer.json")
 
     def parts_encoder(self, family: str, chat_format: str, eos: str):
         """The reference encoder (PartsEncoder) on the family's export, made once per format and EOS: loading a
@@ -97,8 +132,8 @@ class TokenizerExports:
 
 
 @pytest.fixture(scope="session")
-def exports(tmp_path_factory) -> TokenizerExports:
-    return TokenizerExports(tmp_path_factory.mktemp("exports"))
+def exports() -> TokenizerExports:
+    return TokenizerExports(REPO / ".pytest_cache/openrecipes/exports" / _export_key())
 
 
 @pytest.fixture(scope="session")
@@ -108,13 +143,21 @@ def qwen3(exports) -> Path:
 
 
 @pytest.fixture(scope="session")
-def bundled_site(tmp_path_factory):
-    """The bundled catalog's site, built once for every test that only reads it: a build draws some thirty SVG plots,
-    many seconds of CPU each time. Tests that change a catalog or the output folder build their own."""
+def bundled_site(tmp_path_factory, worker_id):
+    """The bundled catalog's site, built once per session for every test that only reads it: a build draws some
+    thirty SVG plots, many seconds of CPU each time. Under pytest-xdist the first worker to ask builds it into the
+    session's shared temporary folder and the others read its report. Tests that change a catalog or the output
+    folder build their own."""
     from openrecipes.catalog.store import load_catalog
     from openrecipes.site.build import build_site
 
-    return build_site(load_catalog(REPO), tmp_path_factory.mktemp("bundled") / "site")
+    base = tmp_path_factory.getbasetemp()
+    shared = base if worker_id == "master" else base.parent  # the parent is this session's, shared by its workers
+    report = shared / "bundled-site.pickle"
+    with exclusive(shared / "bundled-site.lock"):
+        if not report.exists():
+            report.write_bytes(pickle.dumps(build_site(load_catalog(REPO), shared / "bundled-site")))
+    return pickle.loads(report.read_bytes())
 
 
 def openrecipes(*args: object, cwd: Path = REPO) -> subprocess.CompletedProcess:

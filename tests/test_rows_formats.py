@@ -11,23 +11,27 @@ import pytest
 from openrecipes.rows.encode import PartsEncoder, TemplateEncoder
 from openrecipes.rows.formats import FORMAT_SPECIALS
 from openrecipes.rows.qwen3_template import QWEN3_GENERATION_TEMPLATE
-from openrecipes.rows.vocab_export import VOCABS, build_tokenizer, read_ranks
+from openrecipes.rows.vocab_export import VOCABS, build_tokenizer, read_ranks, read_specials
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rows"
 CONVERSATIONS = [json.loads(line)["messages"] for line in (FIXTURES / "conversations.jsonl").read_text().splitlines()]
 
 
 @pytest.fixture(scope="module")
-def glm_standin(tmp_path_factory) -> Path:
+def glm_standin(exports) -> Path:
     """A STAND-IN for GLM's tokenizer, which is not obtainable offline: Qwen3's byte-level ranks cut to GLM-4.5's
-    151,329 regular tokens, plus GLM's special tokens at GLM-4.5's real ids (zai-org tokenizer_config.json)."""
-    directory = tmp_path_factory.mktemp("glm-standin")
-    specials = {151329: "<|endoftext|>", 151330: "[MASK]", 151331: "[gMASK]", 151332: "[sMASK]", 151333: "<sop>",
-                151334: "<eop>", 151335: "<|system|>", 151336: "<|user|>", 151337: "<|assistant|>",
-                151338: "<|observation|>"}
-    tokenizer = build_tokenizer(read_ranks(VOCABS["qwen3"])[:151329], specials, VOCABS["qwen3"].pattern)
-    tokenizer.save(str(directory / "tokenizer.json"))
-    return directory
+    151,329 regular tokens, plus GLM's special tokens at GLM-4.5's real ids (zai-org tokenizer_config.json). Built
+    by the exporter's own code, so it is kept with the exports."""
+    def write(directory: Path) -> dict:
+        specials = {151329: "<|endoftext|>", 151330: "[MASK]", 151331: "[gMASK]", 151332: "[sMASK]", 151333: "<sop>",
+                    151334: "<eop>", 151335: "<|system|>", 151336: "<|user|>", 151337: "<|assistant|>",
+                    151338: "<|observation|>"}
+        tokenizer = build_tokenizer(read_ranks(VOCABS["qwen3"])[:151329], specials, VOCABS["qwen3"].pattern)
+        directory.mkdir(parents=True)
+        tokenizer.save(str(directory / "tokenizer.json"))
+        return {}
+
+    return Path(exports.written("glm-standin", write)["out"])
 
 
 @pytest.fixture(scope="module")
@@ -119,20 +123,30 @@ def _llama3_generation_template(template: str) -> str:
     return template.replace(line, marked)
 
 
-def test_llama3_equals_the_official_template_and_its_mask_on_every_bundled_conversation(exports):
-    from openrecipes.rows.demo import corpus_dialogs
-
+def _assert_llama3_equals_the_official_template(exports, conversations: list[list[dict]]) -> None:
     official = exports.auto_tokenizer("llama3")
     marked = _llama3_generation_template(official.chat_template)
     encoder = exports.parts_encoder("llama3", "llama3", "<|end_of_text|>")
-    conversations = CONVERSATIONS + corpus_dialogs()
-    for messages, (ids, mask) in zip(conversations, encoder.encode(conversations), strict=False):
+    for messages, (ids, mask) in zip(conversations, encoder.encode(conversations), strict=True):
         # apply_chat_template as people call it: no date passed, so the template prints its default date
         assert ids[:-1].tolist() == official.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"]
         reference = official.apply_chat_template(messages, chat_template=marked, tokenize=True, return_dict=True,
                                                  return_assistant_tokens_mask=True)
         assert mask[:-1].tolist() == reference["assistant_masks"]
         assert ids[-1] == 128001 and mask[-1] == 0  # <|end_of_text|> between conversations, not a target
+
+
+def test_llama3_equals_the_official_template_and_its_mask(exports):
+    from openrecipes.rows.demo import corpus_dialogs
+
+    _assert_llama3_equals_the_official_template(exports, CONVERSATIONS + corpus_dialogs()[::50])
+
+
+@pytest.mark.slow  # test_llama3_equals_the_official_template_and_its_mask checks every 50th dialog of the corpus
+def test_llama3_equals_the_official_template_and_its_mask_on_every_bundled_conversation(exports):
+    from openrecipes.rows.demo import corpus_dialogs
+
+    _assert_llama3_equals_the_official_template(exports, CONVERSATIONS + corpus_dialogs())
 
 
 def test_llama3_mask_token_by_token_with_the_templates_system_header(exports):
@@ -224,9 +238,15 @@ def test_glm5_one_string_per_conversation_gives_the_reference_tokens(glm5_encode
         assert joined.tolist() == reference.tolist()
 
 
-def test_specials_that_strip_around_them_take_the_reference_path(exports, tmp_path):
-    tokenizer = json.loads((exports["qwen3"] / "tokenizer.json").read_text())
-    for token in tokenizer["added_tokens"]:
-        token["lstrip"] = token["lstrip"] or token["content"] == "<|im_end|>"
-    (tmp_path / "tokenizer.json").write_text(json.dumps(tokenizer))
-    assert not PartsEncoder(tmp_path, "qwen3", "<|endoftext|>").joined
+@pytest.mark.parametrize("strip", ["lstrip", "rstrip", None])
+def test_specials_that_strip_around_them_take_the_reference_path(tmp_path, strip):
+    # Qwen3's format on a vocabulary of its 256 byte tokens and its special tokens (renumbered after them): a
+    # special that strips whitespace around it would not cut the joined string where the reference places it
+    names = [name for _, name in sorted(read_specials(VOCABS["qwen3"]).items())]
+    tokenizer = build_tokenizer(read_ranks(VOCABS["qwen3"])[:256], dict(enumerate(names, start=256)),
+                                VOCABS["qwen3"].pattern)
+    data = json.loads(tokenizer.to_str())
+    for token in data["added_tokens"]:
+        token[strip or "lstrip"] = strip is not None and token["content"] == "<|im_end|>"
+    (tmp_path / "tokenizer.json").write_text(json.dumps(data))
+    assert PartsEncoder(tmp_path, "qwen3", "<|endoftext|>").joined == (strip is None)

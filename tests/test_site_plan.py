@@ -53,13 +53,13 @@ def test_the_seed_layout_fits_8_h200_with_its_prediction_beside_the_measured_fig
     cells = _cells(measured)
     assert cells[1].startswith("TP1 PP1 EP4 DP8 · none recompute")
     assert cells[2] == "10,483.91"
-    own = next(r for r in h200_rows if (r["label"], r["recompute"], r["offload_fraction"], r["max_tokens_per_gpu"])
+    own = next(r for r in h200_rows if (r.label, r.recompute, r.offload_fraction, r.max_tokens_per_gpu)
                == ("TP1 PP1 EP4 DP8", "none", 0.0, 8192))
-    assert own["fits"]
-    assert cells[3] == f"{own['tokens_per_s_per_gpu']:,.1f}" and _values(measured)[2] == str(own["memory_gib"])
+    assert own.fits
+    assert cells[3] == f"{own.tokens_per_s_per_gpu:,.1f}" and _values(measured)[2] == str(own.memory_gib)
     assert "weights" in cells[5]  # the memory parts, visible without hover
-    fitting = [r for r in h200_rows if r["fits"]]
-    rank = 1 + sum(r["tokens_per_s_per_gpu"] > own["tokens_per_s_per_gpu"] for r in fitting)
+    fitting = [r for r in h200_rows if r.fits]
+    rank = 1 + sum(r.tokens_per_s_per_gpu > own.tokens_per_s_per_gpu for r in fitting)
     assert cells[6] == f"fits; #{rank} of {len(fitting):,}"
     error = next(p.error for p in stored_points() if p.name == "gpt-oss-20b/h200/attune-tp1-pp1-ep4")
     assert cells[7] == f"{error * 100:+.1f}%"
@@ -70,24 +70,25 @@ def test_every_row_is_plan_tables(bundled_site, h200_rows):
     """Each shown row against plan_table's object for gpt-oss-20b on 8 x H200 (GLM's tables come from the same
     code; planning GLM on 64 GPUs again here would cost the test 4 s)."""
     section = _section(bundled_site, GPTOSS_PAGE, "plan-h200-8")
-    expected = [r for r in h200_rows if r["fits"]][:export.PLAN_TOP]
+    expected = [r for r in h200_rows if r.fits][:export.PLAN_TOP]
     shown = _rows(section, "plan-rows")
     assert len(shown) == export.PLAN_TOP
     for row, want in zip(shown, expected, strict=False):
-        assert _cells(row)[1:3] == [want["label"], want["recompute"]]
-        usd = "" if want["usd_per_million_tokens"] is None else str(want["usd_per_million_tokens"])
-        assert _values(row)[1:] == [str(want[k]) for k in ("offload_fraction", "max_tokens_per_gpu", "memory_gib",
-                                                           "headroom_gib", "tokens_per_s_per_gpu", "mfu")] + [usd]
-        interval = want["interval"]
-        assert f"{interval['low']:,.1f}–{interval['high']:,.1f}" in _cells(row)[8]
+        assert _cells(row)[1:3] == [want.label, want.recompute]
+        usd = "" if want.usd_per_million_tokens is None else str(want.usd_per_million_tokens)
+        figures = ("offload_fraction", "max_tokens_per_gpu", "memory_gib", "headroom_gib", "tokens_per_s_per_gpu",
+                   "mfu")
+        assert _values(row)[1:] == [str(getattr(want, k)) for k in figures] + [usd]
+        interval = want.interval
+        assert f"{interval.low:,.1f}–{interval.high:,.1f}" in _cells(row)[8]
     misses = _rows(section, "plan-misses")
-    not_fitting = {(r["label"], r["recompute"], r["offload_fraction"], r["max_tokens_per_gpu"]): r
-                   for r in h200_rows if not r["fits"]}
+    not_fitting = {(r.label, r.recompute, r.offload_fraction, r.max_tokens_per_gpu): r
+                   for r in h200_rows if not r.fits}
     assert misses
     for row in misses:
         cells = _cells(row)
         want = not_fitting[(cells[0], cells[1], float(_values(row)[0]), int(_values(row)[1]))]
-        assert cells[-1] == want["reason"] and _values(row)[4] == str(want["tokens_per_s_per_gpu"])
+        assert cells[-1] == want.reason and _values(row)[4] == str(want.tokens_per_s_per_gpu)
 
 
 def test_the_short_answer_comes_first_with_the_best_measured_beside_it(bundled_site, h200_rows):
@@ -96,9 +97,9 @@ def test_the_short_answer_comes_first_with_the_best_measured_beside_it(bundled_s
     assert "<details class=\"calibration\"" in html
     summary = html[html.index('id="plan-summary"'):html.index("</section>", html.index('id="plan-summary"'))]
     row = re.search(r'<tr data-gpu="H200" data-gpus="8">(.*?)</tr>', summary, re.S).group(1)
-    best = next(r for r in h200_rows if r["fits"])
+    best = next(r for r in h200_rows if r.fits)
     cells = _cells("<tr>" + row + "</tr>")
-    assert cells[1].startswith(best["label"]) and cells[2] == f"{best['tokens_per_s_per_gpu']:,.1f}"
+    assert cells[1].startswith(best.label) and cells[2] == f"{best.tokens_per_s_per_gpu:,.1f}"
     assert "attune-tp1-pp1-ep4" in cells[5] and "10,483.9" in cells[5]
 
 

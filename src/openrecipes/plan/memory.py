@@ -18,6 +18,7 @@ every saved tensor by TP.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, GIB
 from openrecipes.plan.layouts import Layout
@@ -42,7 +43,7 @@ class MemoryEstimate:
     parts: dict[str, float]  # bytes by part, in the order a reader adds them up
     stage: int  # the pipeline stage these parts belong to
 
-    @property
+    @cached_property  # read many times while layouts are ranked and exported
     def total_bytes(self) -> float:
         return sum(self.parts.values())
 

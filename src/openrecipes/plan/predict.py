@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 
 from openrecipes import figures
@@ -60,7 +61,7 @@ class Prediction:
     gpu_type: str
     margin_gib: float  # the memory margin on this layout's predicted allocator peak
 
-    @property
+    @cached_property  # read many times while layouts are ranked and exported
     def headroom_gib(self) -> float:
         return self.capacity_gib - self.memory.total_gib
 

@@ -6,6 +6,7 @@ A record that cannot become a training conversation is not an error: it comes ba
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 from collections.abc import Mapping
 from itertools import chain, compress
@@ -77,6 +78,25 @@ def tokenizer_json_path(tokenizer: Path) -> Path:
     return path
 
 
+@functools.lru_cache(maxsize=8)
+def _loaded_tokenizer(path: Path, size: int, mtime_ns: int):
+    """A tokenizer.json loaded once per process: one of 150,000-200,000 tokens takes 1-2 s to load, and a process
+    may make several encoders of one file (a quicktok encoder's fallback, builds run one after another in a notebook
+    or a test session). Keyed on the file's size and mtime, so a rewritten file is read again; encoders set the
+    tokenizer's flags on every call, so they can share it."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(path))
+
+
+def load_tokenizer(path: Path):
+    stat = path.stat()
+    try:
+        return _loaded_tokenizer(path.resolve(), stat.st_size, stat.st_mtime_ns)
+    except Exception as error:  # tokenizers raises a bare Exception for a file it cannot read
+        raise UserError(f"{path}: not a tokenizers file ({error}); pass a Hugging Face tokenizer.json") from None
+
+
 def eos_token_for(tokenizer: Path, chat_format: str, eos_token: str | None) -> str:
     """The EOS between conversations: --eos-token, else the format's end-of-text, else tokenizer_config's eos."""
     if eos_token:
@@ -129,13 +149,7 @@ class PartsEncoder(Encoder):
     """
 
     def __init__(self, tokenizer: Path, chat_format: str, eos: str):
-        from tokenizers import Tokenizer
-
-        path = tokenizer_json_path(tokenizer)
-        try:
-            self.tokenizer = Tokenizer.from_file(str(path))
-        except Exception as error:  # tokenizers raises a bare Exception for a file it cannot read
-            raise UserError(f"{path}: not a tokenizers file ({error}); pass a Hugging Face tokenizer.json") from None
+        self.tokenizer = load_tokenizer(tokenizer_json_path(tokenizer))
         self.render = RENDERERS[chat_format]
         self.eos = eos
         self.special_ids = {}

@@ -130,20 +130,15 @@ def tiktoken_rank_file(tokens: list[bytes]) -> bytes:
     return "".join(f"{base64.b64encode(token).decode()} {rank}\n" for rank, token in enumerate(tokens)).encode()
 
 
-def write_o200k_tiktoken(directory: Path) -> Path:
-    """Write a verified o200k_base.tiktoken, for openai-harmony offline (TIKTOKEN_ENCODINGS_BASE=directory)."""
-    rank_file = tiktoken_rank_file(read_ranks(VOCABS["gpt-oss"]))
-    _check_digest("gpt-oss", rank_file)
-    path = directory / "o200k_base.tiktoken"
-    write_atomic(path, rank_file)
-    return path
-
-
-def _check_digest(family: str, rank_file: bytes) -> None:
+def verified_ranks(family: str) -> tuple[list[bytes], bytes]:
+    """The family's token byte strings by rank and their tiktoken rank file, whose sha256 is checked first."""
+    tokens = read_ranks(VOCABS[family])
+    rank_file = tiktoken_rank_file(tokens)
     digest = hashlib.sha256(rank_file).hexdigest()
     if digest != VOCABS[family].ranks_sha256:
         raise UserError(f"quicktok data for {family}: rank file sha256 {digest} is not the official "
                         f"{VOCABS[family].ranks_sha256}; reinstall quicktok-v1==0.4.0")
+    return tokens, rank_file
 
 
 def _byte_to_unicode() -> dict[int, str]:
@@ -165,12 +160,12 @@ def _merges(tokens: list[bytes]) -> list[tuple[int, int]]:
     Listing all splits (not one per token) is what makes HF's merge-priority BPE pick exactly what tiktoken's
     rank-based BPE picks; it is the same construction as transformers' TikTokenConverter.
     """
-    rank_of = {token: rank for rank, token in enumerate(tokens)}
+    rank = {token: rank for rank, token in enumerate(tokens)}.get
     merges: list[tuple[int, int]] = []
     for token in tokens:
-        splits = [(rank_of[token[:cut]], rank_of[token[cut:]]) for cut in range(1, len(token))
-                  if token[:cut] in rank_of and token[cut:] in rank_of]
-        merges.extend(sorted(splits))
+        splits = [(left, right) for cut in range(1, len(token))
+                  if (left := rank(token[:cut])) is not None and (right := rank(token[cut:])) is not None]
+        merges.extend(sorted(splits) if len(splits) > 1 else splits)
     return merges
 
 
@@ -179,8 +174,8 @@ def build_tokenizer(tokens: list[bytes], specials: dict[int, str], pattern: str,
     """A byte-level BPE `tokenizers.Tokenizer` from tiktoken-style ranks, with added tokens at their given ids."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
-    to_unicode = _byte_to_unicode()
-    pieces = ["".join(to_unicode[byte] for byte in token) for token in tokens]
+    to_unicode = str.maketrans({chr(byte): char for byte, char in _byte_to_unicode().items()})
+    pieces = [token.decode("latin-1").translate(to_unicode) for token in tokens]
     vocab = {piece: rank for rank, piece in enumerate(pieces)}
     merges = [(pieces[left], pieces[right]) for left, right in _merges(tokens)]
     tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=True))
@@ -204,11 +199,9 @@ def build_tokenizer(tokens: list[bytes], specials: dict[int, str], pattern: str,
     return tokenizer
 
 
-def build_tokenizer_json(family: str) -> tuple[str, dict]:
-    """(tokenizer.json text, tokenizer_config.json dict) for a family, with the vocabulary digest checked."""
+def build_tokenizer_json(family: str, tokens: list[bytes]) -> tuple[str, dict]:
+    """(tokenizer.json text, tokenizer_config.json dict) for a family from its verified ranks."""
     spec = VOCABS[family]
-    tokens = read_ranks(spec)
-    _check_digest(family, tiktoken_rank_file(tokens))
     specials = read_specials(spec)
     tokenizer = build_tokenizer(tokens, specials, spec.pattern, spec.non_special, spec.bos_token)
     config = {
@@ -227,15 +220,17 @@ def build_tokenizer_json(family: str) -> tuple[str, dict]:
 
 
 def export_tokenizer(family: str, out_dir: Path) -> dict:
-    """Write tokenizer.json + tokenizer_config.json (and, for gpt-oss, o200k_base.tiktoken) to out_dir."""
+    """Write tokenizer.json + tokenizer_config.json (and, for gpt-oss, o200k_base.tiktoken, for openai-harmony
+    offline: TIKTOKEN_ENCODINGS_BASE=out_dir) to out_dir."""
     if family not in VOCABS:
         raise UserError(f"tokenizer export: {family!r} is not a bundled family; use one of {', '.join(VOCABS)}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    tokenizer_json, config = build_tokenizer_json(family)
+    tokens, rank_file = verified_ranks(family)
+    tokenizer_json, config = build_tokenizer_json(family, tokens)
     write_atomic(out_dir / "tokenizer.json", tokenizer_json)
     write_atomic(out_dir / "tokenizer_config.json", json.dumps(config, indent=2, ensure_ascii=False) + "\n")
     if family == "gpt-oss":
-        write_o200k_tiktoken(out_dir)
+        write_atomic(out_dir / "o200k_base.tiktoken", rank_file)
     return {"family": family, "out": str(out_dir), "ranks_sha256": VOCABS[family].ranks_sha256,
             "tokenizer_json_sha256": hashlib.sha256(tokenizer_json.encode()).hexdigest()}
 
