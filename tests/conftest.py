@@ -51,6 +51,13 @@ def repo() -> Path:
     return REPO
 
 
+@pytest.fixture(scope="session")
+def torch():
+    """torch, imported when a test that needs it runs (skipped where it is not installed): a test module that
+    imported it would make collecting the suite pay its import, 3 s, in every pytest-xdist worker."""
+    return pytest.importorskip("torch")
+
+
 @contextmanager
 def exclusive(lock: Path) -> Iterator[None]:
     """Held by one process at a time: the pytest-xdist workers of a session, or two sessions sharing a cache."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
 import pytest
+import quicktok
 from conftest import examples
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -34,6 +36,7 @@ def exported(exports) -> dict[str, dict]:
 
 
 _ENCODERS: dict = {}
+_quicktok = functools.cache(quicktok.get_encoding)  # 30 ms a call, and Hypothesis calls the test many times
 
 
 def _encoders(exports, family, chat_format, eos) -> tuple[QuicktokEncoder, PartsEncoder]:
@@ -115,15 +118,13 @@ def test_quicktok_equals_the_reference_on_fuzzed_conversations(exports, family, 
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.lists(PIECES, min_size=1, max_size=8).map("".join))
 def test_quicktok_ids_equal_the_hugging_face_tokenizers_on_fuzzed_text(exports, text):
-    import quicktok
-
     # Qwen3's <think>, <tool_call>, ... are matched inside text by the Hugging Face tokenizer; the encoder cuts runs
     # there itself (covered by the conversation fuzz above), so plain text without them is compared here.
     assume(not any(token in text for token in VOCABS["qwen3"].non_special))
     for family, encoding in (("gpt-oss", "o200k_harmony"), ("qwen3", "qwen3"), ("llama3", "llama3")):
         tokenizer = exports.tokenizer(family)
         tokenizer.encode_special_tokens = True  # special-token text is ordinary text, as in message content
-        assert list(quicktok.get_encoding(encoding).encode_ordinary(text)) == tokenizer.encode(
+        assert list(_quicktok(encoding).encode_ordinary(text)) == tokenizer.encode(
             text, add_special_tokens=False).ids
 
 

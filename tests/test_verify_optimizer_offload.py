@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch")
-
-from openrecipes.errors import UserError  # noqa: E402
-from openrecipes.thresholds import OPTIMIZER_OFFLOAD  # noqa: E402
-from openrecipes.verify.components import optimizer_offload  # noqa: E402
+from openrecipes.errors import UserError
+from openrecipes.thresholds import OPTIMIZER_OFFLOAD
 
 
 @pytest.fixture(scope="module")
-def verdict():
+def optimizer_offload(torch):
+    from openrecipes.verify.components import optimizer_offload
+
+    return optimizer_offload
+
+
+@pytest.fixture(scope="module")
+def verdict(optimizer_offload):
     return optimizer_offload.run("small", "cpu")
 
 
@@ -42,14 +46,14 @@ def test_the_offload_fraction_is_honoured(verdict):
     assert verdict["offloaded_parameters"] > 0.7 * verdict["parameters"]
 
 
-def test_an_uncaught_control_fails_the_test(monkeypatch):
+def test_an_uncaught_control_fails_the_test(monkeypatch, optimizer_offload):
     monkeypatch.setattr(optimizer_offload, "WRONG_BETA2", optimizer_offload.ENTRY.beta2)  # the "fault" is no fault
     verdict = optimizer_offload.run("small", "cpu")
     assert not verdict["passed"] and "was not caught" in verdict["reasons"][0]
     assert verdict["detail"].endswith("a negative control was NOT caught")
 
 
-def test_bad_requests_are_user_errors():
+def test_bad_requests_are_user_errors(torch, optimizer_offload):
     with pytest.raises(UserError, match="unknown"):
         optimizer_offload.run("huge", "cpu")
     if not torch.cuda.is_available():
@@ -57,7 +61,7 @@ def test_bad_requests_are_user_errors():
             optimizer_offload.run("small", "cuda")
 
 
-def test_glm5_shape_is_one_ep8_ranks_shard():
+def test_glm5_shape_is_one_ep8_ranks_shard(torch, optimizer_offload):
     shape = optimizer_offload.SHAPES["glm5-moe-layer"]
     tensors = optimizer_offload.tensor_shapes(shape)
     parameters = sum(torch.Size(dims).numel() for _, dims in tensors)

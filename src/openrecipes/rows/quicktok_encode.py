@@ -10,10 +10,12 @@ check the two encoders give the same ids on every bundled conversation and on fu
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -40,14 +42,31 @@ def bundled_family(tokenizer_json: Path) -> str | None:
     return EXPORTED_TOKENIZER_JSON.get(digest.hexdigest())
 
 
+@functools.cache
+def _encoding(family: str) -> tuple[Any, np.ndarray]:
+    """The family's quicktok encoding and each token's length in bytes, by id: ordinary tokens (ids below the
+    first special) as quicktok decodes them, specials by name. Made once per process (60 ms): a process may make
+    several encoders of one family (builds run one after another in a notebook or a test session)."""
+    import quicktok
+
+    encoding = quicktok.get_encoding(QUICKTOK_ENCODING[family])
+    names = read_specials(VOCABS[family])
+    ordinary = min(names)
+    token_bytes = np.zeros(encoding.n_vocab, np.int64)
+    token_bytes[:ordinary] = np.fromiter(map(len, map(encoding.decode_single_token_bytes, range(ordinary))),
+                                         np.int64, ordinary)
+    for token_id, name in names.items():
+        token_bytes[token_id] = len(name.encode())
+    token_bytes.flags.writeable = False  # shared by every encoder of the family
+    return encoding, token_bytes
+
+
 class QuicktokEncoder(Encoder):
     """Conversations in a coded format -> ids and masks, one quicktok batch call per batch of conversations."""
 
     def __init__(self, tokenizer: Path, family: str, chat_format: str, eos: str):
-        import quicktok
-
         spec = VOCABS[family]
-        self.encoding = quicktok.get_encoding(QUICKTOK_ENCODING[family])
+        self.encoding, self.token_bytes = _encoding(family)
         names = read_specials(spec)
         self.token_ids = {name: token_id for token_id, name in names.items()}
         for token in (*FORMAT_SPECIALS[chat_format], eos, *role_tokens(chat_format)):
@@ -61,14 +80,6 @@ class QuicktokEncoder(Encoder):
         # Added tokens the Hugging Face tokenizer matches even inside text (Qwen3's <think>, ...): runs split there.
         self.always_matched = (re.compile("(" + "|".join(map(re.escape, spec.non_special)) + ")")
                                if spec.non_special else None)
-        # each token's length in bytes, by id: ordinary tokens (ids below the first special) as quicktok decodes
-        # them, specials by name
-        ordinary = min(names)
-        self.token_bytes = np.zeros(self.encoding.n_vocab, np.int64)
-        self.token_bytes[:ordinary] = np.fromiter(map(len, map(self.encoding.decode_single_token_bytes,
-                                                                range(ordinary))), np.int64, ordinary)
-        for token_id, name in names.items():
-            self.token_bytes[token_id] = len(name.encode())
 
     def encode_stream(self, conversations: list[list[dict]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         runs: list[str] = []  # text between specials, one quicktok document each
