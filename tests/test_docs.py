@@ -16,7 +16,7 @@ import typer
 from conftest import openrecipes
 from typer._click import exceptions as click_errors  # typer vendors its own click
 
-from openrecipes.cli import app
+from openrecipes.cli import command_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -54,8 +54,8 @@ def examples() -> list[tuple[str, list[str]]]:
     return found
 
 
-# Built once: typer builds the whole tree of commands anew on every call, a tenth of a second or more.
-COMMANDS = typer.main.get_command(app)
+# The command tree the CLI runs, built once per process.
+COMMANDS = command_tree()
 
 
 def leaf(words: list[str]) -> tuple[typer.core.TyperCommand, str, list[str]]:

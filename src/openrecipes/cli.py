@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+from functools import cache
 
 import typer
 from rich.console import Console
 from typer._click import exceptions as click  # typer vendors click; its usage errors are these classes
+from typer._click.core import Command
 
 from openrecipes.audit import cli as audit_cli
 from openrecipes.catalog import cli as catalog_cli
@@ -32,9 +34,17 @@ for room in (catalog_cli, rows_cli, engines_cli, measure_cli, verify_cli, audit_
     room.register(app)
 
 
+@cache
+def command_tree() -> Command:
+    """The click command tree typer builds from every command's signature: a tenth of a second of reading type
+    hints, so it is built once per process however many times `main` runs in it (a test session, a notebook)."""
+    return typer.main.get_command(app)
+
+
 def main() -> None:
     try:
-        code = app(standalone_mode=False)  # usage errors come here, to be told on one line like any bad input
+        # usage errors come here, to be told on one line like any bad input
+        code = command_tree()(standalone_mode=False)
     except click.NoArgsIsHelpError as error:
         typer.echo(error.ctx.get_help())
         code = 0
