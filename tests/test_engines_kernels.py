@@ -2,8 +2,9 @@
 
 import pytest
 
-# The entry module runs where torch does, and imports it: these tests import it when they run, so collecting the
-# suite does not pay torch's import (3 s) in every pytest-xdist worker.
+# The entry module runs where torch does, and imports it: these tests import it when they run (conftest's torch),
+# so collecting the suite does not pay torch's import (3 s) in every pytest-xdist worker.
+pytestmark = pytest.mark.usefixtures("torch")
 
 
 def test_kernels_come_back_in_canonical_order():

@@ -76,8 +76,7 @@ def test_check_config_exit_codes():
     assert numerics.returncode == 1 and "--num-rollout changes the numerics" in numerics.stdout
 
 
-def test_component_command():
-    pytest.importorskip("torch")
+def test_component_command(torch):
     # In-process: torch is already imported by the component tests, a subprocess would import it again.
     result = CliRunner().invoke(check_app, ["component", "optimizer-offload", "--shape", "small"])
     assert result.exit_code == 0, result.output
