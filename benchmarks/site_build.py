@@ -27,6 +27,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 import yaml
+from matplotlib.axes import Axes
 
 from openrecipes import figures
 from openrecipes.catalog.hardware import peak_flops, usd_per_gpu_hour
@@ -69,10 +70,13 @@ def timed(function, *args):
 
 @contextmanager
 def drawn_as_before() -> Iterator[None]:
-    """The baseline: every plot saved with bbox_inches="tight" (one draw to lay it out, one to write it) and each
-    Pareto plot drawn once more before its labels are placed, as the site drew them before each plot was drawn
-    once."""
-    svg, place_labels = plots._svg, plots._place_labels
+    """The baseline: every run plot on a figure of its own, every plot saved with bbox_inches="tight" (one draw
+    to lay it out, one to write it) and each Pareto plot drawn once more before its labels are placed, as the site
+    drew them before each plot was drawn once."""
+    svg, place_labels, run_axes = plots._svg, plots._place_labels, plots._run_axes
+
+    def new_figure() -> Axes:
+        return plots.plt.subplots(figsize=(7.2, 3.2))[1]
 
     def tight_svg(figure) -> bytes:
         buffer = io.StringIO()
@@ -84,11 +88,11 @@ def drawn_as_before() -> Iterator[None]:
         axes.figure.canvas.draw()
         return place_labels(axes, points)
 
-    plots._svg, plots._place_labels = tight_svg, place_after_a_draw
+    plots._svg, plots._place_labels, plots._run_axes = tight_svg, place_after_a_draw, new_figure
     try:
         yield
     finally:
-        plots._svg, plots._place_labels = svg, place_labels
+        plots._svg, plots._place_labels, plots._run_axes = svg, place_labels, run_axes
 
 
 ARMS: dict[str, Callable[[], AbstractContextManager[None]]] = {"before": drawn_as_before, "now": nullcontext}
@@ -145,7 +149,8 @@ Machine: {os.cpu_count()} CPUs (`nproc`), {cpu}, Python {platform.python_version
 Synthetic catalog: {count:,} YAML recipes written from the 5 seed recipes through the typed model (seed layouts and
 commands, own names, dates and figures; $/1M and MFU recomputed by figures.py), all validated on load.
 Each build {runs} times per arm, the arms alternating: median (min–max). "before": the plots drawn as before
-(bbox_inches="tight", a layout draw before the Pareto labels); "now": each plot drawn once.
+(a figure per run plot, bbox_inches="tight", a layout draw before the Pareto labels); "now": each plot drawn
+once, the run plots on one reused figure.
 
 | build | before | now | before / now |
 |---|---:|---:|---:|

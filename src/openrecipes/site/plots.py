@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import re
+from functools import cache
 from html import escape, unescape
 from itertools import cycle
 
@@ -17,6 +18,9 @@ import matplotlib
 matplotlib.use("svg")
 
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.backends.backend_svg import FigureCanvasSVG  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from openrecipes.site.pages import ParetoPoint  # noqa: E402
 
@@ -170,9 +174,27 @@ def inline_svg(svg: str, id_prefix: str, link_names: dict[str, str]) -> str:
     return svg
 
 
+@cache
+def _run_figure() -> Axes:
+    figure = Figure(figsize=(7.2, 3.2))
+    FigureCanvasSVG(figure)  # measured by the SVG renderer, as pyplot's figures are (not by Agg's)
+    return figure.subplots()
+
+
+def _run_axes() -> Axes:
+    """The axes every run plot is drawn on, emptied of the last plot's lines and shading (each plot sets its own
+    title, labels and legend): making a figure and its ticks costs more than drawing a run plot's few lines, and
+    a plot draws the same bytes whichever plot came before it."""
+    axes = _run_figure()
+    for artist in [*axes.lines, *axes.patches]:
+        artist.remove()
+    axes.relim()
+    return axes
+
+
 def loss_svg(title: str, curves: dict[str, tuple[list[int], list[float]]]) -> bytes:
     """Loss per step of each arm (candidate, reference) on one axis."""
-    figure, axes = plt.subplots(figsize=(7.2, 3.2))
+    axes = _run_axes()
     # Arms that agree overlap exactly: the later arm is drawn dashed with hollow markers so both stay visible.
     for i, ((label, (steps, losses)), colour) in enumerate(zip(curves.items(), GPU_COLOURS, strict=False)):
         axes.plot(steps, losses, marker="o", markersize=5 - 2 * i, linewidth=1.2, color=colour, label=label,
@@ -181,16 +203,16 @@ def loss_svg(title: str, curves: dict[str, tuple[list[int], list[float]]]) -> by
     axes.set_ylabel("loss")
     axes.set_title(plain(title), loc="left", fontsize=10)
     axes.legend(fontsize=8, frameon=False)
-    return _svg(figure)
+    return _svg(axes.figure)
 
 
 def step_time_svg(title: str, steps: list[int], seconds: list[float], window: tuple[int, int]) -> bytes:
     """Step times of the measured run, the scored window shaded."""
-    figure, axes = plt.subplots(figsize=(7.2, 3.2))
+    axes = _run_axes()
     axes.axvspan(window[0] - 0.5, window[1] + 0.5, color="#ebf4ff", label=f"scored window {window[0]}–{window[1]}")
     axes.plot(steps, seconds, marker="o", markersize=3, linewidth=1.2, color=GPU_COLOURS[0], label="step time")
     axes.set_xlabel("step (from 0)")
     axes.set_ylabel("seconds")
     axes.set_title(plain(title), loc="left", fontsize=10)
     axes.legend(fontsize=8, frameon=False)
-    return _svg(figure)
+    return _svg(axes.figure)
