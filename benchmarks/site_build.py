@@ -16,26 +16,28 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import io
 import os
 import platform
 import statistics
+import subprocess
 import tempfile
 import time
+import types
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 import yaml
-from matplotlib.axes import Axes
 
 from openrecipes import figures
 from openrecipes.catalog.hardware import peak_flops, usd_per_gpu_hour
 from openrecipes.catalog.paths import bundled_root
 from openrecipes.catalog.store import load_catalog
-from openrecipes.site import plots
+from openrecipes.site import build, plots, runs
 from openrecipes.site.build import build_site
 
+REPO = Path(__file__).resolve().parents[1]
+BASELINE_COMMIT = "9d63b77"  # the last commit that drew the plots the old way
 TARGET_SECONDS = 5.0
 PAGE_BUDGET_BYTES = 150 * 1024
 
@@ -70,29 +72,17 @@ def timed(function, *args):
 
 @contextmanager
 def drawn_as_before() -> Iterator[None]:
-    """The baseline: every run plot on a figure of its own, every plot saved with bbox_inches="tight" (one draw
-    to lay it out, one to write it) and each Pareto plot drawn once more before its labels are placed, as the site
-    drew them before each plot was drawn once."""
-    svg, place_labels, run_axes = plots._svg, plots._place_labels, plots._run_axes
-
-    def new_figure() -> Axes:
-        return plots.plt.subplots(figsize=(7.2, 3.2))[1]
-
-    def tight_svg(figure) -> bytes:
-        buffer = io.StringIO()
-        figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
-        plots.plt.close(figure)
-        return buffer.getvalue().encode("utf-8")
-
-    def place_after_a_draw(axes, points):
-        axes.figure.canvas.draw()
-        return place_labels(axes, points)
-
-    plots._svg, plots._place_labels, plots._run_axes = tight_svg, place_after_a_draw, new_figure
+    """The baseline: the site room's plots module as it was before each plot was drawn once (read from git at
+    BASELINE_COMMIT), in place of today's for the build."""
+    source = subprocess.run(["git", "show", f"{BASELINE_COMMIT}:src/openrecipes/site/plots.py"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout
+    before = types.ModuleType("plots_before")
+    exec(compile(source, f"{BASELINE_COMMIT}:plots.py", "exec"), before.__dict__)
     try:
+        build.plots = runs.plots = before
         yield
     finally:
-        plots._svg, plots._place_labels, plots._run_axes = svg, place_labels, run_axes
+        build.plots = runs.plots = plots
 
 
 ARMS: dict[str, Callable[[], AbstractContextManager[None]]] = {"before": drawn_as_before, "now": nullcontext}
@@ -148,9 +138,9 @@ Machine: {os.cpu_count()} CPUs (`nproc`), {cpu}, Python {platform.python_version
 {", ".join(f"{x:.2f}" for x in load_before)} before, {", ".join(f"{x:.2f}" for x in load_after)} after.
 Synthetic catalog: {count:,} YAML recipes written from the 5 seed recipes through the typed model (seed layouts and
 commands, own names, dates and figures; $/1M and MFU recomputed by figures.py), all validated on load.
-Each build {runs} times per arm, the arms alternating: median (min–max). "before": the plots drawn as before
-(a figure per run plot, bbox_inches="tight", a layout draw before the Pareto labels); "now": each plot drawn
-once, the run plots on one reused figure.
+Each build {runs} times per arm, the arms alternating: median (min–max). "before": the plots module of commit
+{BASELINE_COMMIT} (a figure per run plot, bbox_inches="tight", a layout draw before the Pareto labels); "now":
+today's.
 
 | build | before | now | before / now |
 |---|---:|---:|---:|

@@ -178,7 +178,11 @@ def inline_svg(svg: str, id_prefix: str, link_names: dict[str, str]) -> str:
 def _run_figure() -> Axes:
     figure = Figure(figsize=(7.2, 3.2))
     FigureCanvasSVG(figure)  # measured by the SVG renderer, as pyplot's figures are (not by Agg's)
-    return figure.subplots()
+    axes = figure.subplots()
+    # Values as written, never as an offset or power of ten above the axis: so nothing ever sits where the title
+    # does, and the title is placed on the axes' top instead of searched for on every draw (a tenth of the time).
+    axes.ticklabel_format(axis="y", style="plain", useOffset=False)
+    return axes
 
 
 def _run_axes() -> Axes:
@@ -201,7 +205,7 @@ def loss_svg(title: str, curves: dict[str, tuple[list[int], list[float]]]) -> by
                   linestyle="-" if i == 0 else "--", markerfacecolor=colour if i == 0 else "none")
     axes.set_xlabel("step (from 0)")
     axes.set_ylabel("loss")
-    axes.set_title(plain(title), loc="left", fontsize=10)
+    axes.set_title(plain(title), loc="left", fontsize=10, y=1.0)
     axes.legend(fontsize=8, frameon=False)
     return _svg(axes.figure)
 
@@ -213,6 +217,6 @@ def step_time_svg(title: str, steps: list[int], seconds: list[float], window: tu
     axes.plot(steps, seconds, marker="o", markersize=3, linewidth=1.2, color=GPU_COLOURS[0], label="step time")
     axes.set_xlabel("step (from 0)")
     axes.set_ylabel("seconds")
-    axes.set_title(plain(title), loc="left", fontsize=10)
+    axes.set_title(plain(title), loc="left", fontsize=10, y=1.0)
     axes.legend(fontsize=8, frameon=False)
     return _svg(axes.figure)
