@@ -163,7 +163,7 @@ def pareto_svg(points: list[ParetoPoint], front: list[ParetoPoint], link: dict[i
                              markerscale=0.6)
         axes.autoscale_view()  # fixes the axes' limits (margins, log scale), which the label placement reads
         # Every point lies inside the axes (the limits are the data's, with margins): annotation_clip=False skips
-        # checking so each time a label is measured or drawn.
+        # checking that each time a label is measured or drawn.
         for point, (dx, dy) in zip(points, _place_labels(axes, points), strict=True):
             axes.annotate(str(point.number), (point.usd_per_million_tokens, point.tokens_per_s_per_gpu),
                           textcoords="offset points", xytext=(dx, dy), ha="center", va="center",
@@ -208,12 +208,12 @@ def inline_svg(svg: str, id_prefix: str, link_names: dict[str, str]) -> str:
 
 
 @cache
-def _run_figure() -> Axes:
+def _shared_run_axes() -> Axes:
     figure = Figure(figsize=(7.2, 3.2))
     FigureCanvasSVG(figure)  # measured by the SVG renderer, as pyplot's figures are (not by Agg's)
     axes = figure.subplots()
     # Values as written, never as an offset or power of ten above the axis: so nothing ever sits where the title
-    # does, and the title is placed on the axes' top instead of searched for on every draw (a tenth of the time).
+    # does, and the title is placed on the axes' top instead of searched for at every measure and draw.
     axes.ticklabel_format(axis="y", style="plain", useOffset=False)
     return axes
 
@@ -222,7 +222,7 @@ def _run_axes() -> Axes:
     """The axes every run plot is drawn on, emptied of the last plot's lines and shading (each plot sets its own
     title, labels and legend): making a figure and its ticks costs more than drawing a run plot's few lines, and
     a plot draws the same bytes whichever plot came before it."""
-    axes = _run_figure()
+    axes = _shared_run_axes()
     for artist in [*axes.lines, *axes.patches]:
         artist.remove()
     axes.relim()
