@@ -33,7 +33,9 @@ from openrecipes import figures
 from openrecipes.catalog.hardware import peak_flops, usd_per_gpu_hour
 from openrecipes.catalog.paths import bundled_root
 from openrecipes.catalog.store import load_catalog
-from openrecipes.site import build, plots, runs
+from openrecipes.site import build as site_build
+from openrecipes.site import plots
+from openrecipes.site import runs as site_runs
 from openrecipes.site.build import build_site
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,10 +81,10 @@ def drawn_as_before() -> Iterator[None]:
     before = types.ModuleType("plots_before")
     exec(compile(source, f"{BASELINE_COMMIT}:plots.py", "exec"), before.__dict__)
     try:
-        build.plots = runs.plots = before
+        site_build.plots = site_runs.plots = before
         yield
     finally:
-        build.plots = runs.plots = plots
+        site_build.plots = site_runs.plots = plots
 
 
 ARMS: dict[str, Callable[[], AbstractContextManager[None]]] = {"before": drawn_as_before, "now": nullcontext}
