@@ -1,11 +1,15 @@
-"""Site build speed at catalog scale: a synthetic catalog of 1,000 recipes, against the bundled catalog's build.
+"""Site build speed at catalog scale: a synthetic catalog of 1,000 recipes, against the bundled catalog's build;
+and both builds with the plots drawn as they were drawn before (the baseline), alternately in this process.
+
+The bundled catalog's build draws the run plots (loss and step time of the 13 recipes with stored logs) and the
+Pareto plots; the synthetic catalog's build draws only the Pareto plots.
 
 The synthetic catalog is written as YAML files from the five seed recipes through the typed model: each copy keeps
 its seed's layout, command and workload (so it still validates) and gets its own name, date, highlights and
 tokens/s per GPU, with $/1M tokens and MFU recomputed through openrecipes.figures at the seeds' precision.
 Loading (validating every file) and building are timed apart, since validation is the catalog room's cost.
 
-    .venv/bin/python benchmarks/site_build.py [--recipes 1000]     # prints a Markdown section for RESULTS.md
+    .venv/bin/python benchmarks/site_build.py [--recipes 1000] [--runs 3]   # prints a Markdown section for RESULTS.md
 """
 
 from __future__ import annotations
@@ -14,8 +18,13 @@ import argparse
 import datetime
 import os
 import platform
+import statistics
+import subprocess
 import tempfile
 import time
+import types
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 import yaml
@@ -24,8 +33,13 @@ from openrecipes import figures
 from openrecipes.catalog.hardware import peak_flops, usd_per_gpu_hour
 from openrecipes.catalog.paths import bundled_root
 from openrecipes.catalog.store import load_catalog
+from openrecipes.site import build as site_build
+from openrecipes.site import plots
+from openrecipes.site import runs as site_runs
 from openrecipes.site.build import build_site
 
+REPO = Path(__file__).resolve().parents[1]
+BASELINE_COMMIT = "9d63b77"  # the last commit that drew the plots the old way
 TARGET_SECONDS = 5.0
 PAGE_BUDGET_BYTES = 150 * 1024
 
@@ -58,42 +72,87 @@ def timed(function, *args):
     return value, time.perf_counter() - start
 
 
+@contextmanager
+def drawn_as_before() -> Iterator[None]:
+    """The baseline: the site room's plots module as it was before each plot was drawn once (read from git at
+    BASELINE_COMMIT), in place of today's for the build."""
+    source = subprocess.run(["git", "show", f"{BASELINE_COMMIT}:src/openrecipes/site/plots.py"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout
+    before = types.ModuleType("plots_before")
+    exec(compile(source, f"{BASELINE_COMMIT}:plots.py", "exec"), before.__dict__)
+    try:
+        site_build.plots = site_runs.plots = before
+        yield
+    finally:
+        site_build.plots = site_runs.plots = plots
+
+
+ARMS: dict[str, Callable[[], AbstractContextManager[None]]] = {"before": drawn_as_before, "now": nullcontext}
+
+
+def alternate(runs: int, catalog, out: Path) -> dict[str, list[float]]:
+    """Seconds per build of each arm, the arms taking turns so that a change in the machine's load hits both."""
+    seconds: dict[str, list[float]] = {arm: [] for arm in ARMS}
+    for run in range(runs):
+        for arm, drawing in ARMS.items():
+            with drawing():
+                _, elapsed = timed(build_site, catalog, out / f"{arm}-{run}")
+            seconds[arm].append(elapsed)
+    return seconds
+
+
+def row(label: str, seconds: dict[str, list[float]]) -> str:
+    before, now = (statistics.median(seconds[arm]) for arm in ARMS)
+    spread = {arm: f"{min(s):.2f}–{max(s):.2f}" for arm, s in seconds.items()}
+    return (f"| {label} | {before:.2f} s ({spread['before']}) | {now:.2f} s ({spread['now']}) | "
+            f"{before / now:.2f}x |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipes", type=int, default=1000)
-    count = parser.parse_args().recipes
+    parser.add_argument("--runs", type=int, default=3, help="builds of each arm, taken alternately")
+    arguments = parser.parse_args()
+    count, runs = arguments.recipes, arguments.runs
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         write_synthetic_catalog(work / "catalog", count)
-        # Baseline first, which also pays the one-time imports and template compilation (cold).
+        # The one-time imports and template compilation are paid by a first build (cold), timed apart.
         bundled, bundled_load_s = timed(load_catalog, bundled_root())
         _, cold_build_s = timed(build_site, bundled, work / "bundled-cold")
-        _, bundled_build_s = timed(build_site, bundled, work / "bundled-site")
+        bundled_s = alternate(runs, bundled, work / "bundled")
         synthetic, load_s = timed(load_catalog, work / "catalog")
-        report, build_s = timed(build_site, synthetic, work / "site")
         assert len(synthetic.recipes) == count, "every synthetic recipe must validate"
+        synthetic_s = alternate(runs, synthetic, work / "synthetic")
+        report = build_site(synthetic, work / "site")
         largest_page, largest_bytes = report.largest
         files = sum(1 for p in report.out.rglob("*") if p.is_file())
+    load_after = os.getloadavg()
+    build_s = statistics.median(synthetic_s["now"])
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
     verdict = "meets" if build_s <= TARGET_SECONDS and largest_bytes <= PAGE_BUDGET_BYTES else "MISSES"
     print(f"""
 ## Site build, {count:,} synthetic recipes — {datetime.date.today()}
 
-Machine: {os.cpu_count()} CPUs (`nproc`), {cpu}, Python {platform.python_version()}.
+Machine: {os.cpu_count()} CPUs (`nproc`), {cpu}, Python {platform.python_version()}; load average (1, 5, 15 min)
+{", ".join(f"{x:.2f}" for x in load_before)} before, {", ".join(f"{x:.2f}" for x in load_after)} after.
 Synthetic catalog: {count:,} YAML recipes written from the 5 seed recipes through the typed model (seed layouts and
 commands, own names, dates and figures; $/1M and MFU recomputed by figures.py), all validated on load.
+Each build {runs} times per arm, the arms alternating: median (min–max). "before": the plots module of commit
+{BASELINE_COMMIT} (a figure per run plot, bbox_inches="tight", a layout draw before the Pareto labels); "now":
+today's.
 
-| step | bundled catalog ({len(bundled.recipes)} recipes) | synthetic ({count:,} recipes) | ratio |
+| build | before | now | before / now |
 |---|---:|---:|---:|
-| load + validate every file | {bundled_load_s:.2f} s | {load_s:.2f} s | {load_s / bundled_load_s:.0f}x |
-| build the site | {bundled_build_s:.2f} s | {build_s:.2f} s | {build_s / bundled_build_s:.0f}x |
+{row(f"bundled catalog ({len(bundled.recipes)} recipes, run plots and Pareto plots)", bundled_s)}
+{row(f"synthetic ({count:,} recipes, Pareto plots)", synthetic_s)}
 
-Build of {count:,} recipes: {build_s:.2f} s against the {TARGET_SECONDS:.0f} s target; {len(report.pages):,} pages, {files:,} files;
-largest page {largest_page} at {largest_bytes / 1024:.0f} KB (budget 150 KB): {verdict} both targets.
-Validation of the files ({load_s:.2f} s) is the catalog room's cost and is timed apart from the build.
-The Plan pages are read from the committed plans/*.json (`openrecipes plan export`; the build runs no planner): the
-first bundled build, which also compiles the templates, took {cold_build_s:.2f} s.
+Load + validate every file: bundled {bundled_load_s:.2f} s, synthetic {load_s:.2f} s (the catalog room's cost,
+timed apart from the build). The first bundled build, which also compiles the templates, took {cold_build_s:.2f} s.
+Build of {count:,} recipes: {build_s:.2f} s against the {TARGET_SECONDS:.0f} s target; {len(report.pages):,} pages,
+{files:,} files; largest page {largest_page} at {largest_bytes / 1024:.0f} KB (budget 150 KB): {verdict} both targets.
 """)
 
 

@@ -164,3 +164,22 @@ def test_twin_points_get_separate_numbers_each_a_link():
     positions = {slug: float(x) for slug, x in labels.items()}
     assert set(positions) == {"twin-a", "twin-b", "other"}
     assert abs(positions["twin-a"] - positions["twin-b"]) > 8  # side by side, not on top of each other
+
+
+def test_the_numbers_of_a_crowded_plot_do_not_cover_each_other():
+    import re
+
+    from openrecipes.site.plots import _label_box, _overlaps, pareto_svg
+
+    # 30 clusters of 4 near-twin recipes: each number must find a free place around its cluster.
+    points = [ParetoPoint(_Entry(f"r{n}"), 1000 + 100 * (n // 4 % 6) + n % 4, 1.0 + 0.1 * (n // 24) + 0.001 * (n % 4),
+                          8, "H200", n + 1) for n in range(120)]
+    svg = pareto_svg(points, pareto_front(points), {p.number: (f"r/{p.entry.slug}.html", p.entry.slug)
+                                                    for p in points}, "plot-test")
+    label = r'<a href="r/[\w-]+\.html" aria-label="[\w-]+">\s*<text[^>]*x="([\d.]+)" y="([\d.]+)"[^>]*>(\d+)<'
+    labels = re.findall(label, svg)
+    assert len(labels) == len(points)
+    # Written to a tenth of a point: each box shrunk by that much.
+    boxes = [(x0 + 0.1, y0 + 0.1, x1 - 0.1, y1 - 0.1)
+             for x0, y0, x1, y1 in (_label_box(float(x), float(y), text) for x, y, text in labels)]
+    assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if _overlaps(a, b)]

@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import io
 import re
+from collections import defaultdict
+from functools import cache
 from html import escape, unescape
 from itertools import cycle
+from math import floor
 
 import matplotlib
 
 matplotlib.use("svg")
 
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.backends.backend_svg import FigureCanvasSVG  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from openrecipes.site.pages import ParetoPoint  # noqa: E402
 
@@ -41,8 +47,12 @@ def plain(text: str) -> str:
 
 
 def _svg(figure) -> bytes:
+    """The figure cropped to its contents, as bbox_inches="tight" crops it, drawn once: "tight" draws the figure
+    a first time only to lay it out, but its box is found without that draw (ticks, title, labels and legend are
+    placed when measured), the same box to a millionth of a point."""
+    box = figure.get_tightbbox().padded(plt.rcParams["savefig.pad_inches"])
     buffer = io.StringIO()
-    figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    figure.savefig(buffer, format="svg", bbox_inches=box, metadata={"Date": None})
     plt.close(figure)
     return buffer.getvalue().encode("utf-8")
 
@@ -66,6 +76,27 @@ def _overlaps(a, b) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
+class _Taken:
+    """The boxes already placed, filed under every grid cell they cover: two boxes that overlap share a cell, so
+    a candidate is checked against its cells' boxes only, not every box of a plot of hundreds of points."""
+
+    CELL = 24.0  # points: about a three-digit label's width
+
+    def __init__(self) -> None:
+        self.cells: defaultdict[tuple[int, int], list[tuple[float, float, float, float]]] = defaultdict(list)
+
+    def _cells(self, box) -> list[tuple[int, int]]:
+        columns = range(floor(box[0] / self.CELL), floor(box[2] / self.CELL) + 1)
+        return [(i, j) for i in columns for j in range(floor(box[1] / self.CELL), floor(box[3] / self.CELL) + 1)]
+
+    def add(self, box) -> None:
+        for cell in self._cells(box):
+            self.cells[cell].append(box)
+
+    def overlaps(self, box) -> bool:
+        return any(_overlaps(box, other) for cell in self._cells(box) for other in self.cells.get(cell, ()))
+
+
 def _place_labels(axes, points: list[ParetoPoint]) -> list[tuple[float, float]]:
     """Each point's label centre as an offset in points from its marker, clear of every other label and marker
     (greedy, fastest point first): two recipes with equal figures get two labels, so each stays a link."""
@@ -75,7 +106,9 @@ def _place_labels(axes, points: list[ParetoPoint]) -> list[tuple[float, float]]:
     radii = [(_marker_area(p.gpus) ** 0.5) / 2 for p in points]
     bbox = axes.get_window_extent()
     frame = (bbox.x0 * to_points, bbox.y0 * to_points, bbox.x1 * to_points, bbox.y1 * to_points)
-    taken = [(x - r, y - r, x + r, y + r) for (x, y), r in zip(centres, radii, strict=True)]
+    taken = _Taken()
+    for (x, y), r in zip(centres, radii, strict=True):
+        taken.add((x - r, y - r, x + r, y + r))
     offsets = []
     for point, (x, y), radius in zip(points, centres, radii, strict=True):
         text = str(point.number)
@@ -87,13 +120,13 @@ def _place_labels(axes, points: list[ParetoPoint]) -> list[tuple[float, float]]:
                 dy = sy * (radius + ring + half_h)
                 box = _label_box(x + dx, y + dy, text)
                 inside = frame[0] <= box[0] and box[2] <= frame[2] and frame[1] <= box[1] and box[3] <= frame[3]
-                if inside and not any(_overlaps(box, other) for other in taken):
+                if inside and not taken.overlaps(box):
                     choice = (dx, dy)
                     break
             if choice:
                 break
         choice = choice or (radius + 2 + half_w, 0.0)
-        taken.append(_label_box(x + choice[0], y + choice[1], text))
+        taken.add(_label_box(x + choice[0], y + choice[1], text))
         offsets.append(choice)
     return offsets
 
@@ -126,18 +159,27 @@ def pareto_svg(points: list[ParetoPoint], front: list[ParetoPoint], link: dict[i
         axes.margins(0.12, 0.15)
         axes.set_xlabel("$ per 1M tokens (lower is better)")
         axes.set_ylabel("tokens/s per GPU (higher is better)")
-        axes.legend(fontsize=7, frameon=True, framealpha=0.9, edgecolor="none", loc="best", markerscale=0.6)
-        figure.canvas.draw()  # fixes the axes' limits, which the label placement reads
+        legend = axes.legend(fontsize=7, frameon=True, framealpha=0.9, edgecolor="none", loc="best",
+                             markerscale=0.6)
+        axes.autoscale_view()  # fixes the axes' limits (margins, log scale), which the label placement reads
+        # Every point lies inside the axes (the limits are the data's, with margins): annotation_clip=False skips
+        # checking that each time a label is measured or drawn.
         for point, (dx, dy) in zip(points, _place_labels(axes, points), strict=True):
             axes.annotate(str(point.number), (point.usd_per_million_tokens, point.tokens_per_s_per_gpu),
                           textcoords="offset points", xytext=(dx, dy), ha="center", va="center",
-                          fontsize=_LABEL_FONT, fontweight="bold", color="#1a202c", url=link[point.number][0])
+                          fontsize=_LABEL_FONT, fontweight="bold", color="#1a202c", url=link[point.number][0],
+                          annotation_clip=False)
+        # "best" measures every label each time the legend is measured or drawn: found once, with the labels in
+        # place, and kept.
+        found, anchor = legend.get_window_extent(), legend.get_bbox_to_anchor()
+        legend.set_loc(((found.x0 - anchor.x0) / anchor.width, (found.y0 - anchor.y0) / anchor.height))
         return inline_svg(_svg(figure).decode("utf-8"), id_prefix,
                           {href: name for href, name in link.values()})
 
 
 _STYLE = re.compile(r'\sstyle="([^"]*)"')
 _ID = re.compile(r'\bid="([^"]+)"')
+_ID_USE = re.compile(r'(id="|"#|url\(#)([^"()]+)("|\))')  # an id where it is defined or referred to
 _GEOMETRY = re.compile(r'\b(d|x|y|transform)="([^"]*)"')
 _DECIMALS = re.compile(r"(\d\.\d)\d+")
 
@@ -151,9 +193,8 @@ def inline_svg(svg: str, id_prefix: str, link_names: dict[str, str]) -> str:
     svg = re.sub(r"<style[^>]*>.*?</style>\s*", "", svg, flags=re.S)
     svg = _STYLE.sub(lambda m: "".join(f' {name.strip()}="{value.strip()}"' for name, _, value in
                                        (d.partition(":") for d in m.group(1).split(";") if d.strip())), svg)
-    for old in set(_ID.findall(svg)):
-        svg = svg.replace(f'id="{old}"', f'id="{id_prefix}-{old}"').replace(f'"#{old}"', f'"#{id_prefix}-{old}"')
-        svg = svg.replace(f"url(#{old})", f"url(#{id_prefix}-{old})")
+    ids = set(_ID.findall(svg))  # one pass over the text, not one per id (a plot of 1,000 points has 1,000 ids)
+    svg = _ID_USE.sub(lambda m: f"{m[1]}{id_prefix}-{m[2]}{m[3]}" if m[2] in ids else m[0], svg)
     svg = re.sub(r'<a xlink:href="([^"]*)" target="_blank">',
                  lambda m: f'<a href="{m.group(1)}" aria-label="{escape(link_names.get(unescape(m.group(1)), ""))}">',
                  svg)
@@ -166,27 +207,49 @@ def inline_svg(svg: str, id_prefix: str, link_names: dict[str, str]) -> str:
     return svg
 
 
+@cache
+def _shared_run_axes() -> Axes:
+    figure = Figure(figsize=(7.2, 3.2))
+    FigureCanvasSVG(figure)  # measured by the SVG renderer, as pyplot's figures are (not by Agg's)
+    axes = figure.subplots()
+    # Values as written, never as an offset or power of ten above the axis: so nothing ever sits where the title
+    # does, and the title is placed on the axes' top instead of searched for at every measure and draw.
+    axes.ticklabel_format(axis="y", style="plain", useOffset=False)
+    return axes
+
+
+def _run_axes() -> Axes:
+    """The axes every run plot is drawn on, emptied of the last plot's lines and shading (each plot sets its own
+    title, labels and legend): making a figure and its ticks costs more than drawing a run plot's few lines, and
+    a plot draws the same bytes whichever plot came before it."""
+    axes = _shared_run_axes()
+    for artist in [*axes.lines, *axes.patches]:
+        artist.remove()
+    axes.relim()
+    return axes
+
+
 def loss_svg(title: str, curves: dict[str, tuple[list[int], list[float]]]) -> bytes:
     """Loss per step of each arm (candidate, reference) on one axis."""
-    figure, axes = plt.subplots(figsize=(7.2, 3.2))
+    axes = _run_axes()
     # Arms that agree overlap exactly: the later arm is drawn dashed with hollow markers so both stay visible.
     for i, ((label, (steps, losses)), colour) in enumerate(zip(curves.items(), GPU_COLOURS, strict=False)):
         axes.plot(steps, losses, marker="o", markersize=5 - 2 * i, linewidth=1.2, color=colour, label=label,
                   linestyle="-" if i == 0 else "--", markerfacecolor=colour if i == 0 else "none")
     axes.set_xlabel("step (from 0)")
     axes.set_ylabel("loss")
-    axes.set_title(plain(title), loc="left", fontsize=10)
+    axes.set_title(plain(title), loc="left", fontsize=10, y=1.0)
     axes.legend(fontsize=8, frameon=False)
-    return _svg(figure)
+    return _svg(axes.figure)
 
 
 def step_time_svg(title: str, steps: list[int], seconds: list[float], window: tuple[int, int]) -> bytes:
     """Step times of the measured run, the scored window shaded."""
-    figure, axes = plt.subplots(figsize=(7.2, 3.2))
+    axes = _run_axes()
     axes.axvspan(window[0] - 0.5, window[1] + 0.5, color="#ebf4ff", label=f"scored window {window[0]}–{window[1]}")
     axes.plot(steps, seconds, marker="o", markersize=3, linewidth=1.2, color=GPU_COLOURS[0], label="step time")
     axes.set_xlabel("step (from 0)")
     axes.set_ylabel("seconds")
-    axes.set_title(plain(title), loc="left", fontsize=10)
+    axes.set_title(plain(title), loc="left", fontsize=10, y=1.0)
     axes.legend(fontsize=8, frameon=False)
-    return _svg(figure)
+    return _svg(axes.figure)
