@@ -220,19 +220,3 @@ def load_seed(path: Path) -> dict:
 
     return read_yaml(path).data
 
-
-# pytest-xdist (`-n 2`, with `--dist loadgroup` from pyproject.toml's addopts) runs each group of tests on one worker.
-# A test module is a group, so its module fixtures are made once; the modules that load the tokenizers (and with them
-# transformers and torch) are one group, so one worker loads them; and so are the modules that read the bundled site,
-# so no worker waits for another's build.
-_SHARED = {"exports": "tokenizers", "qwen3": "tokenizers", "torch": "tokenizers", "bundled_site": "bundled-site"}
-
-
-def pytest_collection_modifyitems(items):
-    groups: dict[Path, str] = {}
-    for item in items:
-        shared = [_SHARED[name] for name in getattr(item, "fixturenames", ()) if name in _SHARED]
-        if shared or item.path not in groups:
-            groups[item.path] = shared[0] if shared else groups.get(item.path, item.path.name)
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(groups[item.path]))
