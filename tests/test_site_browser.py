@@ -78,12 +78,12 @@ def chromium():
         browser.close()
 
 
-def _plan_prediction(entry) -> dict:
+def _plan_prediction(entry):
     from openrecipes.plan.calibrate import measured_point
     from openrecipes.plan.predict import context, predict_layout
 
     point = measured_point(entry.slug, entry.entry)
-    return predict_layout(context(point.request), point.layout).as_json()
+    return predict_layout(context(point.request), point.layout).exported()
 
 
 def test_index_to_board_to_recipe_to_compare(chromium, bundled_site):
@@ -130,7 +130,7 @@ def test_index_to_board_to_recipe_to_compare(chromium, bundled_site):
         measured = page.locator("#plan-h200-8 tr[data-slug='gpt-oss-20b/h200/attune-tp1-pp1-ep4']")
         assert measured.locator(".measured").inner_text() == "10,483.91"
         own = _plan_prediction(site.catalog.find("attune-tp1-pp1-ep4"))
-        assert measured.locator(".predicted").inner_text() == fmt.tokens_board(own["tokens_per_s_per_gpu"])
+        assert measured.locator(".predicted").inner_text() == fmt.tokens_board(own.tokens_per_s_per_gpu)
         assert page.locator("#plan-h200-8 table.plan-rows tbody tr").count() == PLAN_TOP
         b.screenshot("plan")
         page.go_back()
