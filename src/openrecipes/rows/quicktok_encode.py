@@ -43,10 +43,11 @@ def bundled_family(tokenizer_json: Path) -> str | None:
 
 
 @functools.cache
-def _encoding(family: str) -> tuple[Any, np.ndarray]:
-    """The family's quicktok encoding and each token's length in bytes, by id: ordinary tokens (ids below the
-    first special) as quicktok decodes them, specials by name. Made once per process (60 ms): a process may make
-    several encoders of one family (builds run one after another in a notebook or a test session)."""
+def _encoding(family: str) -> tuple[Any, dict[str, int], np.ndarray]:
+    """The family's quicktok encoding, its special tokens' ids by name, and each token's length in bytes, by id:
+    ordinary tokens (ids below the first special) as quicktok decodes them, specials by name. Made once per process
+    (60 ms): a process may make several encoders of one family (builds run one after another in a notebook or a test
+    session); shared by them, so read only."""
     import quicktok
 
     encoding = quicktok.get_encoding(QUICKTOK_ENCODING[family])
@@ -57,8 +58,8 @@ def _encoding(family: str) -> tuple[Any, np.ndarray]:
                                          np.int64, ordinary)
     for token_id, name in names.items():
         token_bytes[token_id] = len(name.encode())
-    token_bytes.flags.writeable = False  # shared by every encoder of the family
-    return encoding, token_bytes
+    token_bytes.flags.writeable = False
+    return encoding, {name: token_id for token_id, name in names.items()}, token_bytes
 
 
 class QuicktokEncoder(Encoder):
@@ -66,9 +67,7 @@ class QuicktokEncoder(Encoder):
 
     def __init__(self, tokenizer: Path, family: str, chat_format: str, eos: str):
         spec = VOCABS[family]
-        self.encoding, self.token_bytes = _encoding(family)
-        names = read_specials(spec)
-        self.token_ids = {name: token_id for token_id, name in names.items()}
+        self.encoding, self.token_ids, self.token_bytes = _encoding(family)
         for token in (*FORMAT_SPECIALS[chat_format], eos, *role_tokens(chat_format)):
             if token not in self.token_ids:
                 raise UserError(f"{tokenizer}: tokenizer.json: no {token} token; --chat-format {chat_format} needs "

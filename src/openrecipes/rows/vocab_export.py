@@ -165,7 +165,7 @@ def _merges(tokens: list[bytes]) -> list[tuple[int, int]]:
     for token in tokens:
         splits = [(left, right) for cut in range(1, len(token))
                   if (left := rank(token[:cut])) is not None and (right := rank(token[cut:])) is not None]
-        merges.extend(sorted(splits) if len(splits) > 1 else splits)
+        merges.extend(sorted(splits))
     return merges
 
 
