@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -63,25 +64,37 @@ def test_a_broken_tokenizer_config_is_one_line(qwen3, tmp_path, content, phrase)
     assert run.stderr.strip().count("\n") == 0
 
 
-def test_workers_are_capped_at_the_cores(qwen3, tmp_path, monkeypatch):
-    pools = []
-    real_context = build.multiprocessing.get_context
+class PoolStarted(Exception):
+    """Raised in place of starting a worker pool: what a test wants to know is only whether, and how big."""
 
-    def counting_context(method):
-        context = real_context(method)
-        real_pool = context.Pool
 
+def _record_pools(monkeypatch) -> list[int]:
+    pools: list[int] = []
+
+    def context(method):
         def pool(processes, *arguments):
             pools.append(processes)
-            return real_pool(processes, *arguments)
+            raise PoolStarted
 
-        context.Pool = pool
-        return context
+        return SimpleNamespace(Pool=pool)
 
+    monkeypatch.setattr(build.multiprocessing, "get_context", context)
+    return pools
+
+
+def test_workers_are_capped_at_the_cores(qwen3, tmp_path, monkeypatch):
+    pools = _record_pools(monkeypatch)
     monkeypatch.setattr(build.os, "cpu_count", lambda: 1)
-    monkeypatch.setattr(build.multiprocessing, "get_context", counting_context)
-    build_rows(BuildRequest(FIXTURES / "conversations.jsonl", qwen3, "qwen3", 32, 2, 1, tmp_path, workers=64))
+    with pytest.raises(PoolStarted):
+        build_rows(BuildRequest(FIXTURES / "conversations.jsonl", qwen3, "qwen3", 32, 2, 1, tmp_path, workers=64))
     assert pools == [1]
+
+
+def test_a_chat_format_the_exported_tokenizer_lacks_fails_before_any_worker_starts(qwen3, tmp_path, monkeypatch):
+    pools = _record_pools(monkeypatch)
+    with pytest.raises(UserError, match=re.escape("no <|start|> token; --chat-format gpt_oss needs its model's")):
+        build_rows(BuildRequest(FIXTURES / "conversations.jsonl", qwen3, "gpt_oss", 32, 2, 1, tmp_path, workers=2))
+    assert pools == []
 
 
 def test_a_build_that_cannot_fit_on_the_disk_stops_before_work(qwen3, tmp_path, monkeypatch):

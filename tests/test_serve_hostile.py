@@ -4,14 +4,16 @@ threads stays bounded, the listen backlog is real, frames are refused, and IPv6 
 from __future__ import annotations
 
 import contextlib
+import select
 import socket
 import threading
 import time
 
 import pytest
+from site_helpers import serving
 
 from openrecipes.site import serve
-from openrecipes.site.serve import HEADER_CSP, MAX_THREADS, make_server
+from openrecipes.site.serve import HEADER_CSP, MAX_THREADS
 
 BAD_REQUEST_LINES = [
     b"GET /\x00 HTTP/1.1", b"GET /index.html%00 HTTP/1.1", b"GET /%00/../etc/passwd HTTP/1.1",
@@ -39,18 +41,6 @@ def site(tmp_path):
     return root
 
 
-@contextlib.contextmanager
-def running(root, host="127.0.0.1"):
-    server = make_server(root, host, 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def _raw(port: int, request_line: bytes, headers: bytes = b"Host: x\r\n", host: str = "127.0.0.1") -> bytes:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as client:
@@ -70,7 +60,7 @@ def _status(response: bytes) -> int | None:
 
 
 def test_hostile_request_lines_get_a_quiet_4xx_and_the_server_keeps_serving(site, capsys):
-    with running(site) as server:
+    with serving(site) as server:
         port = server.server_address[1]
         for line in BAD_REQUEST_LINES:
             response = _raw(port, line)
@@ -86,7 +76,7 @@ def test_hostile_request_lines_get_a_quiet_4xx_and_the_server_keeps_serving(site
 
 
 def test_every_response_forbids_framing(site):
-    with running(site) as server:
+    with serving(site) as server:
         response = _raw(server.server_address[1], b"GET /nope HTTP/1.1").decode("latin-1")
     assert f"Content-Security-Policy: {HEADER_CSP}" in response and "frame-ancestors 'none'" in HEADER_CSP
     assert "X-Frame-Options: DENY" in response
@@ -95,7 +85,7 @@ def test_every_response_forbids_framing(site):
 def test_idle_connections_are_closed_and_threads_stay_bounded(site, monkeypatch):
     monkeypatch.setattr(serve.SiteRequestHandler, "timeout", 0.5)
     before = threading.active_count()
-    with running(site) as server:
+    with serving(site) as server:
         assert server.request_queue_size >= 128
         idle = []
         for _ in range(MAX_THREADS + 40):  # more idle clients than threads: the rest wait in the backlog
@@ -103,19 +93,29 @@ def test_idle_connections_are_closed_and_threads_stay_bounded(site, monkeypatch)
             idle.append(client)
         time.sleep(0.2)
         assert threading.active_count() <= before + 1 + MAX_THREADS
-        time.sleep(2.5)  # every idle connection timed out and was closed by the server
-        closed = sum(1 for client in idle if client.recv(1) == b"")
+        closed = _closed_by_the_server(idle, MAX_THREADS, deadline=time.monotonic() + 10)
         for client in idle:
             client.close()
         assert closed >= MAX_THREADS
         assert _status(_raw(server.server_address[1], b"GET / HTTP/1.1")) == 200
 
 
+def _closed_by_the_server(clients: list[socket.socket], wanted: int, deadline: float) -> int:
+    """How many of the silent clients the server has hung up on, waiting until `wanted` or the deadline."""
+    open_clients, closed = list(clients), 0
+    while closed < wanted and open_clients and time.monotonic() < deadline:
+        readable, _, _ = select.select(open_clients, [], [], 0.1)
+        for client in readable:
+            open_clients.remove(client)
+            closed += client.recv(1) == b""
+    return closed
+
+
 def test_ipv6_loopback(site):
     if not socket.has_ipv6:
         pytest.skip("no IPv6 on this machine")
     try:
-        server_cm = running(site, "::1")
+        server_cm = serving(site, "::1")
         server = server_cm.__enter__()
     except OSError as error:
         pytest.skip(f"IPv6 loopback unavailable: {error}")

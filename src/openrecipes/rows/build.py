@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from openrecipes.errors import UserError
-from openrecipes.rows.encode import eos_token_for, make_encoder, parse_record, tokenizer_json_path
+from openrecipes.rows.encode import check_bundled_tokens, eos_token_for, make_encoder, parse_record, tokenizer_json_path
 from openrecipes.rows.formats import CHAT_FORMATS
 from openrecipes.rows.manifest import PACKING, PERMUTATION, DemoCorpus, ManifestSource, ManifestTokenizer, RowsManifest
 from openrecipes.rows.memo import ConversationMemo, Encoded, encode_parsed, mean_record_bytes
@@ -117,6 +117,7 @@ def build_rows(request: BuildRequest, on_progress: Callable[[Progress], None] = 
     check_free_space(request.out, output_bytes_bound(tokens),
                      f"{request.rows:,} rows of {request.row_tokens:,} tokens from {request.conversations}")
     eos = eos_token_for(request.tokenizer, request.chat_format, request.eos_token)
+    check_bundled_tokens(request.tokenizer, request.chat_format, eos)
     # Workers load the tokenizer while this process indexes the source; a wrong one fails before any encoding.
     pool = (multiprocessing.get_context("spawn").Pool(request.workers, _start_worker,
                                                        (request.tokenizer, request.chat_format, eos))

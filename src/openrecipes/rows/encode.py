@@ -321,6 +321,16 @@ class TemplateEncoder(Encoder):
         return np.array(ids, np.int32), np.array(mask, np.uint8), np.array(lengths, np.int64)
 
 
+def check_bundled_tokens(tokenizer: Path, chat_format: str, eos: str) -> None:
+    """A tokenizer `tokenizer export` wrote has the format's tokens (checked in milliseconds, before a build starts
+    its workers); any other tokenizer is checked where it is loaded."""
+    from openrecipes.rows.quicktok_encode import bundled_family, check_format_tokens
+
+    family = bundled_family(tokenizer_json_path(tokenizer)) if chat_format != "template" else None
+    if family:
+        check_format_tokens(tokenizer, family, chat_format, eos)
+
+
 def make_encoder(tokenizer: Path, chat_format: str, eos: str) -> Encoder:
     """quicktok for a coded format on a tokenizer `tokenizer export` wrote; the Hugging Face tokenizer otherwise."""
     from openrecipes.rows.quicktok_encode import QuicktokEncoder, bundled_family

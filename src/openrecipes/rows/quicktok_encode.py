@@ -42,6 +42,16 @@ def bundled_family(tokenizer_json: Path) -> str | None:
     return EXPORTED_TOKENIZER_JSON.get(digest.hexdigest())
 
 
+def check_format_tokens(tokenizer: Path, family: str, chat_format: str, eos: str) -> None:
+    """The format's special tokens and the EOS are among the family's: read from quicktok's small specials file, so
+    a build checks them before it starts its workers (each of which would load the encoding to find out)."""
+    names = set(read_specials(VOCABS[family]).values())
+    for token in (*FORMAT_SPECIALS[chat_format], eos, *role_tokens(chat_format)):
+        if token not in names:
+            raise UserError(f"{tokenizer}: tokenizer.json: no {token} token; --chat-format {chat_format} needs "
+                            "its model's tokenizer")
+
+
 @functools.cache
 def _encoding(family: str) -> tuple[Any, dict[str, int], np.ndarray]:
     """The family's quicktok encoding, its special tokens' ids by name, and each token's length in bytes, by id:
@@ -67,11 +77,8 @@ class QuicktokEncoder(Encoder):
 
     def __init__(self, tokenizer: Path, family: str, chat_format: str, eos: str):
         spec = VOCABS[family]
+        check_format_tokens(tokenizer, family, chat_format, eos)
         self.encoding, self.token_ids, self.token_bytes = _encoding(family)
-        for token in (*FORMAT_SPECIALS[chat_format], eos, *role_tokens(chat_format)):
-            if token not in self.token_ids:
-                raise UserError(f"{tokenizer}: tokenizer.json: no {token} token; --chat-format {chat_format} needs "
-                                "its model's tokenizer")
         self.render = RENDERERS[chat_format]
         self.eos = eos
         self.tokenizer, self.chat_format = tokenizer, chat_format
