@@ -108,6 +108,46 @@ def test_imports_run_only_downward_and_follow_the_named_rules():
     assert violations() == []
 
 
+def predictor_paths_from_the_site() -> list[str]:
+    """Every import chain, through any room, from a site module to a predictor module: the site reads exported plan
+    tables, so it must not load the predictor even through a module it is allowed to import (imports inside
+    functions count: a page built later would run them)."""
+    graph = {module_name(path): {target for _, target in imports_of(path)} for path in SRC.rglob("*.py")}
+    chains = {name: [name] for name in graph if room_of(name) == "site"}
+    queue = list(chains)
+    while queue:
+        module = queue.pop()
+        for target in sorted(graph[module]):
+            for reached in (target, *_packages_of(target)):
+                if reached in graph and reached not in chains:
+                    chains[reached] = [*chains[module], reached]
+                    queue.append(reached)
+    return [" -> ".join(chains[name]) for name in sorted(PREDICTOR & set(chains))]
+
+
+def _packages_of(module: str) -> list[str]:
+    """Importing a.b.c runs a/__init__ and a/b/__init__ first."""
+    parts = module.split(".")
+    return [".".join(parts[:end]) for end in range(1, len(parts))]
+
+
+def test_the_site_never_reaches_the_predictor():
+    assert predictor_paths_from_the_site() == []
+
+
+def test_the_checker_catches_a_predictor_reached_through_an_allowed_module(tmp_path, monkeypatch):
+    fake = tmp_path / "openrecipes"
+    for folder in ("site", "plan"):
+        (fake / folder).mkdir(parents=True)
+        (fake / folder / "__init__.py").write_text("")
+    (fake / "site" / "pages.py").write_text("from openrecipes.plan.export_model import PredictedLayout\n")
+    (fake / "plan" / "export_model.py").write_text("def rows():\n    from openrecipes.plan import predict\n")
+    (fake / "plan" / "predict.py").write_text("")
+    monkeypatch.setattr(__import__(__name__), "SRC", fake)
+    assert predictor_paths_from_the_site() == [
+        "openrecipes.site.pages -> openrecipes.plan.export_model -> openrecipes.plan.predict"]
+
+
 def test_the_checker_catches_an_upward_import(tmp_path, monkeypatch):
     fake = tmp_path / "openrecipes"
     (fake / "catalog").mkdir(parents=True)
