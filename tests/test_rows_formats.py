@@ -86,6 +86,7 @@ def test_gpt_oss_mask_token_by_token(exports):
         ("Ok", 1), ("<|return|>", 1), ("<|endoftext|>", 0)]
 
 
+@pytest.mark.slow  # transformers and two more tokenizer loads; the quick loop pins test_qwen3_mask_token_by_token
 def test_qwen3_equals_the_official_template_and_generation_masks(exports, tmp_path):
     official = exports.auto_tokenizer("qwen3")
     marked = tmp_path / "qwen3-marked"
@@ -136,17 +137,13 @@ def _assert_llama3_equals_the_official_template(exports, conversations: list[lis
         assert ids[-1] == 128001 and mask[-1] == 0  # <|end_of_text|> between conversations, not a target
 
 
-def test_llama3_equals_the_official_template_and_its_mask(exports):
-    from openrecipes.rows.demo import corpus_dialogs
-
-    _assert_llama3_equals_the_official_template(exports, CONVERSATIONS + corpus_dialogs()[::50])
-
-
-@pytest.mark.slow  # test_llama3_equals_the_official_template_and_its_mask checks every 50th dialog of the corpus
+@pytest.mark.slow  # transformers and every corpus dialog; the quick loop pins test_llama3_mask_token_by_token_...
 def test_llama3_equals_the_official_template_and_its_mask_on_every_bundled_conversation(exports):
     from openrecipes.rows.demo import corpus_dialogs
 
     _assert_llama3_equals_the_official_template(exports, CONVERSATIONS + corpus_dialogs())
+    # plain text through transformers, as people tokenize it, starts with <|begin_of_text|>
+    assert exports.auto_tokenizer("llama3")("Hello world")["input_ids"] == [128000, 9906, 1917]
 
 
 def test_llama3_mask_token_by_token_with_the_templates_system_header(exports):
@@ -173,6 +170,7 @@ CHATML_GENERATION_TEMPLATE = (
     "{%- endgeneration %}{%- else %}{{- message['content'] + '<|im_end|>' }}{%- endif %}{{- '\\n' }}{%- endfor %}")
 
 
+@pytest.mark.slow  # transformers and its tokenizer load; the quick loop pins test_chatml_mask_token_by_token
 def test_chatml_equals_the_chatml_template_and_its_mask(exports):
     official = exports.auto_tokenizer("qwen3")
     encoder = exports.parts_encoder("qwen3", "chatml", "<|endoftext|>")

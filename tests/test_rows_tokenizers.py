@@ -48,7 +48,8 @@ def test_llama3_export_is_llama_3_1s_tokenizer(exports):
     config = json.loads((exports["llama3"] / "tokenizer_config.json").read_text())
     assert config["bos_token"] == "<|begin_of_text|>" and config["eos_token"] == "<|eot_id|>"
     assert "Cutting Knowledge Date: December 2023" in config["chat_template"]
-    assert exports.auto_tokenizer("llama3")("Hello world")["input_ids"] == [128000, 9906, 1917]  # BOS first
+    # BOS first, from tokenizer.json's own post-processor (transformers' AutoTokenizer is checked under slow)
+    assert exports.tokenizer("llama3").encode("Hello world").ids == [128000, 9906, 1917]
 
 
 def test_a_vocabulary_that_is_not_the_official_one_is_refused(tmp_path, monkeypatch):

@@ -282,11 +282,11 @@ class TemplateEncoder(Encoder):
     """Any Hugging Face chat template with {% generation %} markers, through apply_chat_template."""
 
     def __init__(self, tokenizer: Path, eos: str):
-        from transformers import AutoTokenizer
-
         directory = tokenizer if tokenizer.is_dir() else tokenizer.parent
         if (directory / "tokenizer_config.json").is_file():
             read_tokenizer_config(directory / "tokenizer_config.json")  # a broken file: one line, not a traceback
+        from transformers import AutoTokenizer  # after the cheap checks: importing it takes seconds
+
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(directory))
         except (OSError, ValueError) as error:
