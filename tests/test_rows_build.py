@@ -20,6 +20,9 @@ from openrecipes.rows.build import BuildRequest, build_rows
 from openrecipes.rows.manifest import RowsManifest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rows"
+# A conversation whose JSON escapes a lone surrogate: text no UTF-8 can hold.
+HALF_A_CHARACTER = ('{"messages": [{"role": "user", "content": "half \\ud800 a character"}, '
+                    '{"role": "assistant", "content": "ok"}]}\n')
 
 
 def _build(qwen3: Path, out: Path, conversations: Path = FIXTURES / "conversations.jsonl", **overrides) -> dict:
@@ -75,13 +78,16 @@ def test_bad_conversations_are_skipped_and_counted_by_reason(qwen3, tmp_path):
     assert manifest.source.conversations == 10 and manifest.rows >= 1
 
 
-def test_same_inputs_give_the_same_bytes_in_process_and_with_workers(qwen3, tmp_path):
-    first = _build(qwen3, tmp_path / "a")
-    second = _build(qwen3, tmp_path / "b", workers=2)
+def test_same_inputs_give_the_same_bytes_and_skips_in_process_and_with_workers(qwen3, tmp_path):
+    conversations = tmp_path / "conversations.jsonl"
+    conversations.write_text((FIXTURES / "conversations.jsonl").read_text() + HALF_A_CHARACTER)
+    first = _build(qwen3, tmp_path / "a", conversations)
+    second = _build(qwen3, tmp_path / "b", conversations, workers=2)
     assert first.rows_sha256 == second.rows_sha256
     assert first.parquet_sha256 == second.parquet_sha256
     assert (tmp_path / "a" / "rows.parquet").read_bytes() == (tmp_path / "b" / "rows.parquet").read_bytes()
-    assert _build(qwen3, tmp_path / "c", seed=8).rows_sha256 != first.rows_sha256
+    assert first.conversations_skipped == second.conversations_skipped == {"not_utf8": 1}
+    assert _build(qwen3, tmp_path / "c", conversations, seed=8).rows_sha256 != first.rows_sha256
 
 
 def test_a_tulu_parquet_gives_the_same_rows_as_jsonl(qwen3, tmp_path):
@@ -153,14 +159,12 @@ def test_the_jsonl_index_finds_every_non_blank_line(tmp_path_factory, pieces, ch
     assert list(zip(starts.tolist(), ends.tolist(), strict=False)) == expected
 
 
-@pytest.mark.parametrize("workers", [0, 2])
-def test_an_escaped_half_character_skips_its_conversation(qwen3, tmp_path, workers):
+def test_an_escaped_half_character_skips_its_conversation(qwen3, tmp_path):
     # JSON can escape a lone surrogate ("\ud800"), which no UTF-8 text can hold: that conversation is skipped as
-    # not_utf8, the others are built, in process and in workers alike.
+    # not_utf8, the others are built (in workers too: test_same_inputs_give_the_same_bytes_and_skips_...).
     conversations = tmp_path / "surrogate.jsonl"
     good = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there"}]}
-    conversations.write_text('{"messages": [{"role": "user", "content": "half \\ud800 a character"}, '
-                             '{"role": "assistant", "content": "ok"}]}\n' + json.dumps(good) + "\n")
-    manifest = _build(qwen3, tmp_path / "out", conversations, row_tokens=8, workers=workers)
+    conversations.write_text(HALF_A_CHARACTER + json.dumps(good) + "\n")
+    manifest = _build(qwen3, tmp_path / "out", conversations, row_tokens=8)
     assert manifest.conversations_skipped == {"not_utf8": 1}
     assert manifest.rows >= 1
