@@ -36,9 +36,14 @@ def test_json_contract_and_ranking():
 
 
 def test_table_lists_fitting_then_not_fitting():
-    result = openrecipes("plan", "gpt-oss-20b", "--gpu", "H100", "--gpus", "8", "--top", "3")
+    # 2 x H100: 984 layouts, two of which fit (8 GPUs would plan 14,000 for the same table)
+    result = openrecipes("plan", "gpt-oss-20b", "--gpu", "H100", "--gpus", "2", "--top", "3")
     assert result.returncode == 0, result.stderr
-    assert "valid layouts fit" in result.stdout and ("no:" in result.stdout or "margin:" in result.stdout)
+    assert "2 of 984 valid layouts fit" in result.stdout
+    verdicts = [row.split("│")[-2].strip() for row in result.stdout.splitlines() if row.startswith("│")]
+    ranked = [row.split("│")[1].strip() for row in result.stdout.splitlines() if row.startswith("│")]
+    assert verdicts[:2] == ["yes", "yes"] and ranked[:2] == ["1", "2"]
+    assert verdicts[2:] and all(v.startswith(("margin:", "no:")) for v in verdicts[2:]) and set(ranked[2:]) == {"-"}
 
 
 @pytest.mark.parametrize("args, message", [
