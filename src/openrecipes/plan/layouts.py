@@ -126,7 +126,9 @@ def _vpp_sizes(split: tuple[int, ...], pp: int) -> list[int]:
 
 
 def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batch: int, engine: Engine,
-                      nvlink_domain: int, grad_reduce_bf16: bool = False) -> Iterator[Layout]:
+                      nvlink_domain: int, grad_reduce_bf16: bool = False, kernels: tuple[str, ...] = (),
+                      attention: str | None = None, float8: str | None = None) -> Iterator[Layout]:
+    """Every valid layout, each pulling the given torchtitan levers (openrecipes.plan.levers)."""
     rules = engine_named(engine).layout
     for tp in _tp_sizes(shape, gpus, nvlink_domain):
         for pp in divisors(gpus // tp):
@@ -149,4 +151,5 @@ def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batc
                             for recompute in RECOMPUTE_POLICIES:
                                 for offload in rules.offload_fractions:
                                     yield Layout(engine, tp, pp, vpp, cp, ep, etp, dp, split, recompute, offload,
-                                                 rows, rows * row_tokens // cp, grad_reduce_bf16)
+                                                 rows, rows * row_tokens // cp, grad_reduce_bf16,
+                                                 kernels=kernels, attention=attention, float8=float8)
