@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 from openrecipes import figures
@@ -69,12 +70,7 @@ class Layout:
 
     @property
     def label(self) -> str:
-        parts = [f"TP{self.tp}", f"PP{self.pp}"]
-        parts += [f"VPP{self.vpp}"] if self.vpp > 1 else []
-        parts += [f"CP{self.cp}"] if self.cp > 1 else []
-        parts += [f"EP{self.ep}"] if self.ep > 1 else []
-        parts += [f"ETP{self.etp}"] if self.etp > 1 else []
-        return " ".join(parts + [f"DP{self.dp}"])
+        return _label(self.tp, self.pp, self.vpp, self.cp, self.ep, self.etp, self.dp)
 
     @property
     def rules(self) -> LayoutRules:
@@ -83,6 +79,16 @@ class Layout:
     def microbatches(self, global_batch: int) -> int:
         """Microbatches per data-parallel rank per step (the last one may be short)."""
         return math.ceil(global_batch / self.dp / self.rows_per_microbatch)
+
+
+@cache  # thousands of layouts, a few dozen labels
+def _label(tp: int, pp: int, vpp: int, cp: int, ep: int, etp: int, dp: int) -> str:
+    parts = [f"TP{tp}", f"PP{pp}"]
+    parts += [f"VPP{vpp}"] if vpp > 1 else []
+    parts += [f"CP{cp}"] if cp > 1 else []
+    parts += [f"EP{ep}"] if ep > 1 else []
+    parts += [f"ETP{etp}"] if etp > 1 else []
+    return " ".join(parts + [f"DP{dp}"])
 
 
 def divisors(n: int) -> list[int]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
-from operator import attrgetter
 
 from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, GIB
 from openrecipes.plan.layouts import Layout
@@ -94,14 +93,15 @@ def _stage_params(shape: ModelShape, stage_layers: tuple[int, ...], pp: int, tp:
     return tuple(per_stage)
 
 
-def _layer_activation_bytes_per_token(shape: ModelShape, layout: Layout, moe: bool) -> tuple[float, float]:
+@cache  # the same few (TP, ETP) pairs for all of a request's layouts
+def _layer_activation_bytes_per_token(shape: ModelShape, tp: int, etp: int, moe: bool) -> tuple[float, float]:
     """(kept under selective recompute, dropped by it) bytes per token of one layer, per GPU."""
     h = shape.hidden
     norm_inputs = 2 * BF16_BYTES * h  # residual stream entering each of the two norms
     norm_outputs = 2 * BF16_BYTES * h  # inputs of the QKV projection and of the FFN/router
     attention = BF16_BYTES * (shape.attention_qkv_width + shape.attention_out_width + shape.attention_latent_width)
     if moe:
-        routed = shape.router_topk * layout.etp * (2 * BF16_BYTES * h + 2 * BF16_BYTES * shape.expert_ffn / layout.etp)
+        routed = shape.router_topk * etp * (2 * BF16_BYTES * h + 2 * BF16_BYTES * shape.expert_ffn / etp)
         shared = shape.shared_experts * 2 * BF16_BYTES * shape.expert_ffn
         activation_out = (shape.router_topk + shape.shared_experts) * BF16_BYTES * shape.expert_ffn
         kept = norm_inputs + attention + routed + shared + ROUTER_BYTES_PER_EXPERT * shape.experts
@@ -109,7 +109,7 @@ def _layer_activation_bytes_per_token(shape: ModelShape, layout: Layout, moe: bo
         dense_ffn = shape.dense_ffn or 0  # a model whose every layer is MoE has no dense FFN
         kept = norm_inputs + attention + 2 * BF16_BYTES * dense_ffn
         activation_out = BF16_BYTES * dense_ffn
-    return kept / layout.tp, (norm_outputs + activation_out) / layout.tp
+    return kept / tp, (norm_outputs + activation_out) / tp
 
 
 def amp_composite_norms(layout: Layout) -> bool:
@@ -117,16 +117,24 @@ def amp_composite_norms(layout: Layout) -> bool:
     return layout.rules.amp_without_fsdp and layout.dp * layout.cp == 1 and not layout.compile
 
 
-def _op_level_sac_bytes_per_token(shape: ModelShape, layout: Layout, moe: bool, saved_fraction: float) -> float:
+@cache  # the same few (TP, ETP) pairs for all of a request's layouts
+def _op_level_sac_bytes_per_token(shape: ModelShape, tp: int, etp: int, moe: bool, saved_fraction: float) -> float:
     h = shape.hidden
     attention_matmuls = shape.attention_qkv_width + shape.attention_latent_width + h
     if moe:
-        routed_and_shared = shape.router_topk * layout.etp + shape.shared_experts
+        routed_and_shared = shape.router_topk * etp + shape.shared_experts
         ffn_matmuls = shape.experts + routed_and_shared * (2 * shape.expert_ffn + h)
     else:
         ffn_matmuls = 2 * (shape.dense_ffn or 0) + h
     saved = saved_fraction * (attention_matmuls + ffn_matmuls) + h + shape.attention_out_width
-    return BF16_BYTES * saved / layout.tp
+    return BF16_BYTES * saved / tp
+
+
+@cache  # a request's thousands of layouts share a few stage splits
+def _stage_layer_counts(dense_layers: int, stage_layers: tuple[int, ...]) -> tuple[tuple[tuple[bool, int], ...], ...]:
+    """Each stage's (MoE, layers) pairs, dense first, without a kind the stage has no layer of."""
+    return tuple(tuple((moe, count) for moe, count in ((False, dense), (True, moe_layers)) if count)
+                 for dense, moe_layers in _stage_layer_kinds(dense_layers, stage_layers))
 
 
 def _kept_bytes_per_token(shape: ModelShape, layout: Layout, per_layer: dict[bool, tuple[float, float]]
@@ -137,30 +145,30 @@ def _kept_bytes_per_token(shape: ModelShape, layout: Layout, per_layer: dict[boo
         norms = AMP_COMPOSITE_NORM_BYTES * shape.norm_width / layout.tp if composite else 0.0
         return {moe: sum(per_layer[moe]) + norms for moe in per_layer}
     if (saved_fraction := layout.rules.selective_saved_matmul_fraction) is not None:
-        return {moe: _op_level_sac_bytes_per_token(shape, layout, moe, saved_fraction) for moe in per_layer}
+        return {moe: _op_level_sac_bytes_per_token(shape, layout.tp, layout.etp, moe, saved_fraction)
+                for moe in per_layer}
     return {moe: per_layer[moe][0] for moe in per_layer}
 
 
 def _activation_bytes(shape: ModelShape, layout: Layout, global_batch: int) -> list[float]:
     """Activation bytes on one GPU of each pipeline stage; what is per layer is worked out once for all stages."""
-    stages = [{moe: count for moe, count in ((False, dense_layers), (True, moe_layers)) if count}
-              for dense_layers, moe_layers in _stage_layer_kinds(shape.dense_layers, layout.stage_layers)]
     tokens = layout.max_tokens_per_gpu
-    per_layer = {moe: _layer_activation_bytes_per_token(shape, layout, moe)
-                 for moe in (False, True) if any(moe in counts for counts in stages)}
+    per_layer = {moe: _layer_activation_bytes_per_token(shape, layout.tp, layout.etp, moe)
+                 for moe, layers in ((False, shape.dense_layers), (True, shape.moe_layers)) if layers}
     kept = _kept_bytes_per_token(shape, layout, per_layer) if layout.recompute != "full" else {}
-    microbatches = layout.microbatches(global_batch)
+    microbatches, pp, interleaved = layout.microbatches(global_batch), layout.pp, layout.vpp > 1
+    # The interleaved schedule warms up more chunks (Korthikanti et al., section 4.2).
+    warmup = 1 + (pp - 1) / (pp * layout.vpp)
     per_stage = []
-    for stage in range(layout.pp):
-        counts = stages[stage]
-        in_flight: float = min(microbatches, layout.pp - stage)
-        if layout.vpp > 1:  # the interleaved schedule warms up more chunks (Korthikanti et al., section 4.2)
-            in_flight *= 1 + (layout.pp - 1) / (layout.pp * layout.vpp)
+    for stage, counts in enumerate(_stage_layer_counts(shape.dense_layers, layout.stage_layers)[:pp]):
+        in_flight: float = min(microbatches, pp - stage)
+        if interleaved:
+            in_flight *= warmup
         if layout.recompute == "full":
-            layer_inputs = sum(counts.values()) * BF16_BYTES * shape.hidden * tokens / layout.tp
-            per_stage.append(in_flight * layer_inputs + max(sum(per_layer[moe]) * tokens for moe in counts))
+            layer_inputs = sum(count for _, count in counts) * BF16_BYTES * shape.hidden * tokens / layout.tp
+            per_stage.append(in_flight * layer_inputs + max(sum(per_layer[moe]) * tokens for moe, _ in counts))
         else:
-            per_stage.append(in_flight * tokens * sum(counts[moe] * kept[moe] for moe in counts))
+            per_stage.append(in_flight * tokens * sum(count * kept[moe] for moe, count in counts))
     return per_stage
 
 
@@ -210,7 +218,7 @@ def _logits_part(shape: ModelShape, layout: Layout) -> float:
 
 
 def estimate_memory(shape: ModelShape, layout: Layout, global_batch: int, runtime_reserve_gib: float) -> MemoryEstimate:
-    estimates = []
+    stages = []
     activations = _activation_bytes(shape, layout, global_batch)
     for stage, (non_expert, expert) in enumerate(stage_params_per_gpu(shape, layout)):
         parts = _states(shape, layout, stage, non_expert, expert)
@@ -218,5 +226,7 @@ def estimate_memory(shape: ModelShape, layout: Layout, global_batch: int, runtim
         last = stage == layout.pp - 1
         parts["logits"] = _logits_part(shape, layout) if last else 0.0
         parts["runtime_reserve"] = runtime_reserve_gib * GIB
-        estimates.append(MemoryEstimate(parts, stage))
-    return max(estimates, key=attrgetter("total_bytes"))
+        stages.append(parts)
+    totals = [sum(parts.values()) for parts in stages]
+    stage = totals.index(max(totals))  # the first of equals, as max() picks
+    return MemoryEstimate(stages[stage], stage)

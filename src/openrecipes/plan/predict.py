@@ -6,6 +6,9 @@
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,21 +62,18 @@ class Prediction:
     usd_per_million_tokens: float | None
     gpu_type: str
     margin_gib: float  # the memory margin on this layout's predicted allocator peak
-    # Read many times while layouts are ranked and exported: worked out once (a field, cheaper than a cached_property).
+    # Worked out once and read many times while layouts are ranked and exported (fields: cheaper than properties).
     headroom_gib: float = field(init=False, repr=False, compare=False)
+    # The predicted peak is below capacity (it may still run out of memory inside the margin).
+    peak_fits: bool = field(init=False, repr=False, compare=False)
+    # The predicted peak leaves at least the margin free: a layout the planner bets on.
+    fits: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "headroom_gib", self.capacity_gib - self.memory.total_gib)
-
-    @property
-    def peak_fits(self) -> bool:
-        """The predicted peak is below capacity (it may still run out of memory inside the margin)."""
-        return self.headroom_gib >= 0
-
-    @property
-    def fits(self) -> bool:
-        """The predicted peak leaves at least the margin free: a layout the planner bets on."""
-        return self.headroom_gib >= self.margin_gib
+        headroom = self.capacity_gib - self.memory.total_gib
+        object.__setattr__(self, "headroom_gib", headroom)
+        object.__setattr__(self, "peak_fits", headroom >= 0)
+        object.__setattr__(self, "fits", headroom >= self.margin_gib)
 
     @property
     def fit_label(self) -> str:
@@ -129,6 +129,19 @@ class Prediction:
         })
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Build a request's thousands of predictions or rows without Python's cycle collector: they hold no reference
+    cycles, yet each of its passes walks every object built so far (benchmarks/plan_speed.py measures the cost)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Context:
     tables = tables or load_reference_tables()
     if request.model not in tables.models:
@@ -177,7 +190,8 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
     layouts = enumerate_layouts(ctx.shape, request.gpus, request.row_tokens, request.global_batch, request.engine,
                                 ctx.links.gpus_per_nvlink_domain, request.grad_reduce_bf16, request.kernels,
                                 request.attention, request.float8)
-    predictions = [predict_layout(ctx, layout) for layout in layouts]
+    with collector_paused():
+        predictions = [predict_layout(ctx, layout) for layout in layouts]
     if not predictions:
         raise UserError(f"no valid {request.engine} layout of {request.model} on {request.gpus} GPUs with global batch "
                         f"{request.global_batch} and {request.row_tokens}-token rows")
@@ -194,4 +208,5 @@ def plan_table(model: str, gpu_type: str, gpus: int, row_tokens: int = 8192, glo
     request = PlanRequest(model, gpu_type, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, kernels,
                           attention, float8)
     ranked = predict(request, load_reference_tables(root))
-    return [p.exported() for p in ranked[:top]]
+    with collector_paused():
+        return [p.exported() for p in ranked[:top]]

@@ -12,6 +12,7 @@ attention, torch.compile) its LayoutRules say (engines/<name>/layouts.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 
 from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, Calibration, Links
 from openrecipes.plan.layouts import Layout
@@ -142,8 +143,12 @@ def _shard_fraction(shards: int) -> float:
 
 def _heaviest_stage_params(shape: ModelShape, layout: Layout) -> tuple[float, float]:
     """(non-expert, expert) parameters per GPU on the stage holding the most: it sets the sync and update time."""
-    return max(stage_params_per_gpu(shape, layout),
-               key=lambda params: params[0] / (layout.dp * layout.cp) + params[1] / layout.expert_data_parallel)
+    return _heaviest(stage_params_per_gpu(shape, layout), layout.dp * layout.cp, layout.expert_data_parallel)
+
+
+@cache  # a request's layouts share a few parameter splits and shard counts
+def _heaviest(per_stage: tuple[tuple[float, float], ...], dense_shards: int, expert_shards: int) -> tuple[float, float]:
+    return max(per_stage, key=lambda params: params[0] / dense_shards + params[1] / expert_shards)
 
 
 def _dp_sync_s(layout: Layout, links: Links, calibration: Calibration, heaviest: tuple[float, float]) -> float:
