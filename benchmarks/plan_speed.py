@@ -1,10 +1,13 @@
-"""The planner's speed: `plan_table` (predict every valid layout, rank them, export them as `plan --json` prints
-them) now against the planner of an earlier commit, in one process, the two arms alternating.
+"""The planner's speed now against the planner of an earlier commit: `plan_table` (predict every valid layout, rank
+them, export them as `plan --json` prints them) in one process, the two arms alternating; and the command
+`plan ... --top 0 --json` in a fresh process per run, alternating the same way.
 
 The baseline is the package as it was at `--baseline` (default: the commit the planner's speedup started from),
-read with `git archive` into a temporary folder and imported under the same name: while an arm runs, its own
-`openrecipes` modules are the ones in `sys.modules`. Both arms plan from this checkout's catalog (models/,
-hardware/), and every run asserts that the two give byte-identical `--json` text.
+read with `git archive` into a temporary folder: in this process it is imported under the same name (while an arm
+runs, its own `openrecipes` modules are the ones in `sys.modules`), and the command runs with that folder first on
+PYTHONPATH. Both arms plan from this checkout's catalog (models/, hardware/); every run asserts that the two give
+byte-identical `--json` text. Times are CPU seconds (of this process, or of the command's process): on a machine
+shared with other work they vary less than wall time.
 
     .venv/bin/python benchmarks/plan_speed.py [--runs 3] [--baseline REF]   # prints a Markdown section for RESULTS.md
 """
@@ -16,6 +19,7 @@ import datetime
 import io
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -32,6 +36,7 @@ from openrecipes.plan import predict as current
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE = "7926fcd"  # main before the planner's speedup
+COMMAND = ("gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--grad-reduce-bf16", "--top", "0", "--json")
 REQUESTS: dict[str, dict[str, Any]] = {  # plan_table's arguments
     "gpt-oss-20b, 8 x H200, megatron, BF16 gradient buffers":
         {"model": "gpt-oss-20b", "gpu_type": "H200", "gpus": 8, "grad_reduce_bf16": True},
@@ -58,6 +63,8 @@ def load_baseline(ref: str, folder: Path) -> tuple[ModuleType, dict[str, ModuleT
                              check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(folder, filter="data")
+    for catalog in ("models", "hardware"):  # the baseline's bundled catalog is this checkout's
+        (folder / catalog).symlink_to(REPO / catalog)
     ours = _package_modules()
     _swap_in({})
     sys.path.insert(0, str(folder / "src"))
@@ -73,16 +80,30 @@ def load_baseline(ref: str, folder: Path) -> tuple[ModuleType, dict[str, ModuleT
 
 def timed(modules: dict[str, ModuleType], plan_table: Callable[..., list[Any]],
           kwargs: dict[str, Any]) -> tuple[list[Any], float]:
-    """The rows and the seconds to plan and export them, with these modules in sys.modules."""
+    """The rows and the CPU seconds to plan and export them, with these modules in sys.modules."""
     ours = _package_modules()
     _swap_in(modules)
     try:
-        start = time.perf_counter()
+        start = time.process_time()
         rows = plan_table(**kwargs, root=REPO)
-        elapsed = time.perf_counter() - start
+        elapsed = time.process_time() - start
     finally:
         _swap_in(ours)
     return rows, elapsed
+
+
+def command(source: Path) -> tuple[str, float]:
+    """`plan --top 0 --json` of COMMAND in a fresh process importing the package from `source`: its text and the
+    process's CPU seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    text = subprocess.run([sys.executable, "-m", "openrecipes", "plan", *COMMAND], cwd=REPO, check=True,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(source)}).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return text, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def _cell(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} s ({min(values):.2f}–{max(values):.2f})"
 
 
 def main() -> None:
@@ -91,11 +112,11 @@ def main() -> None:
     parser.add_argument("--baseline", default=BASELINE, help="git commit of the baseline planner")
     args = parser.parse_args()
     load = os.getloadavg()
+    seconds: dict[tuple[str, str], list[float]] = {}
+    layouts: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as folder:
         baseline, baseline_modules = load_baseline(args.baseline, Path(folder))
         arms = {"before": (baseline_modules, baseline.plan_table), "now": (_package_modules(), current.plan_table)}
-        seconds: dict[tuple[str, str], list[float]] = {}
-        layouts: dict[str, int] = {}
         for run in range(args.runs + 1):  # run 0 warms both arms up (files read, caches filled): not counted
             for label, kwargs in REQUESTS.items():
                 texts = {}
@@ -106,21 +127,29 @@ def main() -> None:
                         seconds.setdefault((label, arm), []).append(elapsed)
                 assert texts["before"] == texts["now"], f"{label}: the two planners' --json text differs"
                 layouts[label] = len(rows)
+        sources = {"before": Path(folder) / "src", "now": REPO / "src"}
+        for _ in range(args.runs):
+            texts = {}
+            for arm, source in sources.items():
+                texts[arm], elapsed = command(source)
+                seconds.setdefault(("command", arm), []).append(elapsed)
+            assert texts["before"] == texts["now"], "the two commands' --json text differs"
     end = os.getloadavg()
     print(f"## Planner speed — {datetime.date.today()} (benchmarks/plan_speed.py --runs {args.runs})\n")
     print(f"Machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, Python "
           f"{platform.python_version()}; load average (1, 5, 15 min) {', '.join(f'{x:.2f}' for x in load)} at the "
-          f"start, {', '.join(f'{x:.2f}' for x in end)} at the end. `plan_table` (predict, rank and export every "
-          f"valid layout), {args.runs} runs per arm after one warm-up run each, the arms alternating in one process; "
-          f"median (min–max). "
-          f"\"before\": the package at {args.baseline} (read from git by the benchmark); \"now\": this checkout. "
-          "Both arms' `--json` text is byte-identical in every run.\n")
-    print("| request | layouts | before | now | before / now |\n|---|---:|---:|---:|---:|")
+          f"start, {', '.join(f'{x:.2f}' for x in end)} at the end. \"before\": the package at {args.baseline} "
+          "(read from git by the benchmark); \"now\": this checkout. CPU seconds, median (min–max) of "
+          f"{args.runs} runs per arm, the arms alternating; both arms' `--json` text byte-identical in every run.\n")
+    print("| what | layouts | before | now | before / now |\n|---|---:|---:|---:|---:|")
     for label in REQUESTS:
         before, now = seconds[(label, "before")], seconds[(label, "now")]
-        print(f"| {label} | {layouts[label]:,} | {statistics.median(before):.2f} s ({min(before):.2f}–"
-              f"{max(before):.2f}) | {statistics.median(now):.2f} s ({min(now):.2f}–{max(now):.2f}) | "
-              f"**{statistics.median(before) / statistics.median(now):.2f}x** |")
+        print(f"| `plan_table`: {label} (one process, after a warm-up run per arm) | {layouts[label]:,} | "
+              f"{_cell(before)} | {_cell(now)} | **{statistics.median(before) / statistics.median(now):.2f}x** |")
+    before, now = seconds[("command", "before")], seconds[("command", "now")]
+    print(f"| `openrecipes plan {' '.join(COMMAND)}` (a fresh process per run, imports and writing included) | "
+          f"{layouts[next(iter(REQUESTS))]:,} | {_cell(before)} | {_cell(now)} | "
+          f"**{statistics.median(before) / statistics.median(now):.2f}x** |")
 
 
 if __name__ == "__main__":

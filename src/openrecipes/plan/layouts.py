@@ -133,8 +133,10 @@ def _vpp_sizes(split: tuple[int, ...], pp: int) -> list[int]:
 
 def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batch: int, engine: Engine,
                       nvlink_domain: int, grad_reduce_bf16: bool = False, kernels: tuple[str, ...] = (),
-                      attention: str | None = None, float8: str | None = None) -> Iterator[Layout]:
-    """Every valid layout, each pulling the given torchtitan levers (openrecipes.plan.levers)."""
+                      attention: str | None = None, float8: str | None = None) -> Iterator[tuple[Layout, ...]]:
+    """Every valid layout, each pulling the given torchtitan levers (openrecipes.plan.levers), in groups: one layout
+    with each optimizer fraction the engine may offload to the host, alike in every other field (the planner works
+    out what does not depend on the fraction once per group)."""
     rules = engine_named(engine).layout
     for tp in _tp_sizes(shape, gpus, nvlink_domain):
         for pp in divisors(gpus // tp):
@@ -155,7 +157,7 @@ def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batc
                             if vpp > 1 and microbatches % pp:
                                 continue  # the interleaved schedule runs microbatches in groups of PP
                             for recompute in RECOMPUTE_POLICIES:
-                                for offload in rules.offload_fractions:
-                                    yield Layout(engine, tp, pp, vpp, cp, ep, etp, dp, split, recompute, offload,
-                                                 rows, rows * row_tokens // cp, grad_reduce_bf16,
-                                                 kernels=kernels, attention=attention, float8=float8)
+                                yield tuple(Layout(engine, tp, pp, vpp, cp, ep, etp, dp, split, recompute, offload,
+                                                   rows, rows * row_tokens // cp, grad_reduce_bf16,
+                                                   kernels=kernels, attention=attention, float8=float8)
+                                            for offload in rules.offload_fractions)

@@ -17,6 +17,7 @@ every saved tensor by TP.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -217,14 +218,25 @@ def _logits_part(shape: ModelShape, layout: Layout) -> float:
     return logits_bytes(layout.max_tokens_per_gpu, shape.vocab, layout.tp, _bytes_per_logit(layout))
 
 
-def estimate_memory(shape: ModelShape, layout: Layout, global_batch: int, runtime_reserve_gib: float) -> MemoryEstimate:
+def estimate_memories(shape: ModelShape, layouts: Sequence[Layout], global_batch: int,
+                      runtime_reserve_gib: float) -> list[MemoryEstimate]:
+    """The peak of each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group):
+    the fraction changes the optimizer states only, so the activations and logits are worked out once."""
+    first = layouts[0]
+    activations = _activation_bytes(shape, first, global_batch)
+    logits = _logits_part(shape, first)
+    params = stage_params_per_gpu(shape, first)
+    return [_peak_stage(shape, layout, params, activations, logits, runtime_reserve_gib) for layout in layouts]
+
+
+def _peak_stage(shape: ModelShape, layout: Layout, params: tuple[tuple[float, float], ...], activations: list[float],
+                logits: float, runtime_reserve_gib: float) -> MemoryEstimate:
     stages = []
-    activations = _activation_bytes(shape, layout, global_batch)
-    for stage, (non_expert, expert) in enumerate(stage_params_per_gpu(shape, layout)):
+    for stage, (non_expert, expert) in enumerate(params):
         parts = _states(shape, layout, stage, non_expert, expert)
         parts["activations"] = activations[stage]
         last = stage == layout.pp - 1
-        parts["logits"] = _logits_part(shape, layout) if last else 0.0
+        parts["logits"] = logits if last else 0.0
         parts["runtime_reserve"] = runtime_reserve_gib * GIB
         stages.append(parts)
     totals = [sum(parts.values()) for parts in stages]

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,9 +18,9 @@ from openrecipes.errors import UserError
 from openrecipes.plan.constants import GIB, Calibration, Links, calibration, links
 from openrecipes.plan.export_model import PredictedLayout
 from openrecipes.plan.layouts import Engine, Layout, enumerate_layouts
-from openrecipes.plan.memory import MemoryEstimate, estimate_memory
+from openrecipes.plan.memory import MemoryEstimate, estimate_memories
 from openrecipes.plan.shape import ModelShape, model_shape
-from openrecipes.plan.speed import StepTime, step_time
+from openrecipes.plan.speed import StepTime, step_times
 from openrecipes.plan.trust import Interval, interval, memory_margin
 
 
@@ -164,10 +164,21 @@ def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Cont
 
 
 def predict_layout(ctx: Context, layout: Layout) -> Prediction:
+    return predict_layouts(ctx, (layout,))[0]
+
+
+def predict_layouts(ctx: Context, layouts: Sequence[Layout]) -> list[Prediction]:
+    """Each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group)."""
     request = ctx.request
-    memory = estimate_memory(ctx.shape, layout, request.global_batch, ctx.calibration.runtime_reserve_gib)
-    step = step_time(ctx.shape, layout, ctx.links, ctx.peak_flops, ctx.calibration, request.global_batch,
-                     request.row_tokens)
+    memories = estimate_memories(ctx.shape, layouts, request.global_batch, ctx.calibration.runtime_reserve_gib)
+    steps = step_times(ctx.shape, layouts, ctx.links, ctx.peak_flops, ctx.calibration, request.global_batch,
+                       request.row_tokens)
+    return [_prediction(ctx, layout, memory, step)
+            for layout, memory, step in zip(layouts, memories, steps, strict=True)]
+
+
+def _prediction(ctx: Context, layout: Layout, memory: MemoryEstimate, step: StepTime) -> Prediction:
+    request = ctx.request
     tokens = request.global_batch * request.row_tokens
     throughput = figures.tokens_per_s_per_gpu(tokens, step.total_s, layout.gpus)
     return Prediction(
@@ -187,11 +198,11 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
     ctx = context(request, tables)
     if request.engine != "torchtitan" and (request.kernels or request.attention or request.float8):
         raise UserError("--kernels, --attention and --float8 are torchtitan levers: add --engine torchtitan")
-    layouts = enumerate_layouts(ctx.shape, request.gpus, request.row_tokens, request.global_batch, request.engine,
-                                ctx.links.gpus_per_nvlink_domain, request.grad_reduce_bf16, request.kernels,
-                                request.attention, request.float8)
+    groups = enumerate_layouts(ctx.shape, request.gpus, request.row_tokens, request.global_batch, request.engine,
+                               ctx.links.gpus_per_nvlink_domain, request.grad_reduce_bf16, request.kernels,
+                               request.attention, request.float8)
     with collector_paused():
-        predictions = [predict_layout(ctx, layout) for layout in layouts]
+        predictions = [prediction for group in groups for prediction in predict_layouts(ctx, group)]
     if not predictions:
         raise UserError(f"no valid {request.engine} layout of {request.model} on {request.gpus} GPUs with global batch "
                         f"{request.global_batch} and {request.row_tokens}-token rows")

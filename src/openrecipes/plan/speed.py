@@ -11,6 +11,7 @@ attention, torch.compile) its LayoutRules say (engines/<name>/layouts.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -222,8 +223,11 @@ def _microbatch_host_s(layout: Layout, calibration: Calibration) -> float:
     return calibration.eager_sac_overhead_s_per_layer * max(layout.stage_layers)
 
 
-def step_time(shape: ModelShape, layout: Layout, links: Links, peak_flops: float, calibration: Calibration,
-              global_batch: int, row_tokens: int) -> StepTime:
+def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, peak_flops: float, calibration: Calibration,
+               global_batch: int, row_tokens: int) -> list[StepTime]:
+    """The step of each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group):
+    the fraction changes the host update only, so the rest is worked out once."""
+    layout = layouts[0]
     microbatches = layout.microbatches(global_batch)
     mean_rows = global_batch / layout.dp / microbatches  # the last microbatch may be short
     imbalance = max(layout.stage_layers) * layout.pp / shape.layers
@@ -247,16 +251,21 @@ def step_time(shape: ModelShape, layout: Layout, links: Links, peak_flops: float
             * COMPOSITE_NORM_RECOMPUTE_FACTOR[layout.recompute]
     levers = time_effect(layout, links.gpu_type)
     heaviest = _heaviest_stage_params(shape, layout)  # sets the FSDP gathers, the DP sync and the host update
-    return StepTime(
+    comm = _microbatch_comm(shape, layout, links, calibration, heaviest)
+    pipeline_slots = microbatches + (layout.pp - 1) / layout.vpp
+    dp_s = _dp_sync_s(layout, links, calibration, heaviest)
+    overhead_s = _microbatch_overhead_s(layout, calibration)
+    host_s = _microbatch_host_s(layout, calibration)
+    return [StepTime(
         microbatch_compute_s=seconds,
-        microbatch_comm_s=_microbatch_comm(shape, layout, links, calibration, heaviest),
-        pipeline_slots=microbatches + (layout.pp - 1) / layout.vpp,
+        microbatch_comm_s=dict(comm),
+        pipeline_slots=pipeline_slots,
         microbatches=microbatches,
-        dp_s=_dp_sync_s(layout, links, calibration, heaviest),
-        offload_s=_offload_s(layout, calibration, heaviest),
+        dp_s=dp_s,
+        offload_s=_offload_s(each, calibration, heaviest),
         microbatch_norm_s=norm_s,
-        microbatch_overhead_s=_microbatch_overhead_s(layout, calibration),
-        microbatch_host_s=_microbatch_host_s(layout, calibration),
+        microbatch_overhead_s=overhead_s,
+        microbatch_host_s=host_s,
         lever_speedup=levers.speedup,
         unmeasured_levers=levers.unmeasured,
-    )
+    ) for each in layouts]
