@@ -1,8 +1,10 @@
-"""The planner's speed now against the planner of an earlier commit: `plan_table` (predict every valid layout, rank
-them, export them as `plan --json` prints them) in one process, the two arms alternating; and the command
-`plan ... --top 0 --json` in a fresh process per run, alternating the same way.
+"""The planner's speed now against the planner of an earlier commit, in one process, the two arms alternating:
+`predict` (every valid layout predicted and ranked) and `plan_table` (the same, then every layout exported as
+`plan --json` prints it); and the command `plan ... --top 0 --json` in a fresh process per run, alternating the same
+way.
 
-The baseline is the package as it was at `--baseline` (default: the commit the planner's speedup started from),
+The baseline is not this code with its caches turned off (the speedup also groups work and builds fewer objects): it
+is the package as it was at `--baseline` (default: the commit the planner's speedup started from),
 read with `git archive` into a temporary folder: in this process it is imported under the same name (while an arm
 runs, its own `openrecipes` modules are the ones in `sys.modules`), and the command runs with that folder first on
 PYTHONPATH. Both arms plan from this checkout's catalog (models/, hardware/); every run asserts that the two give
@@ -27,6 +29,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -78,18 +81,17 @@ def load_baseline(ref: str, folder: Path) -> tuple[ModuleType, dict[str, ModuleT
     return baseline, theirs
 
 
-def timed(modules: dict[str, ModuleType], plan_table: Callable[..., list[Any]],
-          kwargs: dict[str, Any]) -> tuple[list[Any], float]:
-    """The rows and the CPU seconds to plan and export them, with these modules in sys.modules."""
+def timed(modules: dict[str, ModuleType], function: Callable[[], Any]) -> tuple[Any, float]:
+    """What `function` returns and the CPU seconds it took, with these modules in sys.modules."""
     ours = _package_modules()
     _swap_in(modules)
     try:
         start = time.process_time()
-        rows = plan_table(**kwargs, root=REPO)
+        value = function()
         elapsed = time.process_time() - start
     finally:
         _swap_in(ours)
-    return rows, elapsed
+    return value, elapsed
 
 
 def command(source: Path) -> tuple[str, float]:
@@ -116,15 +118,18 @@ def main() -> None:
     layouts: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as folder:
         baseline, baseline_modules = load_baseline(args.baseline, Path(folder))
-        arms = {"before": (baseline_modules, baseline.plan_table), "now": (_package_modules(), current.plan_table)}
+        arms = {"before": (baseline_modules, baseline), "now": (_package_modules(), current)}
         for run in range(args.runs + 1):  # run 0 warms both arms up (files read, caches filled): not counted
             for label, kwargs in REQUESTS.items():
                 texts = {}
-                for arm, (modules, plan_table) in arms.items():
-                    rows, elapsed = timed(modules, plan_table, kwargs)
+                for arm, (modules, planner) in arms.items():
+                    request, tables = planner.PlanRequest(**kwargs), planner.load_reference_tables(REPO)
+                    _, predicted = timed(modules, partial(planner.predict, request, tables))
+                    rows, exported = timed(modules, partial(planner.plan_table, **kwargs, root=REPO))
                     texts[arm] = json_text(rows)
                     if run:
-                        seconds.setdefault((label, arm), []).append(elapsed)
+                        seconds.setdefault((f"`predict`: {label}", arm), []).append(predicted)
+                        seconds.setdefault((f"`plan_table`: {label}", arm), []).append(exported)
                 assert texts["before"] == texts["now"], f"{label}: the two planners' --json text differs"
                 layouts[label] = len(rows)
         sources = {"before": Path(folder) / "src", "now": REPO / "src"}
@@ -143,9 +148,10 @@ def main() -> None:
           f"{args.runs} runs per arm, the arms alternating; both arms' `--json` text byte-identical in every run.\n")
     print("| what | layouts | before | now | before / now |\n|---|---:|---:|---:|---:|")
     for label in REQUESTS:
-        before, now = seconds[(label, "before")], seconds[(label, "now")]
-        print(f"| `plan_table`: {label} (one process, after a warm-up run per arm) | {layouts[label]:,} | "
-              f"{_cell(before)} | {_cell(now)} | **{statistics.median(before) / statistics.median(now):.2f}x** |")
+        for what in (f"`predict`: {label}", f"`plan_table`: {label}"):
+            before, now = seconds[(what, "before")], seconds[(what, "now")]
+            print(f"| {what} (one process, after a warm-up run per arm) | {layouts[label]:,} | {_cell(before)} | "
+                  f"{_cell(now)} | **{statistics.median(before) / statistics.median(now):.2f}x** |")
     before, now = seconds[("command", "before")], seconds[("command", "now")]
     print(f"| `openrecipes plan {' '.join(COMMAND)}` (a fresh process per run, imports and writing included) | "
           f"{layouts[next(iter(REQUESTS))]:,} | {_cell(before)} | {_cell(now)} | "
