@@ -130,7 +130,7 @@ class Prediction:
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
+def _collector_paused() -> Iterator[None]:
     """Build a request's thousands of predictions or rows without Python's cycle collector: they hold no reference
     cycles, yet each of its passes walks every object built so far (benchmarks/plan_speed.py measures the cost)."""
     enabled = gc.isenabled()
@@ -201,7 +201,7 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
     groups = enumerate_layouts(ctx.shape, request.gpus, request.row_tokens, request.global_batch, request.engine,
                                ctx.links.gpus_per_nvlink_domain, request.grad_reduce_bf16, request.kernels,
                                request.attention, request.float8)
-    with collector_paused():
+    with _collector_paused():
         predictions = [prediction for group in groups for prediction in predict_layouts(ctx, group)]
     if not predictions:
         raise UserError(f"no valid {request.engine} layout of {request.model} on {request.gpus} GPUs with global batch "
@@ -219,5 +219,5 @@ def plan_table(model: str, gpu_type: str, gpus: int, row_tokens: int = 8192, glo
     request = PlanRequest(model, gpu_type, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, kernels,
                           attention, float8)
     ranked = predict(request, load_reference_tables(root))
-    with collector_paused():
+    with _collector_paused():
         return [p.exported() for p in ranked[:top]]

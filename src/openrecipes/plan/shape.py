@@ -42,8 +42,8 @@ class ModelShape:
     norm_width: int  # elements per token one layer's RMSNorms normalize: the two layer norms, plus q and k norms
 
     def __hash__(self) -> int:
-        # The planner's caches are keyed on the shape, hashed once per layout: its name, not all its fields (shapes
-        # that compare equal share a name, so equal shapes still hash equal).
+        # The planner's caches are keyed on shapes, hashed for every layout: the name, not all 23 fields (shapes that
+        # compare equal share a name, so they still hash equal).
         return hash(self.name)
 
     @property

@@ -258,7 +258,7 @@ def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, peak_
     host_s = _microbatch_host_s(layout, calibration)
     return [StepTime(
         microbatch_compute_s=seconds,
-        microbatch_comm_s=dict(comm),
+        microbatch_comm_s=dict(comm),  # each step its own dict
         pipeline_slots=pipeline_slots,
         microbatches=microbatches,
         dp_s=dp_s,
