@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,8 +27,12 @@ def test_stage_split_is_even_or_megatron_first_last():
        row_tokens=st.sampled_from([4096, 8192]))
 def test_every_enumerated_layout_is_valid(model, gpus, engine, global_batch, row_tokens):
     shape = SHAPES[model]
-    layouts = list(enumerate_layouts(shape, gpus, row_tokens, global_batch, engine, nvlink_domain=8))
+    groups = list(enumerate_layouts(shape, gpus, row_tokens, global_batch, engine, nvlink_domain=8))
+    layouts = [lay for group in groups for lay in group]
     assert len(layouts) == len(set(layouts))
+    for group in groups:  # a group's layouts differ in the offloaded optimizer fraction alone
+        assert len({replace(lay, offload_fraction=0.0) for lay in group}) == 1
+        assert len({lay.offload_fraction for lay in group}) == len(group)
     for lay in layouts:
         assert lay.tp * lay.pp * lay.cp * lay.dp == gpus
         assert lay.tp <= 8 and shape.attention_heads % lay.tp == 0 and shape.query_groups % lay.tp == 0
@@ -47,8 +53,6 @@ def test_every_enumerated_layout_is_valid(model, gpus, engine, global_batch, row
 
 def test_a_dense_model_plans_under_torchtitan_on_one_gpu():
     """A synthetic dense card (Llama-like shape, not a catalog model): no experts, FSDP states, one GPU."""
-    from dataclasses import replace
-
     from openrecipes.catalog.hardware import ModelCard
     from openrecipes.plan.predict import PlanRequest, predict
 

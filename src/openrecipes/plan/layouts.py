@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 from openrecipes import figures
@@ -69,12 +70,7 @@ class Layout:
 
     @property
     def label(self) -> str:
-        parts = [f"TP{self.tp}", f"PP{self.pp}"]
-        parts += [f"VPP{self.vpp}"] if self.vpp > 1 else []
-        parts += [f"CP{self.cp}"] if self.cp > 1 else []
-        parts += [f"EP{self.ep}"] if self.ep > 1 else []
-        parts += [f"ETP{self.etp}"] if self.etp > 1 else []
-        return " ".join(parts + [f"DP{self.dp}"])
+        return _label(self.tp, self.pp, self.vpp, self.cp, self.ep, self.etp, self.dp)
 
     @property
     def rules(self) -> LayoutRules:
@@ -83,6 +79,16 @@ class Layout:
     def microbatches(self, global_batch: int) -> int:
         """Microbatches per data-parallel rank per step (the last one may be short)."""
         return math.ceil(global_batch / self.dp / self.rows_per_microbatch)
+
+
+@cache  # thousands of layouts, a few dozen labels
+def _label(tp: int, pp: int, vpp: int, cp: int, ep: int, etp: int, dp: int) -> str:
+    parts = [f"TP{tp}", f"PP{pp}"]
+    parts += [f"VPP{vpp}"] if vpp > 1 else []
+    parts += [f"CP{cp}"] if cp > 1 else []
+    parts += [f"EP{ep}"] if ep > 1 else []
+    parts += [f"ETP{etp}"] if etp > 1 else []
+    return " ".join(parts + [f"DP{dp}"])
 
 
 def divisors(n: int) -> list[int]:
@@ -126,7 +132,11 @@ def _vpp_sizes(split: tuple[int, ...], pp: int) -> list[int]:
 
 
 def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batch: int, engine: Engine,
-                      nvlink_domain: int, grad_reduce_bf16: bool = False) -> Iterator[Layout]:
+                      nvlink_domain: int, grad_reduce_bf16: bool = False, kernels: tuple[str, ...] = (),
+                      attention: str | None = None, float8: str | None = None) -> Iterator[tuple[Layout, ...]]:
+    """Every valid layout, each pulling the given torchtitan levers (openrecipes.plan.levers), in groups: one layout
+    with each optimizer fraction the engine may offload to the host, alike in every other field (the planner works
+    out what does not depend on the fraction once per group)."""
     rules = engine_named(engine).layout
     for tp in _tp_sizes(shape, gpus, nvlink_domain):
         for pp in divisors(gpus // tp):
@@ -147,6 +157,7 @@ def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batc
                             if vpp > 1 and microbatches % pp:
                                 continue  # the interleaved schedule runs microbatches in groups of PP
                             for recompute in RECOMPUTE_POLICIES:
-                                for offload in rules.offload_fractions:
-                                    yield Layout(engine, tp, pp, vpp, cp, ep, etp, dp, split, recompute, offload,
-                                                 rows, rows * row_tokens // cp, grad_reduce_bf16)
+                                yield tuple(Layout(engine, tp, pp, vpp, cp, ep, etp, dp, split, recompute, offload,
+                                                   rows, rows * row_tokens // cp, grad_reduce_bf16,
+                                                   kernels=kernels, attention=attention, float8=float8)
+                                            for offload in rules.offload_fractions)

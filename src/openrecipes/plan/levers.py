@@ -94,8 +94,10 @@ class TimeEffect:
 
 
 def time_effect(layout: Layout, gpu_type: str) -> TimeEffect:
-    factors = measured_factors()
     names = lever_names(layout)
+    if not names:  # most layouts: the product of no factors, without reading them
+        return TimeEffect(1, ())
+    factors = measured_factors()
     speedup = math.prod(factors[(gpu_type, name)].factor for name in names if (gpu_type, name) in factors)
     return TimeEffect(speedup, tuple(name for name in names if (gpu_type, name) not in factors))
 

@@ -17,8 +17,9 @@ every saved tensor by TP.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache
 
 from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, GIB
 from openrecipes.plan.layouts import Layout
@@ -42,10 +43,11 @@ FSDP_BUFFER_BYTES = 2 * BF16_BYTES + FP32_BYTES
 class MemoryEstimate:
     parts: dict[str, float]  # bytes by part, in the order a reader adds them up
     stage: int  # the pipeline stage these parts belong to
+    # Read many times while layouts are ranked and exported: summed once (a field, cheaper than a cached_property).
+    total_bytes: float = field(init=False, repr=False, compare=False)
 
-    @cached_property  # read many times while layouts are ranked and exported
-    def total_bytes(self) -> float:
-        return sum(self.parts.values())
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "total_bytes", sum(self.parts.values()))
 
     @property
     def total_gib(self) -> float:
@@ -61,33 +63,46 @@ def logits_bytes(tokens: int, vocab: int, tp: int = 1, bytes_per_logit: float = 
     return tokens * vocab / tp * bytes_per_logit
 
 
-def _stage_layer_kinds(shape: ModelShape, layout: Layout, stage: int) -> tuple[int, int]:
-    """(dense-FFN layers, MoE layers) on a stage; the dense layers come first in the model."""
-    start = sum(layout.stage_layers[:stage])
-    count = layout.stage_layers[stage]
-    dense = max(0, min(start + count, shape.dense_layers) - start)
-    return dense, count - dense
+@cache  # a request's thousands of layouts share a few stage splits: each split's figures are worked out once
+def _stage_layer_kinds(dense_layers: int, stage_layers: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """(dense-FFN layers, MoE layers) on each stage; the dense layers come first in the model."""
+    kinds, start = [], 0
+    for count in stage_layers:
+        dense = max(0, min(start + count, dense_layers) - start)
+        kinds.append((dense, count - dense))
+        start += count
+    return tuple(kinds)
 
 
-def stage_params_per_gpu(shape: ModelShape, layout: Layout, stage: int) -> tuple[float, float]:
-    """(non-expert, expert) parameters one GPU of a stage holds."""
-    dense_layers, moe_layers = _stage_layer_kinds(shape, layout, stage)
-    first, last = stage == 0, stage == layout.pp - 1
-    embeddings = (first + (last and (shape.untied_embeddings or layout.pp > 1))) * shape.embedding_params
-    non_expert = ((dense_layers + moe_layers) * shape.attention_params_per_layer + dense_layers * shape.dense_mlp_params
-                  + moe_layers * shape.moe_nonexpert_params + embeddings) / layout.tp
-    expert = moe_layers * shape.experts * shape.expert_params / (layout.ep * layout.etp)
-    return non_expert, expert
+def stage_params_per_gpu(shape: ModelShape, layout: Layout) -> tuple[tuple[float, float], ...]:
+    """(non-expert, expert) parameters one GPU of each pipeline stage holds."""
+    return _stage_params(shape, layout.stage_layers, layout.pp, layout.tp, layout.ep, layout.etp)
 
 
-def _layer_activation_bytes_per_token(shape: ModelShape, layout: Layout, moe: bool) -> tuple[float, float]:
+@cache  # keyed on the few layout fields the counts depend on: shared by every layout of a request that has them
+def _stage_params(shape: ModelShape, stage_layers: tuple[int, ...], pp: int, tp: int, ep: int,
+                  etp: int) -> tuple[tuple[float, float], ...]:
+    per_stage = []
+    for stage, (dense_layers, moe_layers) in enumerate(_stage_layer_kinds(shape.dense_layers, stage_layers)[:pp]):
+        first, last = stage == 0, stage == pp - 1
+        embeddings = (first + (last and (shape.untied_embeddings or pp > 1))) * shape.embedding_params
+        non_expert = ((dense_layers + moe_layers) * shape.attention_params_per_layer
+                      + dense_layers * shape.dense_mlp_params + moe_layers * shape.moe_nonexpert_params
+                      + embeddings) / tp
+        expert = moe_layers * shape.experts * shape.expert_params / (ep * etp)
+        per_stage.append((non_expert, expert))
+    return tuple(per_stage)
+
+
+@cache  # the same few (TP, ETP) pairs for all of a request's layouts
+def _layer_activation_bytes_per_token(shape: ModelShape, tp: int, etp: int, moe: bool) -> tuple[float, float]:
     """(kept under selective recompute, dropped by it) bytes per token of one layer, per GPU."""
     h = shape.hidden
     norm_inputs = 2 * BF16_BYTES * h  # residual stream entering each of the two norms
     norm_outputs = 2 * BF16_BYTES * h  # inputs of the QKV projection and of the FFN/router
     attention = BF16_BYTES * (shape.attention_qkv_width + shape.attention_out_width + shape.attention_latent_width)
     if moe:
-        routed = shape.router_topk * layout.etp * (2 * BF16_BYTES * h + 2 * BF16_BYTES * shape.expert_ffn / layout.etp)
+        routed = shape.router_topk * etp * (2 * BF16_BYTES * h + 2 * BF16_BYTES * shape.expert_ffn / etp)
         shared = shape.shared_experts * 2 * BF16_BYTES * shape.expert_ffn
         activation_out = (shape.router_topk + shape.shared_experts) * BF16_BYTES * shape.expert_ffn
         kept = norm_inputs + attention + routed + shared + ROUTER_BYTES_PER_EXPERT * shape.experts
@@ -95,7 +110,7 @@ def _layer_activation_bytes_per_token(shape: ModelShape, layout: Layout, moe: bo
         dense_ffn = shape.dense_ffn or 0  # a model whose every layer is MoE has no dense FFN
         kept = norm_inputs + attention + 2 * BF16_BYTES * dense_ffn
         activation_out = BF16_BYTES * dense_ffn
-    return kept / layout.tp, (norm_outputs + activation_out) / layout.tp
+    return kept / tp, (norm_outputs + activation_out) / tp
 
 
 def amp_composite_norms(layout: Layout) -> bool:
@@ -103,38 +118,59 @@ def amp_composite_norms(layout: Layout) -> bool:
     return layout.rules.amp_without_fsdp and layout.dp * layout.cp == 1 and not layout.compile
 
 
-def _op_level_sac_bytes_per_token(shape: ModelShape, layout: Layout, moe: bool, saved_fraction: float) -> float:
+@cache  # the same few (TP, ETP) pairs for all of a request's layouts
+def _op_level_sac_bytes_per_token(shape: ModelShape, tp: int, etp: int, moe: bool, saved_fraction: float) -> float:
     h = shape.hidden
     attention_matmuls = shape.attention_qkv_width + shape.attention_latent_width + h
     if moe:
-        routed_and_shared = shape.router_topk * layout.etp + shape.shared_experts
+        routed_and_shared = shape.router_topk * etp + shape.shared_experts
         ffn_matmuls = shape.experts + routed_and_shared * (2 * shape.expert_ffn + h)
     else:
         ffn_matmuls = 2 * (shape.dense_ffn or 0) + h
     saved = saved_fraction * (attention_matmuls + ffn_matmuls) + h + shape.attention_out_width
-    return BF16_BYTES * saved / layout.tp
+    return BF16_BYTES * saved / tp
 
 
-def _activation_bytes(shape: ModelShape, layout: Layout, stage: int, global_batch: int) -> float:
-    dense_layers, moe_layers = _stage_layer_kinds(shape, layout, stage)
-    counts = {moe: count for moe, count in ((False, dense_layers), (True, moe_layers)) if count}
-    tokens = layout.max_tokens_per_gpu
-    per_layer = {moe: _layer_activation_bytes_per_token(shape, layout, moe) for moe in counts}
-    in_flight: float = min(layout.microbatches(global_batch), layout.pp - stage)
-    if layout.vpp > 1:  # the interleaved schedule warms up more chunks (Korthikanti et al., section 4.2)
-        in_flight *= 1 + (layout.pp - 1) / (layout.pp * layout.vpp)
-    if layout.recompute == "full":
-        layer_inputs = sum(counts.values()) * BF16_BYTES * shape.hidden * tokens / layout.tp
-        return in_flight * layer_inputs + max(sum(per_layer[moe]) * tokens for moe in counts)
+@cache  # a request's thousands of layouts share a few stage splits
+def _stage_layer_counts(dense_layers: int, stage_layers: tuple[int, ...]) -> tuple[tuple[tuple[bool, int], ...], ...]:
+    """Each stage's (MoE, layers) pairs, dense first, without a kind the stage has no layer of."""
+    return tuple(tuple((moe, count) for moe, count in ((False, dense), (True, moe_layers)) if count)
+                 for dense, moe_layers in _stage_layer_kinds(dense_layers, stage_layers))
+
+
+def _kept_bytes_per_token(shape: ModelShape, layout: Layout, per_layer: dict[bool, tuple[float, float]]
+                          ) -> dict[bool, float]:
+    """Bytes per token one layer of each kind keeps under a recompute policy other than full, per GPU."""
     if layout.recompute == "none":
         composite = amp_composite_norms(layout) and FUSED_RMSNORM not in layout.kernels
         norms = AMP_COMPOSITE_NORM_BYTES * shape.norm_width / layout.tp if composite else 0.0
-        kept = {moe: sum(per_layer[moe]) + norms for moe in counts}
-    elif (saved_fraction := layout.rules.selective_saved_matmul_fraction) is not None:
-        kept = {moe: _op_level_sac_bytes_per_token(shape, layout, moe, saved_fraction) for moe in counts}
-    else:
-        kept = {moe: per_layer[moe][0] for moe in counts}
-    return in_flight * tokens * sum(counts[moe] * kept[moe] for moe in counts)
+        return {moe: sum(per_layer[moe]) + norms for moe in per_layer}
+    if (saved_fraction := layout.rules.selective_saved_matmul_fraction) is not None:
+        return {moe: _op_level_sac_bytes_per_token(shape, layout.tp, layout.etp, moe, saved_fraction)
+                for moe in per_layer}
+    return {moe: per_layer[moe][0] for moe in per_layer}
+
+
+def _activation_bytes(shape: ModelShape, layout: Layout, global_batch: int) -> list[float]:
+    """Activation bytes on one GPU of each pipeline stage; what is per layer is worked out once for all stages."""
+    tokens = layout.max_tokens_per_gpu
+    per_layer = {moe: _layer_activation_bytes_per_token(shape, layout.tp, layout.etp, moe)
+                 for moe, layers in ((False, shape.dense_layers), (True, shape.moe_layers)) if layers}
+    kept = _kept_bytes_per_token(shape, layout, per_layer) if layout.recompute != "full" else {}
+    microbatches, pp, interleaved = layout.microbatches(global_batch), layout.pp, layout.vpp > 1
+    # The interleaved schedule warms up more chunks (Korthikanti et al., section 4.2).
+    warmup = 1 + (pp - 1) / (pp * layout.vpp)
+    per_stage = []
+    for stage, counts in enumerate(_stage_layer_counts(shape.dense_layers, layout.stage_layers)[:pp]):
+        in_flight: float = min(microbatches, pp - stage)
+        if interleaved:
+            in_flight *= warmup
+        if layout.recompute == "full":
+            layer_inputs = sum(count for _, count in counts) * BF16_BYTES * shape.hidden * tokens / layout.tp
+            per_stage.append(in_flight * layer_inputs + max(sum(per_layer[moe]) * tokens for moe, _ in counts))
+        else:
+            per_stage.append(in_flight * tokens * sum(count * kept[moe] for moe, count in counts))
+    return per_stage
 
 
 def _largest_fsdp_unit(shape: ModelShape, layout: Layout) -> float:
@@ -182,14 +218,27 @@ def _logits_part(shape: ModelShape, layout: Layout) -> float:
     return logits_bytes(layout.max_tokens_per_gpu, shape.vocab, layout.tp, _bytes_per_logit(layout))
 
 
-def estimate_memory(shape: ModelShape, layout: Layout, global_batch: int, runtime_reserve_gib: float) -> MemoryEstimate:
-    estimates = []
-    for stage in range(layout.pp):
-        non_expert, expert = stage_params_per_gpu(shape, layout, stage)
+def estimate_memories(shape: ModelShape, layouts: Sequence[Layout], global_batch: int,
+                      runtime_reserve_gib: float) -> list[MemoryEstimate]:
+    """The peak of each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group):
+    the fraction changes the optimizer states only, so the activations and logits are worked out once."""
+    first = layouts[0]
+    activations = _activation_bytes(shape, first, global_batch)
+    logits = _logits_part(shape, first)
+    params = stage_params_per_gpu(shape, first)
+    return [_peak_stage(shape, layout, params, activations, logits, runtime_reserve_gib) for layout in layouts]
+
+
+def _peak_stage(shape: ModelShape, layout: Layout, params: tuple[tuple[float, float], ...], activations: list[float],
+                logits: float, runtime_reserve_gib: float) -> MemoryEstimate:
+    stages = []
+    for stage, (non_expert, expert) in enumerate(params):
         parts = _states(shape, layout, stage, non_expert, expert)
-        parts["activations"] = _activation_bytes(shape, layout, stage, global_batch)
+        parts["activations"] = activations[stage]
         last = stage == layout.pp - 1
-        parts["logits"] = _logits_part(shape, layout) if last else 0.0
+        parts["logits"] = logits if last else 0.0
         parts["runtime_reserve"] = runtime_reserve_gib * GIB
-        estimates.append(MemoryEstimate(parts, stage))
-    return max(estimates, key=lambda e: e.total_bytes)
+        stages.append(parts)
+    totals = [sum(parts.values()) for parts in stages]
+    stage = totals.index(max(totals))  # the first of equals, as max() picks
+    return MemoryEstimate(stages[stage], stage)

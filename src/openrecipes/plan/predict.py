@@ -6,19 +6,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from functools import cached_property
+import gc
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from openrecipes import figures
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import GIB, Calibration, Links, calibration, links
-from openrecipes.plan.export_model import ExportedInterval, PredictedLayout
+from openrecipes.plan.export_model import PredictedLayout
 from openrecipes.plan.layouts import Engine, Layout, enumerate_layouts
-from openrecipes.plan.memory import MemoryEstimate, estimate_memory
+from openrecipes.plan.memory import MemoryEstimate, estimate_memories
 from openrecipes.plan.shape import ModelShape, model_shape
-from openrecipes.plan.speed import StepTime, step_time
+from openrecipes.plan.speed import StepTime, step_times
 from openrecipes.plan.trust import Interval, interval, memory_margin
 
 
@@ -60,20 +62,18 @@ class Prediction:
     usd_per_million_tokens: float | None
     gpu_type: str
     margin_gib: float  # the memory margin on this layout's predicted allocator peak
+    # Worked out once and read many times while layouts are ranked and exported (fields: cheaper than properties).
+    headroom_gib: float = field(init=False, repr=False, compare=False)
+    # The predicted peak is below capacity (it may still run out of memory inside the margin).
+    peak_fits: bool = field(init=False, repr=False, compare=False)
+    # The predicted peak leaves at least the margin free: a layout the planner bets on.
+    fits: bool = field(init=False, repr=False, compare=False)
 
-    @cached_property  # read many times while layouts are ranked and exported
-    def headroom_gib(self) -> float:
-        return self.capacity_gib - self.memory.total_gib
-
-    @property
-    def peak_fits(self) -> bool:
-        """The predicted peak is below capacity (it may still run out of memory inside the margin)."""
-        return self.headroom_gib >= 0
-
-    @property
-    def fits(self) -> bool:
-        """The predicted peak leaves at least the margin free: a layout the planner bets on."""
-        return self.headroom_gib >= self.margin_gib
+    def __post_init__(self) -> None:
+        headroom = self.capacity_gib - self.memory.total_gib
+        object.__setattr__(self, "headroom_gib", headroom)
+        object.__setattr__(self, "peak_fits", headroom >= 0)
+        object.__setattr__(self, "fits", headroom >= self.margin_gib)
 
     @property
     def fit_label(self) -> str:
@@ -85,7 +85,7 @@ class Prediction:
 
     @property
     def _largest_part(self) -> str:
-        return max(self.memory.parts, key=lambda name: self.memory.parts[name])
+        return max(self.memory.parts, key=self.memory.parts.__getitem__)
 
     @property
     def reason(self) -> str:
@@ -102,30 +102,44 @@ class Prediction:
                 f"{largest.replace('_', ' ')} {self.memory.parts[largest] / GIB:.1f}")
 
     def exported(self) -> PredictedLayout:
-        """The prediction as `plan --json` prints it and plans/*.json store it: figures rounded for reading."""
+        """The prediction as `plan --json` prints it and plans/*.json store it: figures rounded for reading.
+        Validated from one dict (the interval nested in it): a single pass of pydantic's validator."""
         layout, interval = self.layout, self.interval
-        return PredictedLayout(
-            engine=layout.engine, label=layout.label,
-            tp=layout.tp, pp=layout.pp, vpp=layout.vpp, cp=layout.cp, ep=layout.ep, etp=layout.etp,
-            dp=layout.dp, sequence_parallel=layout.sequence_parallel, stage_layers=list(layout.stage_layers),
-            recompute=layout.recompute, offload_fraction=layout.offload_fraction,
-            rows_per_microbatch=layout.rows_per_microbatch, max_tokens_per_gpu=layout.max_tokens_per_gpu,
-            grad_reduce_bf16=layout.grad_reduce_bf16, compile=layout.compile,
-            reshard_after_forward=layout.reshard_after_forward,
-            kernels=list(layout.kernels), attention=layout.attention, float8=layout.float8,
-            unmeasured_levers=list(self.step.unmeasured_levers),
-            fits=self.fits, peak_fits=self.peak_fits, reason=self.reason,
-            memory_gib=round(self.memory.total_gib, 2), capacity_gib=self.capacity_gib,
-            headroom_gib=round(self.headroom_gib, 2), margin_gib=round(self.margin_gib, 2),
-            memory_parts=self.memory.parts_gib(),
-            step_time_s=round(self.step.total_s, 4), step_parts_s=self.step.parts_s(),
-            tokens_per_s_per_gpu=round(self.tokens_per_s_per_gpu, 1),
-            interval=ExportedInterval(low=interval.low, high=interval.high, basis=interval.basis,
-                                      constrained=interval.constrained),
-            mfu=round(self.mfu, 4),
-            usd_per_million_tokens=(round(self.usd_per_million_tokens, 4)
-                                    if self.usd_per_million_tokens is not None else None),
-        )
+        return PredictedLayout.model_validate({
+            "engine": layout.engine, "label": layout.label,
+            "tp": layout.tp, "pp": layout.pp, "vpp": layout.vpp, "cp": layout.cp, "ep": layout.ep, "etp": layout.etp,
+            "dp": layout.dp, "sequence_parallel": layout.sequence_parallel, "stage_layers": list(layout.stage_layers),
+            "recompute": layout.recompute, "offload_fraction": layout.offload_fraction,
+            "rows_per_microbatch": layout.rows_per_microbatch, "max_tokens_per_gpu": layout.max_tokens_per_gpu,
+            "grad_reduce_bf16": layout.grad_reduce_bf16, "compile": layout.compile,
+            "reshard_after_forward": layout.reshard_after_forward,
+            "kernels": list(layout.kernels), "attention": layout.attention, "float8": layout.float8,
+            "unmeasured_levers": list(self.step.unmeasured_levers),
+            "fits": self.fits, "peak_fits": self.peak_fits, "reason": self.reason,
+            "memory_gib": round(self.memory.total_gib, 2), "capacity_gib": self.capacity_gib,
+            "headroom_gib": round(self.headroom_gib, 2), "margin_gib": round(self.margin_gib, 2),
+            "memory_parts": self.memory.parts_gib(),
+            "step_time_s": round(self.step.total_s, 4), "step_parts_s": self.step.parts_s(),
+            "tokens_per_s_per_gpu": round(self.tokens_per_s_per_gpu, 1),
+            "interval": {"low": interval.low, "high": interval.high, "basis": interval.basis,
+                         "constrained": interval.constrained},
+            "mfu": round(self.mfu, 4),
+            "usd_per_million_tokens": (round(self.usd_per_million_tokens, 4)
+                                       if self.usd_per_million_tokens is not None else None),
+        })
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Build a request's thousands of predictions or rows without Python's cycle collector: they hold no reference
+    cycles, yet each of its passes walks every object built so far (benchmarks/plan_speed.py measures the cost)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Context:
@@ -150,10 +164,21 @@ def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Cont
 
 
 def predict_layout(ctx: Context, layout: Layout) -> Prediction:
+    return predict_layouts(ctx, (layout,))[0]
+
+
+def predict_layouts(ctx: Context, layouts: Sequence[Layout]) -> list[Prediction]:
+    """Each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group)."""
     request = ctx.request
-    memory = estimate_memory(ctx.shape, layout, request.global_batch, ctx.calibration.runtime_reserve_gib)
-    step = step_time(ctx.shape, layout, ctx.links, ctx.peak_flops, ctx.calibration, request.global_batch,
-                     request.row_tokens)
+    memories = estimate_memories(ctx.shape, layouts, request.global_batch, ctx.calibration.runtime_reserve_gib)
+    steps = step_times(ctx.shape, layouts, ctx.links, ctx.peak_flops, ctx.calibration, request.global_batch,
+                       request.row_tokens)
+    return [_prediction(ctx, layout, memory, step)
+            for layout, memory, step in zip(layouts, memories, steps, strict=True)]
+
+
+def _prediction(ctx: Context, layout: Layout, memory: MemoryEstimate, step: StepTime) -> Prediction:
+    request = ctx.request
     tokens = request.global_batch * request.row_tokens
     throughput = figures.tokens_per_s_per_gpu(tokens, step.total_s, layout.gpus)
     return Prediction(
@@ -171,12 +196,13 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
     """Every valid layout, ranked: the ones that fit with the margin by predicted tokens/s, then the ones inside the
     margin the same way, then the rest by how close they come."""
     ctx = context(request, tables)
-    layouts = enumerate_layouts(ctx.shape, request.gpus, request.row_tokens, request.global_batch, request.engine,
-                                ctx.links.gpus_per_nvlink_domain, request.grad_reduce_bf16)
     if request.engine != "torchtitan" and (request.kernels or request.attention or request.float8):
         raise UserError("--kernels, --attention and --float8 are torchtitan levers: add --engine torchtitan")
-    predictions = [predict_layout(ctx, replace(layout, kernels=request.kernels, attention=request.attention,
-                                                  float8=request.float8)) for layout in layouts]
+    groups = enumerate_layouts(ctx.shape, request.gpus, request.row_tokens, request.global_batch, request.engine,
+                               ctx.links.gpus_per_nvlink_domain, request.grad_reduce_bf16, request.kernels,
+                               request.attention, request.float8)
+    with _collector_paused():
+        predictions = [prediction for group in groups for prediction in predict_layouts(ctx, group)]
     if not predictions:
         raise UserError(f"no valid {request.engine} layout of {request.model} on {request.gpus} GPUs with global batch "
                         f"{request.global_batch} and {request.row_tokens}-token rows")
@@ -193,4 +219,5 @@ def plan_table(model: str, gpu_type: str, gpus: int, row_tokens: int = 8192, glo
     request = PlanRequest(model, gpu_type, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, kernels,
                           attention, float8)
     ranked = predict(request, load_reference_tables(root))
-    return [p.exported() for p in ranked[:top]]
+    with _collector_paused():
+        return [p.exported() for p in ranked[:top]]

@@ -41,6 +41,11 @@ class ModelShape:
     active_params: int  # the card's N (for MFU and 6N compute)
     norm_width: int  # elements per token one layer's RMSNorms normalize: the two layer norms, plus q and k norms
 
+    def __hash__(self) -> int:
+        # The planner's caches are keyed on shapes, hashed for every layout: the name, not all 23 fields (shapes that
+        # compare equal share a name, so they still hash equal).
+        return hash(self.name)
+
     @property
     def is_moe(self) -> bool:
         return self.experts > 0
@@ -95,6 +100,11 @@ class ModelShape:
         return FLOPS_PER_PARAM_PER_TOKEN * self.active_params + self.attention_flops_per_token(row_tokens)
 
 
+# One object per distinct shape, whichever request reads the card: the planner's caches are keyed on shapes, and a key
+# that is the same object is found without comparing its fields.
+_SHAPES: dict[ModelShape, ModelShape] = {}
+
+
 def _field(arch: dict, name: str, card: str) -> int:
     if arch.get(name) is None:
         raise UserError(f"unknown: {name} (model card '{card}' lacks architecture.{name}; add it with its source)")
@@ -127,7 +137,7 @@ def model_shape(card: ModelCard) -> ModelShape:
     window_freq = arch.get("window_attn_skip_freq")
     if "untied_embeddings" not in arch:
         raise UserError(f"unknown: untied_embeddings (model card '{name}' lacks architecture.untied_embeddings)")
-    return ModelShape(
+    shape = ModelShape(
         name=name,
         layers=layers,
         hidden=hidden,
@@ -154,3 +164,4 @@ def model_shape(card: ModelCard) -> ModelShape:
         active_params=card.active_params.count,
         norm_width=2 * hidden + qk_norm_width,
     )
+    return _SHAPES.setdefault(shape, shape)

@@ -11,7 +11,9 @@ attention, torch.compile) its LayoutRules say (engines/<name>/layouts.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache
 
 from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, Calibration, Links
 from openrecipes.plan.layouts import Layout
@@ -39,21 +41,20 @@ class StepTime:
     lever_speedup: float = 1.0  # measured time factor of the layout's levers (openrecipes.plan.levers)
     unmeasured_levers: tuple[str, ...] = ()  # levers predicted as without them: no run has measured their effect
 
-    @property
-    def microbatch_gpu_s(self) -> float:
-        return self.microbatch_compute_s + self.microbatch_norm_s + sum(self.microbatch_comm_s.values())
+    # Read many times while layouts are ranked and exported: worked out once (fields, cheaper than properties).
+    microbatch_gpu_s: float = field(init=False, repr=False, compare=False)
+    microbatch_s: float = field(init=False, repr=False, compare=False)
+    without_levers_s: float = field(init=False, repr=False, compare=False)
+    total_s: float = field(init=False, repr=False, compare=False)
 
-    @property
-    def microbatch_s(self) -> float:
-        return max(self.microbatch_gpu_s, self.microbatch_host_s) + self.microbatch_overhead_s
-
-    @property
-    def without_levers_s(self) -> float:
-        return self.pipeline_slots * self.microbatch_s + self.dp_s + self.offload_s
-
-    @property
-    def total_s(self) -> float:
-        return self.without_levers_s / self.lever_speedup
+    def __post_init__(self) -> None:
+        gpu_s = self.microbatch_compute_s + self.microbatch_norm_s + sum(self.microbatch_comm_s.values())
+        microbatch_s = max(gpu_s, self.microbatch_host_s) + self.microbatch_overhead_s
+        without_levers_s = self.pipeline_slots * microbatch_s + self.dp_s + self.offload_s
+        object.__setattr__(self, "microbatch_gpu_s", gpu_s)
+        object.__setattr__(self, "microbatch_s", microbatch_s)
+        object.__setattr__(self, "without_levers_s", without_levers_s)
+        object.__setattr__(self, "total_s", without_levers_s / self.lever_speedup)
 
     def parts_s(self) -> dict[str, float]:
         """Seconds per step by part; the bubble holds the idle slots' compute and communication alike."""
@@ -97,7 +98,8 @@ def _all_to_all_s(bytes_per_gpu: float, group_gpus: int, stride: int, links: Lin
     return max(local, remote)
 
 
-def _microbatch_comm(shape: ModelShape, layout: Layout, links: Links, calibration: Calibration) -> dict[str, float]:
+def _microbatch_comm(shape: ModelShape, layout: Layout, links: Links, calibration: Calibration,
+                     heaviest: tuple[float, float]) -> dict[str, float]:
     tokens, h = layout.max_tokens_per_gpu, shape.hidden
     layers = max(layout.stage_layers)
     moe_layers = round(layers * shape.moe_layers / shape.layers)
@@ -125,7 +127,7 @@ def _microbatch_comm(shape: ModelShape, layout: Layout, links: Links, calibratio
         stage_span = layout.tp * layout.cp * layout.dp
         comm["pp"] = exposed["pp"] * _transfer_s(volume, stage_span >= links.gpus_per_nvlink_domain, links, calibration)
     if layout.rules.fsdp:
-        non_expert, expert = _heaviest_stage_params(shape, layout)
+        non_expert, expert = heaviest
         shards = layout.dp * layout.cp
         # FSDP gathers BF16 weights for the forward and, when it resharded them after the forward, again for the
         # backward, and reduce-scatters FP32 gradients, every microbatch.
@@ -142,17 +144,20 @@ def _shard_fraction(shards: int) -> float:
 
 def _heaviest_stage_params(shape: ModelShape, layout: Layout) -> tuple[float, float]:
     """(non-expert, expert) parameters per GPU on the stage holding the most: it sets the sync and update time."""
-    per_stage = [stage_params_per_gpu(shape, layout, stage) for stage in range(layout.pp)]
-    return max(per_stage,
-               key=lambda params: params[0] / (layout.dp * layout.cp) + params[1] / layout.expert_data_parallel)
+    return _heaviest(stage_params_per_gpu(shape, layout), layout.dp * layout.cp, layout.expert_data_parallel)
 
 
-def _dp_sync_s(shape: ModelShape, layout: Layout, links: Links, calibration: Calibration) -> float:
+@cache  # a request's layouts share a few parameter splits and shard counts
+def _heaviest(per_stage: tuple[tuple[float, float], ...], dense_shards: int, expert_shards: int) -> tuple[float, float]:
+    return max(per_stage, key=lambda params: params[0] / dense_shards + params[1] / expert_shards)
+
+
+def _dp_sync_s(layout: Layout, links: Links, calibration: Calibration, heaviest: tuple[float, float]) -> float:
     """The distributed optimizer: reduce-scatter the gradients, all-gather the updated BF16 weights (FSDP syncs
     every microbatch instead)."""
     if layout.rules.fsdp:
         return 0.0
-    non_expert, expert = _heaviest_stage_params(shape, layout)
+    non_expert, expert = heaviest
     grad_bytes = BF16_BYTES if layout.grad_reduce_bf16 else FP32_BYTES
     volume = (non_expert * _shard_fraction(layout.dp * layout.cp)
               + expert * _shard_fraction(layout.expert_data_parallel)) \
@@ -161,10 +166,10 @@ def _dp_sync_s(shape: ModelShape, layout: Layout, links: Links, calibration: Cal
     return calibration.exposed_communication["dp"] * _collective_s(volume, group, links, calibration)
 
 
-def _offload_s(shape: ModelShape, layout: Layout, calibration: Calibration) -> float:
+def _offload_s(layout: Layout, calibration: Calibration, heaviest: tuple[float, float]) -> float:
     if not layout.offload_fraction:
         return 0.0
-    non_expert, expert = _heaviest_stage_params(shape, layout)
+    non_expert, expert = heaviest
     sharded = non_expert / (layout.dp * layout.cp) + expert / layout.expert_data_parallel
     return layout.offload_fraction * sharded / calibration.cpu_optimizer_params_per_s_per_gpu
 
@@ -218,8 +223,11 @@ def _microbatch_host_s(layout: Layout, calibration: Calibration) -> float:
     return calibration.eager_sac_overhead_s_per_layer * max(layout.stage_layers)
 
 
-def step_time(shape: ModelShape, layout: Layout, links: Links, peak_flops: float, calibration: Calibration,
-              global_batch: int, row_tokens: int) -> StepTime:
+def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, peak_flops: float, calibration: Calibration,
+               global_batch: int, row_tokens: int) -> list[StepTime]:
+    """The step of each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group):
+    the fraction changes the host update only, so the rest is worked out once."""
+    layout = layouts[0]
     microbatches = layout.microbatches(global_batch)
     mean_rows = global_batch / layout.dp / microbatches  # the last microbatch may be short
     imbalance = max(layout.stage_layers) * layout.pp / shape.layers
@@ -242,16 +250,22 @@ def step_time(shape: ModelShape, layout: Layout, links: Links, peak_flops: float
         norm_s = normalized * calibration.amp_composite_norm_s_per_element \
             * COMPOSITE_NORM_RECOMPUTE_FACTOR[layout.recompute]
     levers = time_effect(layout, links.gpu_type)
-    return StepTime(
+    heaviest = _heaviest_stage_params(shape, layout)  # sets the FSDP gathers, the DP sync and the host update
+    comm = _microbatch_comm(shape, layout, links, calibration, heaviest)
+    pipeline_slots = microbatches + (layout.pp - 1) / layout.vpp
+    dp_s = _dp_sync_s(layout, links, calibration, heaviest)
+    overhead_s = _microbatch_overhead_s(layout, calibration)
+    host_s = _microbatch_host_s(layout, calibration)
+    return [StepTime(
         microbatch_compute_s=seconds,
-        microbatch_comm_s=_microbatch_comm(shape, layout, links, calibration),
-        pipeline_slots=microbatches + (layout.pp - 1) / layout.vpp,
+        microbatch_comm_s=dict(comm),  # each step its own dict
+        pipeline_slots=pipeline_slots,
         microbatches=microbatches,
-        dp_s=_dp_sync_s(shape, layout, links, calibration),
-        offload_s=_offload_s(shape, layout, calibration),
+        dp_s=dp_s,
+        offload_s=_offload_s(each, calibration, heaviest),
         microbatch_norm_s=norm_s,
-        microbatch_overhead_s=_microbatch_overhead_s(layout, calibration),
-        microbatch_host_s=_microbatch_host_s(layout, calibration),
+        microbatch_overhead_s=overhead_s,
+        microbatch_host_s=host_s,
         lever_speedup=levers.speedup,
         unmeasured_levers=levers.unmeasured,
-    )
+    ) for each in layouts]

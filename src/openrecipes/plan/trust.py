@@ -63,12 +63,17 @@ def memory_margin(engine: str) -> MemoryMargin:
     return next(MemoryMargin(**m) for m in stored()["memory_margins"] if m["engine"] == engine)
 
 
-def layout_features(layout: Layout) -> set[str]:
+def layout_features(layout: Layout) -> frozenset[str]:
     """The parts of a layout that need a measured point of their own to be trusted."""
-    found = {name for name, on in (("TP > 1", layout.tp > 1), ("PP > 1", layout.pp > 1), ("VPP > 1", layout.vpp > 1),
-                                   ("CP > 1", layout.cp > 1), ("EP > 1", layout.ep > 1),
-                                   ("optimizer offload", layout.offload_fraction > 0)) if on}
-    return found | {f"{layout.recompute} recompute"}
+    return _features(layout.tp > 1, layout.pp > 1, layout.vpp > 1, layout.cp > 1, layout.ep > 1,
+                     layout.offload_fraction > 0, layout.recompute)
+
+
+@cache  # a few dozen combinations cover a request's thousands of layouts
+def _features(tp: bool, pp: bool, vpp: bool, cp: bool, ep: bool, offload: bool, recompute: str) -> frozenset[str]:
+    found = {name for name, on in (("TP > 1", tp), ("PP > 1", pp), ("VPP > 1", vpp), ("CP > 1", cp), ("EP > 1", ep),
+                                   ("optimizer offload", offload)) if on}
+    return frozenset(found | {f"{recompute} recompute"})
 
 
 @cache
@@ -80,8 +85,15 @@ def interval(engine: str, gpu_type: str, layout: Layout, tokens_per_s: float) ->
     """The range the held-out errors of this engine and GPU type put around a prediction (measured = predicted /
     (1 + error)); wider, the engine's spread on every GPU type doubled, where fewer than two points of the engine were
     measured on this GPU type or the layout uses a feature no measured point of the engine has."""
+    high, low, basis, constrained = _error_bounds(engine, gpu_type, layout_features(layout))
+    return Interval(round(tokens_per_s / high, 1), round(tokens_per_s / low, 1), basis, constrained)
+
+
+@cache  # the same for every layout with these features: worked out once, not per layout
+def _error_bounds(engine: str, gpu_type: str, features: frozenset[str]) -> tuple[float, float, str, bool]:
+    """(1 + the high error, 1 + the low error, the basis, constrained): what predicted tokens/s are divided by."""
     errors, same = _errors(engine, None), _errors(engine, gpu_type)
-    missing = sorted(layout_features(layout) - set(stored()["measured_features"][engine]))
+    missing = sorted(features - set(stored()["measured_features"][engine]))
     reasons = []
     if len(same) < 2:
         reasons.append(f"{len(same) or 'no'} measured {engine} run{'' if len(same) == 1 else 's'} on {gpu_type}")
@@ -92,8 +104,7 @@ def interval(engine: str, gpu_type: str, layout: Layout, tokens_per_s: float) ->
         high = max(max(errors), 0.0) * UNCONSTRAINED_WIDENING
         basis = (f"{'; '.join(reasons)}: {engine}'s held-out errors on every GPU type ({len(errors)} points, "
                  f"{min(errors):+.1%} to {max(errors):+.1%}) doubled")
-        return Interval(round(tokens_per_s / (1 + high), 1), round(tokens_per_s / max(1 + low, 0.05), 1), basis, False)
+        return 1 + high, max(1 + low, 0.05), basis, False
     low, high = min(min(same), 0.0), max(max(same), 0.0)
-    return Interval(round(tokens_per_s / (1 + high), 1), round(tokens_per_s / (1 + low), 1),
-                    f"held-out errors of {len(same)} measured {engine} runs on {gpu_type} ({low:+.1%} to {high:+.1%})",
-                    True)
+    return (1 + high, 1 + low,
+            f"held-out errors of {len(same)} measured {engine} runs on {gpu_type} ({low:+.1%} to {high:+.1%})", True)
