@@ -42,10 +42,17 @@ def bundled_family(tokenizer_json: Path) -> str | None:
     return EXPORTED_TOKENIZER_JSON.get(digest.hexdigest())
 
 
+@functools.cache
+def _special_ids(family: str) -> dict[str, int]:
+    """The family's special tokens' ids by name, from quicktok's small specials file, read once per process and shared
+    by the check and the encoders (read only)."""
+    return {name: token_id for token_id, name in read_specials(VOCABS[family]).items()}
+
+
 def check_format_tokens(tokenizer: Path, family: str, chat_format: str, eos: str) -> None:
-    """The format's special tokens and the EOS are among the family's: read from quicktok's small specials file, so
-    a build checks them before it starts its workers (each of which would load the encoding to find out)."""
-    names = set(read_specials(VOCABS[family]).values())
+    """The format's special tokens and the EOS are among the family's: known without loading the encoding, so a build
+    checks them before it starts its workers (each of which would load the encoding to find out)."""
+    names = _special_ids(family)
     for token in (*FORMAT_SPECIALS[chat_format], eos, *role_tokens(chat_format)):
         if token not in names:
             raise UserError(f"{tokenizer}: tokenizer.json: no {token} token; --chat-format {chat_format} needs "
@@ -53,23 +60,23 @@ def check_format_tokens(tokenizer: Path, family: str, chat_format: str, eos: str
 
 
 @functools.cache
-def _encoding(family: str) -> tuple[Any, dict[str, int], np.ndarray]:
-    """The family's quicktok encoding, its special tokens' ids by name, and each token's length in bytes, by id:
-    ordinary tokens (ids below the first special) as quicktok decodes them, specials by name. Made once per process
-    (60 ms): a process may make several encoders of one family (builds run one after another in a notebook or a test
-    session); shared by them, so read only."""
+def _encoding(family: str) -> tuple[Any, np.ndarray]:
+    """The family's quicktok encoding and each token's length in bytes, by id: ordinary tokens (ids below the first
+    special) as quicktok decodes them, specials by name. Made once per process (60 ms): a process may make several
+    encoders of one family (builds run one after another in a notebook or a test session); shared by them, so read
+    only."""
     import quicktok
 
     encoding = quicktok.get_encoding(QUICKTOK_ENCODING[family])
-    names = read_specials(VOCABS[family])
-    ordinary = min(names)
+    ids = _special_ids(family)
+    ordinary = min(ids.values())
     token_bytes = np.zeros(encoding.n_vocab, np.int64)
     token_bytes[:ordinary] = np.fromiter(map(len, map(encoding.decode_single_token_bytes, range(ordinary))),
                                          np.int64, ordinary)
-    for token_id, name in names.items():
+    for name, token_id in ids.items():
         token_bytes[token_id] = len(name.encode())
     token_bytes.flags.writeable = False
-    return encoding, {name: token_id for token_id, name in names.items()}, token_bytes
+    return encoding, token_bytes
 
 
 class QuicktokEncoder(Encoder):
@@ -78,7 +85,8 @@ class QuicktokEncoder(Encoder):
     def __init__(self, tokenizer: Path, family: str, chat_format: str, eos: str):
         spec = VOCABS[family]
         check_format_tokens(tokenizer, family, chat_format, eos)
-        self.encoding, self.token_ids, self.token_bytes = _encoding(family)
+        self.token_ids = _special_ids(family)
+        self.encoding, self.token_bytes = _encoding(family)
         self.render = RENDERERS[chat_format]
         self.eos = eos
         self.tokenizer, self.chat_format = tokenizer, chat_format
