@@ -216,6 +216,8 @@ def load_config(path: Path) -> tuple[str, dict[str, Any]]:
     except json.JSONDecodeError as error:
         raise ConfigError(f"{shown(path)}:{error.lineno}: not JSON ({error.msg}); give the model's config.json"
                           ) from None
+    except ValueError as error:  # a number of thousands of digits
+        raise ConfigError(f"{shown(path)}: {error}; write the numbers of the model's config.json") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{shown(path)}: the top level is not a JSON object; give the model's config.json")
     for key, value in data.items():
