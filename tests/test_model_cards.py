@@ -120,6 +120,8 @@ BAD = {
     "kv-groups-do-not-divide": (_edited("llama-3.1-8b", num_key_value_heads=5), "num_key_value_heads"),
     "topk-over-experts": (_edited("qwen3-30b-a3b", num_experts_per_tok=200), "num_experts_per_tok"),
     "negative": (_edited("llama-3.1-8b", hidden_size=-4096), "hidden_size"),
+    "beyond-any-model": (_edited("llama-3.1-8b", hidden_size=2**50), "hidden_size"),
+    "layers-beyond-walking": (_edited("qwen3-30b-a3b", num_hidden_layers=2**50), "num_hidden_layers"),
     "fraction": (_edited("llama-3.1-8b", vocab_size=128256.5), "vocab_size"),
     "boolean-count": (_edited("llama-3.1-8b", num_hidden_layers=True), "num_hidden_layers"),
     "nan": (_edited("llama-3.1-8b").replace('"rms_norm_eps": 1e-05', '"rms_norm_eps": NaN'), "NaN"),

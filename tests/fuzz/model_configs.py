@@ -15,7 +15,7 @@ DEEPSEEK = json.loads((REPO / "models/configs/deepseek-v3.json").read_text(encod
 FIELDS = ["num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size",
           "num_experts", "num_experts_per_tok", "moe_intermediate_size", "decoder_sparse_step", "tie_word_embeddings",
           "mlp_only_layers", "model_type", "architectures"]
-VALUES: list[object] = [None, 0, -1, 1.5, 2**64, "8", True, [], {}, 1e308, "qwen3_moe", ["X"]]
+VALUES: list[object] = [None, 0, -1, 1.5, 2**64, "8", True, [], {}, 1e308, "qwen3_moe", ["X"], 2**50]
 
 
 def corpus(write: Callable[[str, str, str | bytes], None]) -> None:

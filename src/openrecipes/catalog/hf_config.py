@@ -23,6 +23,7 @@ from openrecipes.textfile import MIB, json_depth, read_text, shown
 
 MAX_CONFIG_BYTES = 1 * MIB  # a config.json is a few KB; anything near this is not one
 MAX_DEPTH = 32  # configs nest two or three levels (rope_scaling, quantization_config)
+MAX_LAYERS = 100_000  # layers are walked one by one; published models have a few hundred at most
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
 
 
@@ -177,7 +178,7 @@ class _Reader:
     def fail(self, field: str, problem: str) -> ConfigError:
         return ConfigError(f"{shown(self.path)}: {field}: {problem}")
 
-    def count(self, key: str, default: int | None = None, minimum: int = 1) -> int:
+    def count(self, key: str, default: int | None = None, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
         value = self.data.get(key, default)
         if value is None:
             raise self.fail(key, f"missing; add the model's {key} from its published config.json")
@@ -185,8 +186,8 @@ class _Reader:
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(key, f"{value!r} is not a whole number; write it as an integer")
-        if not minimum <= value <= MAX_COUNT:
-            raise self.fail(key, f"{value} is out of range; it must be between {minimum} and {MAX_COUNT}")
+        if not minimum <= value <= maximum:
+            raise self.fail(key, f"{value} is out of range; it must be between {minimum} and {maximum}")
         return value
 
     def flag(self, key: str, default: bool) -> bool:
@@ -249,7 +250,7 @@ def read_shape(path: Path, data: dict[str, Any]) -> Shape:
     model_type = family_of(path, data)
     family = FAMILIES[model_type]
     read = _Reader(path, data)
-    layers, hidden = read.count("num_hidden_layers"), read.count("hidden_size")
+    layers, hidden = read.count("num_hidden_layers", maximum=MAX_LAYERS), read.count("hidden_size")
     heads = read.count("num_attention_heads")
     kv_heads = read.count("num_key_value_heads", heads)
     read.require(heads % kv_heads == 0, "num_key_value_heads",
@@ -267,7 +268,7 @@ def read_shape(path: Path, data: dict[str, Any]) -> Shape:
     moe = _read_moe(read, family, layers) if family.moe else None
     dense = layers - (moe.moe_layers if moe else 0)
     window, windowed = _read_window(read, family, layers)
-    return Shape(
+    shape = Shape(
         model_type=model_type, family=family, layers=layers, hidden=hidden, vocab=read.count("vocab_size"),
         tied=read.flag("tie_word_embeddings", False), heads=heads, kv_heads=kv_heads, head_dim=head_dim,
         ffn=read.count("intermediate_size") if dense else None,
@@ -275,6 +276,11 @@ def read_shape(path: Path, data: dict[str, Any]) -> Shape:
         o_bias=attention_bias if family.o_bias is None else family.o_bias,
         mlp_bias=family.mlp_bias and read.flag("mlp_bias", False), mla=mla, moe=moe, window=window,
         windowed_layers=windowed)
+    total = counts(shape).total
+    read.require(total <= MAX_COUNT, "hidden_size",
+                 f"these sizes make {total:.3g} parameters, beyond any model (and exact arithmetic); check "
+                 "hidden_size, vocab_size, num_hidden_layers and the expert counts")
+    return shape
 
 
 def _read_moe(read: _Reader, family: Family, layers: int) -> Moe:
