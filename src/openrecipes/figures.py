@@ -77,3 +77,47 @@ def published_half_unit(published_text: str) -> float:
     mantissa, _, exponent = text.partition("e")
     decimals = len(mantissa.partition(".")[2])
     return 0.5 * 10.0 ** (-decimals + (int(exponent) if exponent else 0))
+
+
+# --- Training FLOPs per token and MFU of a published figure --------------------------------------------------------
+# Three ways to count a token's FLOPs, side by side in docs/public-record.md: 6N (FLOPS_PER_PARAM_PER_TOKEN, the
+# recipes' MFU); 6 x the matmul parameters plus causal attention (what Megatron's "model TFLOP/s" counts); and
+# torchtitan's 6N + 12 x layers x heads x head_dim x seq, which counts attention over the full (non-causal) square.
+
+
+def causal_context(seq_length: int, window: int | None = None) -> float:
+    """Keys one query attends, averaged over a causal sequence: half the sequence, or the window where it is shorter."""
+    half = seq_length / 2
+    return half if window is None else min(float(window), half)
+
+
+def attention_flops_per_token(layers: float, heads: int, qk_head_dim: int, v_head_dim: int, context: float) -> float:
+    """Training FLOPs of the score (Q.K) and value (P.V) matmuls per token: 2 FLOPs per multiply-add, forward
+    2 x context x heads x (qk + v), three times that with the backward pass."""
+    return 3 * 2 * context * heads * (qk_head_dim + v_head_dim) * layers
+
+
+def matmul_params(active_params: int, vocab: int, hidden: int, untied_embeddings: bool) -> int:
+    """Active parameters that cost a matmul per token: the input embedding is a lookup, so an untied one is left
+    out (a tied one is the output head's matmul, kept)."""
+    return active_params - vocab * hidden if untied_embeddings else active_params
+
+
+def training_flops_per_token(matmul_params_count: int, attention_flops: float) -> float:
+    """6 FLOPs per matmul parameter (2 forward, 4 backward) plus the attention matmuls."""
+    return FLOPS_PER_PARAM_PER_TOKEN * matmul_params_count + attention_flops
+
+
+def torchtitan_flops_per_token(active_params: int, layers: int, heads: int, head_dim: int, seq_length: int) -> float:
+    """torchtitan's count (utils.get_num_flop_per_token): 6N + 12 x layers x heads x head_dim x seq."""
+    return FLOPS_PER_PARAM_PER_TOKEN * active_params + 12 * layers * heads * head_dim * seq_length
+
+
+def tflops_per_gpu(flops_per_token: float, tokens_per_s_per_gpu: float) -> float:
+    """Model TFLOP/s per GPU that a throughput implies."""
+    return flops_per_token * tokens_per_s_per_gpu / 1e12
+
+
+def utilisation(flops_per_token: float, tokens_per_s_per_gpu: float, peak_flops_per_gpu: float) -> float:
+    """Model FLOPs utilisation for any FLOPs count: FLOPs per token x tokens/s per GPU / peak FLOP/s of one GPU."""
+    return flops_per_token * tokens_per_s_per_gpu / peak_flops_per_gpu

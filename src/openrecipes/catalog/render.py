@@ -11,21 +11,29 @@ from openrecipes.catalog import facts
 from openrecipes.catalog.leaderboard import boards
 from openrecipes.catalog.model import PublishedSummary
 from openrecipes.catalog.store import Catalog, CatalogEntry
-from openrecipes.catalog.validate import FileReport
+from openrecipes.catalog.validate import FieldError, FileReport
 
 
 def validation_reports(console: Console, reports: list[FileReport]) -> None:
     for report in reports:
         if report.ok:
             console.print(f"[green]ok[/]      {escape(str(report.path))}", highlight=False)
+            _lines(console, report, report.findings, "[yellow]finding[/] ")
             continue
         console.print(f"[red]invalid[/] {escape(str(report.path))}", highlight=False)
-        for error in report.errors:
-            where = f"{report.path}:{error.line}" if error.line else str(report.path)
-            console.print(f"  {escape(where)}: [bold]{escape(error.field or 'file')}[/] {escape(error.message)}",
-                          highlight=False, markup=True, soft_wrap=True)
+        _lines(console, report, report.errors, "")
+        _lines(console, report, report.findings, "[yellow]finding[/] ")
     bad = sum(not r.ok for r in reports)
-    console.print(f"{len(reports) - bad} valid, {bad} invalid", highlight=False)
+    found = sum(len(r.findings) for r in reports)
+    console.print(f"{len(reports) - bad} valid, {bad} invalid" + (f", {found} finding(s)" if found else ""),
+                  highlight=False)
+
+
+def _lines(console: Console, report: FileReport, items: list[FieldError], prefix: str) -> None:
+    for item in items:
+        where = f"{report.path}:{item.line}" if item.line else str(report.path)
+        console.print(f"  {prefix}{escape(where)}: [bold]{escape(item.field or 'file')}[/] {escape(item.message)}",
+                      highlight=False, markup=True, soft_wrap=True)
 
 
 def leaderboards(console: Console, catalog: Catalog) -> None:
