@@ -103,9 +103,15 @@ def matmul_params(active_params: int, vocab: int, hidden: int, untied_embeddings
     return active_params - vocab * hidden if untied_embeddings else active_params
 
 
-def training_flops_per_token(matmul_params_count: int, attention_flops: float) -> float:
-    """6 FLOPs per matmul parameter (2 forward, 4 backward) plus the attention matmuls."""
-    return FLOPS_PER_PARAM_PER_TOKEN * matmul_params_count + attention_flops
+# A frozen weight (LoRA fine-tuning) gets no weight gradient: 2 FLOPs forward and 2 for the input gradient.
+FLOPS_PER_FROZEN_PARAM_PER_TOKEN = 4
+
+
+def training_flops_per_token(matmul_params_count: int, attention_flops: float, frozen_weights: bool = False) -> float:
+    """6 FLOPs per matmul parameter (2 forward, 4 backward; 4 when the weights are frozen, as in LoRA, whose small
+    adapters this leaves out) plus the attention matmuls."""
+    per_param = FLOPS_PER_FROZEN_PARAM_PER_TOKEN if frozen_weights else FLOPS_PER_PARAM_PER_TOKEN
+    return per_param * matmul_params_count + attention_flops
 
 
 def torchtitan_flops_per_token(active_params: int, layers: int, heads: int, head_dim: int, seq_length: int) -> float:

@@ -7,8 +7,8 @@ validator, the site) derives the same numbers the same way.
 Layout rules, one per engine:
 - Megatron-Bridge: DP = #GPUs / (TP x PP x CP) is a whole number; experts are placed inside TP x CP x DP
   (= #GPUs / PP), so EP x ETP divides it (ETP is 1 where the source does not publish it); VP > 1 needs PP > 1; the
-  FSDP column is 0 (DDP) or #GPUs / (TP x PP), its sharding group; GBS is a multiple of MBS x DP, and a published
-  GA column equals GBS / (MBS x DP).
+  FSDP column is 0 (DDP) or #GPUs / (TP x PP), its sharding group; GBS is a multiple of MBS x DP. A published GA
+  column that is not GBS / (MBS x DP) is a finding: the table contradicts itself.
 - torchtitan: FSDP x TP x PP x CP = #GPUs (no replicate dimension in the published runs), and a published global
   batch is the local batch x FSDP.
 """
@@ -30,7 +30,7 @@ class PublishedFigures:
     """What one published entry implies, derived by figures.py from the entry, its model card and its GPU."""
 
     data_parallel: float  # #GPUs over the model-parallel degrees (see the engine rules above)
-    flops_per_token: float  # 6 x matmul parameters + causal attention (figures.training_flops_per_token)
+    flops_per_token: float  # 6 (LoRA: 4) x matmul parameters + causal attention (figures.training_flops_per_token)
     implied_tflops_per_gpu: float  # tokens/s per GPU x flops_per_token
     published_tflops_per_gpu: float | None
     mfu_bf16: float  # implied FLOP/s over the dense BF16 peak: comparable across precisions
@@ -51,9 +51,10 @@ def data_parallel(run: PublishedRun, gpus: int) -> float:
     return figures.data_parallel_size(gpus, layout.tp, layout.pp, layout.cp)
 
 
-def flops_per_token(card: ModelCard, seq_length: int) -> float:
-    """Our count for one token of training: 6 x the active matmul parameters plus the causal attention matmuls,
-    a sliding window where the card has one (on all but every window_attn_skip_freq-th layer)."""
+def flops_per_token(card: ModelCard, seq_length: int, frozen_weights: bool = False) -> float:
+    """Our count for one token of training: 6 x the active matmul parameters (4 for LoRA's frozen weights) plus the
+    causal attention matmuls, a sliding window where the card has one (on all but every window_attn_skip_freq-th
+    layer)."""
     arch = card.architecture
     heads = int(arch["attention_heads"])
     if "qk_head_dim" in arch:  # multi-latent attention: the score uses the no-position and rotary parts
@@ -73,7 +74,7 @@ def flops_per_token(card: ModelCard, seq_length: int) -> float:
                                                      figures.causal_context(seq_length, int(window or 0) + 1)))
     params = figures.matmul_params(card.active_params.count, int(arch["padded_vocab_size"]),
                                    int(arch["hidden_size"]), bool(arch.get("untied_embeddings", True)))
-    return figures.training_flops_per_token(params, attention)
+    return figures.training_flops_per_token(params, attention, frozen_weights)
 
 
 def published_figures(entry: PublishedSummary, tables: ReferenceTables) -> PublishedFigures | None:
@@ -84,7 +85,7 @@ def published_figures(entry: PublishedSummary, tables: ReferenceTables) -> Publi
     if run is None or card is None or spec is None:
         return None
     tps = entry.result.tokens_per_s_per_gpu
-    per_token = flops_per_token(card, run.seq_length)
+    per_token = flops_per_token(card, run.seq_length, frozen_weights=run.task == "lora")
     peak = precision_peak_flops(spec, run.precision)
     return PublishedFigures(
         data_parallel=data_parallel(run, entry.gpu.count),
@@ -116,9 +117,20 @@ def _megatron_layout(run: PublishedRun, gpus: int) -> Iterator[Issue]:
         if run.global_batch % per_step:
             yield Issue("published.global_batch", f"GBS {run.global_batch} is not a multiple of MBS x DP = "
                         f"{run.micro_batch} x {dp} = {per_step}")
-        elif run.gradient_accumulation is not None and run.gradient_accumulation != run.global_batch // per_step:
-            yield Issue("published.gradient_accumulation", f"GA {run.gradient_accumulation} != GBS / (MBS x DP) = "
-                        f"{run.global_batch // per_step}")
+
+
+def _gradient_accumulation(run: PublishedRun, gpus: int) -> Iterator[Issue]:
+    """A published GA column that disagrees with GBS / (MBS x DP): the source contradicts itself, which is shown
+    (a finding), since which of its numbers is wrong cannot be known from the table."""
+    layout = run.layout
+    if None in (run.gradient_accumulation, run.global_batch, run.micro_batch) or gpus % (layout.tp * layout.pp
+                                                                                           * layout.cp):
+        return
+    assert run.global_batch is not None and run.micro_batch is not None
+    implied = run.global_batch / (run.micro_batch * gpus // (layout.tp * layout.pp * layout.cp))
+    if run.gradient_accumulation != implied:
+        yield Issue("published.gradient_accumulation", f"published GA {run.gradient_accumulation} != GBS / (MBS x DP)"
+                    f" = {implied:g}; the source's table contradicts itself")
 
 
 def _torchtitan_layout(run: PublishedRun, gpus: int) -> Iterator[Issue]:
@@ -151,6 +163,8 @@ def check_published(entry: PublishedSummary, tables: ReferenceTables) -> tuple[l
                             "pipeline)"))
     rules = _torchtitan_layout if run.engine == "torchtitan" else _megatron_layout
     errors.extend(rules(run, entry.gpu.count))
+    if run.engine == "megatron-bridge":
+        findings.extend(_gradient_accumulation(run, entry.gpu.count))
     derived = published_figures(entry, tables)
     ratio = derived.tflops_ratio if derived else None
     if derived is not None and ratio is not None:

@@ -9,7 +9,8 @@ from rich.table import Table
 
 from openrecipes.catalog import facts
 from openrecipes.catalog.leaderboard import boards
-from openrecipes.catalog.model import PublishedSummary
+from openrecipes.catalog.model import PublishedRun, PublishedSummary
+from openrecipes.catalog.published import published_figures
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.catalog.validate import FieldError, FileReport
 
@@ -51,15 +52,17 @@ def leaderboards(console: Console, catalog: Catalog) -> None:
                           str(r.gpu.count), *map(escape, (r.layout.label, r.layout.highlights)),
                           str(r.result.measured), escape(r.author.name), escape(entry.name))
         console.print(table)
-    if catalog.summaries:
-        table = Table(title="Published summary entries (figures only, not ranked)", title_justify="left")
-        for column in ("model", "GPU", "GPUs", "tokens/s per GPU", "$ / 1M tokens", "source"):
+    if catalog.summaries or catalog.record:
+        table = Table(title="Published entries (author-reported figures, never ranked)", title_justify="left")
+        for column in ("model", "GPU", "GPUs", "precision", "layout", "tokens/s per GPU", "$ / 1M tokens", "entry"):
             table.add_column(column)
-        for summary in catalog.summaries:
+        for summary in sorted([*catalog.summaries, *catalog.record],
+                              key=lambda e: (e.entry.model, e.entry.gpu.type, e.slug)):
             s = summary.entry
-            table.add_row(escape(s.model), escape(s.gpu.type), str(s.gpu.count),
+            table.add_row(escape(s.model), escape(s.gpu.type), str(s.gpu.count), escape(s.precision or "-"),
+                          escape(published_layout(s.published) if s.published else "-"),
                           facts.tokens_board(s.result.tokens_per_s_per_gpu), facts.usd(s.result.usd_per_million_tokens),
-                          escape(s.source))
+                          escape(summary.name))
         console.print(table)
 
 
@@ -70,6 +73,17 @@ def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
                       f"{facts.tokens_board(s.result.tokens_per_s_per_gpu)} tokens/s/GPU · "
                       f"{facts.usd(s.result.usd_per_million_tokens)} / 1M tokens\n{escape(s.note)}\n"
                       f"source: {escape(s.source)}", highlight=False)
+        derived = published_figures(s, catalog.tables)
+        if s.published and derived:
+            run = s.published
+            published = f"{run.model_tflops_per_gpu:g}" if run.model_tflops_per_gpu else "not published"
+            console.print(f"{escape(run.engine_version)} · {escape(run.precision)} · {escape(published_layout(run))} · "
+                          f"sequence {run.seq_length:,} · global batch {run.global_batch or '-'}\n"
+                          f"model TFLOP/s per GPU: published {published}, implied "
+                          f"{derived.implied_tflops_per_gpu:,.0f} · MFU against dense BF16 {derived.mfu_bf16:.1%}"
+                          + (f", against the dense {run.precision} peak {derived.mfu_precision:.1%}"
+                             if derived.mfu_precision and run.precision != "bf16" else ""),
+                          highlight=False)
         return
     r = entry.entry
     table = Table(title=escape(entry.slug), show_header=False, title_justify="left")
@@ -83,3 +97,11 @@ def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
         table.add_row(key, escape(value))  # recipe text is shown as written, never read as rich markup
     console.print(table)
     console.print(Syntax(r.run, "bash", word_wrap=True))
+
+
+def published_layout(run: PublishedRun) -> str:
+    """A published run's degrees in one label, those the source gives (e.g. TP4 PP8 VP4 CP1 EP32)."""
+    layout = run.layout
+    parts = [("FSDP", layout.fsdp), ("TP", layout.tp), ("PP", layout.pp), ("VP", layout.vp), ("CP", layout.cp),
+             ("EP", layout.ep), ("ETP", layout.etp)]
+    return " ".join(f"{name}{value}" for name, value in parts if value)
