@@ -213,7 +213,7 @@ def import_megatron_bridge(root: Path) -> ImportResult:
         source = source_file(root, REPOSITORY, path)
         text = source.text()
         release = _Release(source, text)
-        for table in markdown_tables(text, source.local):
+        for table in markdown_tables(text, Path(source.shown)):
             _rows(release, table, set(tables.models), imported, skipped)
     comment = (f"Imported by scripts/import_megatron_bridge.py from {REPOSITORY}; figures copied exactly, never edited "
                "by hand:\nre-run the script to refresh (docs/public-record.md).")

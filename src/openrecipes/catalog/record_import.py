@@ -108,7 +108,7 @@ def _cells(line: str) -> tuple[str, ...]:
     return tuple(cell.strip() for cell in body.split("|"))
 
 
-_SEPARATOR = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_SEPARATOR = re.compile(r"^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 
 
 def markdown_tables(text: str, where: Path) -> list[Table]:
