@@ -81,8 +81,8 @@ def published_half_unit(published_text: str) -> float:
 
 # --- Training FLOPs per token and MFU of a published figure --------------------------------------------------------
 # Three ways to count a token's FLOPs, side by side in docs/public-record.md: 6N (FLOPS_PER_PARAM_PER_TOKEN, the
-# recipes' MFU); 6 x the matmul parameters plus causal attention (what Megatron's "model TFLOP/s" counts); and
-# torchtitan's 6N + 12 x layers x heads x head_dim x seq, which counts attention over the full (non-causal) square.
+# recipes' MFU); 6 x the matmul parameters plus causal attention (the published record's, close to what
+# Megatron-Bridge's "model TFLOP/s" counts); and torchtitan's, which counts attention over the whole square.
 
 
 def causal_context(seq_length: int, window: int | None = None) -> float:
@@ -114,9 +114,11 @@ def training_flops_per_token(matmul_params_count: int, attention_flops: float, f
     return per_param * matmul_params_count + attention_flops
 
 
-def torchtitan_flops_per_token(active_params: int, layers: int, heads: int, head_dim: int, seq_length: int) -> float:
-    """torchtitan's count (utils.get_num_flop_per_token): 6N + 12 x layers x heads x head_dim x seq."""
-    return FLOPS_PER_PARAM_PER_TOKEN * active_params + 12 * layers * heads * head_dim * seq_length
+def torchtitan_flops_per_token(params_without_embedding: int, layers: int, heads: int, head_dim: int,
+                               seq_length: int) -> float:
+    """torchtitan's count (get_nparams_and_flops): 6 x the parameters less the embedding + 12 x layers x heads x
+    head_dim x seq, attention over the whole square (no causal half)."""
+    return FLOPS_PER_PARAM_PER_TOKEN * params_without_embedding + 12 * layers * heads * head_dim * seq_length
 
 
 def tflops_per_gpu(flops_per_token: float, tokens_per_s_per_gpu: float) -> float:
