@@ -120,6 +120,8 @@ BAD = {
     "kv-groups-do-not-divide": (_edited("llama-3.1-8b", num_key_value_heads=5), "num_key_value_heads"),
     "topk-over-experts": (_edited("qwen3-30b-a3b", num_experts_per_tok=200), "num_experts_per_tok"),
     "negative": (_edited("llama-3.1-8b", hidden_size=-4096), "hidden_size"),
+    "beyond-any-model": (_edited("llama-3.1-8b", hidden_size=2**50), "hidden_size"),
+    "layers-beyond-walking": (_edited("qwen3-30b-a3b", num_hidden_layers=2**50), "num_hidden_layers"),
     "fraction": (_edited("llama-3.1-8b", vocab_size=128256.5), "vocab_size"),
     "boolean-count": (_edited("llama-3.1-8b", num_hidden_layers=True), "num_hidden_layers"),
     "nan": (_edited("llama-3.1-8b").replace('"rms_norm_eps": 1e-05', '"rms_norm_eps": NaN'), "NaN"),
@@ -145,8 +147,9 @@ def test_bad_config_exits_2_naming_the_field_and_writes_nothing(tmp_path, case):
 
 def test_a_50_mb_config_is_refused(tmp_path):
     big = tmp_path / "config.json"
-    with big.open("w") as handle:
-        handle.write('{"pad": "' + "x" * (50 * 2**20) + '"}')
+    with big.open("w") as handle:  # sparse: the reader stops after its 1 MiB limit, whatever follows
+        handle.write('{"pad": "')
+        handle.truncate(50 * 2**20)
     result = openrecipes("model", "add", big, "--name", "x", "--out", tmp_path / "x.yaml")
     assert result.returncode == 2 and "too large" in result.stderr
     assert not (tmp_path / "x.yaml").exists()
@@ -172,3 +175,20 @@ def test_add_writes_card_and_config_and_replaces_only_a_card(tmp_path):
 def test_bad_name_is_refused(tmp_path):
     result = openrecipes("model", "add", CONFIGS / "qwen3-8b.json", "--name", "../Evil", "--out", tmp_path / "x.yaml")
     assert result.returncode == 2 and "--name" in result.stderr
+
+
+@pytest.mark.parametrize("name", NEW_CARDS)
+def test_the_planner_reads_every_derived_card(name):
+    # The planner's own arithmetic (matmul weights and embeddings, no norms or biases) from the card's MLA ranks,
+    # shared experts, dense layers and expert FFN size lands within 0.05% of the card's exact count.
+    from openrecipes.plan.shape import model_shape
+
+    derived_card = card(name)
+    assert abs(model_shape(derived_card).total_params / derived_card.total_params - 1) < 5e-4
+
+
+@pytest.mark.slow
+def test_plan_for_a_derived_card_runs():
+    result = openrecipes("plan", "deepseek-v3", "--gpu", "H100", "--gpus", "64", "--top", "1")
+    assert result.returncode in (0, 2), result.stderr
+    assert "Traceback" not in result.stderr and result.stderr.count("\n") <= 1

@@ -59,22 +59,31 @@ def check(path: Path, data: dict | None = None) -> None:
     assert_parts(meta_model(data), counts(read_shape(path, data)), data)
 
 
-def tiny(name: str, **changes) -> dict:
+def tiny(name: str, folder: Path = CONFIGS, **changes) -> dict:
     """The stored config of a model with small dimensions: the same architecture family, built in milliseconds."""
-    data = json.loads((CONFIGS / f"{name}.json").read_text(encoding="utf-8"))
+    data = json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
     return data | changes
 
 
+SMALL = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "vocab_size": 100}
+MLA = {**SMALL, "moe_intermediate_size": 32, "num_hidden_layers": 3, "first_k_dense_replace": 1,
+       "num_key_value_heads": 4, "n_routed_experts": 8, "num_experts_per_tok": 2, "n_group": 2, "topk_group": 1,
+       "q_lora_rank": 24, "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 8}
+
+
 TINY = {
-    "dense-llama": tiny("llama-3.1-8b", hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-                        num_attention_heads=4, num_key_value_heads=2, vocab_size=100, mlp_bias=True),
+    "dense-llama": tiny("llama-3.1-8b", **SMALL, mlp_bias=True, attention_bias=True),
+    "dense-mistral": tiny("mistral-7b-v0.1", REPO / "tests/fixtures/model_configs", **SMALL),
+    "dense-qwen2": tiny("qwen3-8b", **SMALL, head_dim=16, model_type="qwen2", architectures=["Qwen2ForCausalLM"]),
+    "dense-qwen3-tied": tiny("qwen3-0.6b", **SMALL, head_dim=16, attention_bias=True),
+    "moe-mixtral": tiny("mixtral-8x7b", **SMALL, num_local_experts=4),
     "moe-qwen3": tiny("qwen3-30b-a3b", hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
                       num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_experts=6,
                       num_experts_per_tok=2, vocab_size=100, decoder_sparse_step=1, mlp_only_layers=[1]),
-    "mla-deepseek": tiny("deepseek-v3", hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
-                         num_hidden_layers=3, first_k_dense_replace=1, num_attention_heads=4, num_key_value_heads=4,
-                         n_routed_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1, q_lora_rank=24,
-                         kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=8, vocab_size=100),
+    "mla-deepseek": tiny("deepseek-v3", **MLA),
+    "mla-deepseek-no-q-lora-with-bias": tiny("deepseek-v3", **MLA | {"q_lora_rank": None, "attention_bias": True,
+                                                                     "n_shared_experts": 2}),
     "moe-gpt-oss": tiny("gpt-oss-20b", hidden_size=64, intermediate_size=32, num_hidden_layers=2,
                         layer_types=["sliding_attention", "full_attention"], num_attention_heads=4,
                         num_key_value_heads=2, head_dim=16, num_local_experts=4, vocab_size=100, pad_token_id=0),

@@ -19,10 +19,11 @@ from typing import Any
 
 from openrecipes.catalog.model import MAX_COUNT
 from openrecipes.errors import UserError
-from openrecipes.textfile import MIB, read_text, shown
+from openrecipes.textfile import MIB, json_depth, read_text, shown
 
 MAX_CONFIG_BYTES = 1 * MIB  # a config.json is a few KB; anything near this is not one
 MAX_DEPTH = 32  # configs nest two or three levels (rope_scaling, quantization_config)
+MAX_LAYERS = 100_000  # layers are walked one by one; published models have a few hundred at most
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
 
 
@@ -177,7 +178,7 @@ class _Reader:
     def fail(self, field: str, problem: str) -> ConfigError:
         return ConfigError(f"{shown(self.path)}: {field}: {problem}")
 
-    def int(self, key: str, default: int | None = None, minimum: int = 1) -> int:
+    def count(self, key: str, default: int | None = None, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
         value = self.data.get(key, default)
         if value is None:
             raise self.fail(key, f"missing; add the model's {key} from its published config.json")
@@ -185,11 +186,11 @@ class _Reader:
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(key, f"{value!r} is not a whole number; write it as an integer")
-        if not minimum <= value <= MAX_COUNT:
-            raise self.fail(key, f"{value} is out of range; it must be between {minimum} and {MAX_COUNT}")
+        if not minimum <= value <= maximum:
+            raise self.fail(key, f"{value} is out of range; it must be between {minimum} and {maximum}")
         return value
 
-    def bool(self, key: str, default: bool) -> bool:
+    def flag(self, key: str, default: bool) -> bool:
         value = self.data.get(key, default)
         if value is None:
             return default
@@ -209,32 +210,21 @@ def load_config(path: Path) -> tuple[str, dict[str, Any]]:
     def no_constant(name: str) -> None:
         raise ConfigError(f"{shown(path)}: {name} is not a number a config may hold; write a finite number")
 
-    if _nesting(text) > MAX_DEPTH:
+    if json_depth(text) > MAX_DEPTH:
         raise ConfigError(f"{shown(path)}: nested deeper than {MAX_DEPTH} levels; give the model's config.json itself")
     try:
         data = json.loads(text, parse_constant=no_constant)
     except json.JSONDecodeError as error:
         raise ConfigError(f"{shown(path)}:{error.lineno}: not JSON ({error.msg}); give the model's config.json"
                           ) from None
+    except ValueError as error:  # a number of thousands of digits
+        raise ConfigError(f"{shown(path)}: {error}; write the numbers of the model's config.json") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{shown(path)}: the top level is not a JSON object; give the model's config.json")
     for key, value in data.items():
         if isinstance(value, float) and not math.isfinite(value):  # 1e999 parses to inf
             raise ConfigError(f"{shown(path)}: {key}: {value} is not finite; write a finite number")
     return text, data
-
-
-def _nesting(text: str) -> int:
-    """How deep brackets nest, strings skipped: checked before parsing, so that a hostile file never recurses."""
-    depth = deepest = 0
-    for match in re.finditer(r'"(?:\\.|[^"\\])*"|[\[\]{}]', text):
-        token = match.group()
-        if token in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif token in "]}":
-            depth -= 1
-    return deepest
 
 
 def family_of(path: Path, data: dict[str, Any]) -> str:
@@ -260,59 +250,65 @@ def read_shape(path: Path, data: dict[str, Any]) -> Shape:
     model_type = family_of(path, data)
     family = FAMILIES[model_type]
     read = _Reader(path, data)
-    layers, hidden, heads = read.int("num_hidden_layers"), read.int("hidden_size"), read.int("num_attention_heads")
-    kv_heads = read.int("num_key_value_heads", heads)
+    layers, hidden = read.count("num_hidden_layers", maximum=MAX_LAYERS), read.count("hidden_size")
+    heads = read.count("num_attention_heads")
+    kv_heads = read.count("num_key_value_heads", heads)
     read.require(heads % kv_heads == 0, "num_key_value_heads",
                  f"{heads} attention heads do not split into {kv_heads} key/value groups; use a divisor of {heads}")
     if data.get("head_dim") is None:
         read.require(hidden % heads == 0, "hidden_size",
                      f"{hidden} is not divisible by num_attention_heads {heads} and no head_dim is given; add head_dim")
-    head_dim = read.int("head_dim", hidden // heads)
-    attention_bias = read.bool("attention_bias", False)
+    head_dim = read.count("head_dim", hidden // heads)
+    attention_bias = read.flag("attention_bias", False)
     mla = None
     if family.mla:
         q_lora = data.get("q_lora_rank")
-        mla = Mla(read.int("q_lora_rank") if q_lora is not None else None, read.int("kv_lora_rank"),
-                  read.int("qk_nope_head_dim"), read.int("qk_rope_head_dim"), read.int("v_head_dim"))
+        mla = Mla(read.count("q_lora_rank") if q_lora is not None else None, read.count("kv_lora_rank"),
+                  read.count("qk_nope_head_dim"), read.count("qk_rope_head_dim"), read.count("v_head_dim"))
     moe = _read_moe(read, family, layers) if family.moe else None
     dense = layers - (moe.moe_layers if moe else 0)
     window, windowed = _read_window(read, family, layers)
-    return Shape(
-        model_type=model_type, family=family, layers=layers, hidden=hidden, vocab=read.int("vocab_size"),
-        tied=read.bool("tie_word_embeddings", False), heads=heads, kv_heads=kv_heads, head_dim=head_dim,
-        ffn=read.int("intermediate_size") if dense else None,
+    shape = Shape(
+        model_type=model_type, family=family, layers=layers, hidden=hidden, vocab=read.count("vocab_size"),
+        tied=read.flag("tie_word_embeddings", False), heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+        ffn=read.count("intermediate_size") if dense else None,
         qkv_bias=attention_bias if family.qkv_bias is None else family.qkv_bias,
         o_bias=attention_bias if family.o_bias is None else family.o_bias,
-        mlp_bias=family.mlp_bias and read.bool("mlp_bias", False), mla=mla, moe=moe, window=window,
+        mlp_bias=family.mlp_bias and read.flag("mlp_bias", False), mla=mla, moe=moe, window=window,
         windowed_layers=windowed)
+    total = counts(shape).total
+    read.require(total <= MAX_COUNT, "hidden_size",
+                 f"these sizes make {total:.3g} parameters, beyond any model (and exact arithmetic); check "
+                 "hidden_size, vocab_size, num_hidden_layers and the expert counts")
+    return shape
 
 
 def _read_moe(read: _Reader, family: Family, layers: int) -> Moe:
     keys = family.moe
     assert keys is not None
-    experts, topk = read.int(keys.experts), read.int("num_experts_per_tok")
+    experts, topk = read.count(keys.experts), read.count("num_experts_per_tok")
     read.require(topk <= experts, "num_experts_per_tok",
                  f"{topk} experts per token is more than the {experts} experts ({keys.experts}); lower it")
     dense_layers: set[int] = set()
     if keys.first_dense:
-        first = read.int(keys.first_dense, 0, minimum=0)
+        first = read.count(keys.first_dense, 0, minimum=0)
         read.require(first <= layers, keys.first_dense, f"{first} dense layers is more than the {layers} layers")
         dense_layers = set(range(first))
     if keys.sparse_step:
-        step = read.int("decoder_sparse_step", 1)
+        step = read.count("decoder_sparse_step", 1)
         only = read.data.get("mlp_only_layers") or []
         read.require(isinstance(only, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in only),
                      "mlp_only_layers", "expected a list of layer numbers")
         dense_layers = set(only) | {i for i in range(layers) if (i + 1) % step}
-    shared = read.int(keys.shared_experts, 0, minimum=0) if keys.shared_experts else 0
-    return Moe(experts=experts, topk=topk, expert_ffn=read.int(keys.expert_ffn), shared_experts=shared,
+    shared = read.count(keys.shared_experts, 0, minimum=0) if keys.shared_experts else 0
+    return Moe(experts=experts, topk=topk, expert_ffn=read.count(keys.expert_ffn), shared_experts=shared,
                moe_layers=layers - len(dense_layers & set(range(layers))), biases=keys.biases)
 
 
 def _read_window(read: _Reader, family: Family, layers: int) -> tuple[int | None, int]:
     if family.window_key is None or read.data.get(family.window_key) is None:
         return None, 0
-    window = read.int(family.window_key)
+    window = read.count(family.window_key)
     types = read.data.get("layer_types")
     if types is None:
         return window, layers
