@@ -127,6 +127,21 @@ def test_an_edited_stored_copy_is_refused(tmp_path, capsys):
     assert code == 2 and "differs from the manifest" in err and not _files(root)
 
 
+def test_a_usage_mistake_or_a_missing_folder_is_one_line(tmp_path, capsys):
+    code, _, err = _run(MEGATRON, tmp_path / "nowhere", capsys)
+    assert code == 2 and err.count("\n") == 1 and "data/public-record/manifest.yaml" in err
+    assert run_script(MEGATRON.import_megatron_bridge, ["--rooot", "x"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_stored_copy_that_is_not_utf8_is_refused_with_its_line(tmp_path, capsys):
+    root = _catalog(tmp_path, _summary(GOOD_ROW))
+    stored = root / "data/public-record/NVIDIA-NeMo/Megatron-Bridge/docs/performance-summary.md"
+    stored.write_bytes(stored.read_bytes().replace(b"44544", b"44\xff44"))
+    code, _, err = _run(MEGATRON, root, capsys)
+    assert code == 2 and "performance-summary.md" in err and "UTF-8" in err and not _files(root)
+
+
 def test_a_torchtitan_caption_without_model_or_gpus_is_refused(tmp_path, capsys):
     root = tmp_path / "catalog"
     shutil.copytree(REPO / "data/public-record", root / "data/public-record")

@@ -357,6 +357,13 @@ class PublishedLayout(Strict):
         description="Megatron-Bridge: its FSDP column (0 = DDP, else the sharding group size #GPUs/(TP*PP)); "
         "torchtitan: the FSDP shard degree; null where the source has no such column")
 
+    @property
+    def label(self) -> str:
+        """The degrees the source gives, in one label (e.g. TP4 PP8 VP4 CP1 EP32; FSDP0, DDP, is left out)."""
+        parts = (("FSDP", self.fsdp), ("TP", self.tp), ("PP", self.pp), ("VP", self.vp), ("CP", self.cp),
+                 ("EP", self.ep), ("ETP", self.etp))
+        return " ".join(f"{name}{value}" for name, value in parts if value)
+
 
 class PublishedReference(Strict):
     """Where exactly a published figure was copied from."""

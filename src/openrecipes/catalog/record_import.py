@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 from pydantic import ValidationError
@@ -29,8 +29,10 @@ from openrecipes.catalog.paths import bundled_root
 from openrecipes.catalog.published import check_published
 from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import EXIT_BAD_INPUT, UserError
+from openrecipes.textfile import MIB, read_text
 
 MANIFEST = Path("data/public-record/manifest.yaml")
+MAX_SOURCE_BYTES = 4 * MIB  # the largest stored table today is 44 KB
 ENTRY_PREFIX = "record-"  # every imported file is recipes/<model>/<gpu>/record-<source>-....yaml
 
 
@@ -45,12 +47,13 @@ class SourceFile:
     local: Path  # the stored copy on disk
 
     def text(self) -> str:
-        data = self.local.read_bytes()
-        digest = hashlib.sha256(data).hexdigest()
+        """The stored copy, which must be the file the manifest names (its sha256) and UTF-8 text."""
+        text = read_text(self.local, MAX_SOURCE_BYTES, "stored source copy")
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()  # a valid UTF-8 file re-encodes to its own bytes
         if digest != self.sha256:
-            raise UserError(f"{self.local}: sha256 {digest[:12]}... differs from the manifest's {self.sha256[:12]}...; "
+            raise UserError(f"{self.shown}: sha256 {digest[:12]}... differs from the manifest's {self.sha256[:12]}...; "
                             f"a refreshed copy needs its commit and sha256 updated in {MANIFEST}")
-        return data.decode("utf-8")
+        return text
 
     @property
     def shown(self) -> str:
@@ -257,17 +260,24 @@ def _validate(item: Imported, tables: ReferenceTables) -> PublishedSummary:
     return entry
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # a usage mistake is bad input: one line, no usage box
+        raise UserError(f"{message} (see --help)")
+
+
 def run_script(importer: Callable[[Path], ImportResult], argv: list[str] | None = None) -> int:
     """The command line every importer shares: `[--root CATALOG]`; prints what was written and every skipped row;
     bad input is one line on stderr and exit 2."""
-    parser = argparse.ArgumentParser(description=importer.__doc__)
+    parser = _Parser(description=importer.__doc__)
     parser.add_argument("--root", type=Path, default=bundled_root(),
                         help="the catalog folder holding recipes/, models/, hardware/ and data/public-record/")
-    args = parser.parse_args(argv)
     try:
-        result = importer(args.root.resolve())
+        result = importer(parser.parse_args(argv).root.resolve())
     except UserError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {' '.join(str(error).splitlines())}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as error:  # a folder or file the user named cannot be read or written
+        print(f"error: {error.filename or ''}: {error.strerror or error}; check the path", file=sys.stderr)
         return EXIT_BAD_INPUT
     for skipped in result.skipped:
         print(f"skipped {skipped.row}: {skipped.model}: {skipped.why}")

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from openrecipes.catalog import facts
 from openrecipes.catalog.leaderboard import boards
-from openrecipes.catalog.model import PublishedRun, PublishedSummary
+from openrecipes.catalog.model import PublishedSummary
 from openrecipes.catalog.published import published_figures
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.catalog.validate import FieldError, FileReport
@@ -60,7 +60,7 @@ def leaderboards(console: Console, catalog: Catalog) -> None:
                               key=lambda e: (e.entry.model, e.entry.gpu.type, e.slug)):
             s = summary.entry
             table.add_row(escape(s.model), escape(s.gpu.type), str(s.gpu.count), escape(s.precision or "-"),
-                          escape(published_layout(s.published) if s.published else "-"),
+                          escape(s.published.layout.label if s.published else "-"),
                           facts.tokens_board(s.result.tokens_per_s_per_gpu), facts.usd(s.result.usd_per_million_tokens),
                           escape(summary.name))
         console.print(table)
@@ -77,7 +77,7 @@ def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
         if s.published and derived:
             run = s.published
             published = f"{run.model_tflops_per_gpu:g}" if run.model_tflops_per_gpu else "not published"
-            console.print(f"{escape(run.engine_version)} · {escape(run.precision)} · {escape(published_layout(run))} · "
+            console.print(f"{escape(run.engine_version)} · {escape(run.precision)} · {escape(run.layout.label)} · "
                           f"sequence {run.seq_length:,} · global batch {run.global_batch or '-'}\n"
                           f"model TFLOP/s per GPU: published {published}, implied "
                           f"{derived.implied_tflops_per_gpu:,.0f} · MFU against dense BF16 {derived.mfu_bf16:.1%}"
@@ -98,10 +98,3 @@ def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
     console.print(table)
     console.print(Syntax(r.run, "bash", word_wrap=True))
 
-
-def published_layout(run: PublishedRun) -> str:
-    """A published run's degrees in one label, those the source gives (e.g. TP4 PP8 VP4 CP1 EP32)."""
-    layout = run.layout
-    parts = [("FSDP", layout.fsdp), ("TP", layout.tp), ("PP", layout.pp), ("VP", layout.vp), ("CP", layout.cp),
-             ("EP", layout.ep), ("ETP", layout.etp)]
-    return " ".join(f"{name}{value}" for name, value in parts if value)
