@@ -4,6 +4,7 @@ broken entry (a copy of a real imported entry with one thing changed)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import yaml
@@ -11,7 +12,7 @@ from conftest import REPO, openrecipes
 
 from openrecipes import figures
 from openrecipes.catalog.hardware import load_reference_tables
-from openrecipes.catalog.published import flops_per_token, published_figures
+from openrecipes.catalog.published import check_published, flops_per_token, published_figures
 from openrecipes.catalog.store import load_catalog
 from openrecipes.catalog.validate import validate_file
 from openrecipes.thresholds import PUBLISHED_FLOPS
@@ -144,6 +145,16 @@ def test_a_published_ga_that_contradicts_the_batch_is_a_finding(tmp_path):
         data["published"]["gradient_accumulation"] = 5
     report = _broken(tmp_path, MEGATRON, change)
     assert report.ok and any("GA 5" in f.message for f in report.findings)
+
+
+def test_a_card_without_its_attention_shape_gives_no_flops_count_and_no_crash(tmp_path):
+    tables = load_reference_tables()
+    card = tables.models["llama-3.1-405b"]
+    shapeless = card.model_copy(update={"architecture": {"layers": 126}})
+    bare = replace(tables, models={**tables.models, "llama-3.1-405b": shapeless})
+    entry = validate_file(MEGATRON).entry
+    assert published_figures(entry, bare) is None
+    assert check_published(entry, bare) == ([], [])
 
 
 def test_validate_reports_a_broken_entry_with_file_field_and_line(tmp_path):

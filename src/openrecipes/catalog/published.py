@@ -44,6 +44,10 @@ class PublishedFigures:
         return self.published_tflops_per_gpu / self.implied_tflops_per_gpu
 
 
+# What flops_per_token reads from every card (head widths come from kv_channels, the MLA fields or hidden / heads).
+ATTENTION_FIELDS = frozenset({"layers", "hidden_size", "attention_heads", "padded_vocab_size"})
+
+
 def data_parallel(run: PublishedRun, gpus: int) -> float:
     layout = run.layout
     if run.engine == "torchtitan":
@@ -84,6 +88,8 @@ def published_figures(entry: PublishedSummary, tables: ReferenceTables) -> Publi
     spec = tables.gpus.get(entry.gpu.type)
     if run is None or card is None or spec is None:
         return None
+    if not card.architecture.keys() >= ATTENTION_FIELDS:
+        return None  # a card without the attention shape gives no FLOPs count (and no TFLOP/s check)
     tps = entry.result.tokens_per_s_per_gpu
     per_token = flops_per_token(card, run.seq_length, frozen_weights=run.task == "lora")
     peak = precision_peak_flops(spec, run.precision)
