@@ -103,7 +103,7 @@ class _Release:
         return None
 
 
-def _rows(release: _Release, table: Table, tables_models: set[str], imported: list[Imported],
+def _rows(release: _Release, table: Table, experts: dict[str, int], imported: list[Imported],
           skipped: list[Skipped]) -> None:
     source = release.source
     version = next((m.group(1) for h in table.headings if (m := re.match(r"^([0-9.]+) NeMo Container$", h))), None)
@@ -126,7 +126,7 @@ def _rows(release: _Release, table: Table, tables_models: set[str], imported: li
                 skipped.append(Skipped(published_model, where, "no model card in models/ for this model"))
                 continue
             model, alias_note = MODELS[base]
-            if model not in tables_models:
+            if model not in experts:
                 skipped.append(Skipped(published_model, where, f"the card {model} is not in models/ yet"))
                 continue
             if "Precision" not in cells:
@@ -141,12 +141,13 @@ def _rows(release: _Release, table: Table, tables_models: set[str], imported: li
                 raise UserError(f"{where}: unknown precision '{cells['Precision']}'; known: "
                                 f"{', '.join([*PRECISIONS, 'FP8-MX'])}") from None
             imported.append(_entry(release, table, row, cells, index if len(variants) > 1 else None, model,
-                                   alias_note, gpu, precision, version, task, published_model, system, where))
+                                   alias_note, gpu, precision, version, task, published_model, system, where,
+                                   experts[model] > 0))
 
 
 def _entry(release: _Release, table: Table, row: TableRow, cells: dict[str, str], variant: int | None, model: str,
            alias_note: str | None, gpu: str, precision: str, version: str, task: str, published_model: str,
-           system: str, where: str) -> Imported:
+           system: str, where: str, moe_model: bool) -> Imported:
     source = release.source
     gpus = int(number(cells["#-GPUs"], where))
     layout = {
@@ -170,7 +171,7 @@ def _entry(release: _Release, table: Table, row: TableRow, cells: dict[str, str]
         notes.append(f"The row publishes two runs as 'A (B)'; this is its {which} one."
                      + (f" The source: \"{explained}\"" if explained else ""))
     moe = release.footnotes.get("moe-training-note")
-    if moe and cells.get("EP", "n/a") != "n/a" and task == "pretrain":
+    if moe and moe_model and task == "pretrain":
         notes.append(f"The source: \"{moe}\"")
     for key in _FOOTNOTE.findall(row.text):
         if key in release.footnotes:
@@ -209,12 +210,13 @@ def import_megatron_bridge(root: Path) -> ImportResult:
     tables = load_reference_tables(root)
     imported: list[Imported] = []
     skipped: list[Skipped] = []
+    experts = {name: int(card.architecture.get("experts") or 0) for name, card in tables.models.items()}
     for path in FILES:
         source = source_file(root, REPOSITORY, path)
         text = source.text()
         release = _Release(source, text)
         for table in markdown_tables(text, Path(source.shown)):
-            _rows(release, table, set(tables.models), imported, skipped)
+            _rows(release, table, experts, imported, skipped)
     comment = (f"Imported by scripts/import_megatron_bridge.py from {REPOSITORY}; figures copied exactly, never edited "
                "by hand:\nre-run the script to refresh (docs/public-record.md).")
     return write_entries(root, TAG, imported, skipped, comment, tables)
