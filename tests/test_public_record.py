@@ -165,6 +165,14 @@ def test_validate_reports_a_broken_entry_with_file_field_and_line(tmp_path):
     assert error["field"] == "published.layout" and error["line"] and "Traceback" not in result.stderr
 
 
+def test_a_catalog_holding_a_broken_entry_is_bad_input_for_the_commands_that_read_it(tmp_path):
+    report = _broken(tmp_path, MEGATRON, _set("published.layout.pp", 3))
+    result = openrecipes("list", "--catalog", str(tmp_path))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "recipes/x/h100/entry.yaml:" in result.stderr and "published.layout" in result.stderr
+    assert report.errors[0].line is not None
+
+
 def test_the_seed_summaries_without_a_published_block_stay_valid():
     for path in REPO.glob("recipes/*/*/published-summary.yaml"):
         assert validate_file(path).ok, path
