@@ -25,7 +25,13 @@ class GpuSpec(_Row):
     name: str
     peak_bf16_flops: float = Field(gt=0, le=1e18, strict=True)
     peak_fp8_flops: float | None = Field(None, gt=0, le=1e18, strict=True)  # shown beside an FP8 recipe's MFU
+    peak_mxfp8_flops: float | None = Field(None, gt=0, le=1e18, strict=True)  # dense MXFP8 (Blackwell)
+    peak_nvfp4_flops: float | None = Field(None, gt=0, le=1e18, strict=True)  # dense NVFP4 (Blackwell)
     memory_gb: Degree
+    memory_bandwidth_tb_s: float | None = Field(None, gt=0, le=1e3, strict=True)  # HBM bandwidth of one GPU
+    nvlink_gb_s: float | None = Field(None, gt=0, le=1e5, strict=True)  # NVLink bandwidth of one GPU, both ways
+    nvlink_domain: Degree | None = None  # GPUs one NVLink fabric joins: 8 (HGX/DGX node) or 72 (NVL72 rack)
+    scale_out_gbit_s: float | None = Field(None, gt=0, le=1e5, strict=True)  # network per GPU between domains
     source: str
     date: datetime.date
 
@@ -207,6 +213,18 @@ def peak_flops(gpu_type: str, tables: ReferenceTables | None = None) -> float:
     if gpu_type not in tables.gpus:
         raise UserError(f"unknown GPU type '{gpu_type}'; known: {', '.join(tables.gpus)} (hardware/gpus.yaml)")
     return tables.gpus[gpu_type].peak_bf16_flops
+
+
+def precision_peak_flops(spec: GpuSpec, precision: str) -> float | None:
+    """The dense peak of the tensor-core format a precision runs its matmuls in; None where the vendor publishes
+    none for this GPU (FP8 on an A100, NVFP4 on a Hopper)."""
+    if precision == "bf16":
+        return spec.peak_bf16_flops
+    if precision == "nvfp4":
+        return spec.peak_nvfp4_flops
+    if precision == "mxfp8":
+        return spec.peak_mxfp8_flops
+    return spec.peak_fp8_flops  # every FP8 scaling recipe runs at the FP8 tensor-core rate
 
 
 def usd_per_gpu_hour(instance: str, tables: ReferenceTables | None = None) -> float:
