@@ -52,6 +52,7 @@ MODELS: dict[str, tuple[str, str | None]] = {
     "GPT OSS 120B": ("gpt-oss-120b", None),
     "Qwen3_30B_a3B": ("qwen3-30b-a3b", None),
     "Qwen3_235B_a22B": ("qwen3-235b-a22b", None),
+    "Kimi_K2": ("kimi-k2", None),
 }
 _VARIANT = re.compile(r"^(\S+)\s+\((\S+)\)$")
 _FOOTNOTE = re.compile(r"\[\^([^\]]+)\]")

@@ -51,6 +51,8 @@ def test_published_moe_totals():
     gpt = derived(CONFIGS / "gpt-oss-120b.json")
     assert round(gpt.total / 1e9, 2) == 116.83 and round(gpt.active_matmul / 1e9, 2) == 5.13
     assert round(derived(CONFIGS / "mixtral-8x7b.json").active / 1e9, 1) == 12.9  # Mistral AI: 12.9B active
+    kimi = derived(CONFIGS / "kimi-k2.json")  # Moonshot AI: 1T total, 32B activated (Kimi K2's model summary)
+    assert round(kimi.total / 1e12, 2) == 1.03 and int(kimi.active / 1e9) == 32
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in CONFIGS.glob("*.json")))

@@ -36,7 +36,7 @@ def test_the_record_covers_60_entries_4_gpu_types_and_1024_gpus(catalog):
     assert {e.gpu.type for e in record} >= {"H100", "B200", "B300", "GB200", "GB300"}
     assert max(e.gpu.count for e in record) >= 1024
     assert {e.model for e in record} == {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "deepseek-v3",
-                                        "gpt-oss-120b", "qwen3-30b-a3b", "qwen3-235b-a22b"}
+                                        "gpt-oss-120b", "qwen3-30b-a3b", "qwen3-235b-a22b", "kimi-k2"}
     published = {e.entry.model for e in (*catalog.record, *catalog.summaries)}
     assert len(published) >= 8
     assert {e.published.engine for e in record if e.published} == {"megatron-bridge", "torchtitan"}

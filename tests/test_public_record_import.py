@@ -29,13 +29,13 @@ TORCHTITAN = _script("import_torchtitan")
 HEADER = ("| System | #-GPUs | Precision | GBS | MBS | Sequence Length | TP | PP | CP | VP | EP | Tokens / sec / GPU | "
           "Model TFLOP / sec / GPU |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 GOOD_ROW = "| DGX-GB300 | 8 | MXFP8 | 512 | 8 | 4096 | 1 | 1 | 1 | n/a | 8 | 44544 | 1029 |\n"
-KIMI = ("#### Model: Kimi_K2\n\n" + HEADER
-        + "| DGX-GB300 | 256 | MXFP8 | 4096 | 2 | 4096 | 1 | 4 | 1 | 4 | 64 | 5372 | 1099 |\n")
+NO_CARD = ("#### Model: Nemotron_3_Super\n\n" + HEADER
+           + "| DGX-GB300 | 64 | MXFP8 | 512 | 1 | 8192 | 1 | 1 | 1 | n/a | 64 | 9652 | 817 |\n")
 
 
 def _summary(rows: str) -> str:
     return ("# Performance\n\n## 26.08 NeMo Container\n\n### Pre-Training Performance\n\n#### Model: Qwen3_30B_a3B\n\n"
-            + HEADER + rows + "\n" + KIMI)
+            + HEADER + rows + "\n" + NO_CARD)
 
 
 def _catalog(tmp_path, summary: str, archive: str = "# Performance Archive\n"):
@@ -70,7 +70,7 @@ def test_a_good_table_is_imported_and_a_row_without_a_card_is_reported(tmp_path,
     assert code == 0 and err == ""
     written = list(_files(root))
     assert [p.parent.as_posix() for p in written] == ["recipes/qwen3-30b-a3b/gb300"]
-    assert "skipped data/public-record/NVIDIA-NeMo/Megatron-Bridge/docs/performance-summary.md:17: Kimi_K2: no model " \
+    assert "skipped data/public-record/NVIDIA-NeMo/Megatron-Bridge/docs/performance-summary.md:17: Nemotron_3_Super: no model " \
            "card" in out
     assert "wrote 1 entries, skipped 1 rows" in out
     text = (root / written[0]).read_text(encoding="utf-8")
