@@ -45,7 +45,8 @@ def _stand_ins(bin_dir: Path, record: Path) -> None:
     scripts = {
         "srun": f'printf "%s\\n" "$@" > {record}/srun.args\nwhile [ "${{1#--}}" != "$1" ]; do shift; done\n'
                 'SLURM_NODEID=0 exec "$@"\n',
-        "scontrol": 'if [ "$2" = hostnames ]; then echo or0\nelse echo "NodeName=or0 NodeAddr=127.0.0.1 State=IDLE"; fi\n',
+        "scontrol": 'if [ "$2" = hostnames ]; then echo or0\n'
+                    'else echo "NodeName=or0 NodeAddr=127.0.0.1 State=IDLE"; fi\n',
         "torchrun": f'printf "%s\\n" "$@" > {record}/torchrun.args\n',
     }
     for name, body in scripts.items():
