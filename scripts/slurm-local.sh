@@ -27,6 +27,8 @@ arch_lib=lib/$(uname -m)-linux-gnu
 sbin=$root/usr/sbin
 bin=$root/usr/bin
 plugins=$root/usr/$arch_lib/slurm-wlm
+# Debian installs the daemons as NAME-wlm with /usr/sbin/NAME an alternatives link, which a `dpkg -x` tree lacks.
+daemon() { if [ -x "$sbin/$1" ]; then echo "$sbin/$1"; else echo "$sbin/$1-wlm"; fi; }
 
 env_lines() {
   echo "export SLURM_CONF=$state/slurm.conf"
@@ -43,6 +45,7 @@ link_missing_libs() {
   for lib in "$root"/usr/"$arch_lib"/*.so* "$root"/"$arch_lib"/*.so* "$plugins"/lib*.so*; do
     [ -e "$lib" ] || continue
     name=$(basename "$lib")
+    [[ $name =~ \.so(\.[0-9]+)?$ ]] || continue  # the names the loader asks for: lib.so or its soname lib.so.N
     grep -qxF "$name" <<<"$have" || ln -sfn "$lib" "$state/lib/$name"
   done
 }
@@ -105,7 +108,7 @@ write_config() {
     echo "NodeName=or$i Name=gpu File=/dev/nvidia[$first-$(( first + gpus - 1 ))]" >> "$state/gres.conf"
   done
   # cgroup.conf is read only by the cgroup plugins, which this setup does not load; an empty one keeps slurmd quiet.
-  : > "$state/cgroup.conf"
+  echo "# read only by the cgroup plugins, which this cluster does not load" > "$state/cgroup.conf"
 }
 
 answers() { "$bin/scontrol" ping 2>/dev/null | grep -q "is UP"; }
@@ -136,7 +139,8 @@ down() {
 }
 
 up() {
-  for tool in "$sbin/munged" "$sbin/slurmctld" "$sbin/slurmd" "$bin/sbatch" "$bin/srun" "$bin/scontrol"; do
+  for tool in "$sbin/munged" "$(daemon slurmctld)" "$(daemon slurmd)" "$(daemon slurmstepd)" "$bin/sbatch" \
+    "$bin/srun" "$bin/scontrol"; do
     [ -x "$tool" ] || { echo "slurm-local: $tool missing; install slurmctld slurmd slurm-client munge" \
       "(scripts/setup.sh test) or set SLURM_ROOT to a tree from scripts/slurm-debs.sh" >&2; exit 2; }
   done
@@ -155,9 +159,9 @@ up() {
   "$sbin/munged" --force --key-file="$state/munge/munge.key" --socket="$state/munge/munge.socket" \
     --pid-file="$state/munge/munged.pid" --log-file="$state/munge/munged.log" --seed-file="$state/munge/munged.seed"
 
-  "$sbin/slurmctld" -i
+  "$(daemon slurmctld)" -i
   for (( i = 0; i < nodes; i++ )); do
-    "$sbin/slurmd" -N "or$i" -d "$sbin/slurmstepd"
+    "$(daemon slurmd)" -N "or$i" -d "$(daemon slurmstepd)"
   done
   for _ in $(seq 150); do
     if answers && [ "$("$bin/sinfo" -h -o %D -t idle 2>/dev/null | awk '{s += $1} END {print s + 0}')" = "$nodes" ]
