@@ -11,9 +11,9 @@
 #                     libraries the machine lacks are taken from it.
 #   SLURM_LOCAL_DIR   state folder: config, munge key and socket, spool, daemon logs (default /tmp/openrecipes-slurm-UID)
 #   SLURM_LOCAL_PORT  slurmctld's port; the two slurmd take the next two (default 16817)
-#   SLURM_LOCAL_GPUS  GPUs per node to offer as gres gpu (default: the /dev/nvidiaN devices split over the nodes,
-#                     all of them on one node when there is one; 0 on a machine without them)
 #   SLURM_LOCAL_NODES 2 (default) or 1
+# GPUs: the /dev/nvidiaN devices, split evenly over the nodes, are offered as gres gpu (Slurm 22.05's gpu plugin
+# needs the device files; a machine without them offers none, and a job asking --gpus-per-node is refused).
 set -euo pipefail
 action=${1:-}
 root=${SLURM_ROOT:-}
@@ -28,12 +28,18 @@ sbin=$root/usr/sbin
 bin=$root/usr/bin
 plugins=$root/usr/$arch_lib/slurm-wlm
 # Debian installs the daemons as NAME-wlm with /usr/sbin/NAME an alternatives link, which a `dpkg -x` tree lacks.
-daemon() { if [ -x "$sbin/$1" ]; then echo "$sbin/$1"; else echo "$sbin/$1-wlm"; fi; }
+# They must run under their own name (Slurm tells its daemons apart by it: slurmctld-wlm drops every node's GRES),
+# so a tree's get a NAME link in the state folder.
+daemon() {
+  if [ -x "$sbin/$1" ]; then echo "$sbin/$1"; return; fi
+  mkdir -p "$state/sbin"
+  ln -sfn "$sbin/$1-wlm" "$state/sbin/$1"
+  echo "$state/sbin/$1"
+}
 
 env_lines() {
   echo "export SLURM_CONF=$state/slurm.conf"
-  echo "export PATH=$bin:\$PATH"
-  [ -z "$root" ] || echo "export LD_LIBRARY_PATH=$state/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+  [ -z "$root" ] || echo "export PATH=$bin:\$PATH LD_LIBRARY_PATH=$state/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 }
 
 # A SLURM_ROOT tree's libraries, as links in $state/lib: only those this machine's loader cannot find, so the
@@ -50,8 +56,9 @@ link_missing_libs() {
   done
 }
 
+[ -z "$root" ] || export LD_LIBRARY_PATH=$state/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
 gpus_per_node() {
-  if [ -n "${SLURM_LOCAL_GPUS:-}" ]; then echo "$SLURM_LOCAL_GPUS"; return; fi
   local count
   count=$(find /dev -maxdepth 1 -regex '/dev/nvidia[0-9]+' 2>/dev/null | wc -l)
   echo $(( count / nodes ))
@@ -113,20 +120,24 @@ write_config() {
 
 answers() { "$bin/scontrol" ping 2>/dev/null | grep -q "is UP"; }
 
-stop_pid_file() {  # PIDFILE: TERM the daemon it names, then wait (KILL after 10 s)
-  local pid
-  [ -f "$1" ] || return 0
-  pid=$(cat "$1")
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$1"
+stop_pid_files() {  # PIDFILE...: TERM the daemons they name, wait for all (KILL what is left after 10 s)
+  local file pid pids=()
+  for file in "$@"; do
+    [ -f "$file" ] || continue
+    pid=$(cat "$file")
+    if [ -n "$pid" ] && kill "$pid" 2>/dev/null; then pids+=("$pid"); fi
+    rm -f "$file"
+  done
+  [ ${#pids[@]} -gt 0 ] || return 0
+  for _ in $(seq 100); do
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && break; pid=; done
+    [ -z "${pid:-}" ] && return 0
+    sleep 0.1
+  done
+  kill -9 "${pids[@]}" 2>/dev/null || true
 }
 
 down() {
-  local f
   # Jobs first, so their slurmstepd end with them before the slurmd that started them stops.
   if [ -f "$state/slurm.conf" ] && SLURM_CONF=$state/slurm.conf answers; then
     SLURM_CONF=$state/slurm.conf "$bin/scancel" --full --user "$user" 2>/dev/null || true
@@ -134,7 +145,8 @@ down() {
       [ -z "$(SLURM_CONF=$state/slurm.conf "$bin/squeue" -h -o %i 2>/dev/null)" ] && break; sleep 0.1
     done
   fi
-  for f in "$state"/slurmd.*.pid "$state/slurmctld.pid" "$state/munge/munged.pid"; do stop_pid_file "$f"; done
+  stop_pid_files "$state"/slurmd.*.pid "$state/slurmctld.pid"
+  stop_pid_files "$state/munge/munged.pid"  # after them: they ask munge to the end
   rm -rf "$state"
 }
 
@@ -144,13 +156,13 @@ up() {
     [ -x "$tool" ] || { echo "slurm-local: $tool missing; install slurmctld slurmd slurm-client munge" \
       "(scripts/setup.sh test) or set SLURM_ROOT to a tree from scripts/slurm-debs.sh" >&2; exit 2; }
   done
-  if [ -n "$root" ]; then link_missing_libs; export LD_LIBRARY_PATH=$state/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}; fi
+  [ -z "$root" ] || link_missing_libs
   export SLURM_CONF=$state/slurm.conf
   if [ -f "$SLURM_CONF" ] && answers; then env_lines; return 0; fi
   down
   mkdir -p "$state/munge" "$state/ctld" "$state/lib"
   chmod 700 "$state" "$state/munge"
-  if [ -n "$root" ]; then link_missing_libs; fi
+  [ -z "$root" ] || link_missing_libs
   for (( i = 0; i < nodes; i++ )); do mkdir -p "$state/spool/or$i"; done
   write_config "$(gpus_per_node)"
 

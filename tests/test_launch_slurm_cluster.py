@@ -31,9 +31,10 @@ def _local_env() -> dict[str, str]:
 
 
 def _answers(env: dict[str, str]) -> bool:
+    """Whether the local Slurm answers (without a config file, scontrol would first wait on a DNS lookup)."""
     scontrol = shutil.which("scontrol", path=env["PATH"])
-    return scontrol is not None and "is UP" in subprocess.run([scontrol, "ping"], env=env, capture_output=True,
-                                                              text=True).stdout
+    return scontrol is not None and Path(env["SLURM_CONF"]).exists() and "is UP" in subprocess.run(
+        [scontrol, "ping"], env=env, capture_output=True, text=True).stdout
 
 
 @pytest.fixture(scope="module")
