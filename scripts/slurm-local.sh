@@ -67,7 +67,7 @@ gpus_per_node() {
 write_config() {
   local gpus=$1 cpus host i first
   cpus=$(nproc)
-  host=$(hostname -s)
+  host=$(uname -n); host=${host%%.*}
   {
     echo "ClusterName=openrecipes"
     echo "SlurmctldHost=$host(127.0.0.1)"
