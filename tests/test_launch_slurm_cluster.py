@@ -1,6 +1,6 @@
 """`openrecipes launch --slurm --submit` under a real Slurm: scripts/slurm-local.sh's two nodes on this machine, the
-probe entry (gloo on CPU) in place of training, 2 nodes x 2 ranks. Slurm missing is a skip on a laptop, a failure
-in CI (CI=true), where .ci/run brings it up first."""
+probe entry (gloo on CPU) in place of training, 2 nodes x 2 ranks (2 x 1 where the ranks' layout does not matter).
+Slurm missing is a skip on a laptop, a failure in CI (CI=true), where .ci/run brings it up first."""
 
 from __future__ import annotations
 
@@ -61,8 +61,8 @@ def slurm(tmp_path_factory) -> Iterator[Path]:
         subprocess.run([SLURM_LOCAL, "down"], check=True, timeout=60)
 
 
-def _submit(catalog: Path, name: str) -> str:
-    recipe = two_node_recipe(catalog, name)
+def _submit(catalog: Path, name: str, per_node: int = 2) -> str:
+    recipe = two_node_recipe(catalog, name, per_node=per_node)
     result = openrecipes("launch", "--slurm", recipe.relative_to(catalog), "--probe", "gloo", "--submit", cwd=catalog)
     assert result.returncode == 0, result.stderr
     assert re.fullmatch(r"\d+\n", result.stdout)
@@ -107,17 +107,17 @@ def test_every_rank_starts_once_with_slurms_node_rank_and_the_group_sums(slurm):
 
 
 def test_one_failed_rank_fails_the_job(slurm, monkeypatch):
-    monkeypatch.setenv("OPENRECIPES_PROBE_FAIL_RANK", "3")
-    job = _submit(slurm, "fail.yaml")
+    monkeypatch.setenv("OPENRECIPES_PROBE_FAIL_RANK", "1")  # on node 1 of 2 x 1 ranks (fewer processes: quicker)
+    job = _submit(slurm, "fail.yaml", per_node=1)
     state = _wait(job)
     assert state["JobState"] == "FAILED" and state["ExitCode"] != "0:0"
-    assert "rank=3 exits 1" in (slurm / "runs/fail/train.node1.log").read_text()
+    assert "rank=1 exits 1" in (slurm / "runs/fail/train.node1.log").read_text()
     assert not list((slurm / "runs/fail").glob("*probe.json*"))
 
 
 def test_a_cancelled_job_leaves_no_result(slurm, monkeypatch):
     monkeypatch.setenv("OPENRECIPES_PROBE_HOLD", "60")
-    job = _submit(slurm, "cancel.yaml")
+    job = _submit(slurm, "cancel.yaml", per_node=1)
     log = slurm / "runs/cancel/train.node0.log"
     until = time.monotonic() + 60
     while not (log.exists() and "round=0" in log.read_text()):
