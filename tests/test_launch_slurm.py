@@ -185,3 +185,12 @@ def test_submit_prints_the_job_id_sbatch_gave(tmp_path, monkeypatch):
     assert (bin_dir / "sbatch.args").read_text().splitlines() == [
         "--parsable", "--output=runs/two/slurm-%j.out", "runs/two/launch.sbatch"]
     assert "#SBATCH --nodes=2" in (catalog / "runs/two/launch.sbatch").read_text()
+
+
+def test_an_env_name_a_shell_cannot_export_is_bad_input(tmp_path):
+    catalog = tmp_path / "catalog"
+    recipe = two_node_recipe(catalog, "two.yaml", env={"A-B": "1"})
+    result = openrecipes("launch", recipe.relative_to(catalog), "--slurm", cwd=catalog)
+    assert result.returncode == 2 and "two.yaml: env.A-B: not a shell variable name" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert result.stdout == ""

@@ -28,9 +28,10 @@ from openrecipes.engines.torchtitan.engine import ENTRY_MODULE
 from openrecipes.engines.torchtitan.render import TorchtitanLaunch
 from openrecipes.errors import UserError
 
-RENDEZVOUS_PORT_BASE = 20000  # + SLURM_JOB_ID % 10000: two jobs sharing a host never share a store port
+RENDEZVOUS_PORT_BASE = 20000  # + SLURM_JOB_ID % 10000: jobs on one host (ids under 10000 apart) differ in port
 # What an #SBATCH value may hold: sbatch splits its lines at whitespace and strips quotes itself.
 _PLAIN = re.compile(r"[A-Za-z0-9._+,=:@/-]+")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Slurm's --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
 _TIME = re.compile(r"\d+(:\d{1,2}){0,2}|\d+-\d+(:\d{1,2}){0,2}")
 
@@ -150,6 +151,9 @@ def recipe_command(recipe: Recipe, launch: TorchtitanLaunch, *, run_dir: str, pr
     if count < per_node or count % per_node:
         raise UserError(f"gpu.count {count} is not a whole number of {per_node}-GPU nodes (gpu.per_node); make "
                         "gpu.count a multiple of gpu.per_node")
+    for key in launch.env:
+        if not _NAME.fullmatch(key):
+            raise UserError(f"env.{key}: not a shell variable name (letters, digits and _, not starting with a digit)")
     if probe is None:
         return NodeCommand(launch.nnodes, launch.nproc_per_node, launch.env, launch.torchrun_options, ENTRY_MODULE,
                            launch.torchtitan_argv())
