@@ -8,9 +8,10 @@
 #                 --seed 42`; built here when not carried)
 #   benchmarks/slurm_device.sh [RECIPE] [SECONDS]
 # RECIPE defaults to recipes/qwen3-0.6b/h200/tuned-tp1-pp1-cp1-dp1-none-mb4-compile.yaml (one node, one GPU), SECONDS
-# (default 480) bounds the wait for the job. Back in $OUT: the run folder (launch.sbatch, slurm-JOB.out,
-# train.node0.log), job.txt (scontrol's record of the job), reproduce.json and reproduce.txt, slurm/ (the daemons'
-# logs and config), gpus.csv.
+# (default 480) bounds the wait for each job. First `--probe nccl` (rendezvous and all-reduce on the recipe's ranks,
+# no model), then the recipe. Back in $OUT: probe/ and run/ (each job's launch.sbatch, slurm-JOB.out,
+# train.node0.log; probe.json), probe-job.txt and job.txt (scontrol's record of each job), reproduce.json and
+# reproduce.txt, slurm/ (the daemons' logs and config), gpus.csv.
 set -u
 export PYTHONUNBUFFERED=1
 recipe=${1:-recipes/qwen3-0.6b/h200/tuned-tp1-pp1-cp1-dp1-none-mb4-compile.yaml}
@@ -42,18 +43,25 @@ fi
 eval "$env_lines"
 sinfo -N -o "%N %T %G %c" > "$out/sinfo.txt" 2>&1
 
-start=$(date +%s)
-job=$(python3 -m openrecipes launch --slurm "$recipe" --submit 2> "$out/submit.txt") || {
-  cat "$out/submit.txt"; collect; scripts/slurm-local.sh down; exit 1; }
-echo "job $job submitted"
-while squeue -h -j "$job" 2>/dev/null | grep -q .; do
-  [ $(( $(date +%s) - start )) -lt "$wait_s" ] || { echo "job $job still running after $wait_s s: cancelled"; \
-    scancel "$job"; sleep 10; break; }
-  sleep 5
-done
-scontrol -o show job "$job" > "$out/job.txt" 2>&1
-echo "job $job: $(grep -o 'JobState=[^ ]*' "$out/job.txt") $(grep -o 'ExitCode=[^ ]*' "$out/job.txt")" \
-  "after $(( $(date +%s) - start )) s"
+wait_job() {  # JOB NAME: wait (at most wait_s), keep scontrol's record as NAME.txt, say how it ended
+  local start=$(date +%s)
+  while squeue -h -j "$1" 2>/dev/null | grep -q .; do
+    [ $(( $(date +%s) - start )) -lt "$wait_s" ] || { echo "job $1 still running after $wait_s s: cancelled"; \
+      scancel "$1"; sleep 10; break; }
+    sleep 3
+  done
+  scontrol -o show job "$1" > "$out/$2.txt" 2>&1
+  echo "$2 job $1: $(grep -o 'JobState=[^ ]*' "$out/$2.txt") $(grep -o 'ExitCode=[^ ]*' "$out/$2.txt")" \
+    "after $(( $(date +%s) - start )) s"
+}
+refused() { cat "$out/submit.txt"; collect; scripts/slurm-local.sh down; exit 1; }
+
+# First the probe (NCCL all-reduce over the recipe's ranks, no model), then the recipe itself.
+job=$(python3 -m openrecipes launch --slurm "$recipe" --submit --probe nccl 2>> "$out/submit.txt") || refused
+wait_job "$job" probe-job
+mkdir -p "$out/probe"; cp -r "runs/$name/." "$out/probe/" 2>/dev/null; rm -rf "runs/$name"
+job=$(python3 -m openrecipes launch --slurm "$recipe" --submit 2>> "$out/submit.txt") || refused
+wait_job "$job" job
 python3 -m openrecipes reproduce "$recipe" "runs/$name/train.node0.log" --json > "$out/reproduce.json" \
   2> "$out/reproduce.txt"
 echo "reproduce: exit $?"
