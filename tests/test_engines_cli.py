@@ -1,9 +1,8 @@
-"""`openrecipes run` (dry run, and a whole run through a stand-in torchrun) and `openrecipes launch --slurm`."""
+"""`openrecipes run`: dry run, and a whole run through a stand-in torchrun (`launch --slurm`: test_launch_slurm*.py)."""
 
 from __future__ import annotations
 
 import csv
-import stat
 
 from conftest import GPTOSS_1, REPO
 from typer.testing import CliRunner
@@ -31,19 +30,6 @@ def test_slime_recipes_dry_run_only():
     assert "--expert-model-parallel-size 4" in dry.output and "python3 -m <slime entry module>" in dry.output
     refused = runner.invoke(app, ["run", str(GPTOSS_1)])
     assert isinstance(refused.exception, UserError) and "seeds' cluster" in str(refused.exception)
-
-
-def test_launch_writes_an_sbatch_script(tmp_path):
-    out = tmp_path / "job.sbatch"
-    result = runner.invoke(app, ["launch", str(QWEN3_8B), "--slurm", "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    script = out.read_text()
-    assert script.startswith("#!/bin/bash\n#SBATCH --job-name=openrecipes-fsdp2-compile-noac-mb1\n#SBATCH --nodes=1\n")
-    assert "#SBATCH --gpus-per-node=2" in script
-    assert "export NCCL_NVLS_ENABLE=0\n" in script
-    assert "--rdzv_backend c10d --rdzv_endpoint $head_node:29500 --rdzv_id $SLURM_JOB_ID" in script
-    assert "--output=runs/openrecipes-fsdp2-compile-noac-mb1/train.node%n.log" in script
-    assert out.stat().st_mode & stat.S_IXUSR
 
 
 def _stand_in_torchrun(folder, steps):

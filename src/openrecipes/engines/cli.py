@@ -62,22 +62,54 @@ def launch_command(
     slurm: Annotated[bool, typer.Option(
         "--slurm", help="write an sbatch script (the one launcher so far)")] = False,
     out: Annotated[Path | None, typer.Option("--out", help="script file (default: print it)")] = None,
+    submit: Annotated[bool, typer.Option(
+        "--submit", help="write the script to runs/<name>/launch.sbatch (or --out), sbatch it, print the job id",
+    )] = False,
+    probe: Annotated[str | None, typer.Option(
+        "--probe", metavar="gloo|nccl", help="start openrecipes.engines.probe (rendezvous and all-reduce on every "
+        "rank, no model) in place of training; gloo asks for no GPUs")] = None,
+    partition: Annotated[str | None, typer.Option("--partition", help="sbatch --partition")] = None,
+    account: Annotated[str | None, typer.Option("--account", help="sbatch --account")] = None,
+    time: Annotated[str | None, typer.Option("--time", help="sbatch --time (minutes, H:M:S or D-H:M:S)")] = None,
+    qos: Annotated[str | None, typer.Option("--qos", help="sbatch --qos")] = None,
+    reservation: Annotated[str | None, typer.Option("--reservation", help="sbatch --reservation")] = None,
+    container_image: Annotated[str | None, typer.Option(
+        "--container-image", help="pyxis/enroot image every node's torchrun runs in")] = None,
 ) -> None:
-    """A batch script that starts the recipe on its nodes: one torchrun per node, c10d rendezvous, logs in runs/."""
+    """A batch script that starts the recipe on its nodes: one torchrun per node, node ranks from Slurm, one log per
+    node in runs/<name>/; --submit hands it to sbatch."""
     from openrecipes.atomic import write_atomic
-    from openrecipes.engines.launch import sbatch_script
+    from openrecipes.engines import launch as slurm_launch
 
     if not slurm:
         raise UserError("name the scheduler: --slurm")
-    _, _, launch = _recipe_and_launch(recipe_path, None)
+    options = slurm_launch.SlurmOptions(partition=partition, account=account, time=time, qos=qos,
+                                        reservation=reservation, container_image=container_image)
+    recipe, _, launch = _recipe_and_launch(recipe_path, None)
     if launch is None:
-        raise UserError(f"{recipe_path}: not a torchtitan recipe; its own command is in `openrecipes run --dry-run`")
-    script = sbatch_script(launch, job_name=recipe_path.stem, run_dir=f"runs/{recipe_path.stem}")
-    if out is None:
-        print(script, end="")
+        raise UserError(f"{recipe_path}: not a torchtitan recipe (its run command does not start torchrun with "
+                        "openrecipes.engines.torchtitan.train); `launch` starts torchtitan recipes only")
+    run_dir = Path("runs") / recipe_path.stem
+    try:
+        command = slurm_launch.recipe_command(recipe, launch, run_dir=str(run_dir), probe=probe)
+    except UserError as bad:
+        raise UserError(f"{recipe_path}: {bad}") from None
+    script = slurm_launch.sbatch_script(command, name=recipe_path.stem, run_dir=str(run_dir), options=options)
+    if not submit:
+        if out is None:
+            print(script, end="")
+            return
+        write_atomic(out, script, mode=0o755)
+        Console(stderr=True).print(f"wrote {out}: sbatch {out}", markup=False, highlight=False)
         return
+    sbatch = slurm_launch.find_sbatch()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    out = out or run_dir / "launch.sbatch"
     write_atomic(out, script, mode=0o755)
-    Console(stderr=True).print(f"wrote {out}: sbatch {out}", markup=False, highlight=False)
+    job = slurm_launch.submit(sbatch, out, run_dir)
+    Console(stderr=True).print(f"submitted {out} as job {job}; node logs: {run_dir}/train.node<N>.log",
+                               markup=False, highlight=False)
+    print(job)
 
 
 def register(app: typer.Typer) -> None:

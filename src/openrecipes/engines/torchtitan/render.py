@@ -55,10 +55,10 @@ class TorchtitanLaunch:
     def torchtitan_argv(self) -> list[str]:
         return _words(self.flags)
 
-    def argv(self, rendezvous: dict[str, list[str]] | None = None) -> list[str]:
-        """The torchrun command; `rendezvous` (c10d options for several nodes) joins torchrun's own options."""
+    def argv(self) -> list[str]:
+        """The one-node torchrun command (`openrecipes launch --slurm` writes the multi-node one)."""
         options = {"--nnodes": [str(self.nnodes)], "--nproc_per_node": [str(self.nproc_per_node)],
-                   **self.torchrun_options, **(rendezvous or {})}
+                   **self.torchrun_options}
         return ["torchrun", *_words(options), "-m", ENTRY_MODULE, *self.torchtitan_argv()]
 
     def script(self) -> str:
