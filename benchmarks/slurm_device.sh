@@ -11,7 +11,7 @@
 # (default 480) bounds the wait for each job. First `--probe nccl` (rendezvous and all-reduce on the recipe's ranks,
 # no model), then the recipe. Back in $OUT: probe/ and run/ (each job's launch.sbatch, slurm-JOB.out,
 # train.node0.log; probe.json), probe-job.txt and job.txt (scontrol's record of each job), reproduce.json and
-# reproduce.txt, slurm/ (the daemons' logs and config), gpus.csv.
+# reproduce.txt, slurm/ (the daemons' logs and config), gpus.csv, packed into one archive, slurm-device.tgz.
 set -u
 export PYTHONUNBUFFERED=1
 recipe=${1:-recipes/qwen3-0.6b/h200/tuned-tp1-pp1-cp1-dp1-none-mb4-compile.yaml}
@@ -69,3 +69,5 @@ collect
 scripts/slurm-local.sh down
 head -c 1500 "$out/reproduce.json"; tail -n 3 "$out/reproduce.txt"
 grep -aE "step: *(1|5|19|20) |Error|error:|OutOfMemory" "$out/run/train.node0.log" | tail -n 6
+# The device tool returns at most 8 files: everything comes back as one archive.
+tar czf /tmp/slurm-device.tgz -C "$out" . && find "$out" -mindepth 1 -delete && mv /tmp/slurm-device.tgz "$out/"

@@ -2,7 +2,8 @@
 # Downloads, here, the Debian .deb files a machine without network needs to run scripts/slurm-local.sh: munge,
 # slurmctld, slurmd (with slurmstepd), the clients (sbatch, srun, scontrol, squeue, scancel, sinfo), the basic
 # plugins (libslurmfull among them) and the shared libraries of theirs that a plain Ubuntu or Debian image may lack.
-# Libraries every such image has (libc, libstdc++, zlib, lz4, libgcrypt, PAM, udev, dbus) are left out. On the other
+# Libraries every such image has (libc, libstdc++, zlib, lz4, libgcrypt, PAM, udev) are left out; libdbus is not on
+# every image, and the cgroup v2 plugin that slurmd loads links it. On the other
 # machine:
 #   for deb in .slurm-debs/*.deb; do dpkg -x "$deb" /tmp/slurm-root; done
 #   SLURM_ROOT=/tmp/slurm-root scripts/slurm-local.sh up
@@ -12,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 folder=${1:-.slurm-debs}
 packages=(slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libmunge2
-          libhwloc15 libnuma1 libjson-c5 libyaml-0-2 liblua5.1-0 libreadline8)
+          libhwloc15 libnuma1 libjson-c5 libyaml-0-2 liblua5.1-0 libreadline8 libdbus-1-3)
 mkdir -p "$folder"
 rm -f "$folder"/*.deb
 if [ "$(id -u)" = 0 ]; then apt_get="apt-get"; else apt_get="sudo apt-get"; fi

@@ -114,8 +114,10 @@ write_config() {
     first=$(( i * gpus ))
     echo "NodeName=or$i Name=gpu File=/dev/nvidia[$first-$(( first + gpus - 1 ))]" >> "$state/gres.conf"
   done
-  # cgroup.conf is read only by the cgroup plugins, which this setup does not load; an empty one keeps slurmd quiet.
-  echo "# read only by the cgroup plugins, which this cluster does not load" > "$state/cgroup.conf"
+  # slurmd starts its cgroup plugin even when no job uses cgroups. On a cgroup v2 host (the H200 machines) that plugin
+  # would ask systemd over D-Bus for a scope; there is no systemd in a container, so it builds its hierarchy itself.
+  # cgroup v1 hosts (this CI) ignore both lines.
+  printf 'CgroupAutomount=yes\nIgnoreSystemd=yes\n' > "$state/cgroup.conf"
 }
 
 answers() { "$bin/scontrol" ping 2>/dev/null | grep -q "is UP"; }
@@ -150,6 +152,14 @@ down() {
   rm -rf "$state"
 }
 
+# On a cgroup v2 host without systemd (a container or VM run as root), slurmd's cgroup plugin builds its own hierarchy
+# under system.slice (IgnoreSystemd in cgroup.conf): make that folder and let it use the cpu and memory controllers.
+prepare_cgroup_v2() {
+  [ -f /sys/fs/cgroup/cgroup.controllers ] && [ "$(id -u)" = 0 ] || return 0
+  mkdir -p /sys/fs/cgroup/system.slice 2>/dev/null || return 0
+  echo "+cpu +memory" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+}
+
 up() {
   for tool in "$sbin/munged" "$(daemon slurmctld)" "$(daemon slurmd)" "$(daemon slurmstepd)" "$bin/sbatch" \
     "$bin/srun" "$bin/scontrol"; do
@@ -165,6 +175,7 @@ up() {
   [ -z "$root" ] || link_missing_libs
   for (( i = 0; i < nodes; i++ )); do mkdir -p "$state/spool/or$i"; done
   write_config "$(gpus_per_node)"
+  prepare_cgroup_v2
 
   head -c 1024 /dev/urandom > "$state/munge/munge.key"
   chmod 400 "$state/munge/munge.key"
