@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.errors import EXIT_CHECK_FAILED, UserError
@@ -45,12 +44,15 @@ def audit_command(
 
 def _print_reports(reports: list[AuditReport]) -> None:
     console = Console(highlight=False, soft_wrap=True)
-    table = Table(show_header=True, header_style="bold")
-    for column in ("evidence", "recipe", "findings"):
-        table.add_column(column)
+    # Grouped by board folder, each recipe by its file name alone: the longest line fits 80 columns and no name is
+    # cut (three GLM recipes share a long prefix; only their names tell them apart).
+    console.print(f"  {'evidence':<16}{'findings':>8}  recipe", markup=False, style="bold")
+    folder = None
     for report in reports:
-        table.add_row(report.evidence, str(report.path), str(len(report.findings)))
-    console.print(table)
+        if report.path.parent != folder:
+            folder = report.path.parent
+            console.print(f"{folder}/", markup=False, style="bold")
+        console.print(f"  {report.evidence:<16}{len(report.findings):>8}  {report.path.name}", markup=False)
     for report in reports:
         for finding in report.findings:
             console.print(f"{report.path}: {finding.field}: {finding.message}", markup=False)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.console import Console
 from rich.markup import escape
-from rich.syntax import Syntax
 from rich.table import Table
+from rich.text import Text
 
 from openrecipes.catalog import facts
 from openrecipes.catalog.leaderboard import boards
@@ -29,30 +31,37 @@ def validation_reports(console: Console, reports: list[FileReport]) -> None:
 
 
 def leaderboards(console: Console, catalog: Catalog) -> None:
+    """Each board as stacked rows, so that no terminal width cuts a figure or a name: the rank and the recipe's
+    name on one line, its figures on the next, its layout and highlights (wrapped, indented) below."""
     for board in boards(catalog):
-        title = f"Training {escape(board.model)} on {escape(board.gpu_type)}\n[dim]{board.workload.label}[/]"
-        table = Table(title=title, title_justify="left")
-        for column in ("#", "tokens/s per GPU", "$ / 1M tokens", "GPUs", "layout", "highlights", "measured",
-                       "author", "recipe"):
-            table.add_column(column, justify="right" if column in ("#", "tokens/s per GPU", "$ / 1M tokens",
-                                                                    "GPUs") else "left")
+        console.print(f"[bold]Training {escape(board.model)} on {escape(board.gpu_type)}[/]\n"
+                      f"[dim]{board.workload.label}[/]", highlight=False)
         for rank, entry in enumerate(board.ranked, start=1):
             r = entry.entry
-            table.add_row(f"#{rank}", facts.tokens_board(r.result.tokens_per_s_per_gpu),
-                          facts.usd(r.result.usd_per_million_tokens),
-                          str(r.gpu.count), *map(escape, (r.layout.label, r.layout.highlights)),
-                          str(r.result.measured), escape(r.author.name), escape(entry.name))
-        console.print(table)
+            console.print(f"#{rank:<3} [bold]{escape(entry.name)}[/]", highlight=False, soft_wrap=True)
+            _indented(console, f"{facts.tokens_board(r.result.tokens_per_s_per_gpu)} tokens/s per GPU · "
+                           f"{facts.usd(r.result.usd_per_million_tokens)} / 1M tokens · "
+                           f"{r.gpu.count} x {r.gpu.type}")
+            _indented(console, f"{r.layout.label} · {r.layout.highlights} · measured {r.result.measured} "
+                           f"by {r.author.name}", style="dim")
+        console.print()
     if catalog.summaries:
-        table = Table(title="Published summary entries (figures only, not ranked)", title_justify="left")
-        for column in ("model", "GPU", "GPUs", "tokens/s per GPU", "$ / 1M tokens", "source"):
-            table.add_column(column)
+        console.print("[bold]Published summary entries[/] (figures only, not ranked)", highlight=False)
         for summary in catalog.summaries:
             s = summary.entry
-            table.add_row(escape(s.model), escape(s.gpu.type), str(s.gpu.count),
-                          facts.tokens_board(s.result.tokens_per_s_per_gpu), facts.usd(s.result.usd_per_million_tokens),
-                          escape(s.source))
-        console.print(table)
+            console.print(f"[bold]{escape(summary.slug)}[/]", highlight=False, soft_wrap=True)
+            _indented(console, f"{facts.tokens_board(s.result.tokens_per_s_per_gpu)} tokens/s per GPU · "
+                           f"{facts.usd(s.result.usd_per_million_tokens)} / 1M tokens · "
+                           f"{s.gpu.count} x {s.gpu.type}")
+            _indented(console, f"source: {s.source}", style="dim")
+
+
+def _indented(console: Console, text: str, style: str = "") -> None:
+    """Text under a row's name: wrapped at the terminal's width between words, each line indented four spaces and
+    none padded (printed with soft_wrap, rich adds no breaks of its own)."""
+    console.print(Text(textwrap.fill(text, width=max(console.width, 40), initial_indent="    ",
+                                     subsequent_indent="    ", break_long_words=False, break_on_hyphens=False),
+                       style=style), soft_wrap=True)
 
 
 def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
@@ -74,4 +83,12 @@ def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
     for key, value in rows:
         table.add_row(key, escape(value))  # recipe text is shown as written, never read as rich markup
     console.print(table)
-    console.print(Syntax(r.run, "bash", word_wrap=True))
+    console.print("[bold]Command[/] (the recipe's `run`, exactly as written):", highlight=False)
+    command(console, r.run)
+
+
+def command(console: Console, text: str) -> None:
+    """A command a user pastes, byte for byte: never re-wrapped, padded or highlighted at any terminal width (a
+    long line is left for the terminal to fold on screen; a copy keeps it whole)."""
+    console.file.write(text if text.endswith("\n") else text + "\n")
+    console.file.flush()

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from openrecipes import figures
 from openrecipes.atomic import write_atomic
 from openrecipes.catalog.model import Recipe
+from openrecipes.catalog.render import command
 from openrecipes.engines.torchtitan.render import TorchtitanLaunch
 from openrecipes.errors import UserError
 from openrecipes.steptable import Step
@@ -37,7 +38,7 @@ def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int) ->
     gpus = launch.nnodes * launch.nproc_per_node
     reader, table = TorchtitanReader(), []
     console = Console()
-    console.print(launch.script(), markup=False, highlight=False)
+    command(console, launch.script())  # byte for byte, never re-wrapped to the terminal
     with log.open("w") as sink, Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                           TimeElapsedColumn(), console=console) as progress:
         task = progress.add_task("starting", total=steps)
