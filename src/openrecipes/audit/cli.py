@@ -46,13 +46,13 @@ def _print_reports(reports: list[AuditReport]) -> None:
     console = Console(highlight=False, soft_wrap=True)
     # Grouped by board folder, each recipe by its file name alone: the longest line fits 80 columns and no name is
     # cut (three GLM recipes share a long prefix; only their names tell them apart).
-    console.print(f"  {'evidence':<16}{'findings':>8}  recipe", markup=False, style="bold")
+    console.print(f"  {'evidence':<15}{'#':>3}  recipe (#: findings)", markup=False, style="bold")
     folder = None
     for report in reports:
         if report.path.parent != folder:
             folder = report.path.parent
             console.print(f"{folder}/", markup=False, style="bold")
-        console.print(f"  {report.evidence:<16}{len(report.findings):>8}  {report.path.name}", markup=False)
+        console.print(f"  {report.evidence:<15}{len(report.findings):>3}  {report.path.name}", markup=False)
     for report in reports:
         for finding in report.findings:
             console.print(f"{report.path}: {finding.field}: {finding.message}", markup=False)

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from openrecipes import figures
 from openrecipes.atomic import write_atomic
+from openrecipes.audit.pins import COMMAND_NAME
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.render import command
 from openrecipes.engines.torchtitan.render import TorchtitanLaunch
@@ -25,16 +26,20 @@ from openrecipes.errors import UserError
 from openrecipes.steptable import Step
 
 
-def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int, catalog: Path,
+def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int, catalog: Path | None = None,
             overwrite: bool = False) -> Path:
-    """Run `launch` to the end; the raw log lands in run_dir/train.log and the step table in run_dir/steps.csv."""
+    """Run `launch` to the end; the raw log lands in run_dir/train.log, the step table in run_dir/steps.csv and
+    the exact command in run_dir/command.sh."""
     from openrecipes.engines.torchtitan.logs import TorchtitanReader
     from openrecipes.measure.formats import strip_colour
 
     log = run_dir / "train.log"
-    prepare_run_dir(run_dir, catalog, overwrite=overwrite)
+    from openrecipes.catalog.paths import default_catalog_root
+
+    prepare_run_dir(run_dir, catalog or default_catalog_root(), overwrite=overwrite)
     attempt = run_dir / ATTEMPT
     write_atomic(attempt, "running\n")  # until the run ends well: a folder holding it is a failed attempt of ours
+    write_atomic(run_dir / COMMAND_NAME, launch.script())  # what `record` reads the run's layout from
     steps = launch.steps
     gpus = launch.nnodes * launch.nproc_per_node
     reader, table = TorchtitanReader(), []
@@ -67,7 +72,7 @@ def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int, ca
 
 
 ATTEMPT = ".openrecipes-attempt"  # beside train.log while a run of ours goes or after it failed
-OURS = {"train.log", "steps.csv", ATTEMPT}  # what a run folder of ours holds before it ends well
+OURS = {"train.log", "steps.csv", COMMAND_NAME, ATTEMPT}  # what a run folder of ours holds before it ends well
 
 
 def prepare_run_dir(run_dir: Path, catalog: Path, *, overwrite: bool) -> None:

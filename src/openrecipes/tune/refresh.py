@@ -66,7 +66,9 @@ def refresh_command(
 
 def _step(step: str, root: Path, check: bool) -> StepState:
     """One step in a fresh interpreter (the same package, the same catalog), its state read back as JSON."""
-    package_parent = str(Path(__file__).resolve().parents[2])
+    # A clone's own code when the catalog is a clone (its planner files are the ones to write), else this package's.
+    own = root / "src"
+    package_parent = str(own if (own / "openrecipes" / "plan").is_dir() else Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (package_parent, os.environ.get("PYTHONPATH"))))}
     argv = [sys.executable, "-m", "openrecipes.tune.refresh", step, str(root), "check" if check else "write"]
     done = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True)
