@@ -76,3 +76,11 @@ def test_refresh_check_names_the_stale_file_and_the_command(tmp_path):
     assert done.returncode == 1
     assert f"{tmp_path / 'plans'}: stale: qwen3-8b" in done.stdout
     assert "run `openrecipes refresh`" in done.stderr
+
+
+def test_a_run_of_another_model_is_refused_in_one_line(catalog):
+    done = openrecipes("record", "runs/mine", "--reference", "runs/stock", "--like",
+                       "recipes/qwen3-8b/h200/openrecipes-fsdp2-compile-noac-mb1.yaml", "--name", "wrong", cwd=catalog)
+    assert done.returncode == 2
+    assert "the run trains torchtitan's qwen3 1.7B but the --like recipe is qwen3-8b" in done.stderr
+    assert not (catalog / "recipes/qwen3-8b/h200/wrong.yaml").exists()

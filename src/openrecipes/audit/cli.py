@@ -126,14 +126,15 @@ def _print_reproduction(reproduced: Reproduced, recipe: Path, written: bool) -> 
 def record_command(
     run_dir: Annotated[Path, typer.Argument(
         help="the measured run's folder under runs/: train.log, and command.sh when the run was not --like's command")],
-    like: Annotated[Path, typer.Option("--like", help="the recipe the run is a variant of (its layout must match)")],
+    like: Annotated[Path, typer.Option(
+        "--like", help="a recipe of the run's model and GPU type (the layout is read from the run's command)")],
     name: Annotated[str, typer.Option("--name", help="file name of the new recipe, without .yaml")],
     reference: Annotated[Path | None, typer.Option(
         "--reference", help="the reference arm's run folder (default: the --like recipe's reference arm)")] = None,
     catalog: CatalogOption = None,
 ) -> None:
-    """Write a new recipe from a measured run: result, correctness, stack and log hashes filled by our code from
-    the run's logs, like the --like recipe otherwise; written only when it validates and audits clean."""
+    """Write a new recipe from a measured run: layout from the run's command; result, correctness, stack and log
+    hashes from its logs; the --like recipe's otherwise; written only when it validates and audits clean."""
     from openrecipes.audit.record import recipe_text, record, reference_arm, run_arm, write_recipe
     from openrecipes.catalog.hardware import load_reference_tables
     from openrecipes.catalog.store import load_recipe

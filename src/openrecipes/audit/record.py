@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from pydantic import ValidationError
 
 from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
 from openrecipes.audit.pins import COMMAND_NAME, LOG_NAME, file_sha256
@@ -97,7 +98,8 @@ def record(like: Recipe, candidate: MeasuredRun, reference: MeasuredRun, root: P
     """The recipe of `candidate`'s run, shaped like `like` with the layout, GPU count and batch shape read from
     the run's own command (a torchtitan run; another engine's keeps like's), checked against `reference`. Nothing
     is written."""
-    like = with_command_layout(like, _parsed(candidate.run, candidate.folder), str(candidate.folder))
+    like = with_command_layout(like, _parsed(candidate.run, candidate.folder), str(candidate.folder),
+                               tables.models[like.model])
     table = read_run([candidate.log])
     steps = table.steps[-1].step + 1
     window = window or clip_window(like.result.window, steps)
@@ -158,7 +160,14 @@ def record(like: Recipe, candidate: MeasuredRun, reference: MeasuredRun, root: P
         "run": candidate.run, "env": _parsed(candidate.run, candidate.folder).exports, "reproductions": [],
         "notes": notes if notes is not None else like.notes,
     })
-    return Recorded(recipe.revalidated(), config, convergence)
+    try:
+        return Recorded(recipe.revalidated(), config, convergence)
+    except ValidationError as error:  # a figure out of range: the run and the --like recipe do not belong together
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise UserError(f"{candidate.folder}: recorded with the --like recipe's {like.model} on {like.gpu.type}, "
+                        f"{field} is {first['input']} ({first['msg'].lower()}); give a --like recipe of the run's "
+                        "model and GPU") from None
 
 
 def recipe_text(recipe: Recipe, header: str) -> str:

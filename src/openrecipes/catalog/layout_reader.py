@@ -9,6 +9,7 @@ from typing import Any
 
 from openrecipes.catalog.checks import flag_value
 from openrecipes.catalog.command import ParsedRun
+from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.model import Float8, Gpu, Layout, Recipe, Recompute, Workload
 from openrecipes.engines.registry import engine_of
 from openrecipes.errors import UserError
@@ -16,12 +17,17 @@ from openrecipes.errors import UserError
 SELECTIVE_OPTION = "--activation_checkpoint.selective_ac_option"  # torchtitan's selective AC method
 
 
-def with_command_layout(base: Recipe, command: ParsedRun, where: str) -> Recipe:
+def with_command_layout(base: Recipe, command: ParsedRun, where: str, card: ModelCard) -> Recipe:
     """`base` with its layout, GPU count and batch shape read from `command` (a torchtitan run), and, when the
     layout changed, words that say what it is; not yet revalidated. Another engine's run keeps `base`'s layout."""
     engine = engine_of(command)
     if engine is None or engine.name != "torchtitan":
         return base  # a Megatron/slime run's layout stays its --like recipe's (the validator compares the two)
+    trains = (command.value("--model.name"), command.value("--model.flavor"))
+    expected = (card.architecture.get("torchtitan_model"), card.architecture.get("torchtitan_flavor"))
+    if trains != expected:
+        raise UserError(f"{where}: the run trains torchtitan's {' '.join(map(str, trains))} but the --like recipe is "
+                        f"{base.model} ({' '.join(map(str, expected))}); give a --like recipe of the run's model")
     data: dict[str, Any] = base.model_dump()
     for row in engine.flags:
         section, *path = row.field.split(".")
