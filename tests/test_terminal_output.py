@@ -84,3 +84,11 @@ def test_show_json_is_the_recipe_as_written():
     assert data["path"] == "recipes/qwen3-8b/h200/openrecipes-fsdp2-compile-noac-mb1.yaml"
     assert data["recipe"]["run"] == written["run"]
     assert data["recipe"]["result"]["tokens_per_s_per_gpu"] == written["result"]["tokens_per_s_per_gpu"]
+
+
+def test_validate_fits_80_columns_with_every_file_name_whole():
+    done = openrecipes("validate", columns=80)
+    assert done.returncode == 0, done.stderr
+    _fits(done.stdout, 80)
+    for path in (REPO / "recipes").rglob("*.yaml"):
+        assert f"  ok      {path.name}" in done.stdout, path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -17,17 +18,28 @@ from openrecipes.catalog.validate import FileReport
 
 
 def validation_reports(console: Console, reports: list[FileReport]) -> None:
+    """Each file under its folder, by name alone, so that no width cuts a name; each error under its file."""
+    folder = None
     for report in reports:
-        if report.ok:
-            console.print(f"[green]ok[/]      {escape(str(report.path))}", highlight=False)
-            continue
-        console.print(f"[red]invalid[/] {escape(str(report.path))}", highlight=False)
+        if report.path.parent != folder:
+            folder = report.path.parent
+            console.print(f"[bold]{escape(_from_here(folder))}/[/]", highlight=False, soft_wrap=True)
+        state = "[green]ok[/]     " if report.ok else "[red]invalid[/]"
+        console.print(f"  {state} {escape(report.path.name)}", highlight=False, soft_wrap=True)
         for error in report.errors:
-            where = f"{report.path}:{error.line}" if error.line else str(report.path)
-            console.print(f"  {escape(where)}: [bold]{escape(error.field or 'file')}[/] {escape(error.message)}",
-                          highlight=False, markup=True, soft_wrap=True)
+            where = f"{report.path.name}:{error.line}" if error.line else report.path.name
+            console.print(f"    {escape(where)}: [bold]{escape(error.field or 'file')}[/] {escape(error.message)}",
+                          highlight=False, markup=True)
     bad = sum(not r.ok for r in reports)
     console.print(f"{len(reports) - bad} valid, {bad} invalid", highlight=False)
+
+
+def _from_here(folder: Path) -> str:
+    """A folder as the user would type it: relative to the working folder when inside it."""
+    try:
+        return str(folder.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(folder)
 
 
 def leaderboards(console: Console, catalog: Catalog) -> None:
