@@ -190,7 +190,7 @@ def test_page_runs_as_written(page, examples, tmp_path):
         if example.gpu:
             out = example.words[example.words.index("--out") + 1] if "--out" in example.words else None
             if out in STORED_RUNS:
-                shutil.copytree(STORED_RUNS[out], scratch / out)
+                shutil.copytree(STORED_RUNS[out], scratch / out, dirs_exist_ok=True)
             continue
         if run_name(example.words) in NEVER_RUN:
             continue
