@@ -92,3 +92,9 @@ def test_validate_fits_80_columns_with_every_file_name_whole():
     _fits(done.stdout, 80)
     for path in (REPO / "recipes").rglob("*.yaml"):
         assert f"  ok      {path.name}" in done.stdout, path
+
+
+def test_launch_prints_the_same_script_at_any_width():
+    narrow = openrecipes("launch", QWEN8B, "--slurm", columns=60)
+    wide = openrecipes("launch", QWEN8B, "--slurm", columns=250)
+    assert narrow.returncode == 0 and narrow.stdout == wide.stdout
