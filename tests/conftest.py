@@ -170,16 +170,16 @@ def bundled_site(tmp_path_factory, worker_id):
     return pickle.loads(report.read_bytes())
 
 
-def openrecipes(*args: object, cwd: Path = REPO) -> subprocess.CompletedProcess:
+def openrecipes(*args: object, cwd: Path = REPO, columns: int = 250) -> subprocess.CompletedProcess:
     """`openrecipes ARGS` as a shell runs it (the real entry point `main()`: its exit code, stdout and stderr, a wide
     terminal so rich does not ellipsize table cells), but in this process: a new interpreter per call would spend a
-    second or more importing the toolchain again. Tests about the process boundary itself (signals, a traceback
-    escaping, imports in a bare interpreter) start a real process instead. An exception that escapes `main()` fails
-    the test, as the traceback a user would see."""
+    second or more importing the toolchain again; `columns` is the terminal width rich sees. Tests about the process
+    boundary itself (signals, a traceback escaping, imports in a bare interpreter) start a real process instead. An
+    exception that escapes `main()` fails the test, as the traceback a user would see."""
     from openrecipes.cli import main
 
     argv, here = [str(a) for a in args], Path.cwd()
-    with CliRunner().isolation(env={"COLUMNS": "250"}) as (out, err, _):
+    with CliRunner().isolation(env={"COLUMNS": str(columns)}) as (out, err, _):
         sys.argv, saved = ["openrecipes", *argv], sys.argv
         os.chdir(cwd)
         try:

@@ -32,7 +32,10 @@ def test_slime_recipes_dry_run_only():
     assert isinstance(refused.exception, UserError) and "seeds' cluster" in str(refused.exception)
 
 
-def _stand_in_torchrun(folder, steps):
+def _stand_in_torchrun(folder, steps, monkeypatch):
+    """A torchrun that prints a run's log; it needs no torchtitan, GPU or rows, so run's checks before it starts
+    (tests/test_run_checks.py) are passed over."""
+    monkeypatch.setattr("openrecipes.engines.preflight.check_can_run", lambda *args: None)
     lines = ["[rank0]:[titan] 2026-11-30 01:00:00,000 - root - INFO - Training starts at step 1"]
     lines += [f"[rank0]:[titan] 2026-11-30 01:00:{10 + 2 * s:02d},000 - root - INFO - step: {s:2d}  "
               f"loss: {12 - 0.3 * s:.5f}"
@@ -44,7 +47,7 @@ def _stand_in_torchrun(folder, steps):
 
 
 def test_run_keeps_the_raw_log_and_the_steps_csv(tmp_path, monkeypatch):
-    _stand_in_torchrun(tmp_path, 20)
+    _stand_in_torchrun(tmp_path, 20, monkeypatch)
     monkeypatch.setenv("PATH", f"{tmp_path}:{__import__('os').environ['PATH']}")
     monkeypatch.chdir(REPO)  # the recipe's reference arm lies under runs/
     out = tmp_path / "run"
@@ -62,7 +65,7 @@ def test_run_keeps_the_raw_log_and_the_steps_csv(tmp_path, monkeypatch):
 
 def test_run_with_fewer_steps_is_measured_over_the_window_clipped_into_it(tmp_path, monkeypatch):
     # --steps 10 of a 20-step recipe: the log ends at step 9, which is the whole run, not a truncated one.
-    _stand_in_torchrun(tmp_path, 10)
+    _stand_in_torchrun(tmp_path, 10, monkeypatch)
     monkeypatch.setenv("PATH", f"{tmp_path}:{__import__('os').environ['PATH']}")
     monkeypatch.chdir(REPO)
     result = runner.invoke(app, ["run", str(QWEN3_8B), "--steps", "10", "--out", str(tmp_path / "run")])
@@ -72,7 +75,7 @@ def test_run_with_fewer_steps_is_measured_over_the_window_clipped_into_it(tmp_pa
 
 
 def test_run_finds_the_reference_arm_under_the_recipes_catalog_from_any_folder(tmp_path, monkeypatch):
-    _stand_in_torchrun(tmp_path, 20)
+    _stand_in_torchrun(tmp_path, 20, monkeypatch)
     monkeypatch.setenv("PATH", f"{tmp_path}:{__import__('os').environ['PATH']}")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -12,7 +12,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "openrecipes"
 
 FLOORS = {
-    "figures": 1, "thresholds": 1, "atomic": 1, "errors": 1, "jsonout": 1, "textfile": 1, "steptable": 1,
+    "figures": 1, "thresholds": 1, "atomic": 1, "errors": 1, "jsonout": 1, "textfile": 1, "steptable": 1, "names": 1,
     "__init__": 1, "__main__": 12,
     "engine knowledge": 2,
     "catalog": 3, "rows": 3,

@@ -70,8 +70,8 @@ def test_a_good_table_is_imported_and_a_row_without_a_card_is_reported(tmp_path,
     assert code == 0 and err == ""
     written = list(_files(root))
     assert [p.parent.as_posix() for p in written] == ["recipes/qwen3-30b-a3b/gb300"]
-    assert "skipped data/public-record/NVIDIA-NeMo/Megatron-Bridge/docs/performance-summary.md:17: Nemotron_3_Super: no model " \
-           "card" in out
+    assert ("skipped data/public-record/NVIDIA-NeMo/Megatron-Bridge/docs/performance-summary.md:17: "
+            "Nemotron_3_Super: no model card") in out
     assert "wrote 1 entries, skipped 1 rows" in out
     text = (root / written[0]).read_text(encoding="utf-8")
     assert "tokens_per_s_per_gpu: 44544\n" in text and "model_tflops_per_gpu: 1029\n" in text

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.errors import EXIT_CHECK_FAILED, UserError
@@ -45,12 +44,15 @@ def audit_command(
 
 def _print_reports(reports: list[AuditReport]) -> None:
     console = Console(highlight=False, soft_wrap=True)
-    table = Table(show_header=True, header_style="bold")
-    for column in ("evidence", "recipe", "findings"):
-        table.add_column(column)
+    # Grouped by board folder, each recipe by its file name alone: the longest line fits 80 columns and no name is
+    # cut (three GLM recipes share a long prefix; only their names tell them apart).
+    console.print(f"  {'evidence':<15}{'#':>3}  recipe (#: findings)", markup=False, style="bold")
+    folder = None
     for report in reports:
-        table.add_row(report.evidence, str(report.path), str(len(report.findings)))
-    console.print(table)
+        if report.path.parent != folder:
+            folder = report.path.parent
+            console.print(f"{folder}/", markup=False, style="bold")
+        console.print(f"  {report.evidence:<15}{len(report.findings):>3}  {report.path.name}", markup=False)
     for report in reports:
         for finding in report.findings:
             console.print(f"{report.path}: {finding.field}: {finding.message}", markup=False)
@@ -124,14 +126,15 @@ def _print_reproduction(reproduced: Reproduced, recipe: Path, written: bool) -> 
 def record_command(
     run_dir: Annotated[Path, typer.Argument(
         help="the measured run's folder under runs/: train.log, and command.sh when the run was not --like's command")],
-    like: Annotated[Path, typer.Option("--like", help="the recipe the run is a variant of (its layout must match)")],
+    like: Annotated[Path, typer.Option(
+        "--like", help="a recipe of the run's model and GPU type (the layout is read from the run's command)")],
     name: Annotated[str, typer.Option("--name", help="file name of the new recipe, without .yaml")],
     reference: Annotated[Path | None, typer.Option(
         "--reference", help="the reference arm's run folder (default: the --like recipe's reference arm)")] = None,
     catalog: CatalogOption = None,
 ) -> None:
-    """Write a new recipe from a measured run: result, correctness, stack and log hashes filled by our code from
-    the run's logs, like the --like recipe otherwise; written only when it validates and audits clean."""
+    """Write a new recipe from a measured run: layout from the run's command; result, correctness, stack and log
+    hashes from its logs; the --like recipe's otherwise; written only when it validates and audits clean."""
     from openrecipes.audit.record import recipe_text, record, reference_arm, run_arm, write_recipe
     from openrecipes.catalog.hardware import load_reference_tables
     from openrecipes.catalog.store import load_recipe

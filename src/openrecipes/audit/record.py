@@ -1,7 +1,8 @@
 """A measured run written as a new recipe: `openrecipes record RUN_DIR --like RECIPE --name NAME`, and the path
 `tune` writes its winner through.
 
-The new recipe is the --like recipe with everything a run decides filled in by our code: the result block
+The new recipe is the --like recipe (same model and GPU type) with everything a run decides filled in by our code:
+the layout, GPU count and batch shape read from the run's own command (catalog/layout_reader.py), the result block
 (measure over the recipe's window, clipped into a shorter run), the stack (the run's stack line), correctness
 (check config and check convergence against the reference arm), runs: with each log's sha256. It is built as a
 typed Recipe, validated, written only when it validates and audits clean, atomically.
@@ -16,13 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from pydantic import ValidationError
 
 from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
 from openrecipes.audit.pins import COMMAND_NAME, LOG_NAME, file_sha256
 from openrecipes.audit.review import audit, catalog_entries, reference_run
 from openrecipes.audit.stack import STACK_FIELDS
-from openrecipes.catalog.command import CommandError, parse_run
+from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
 from openrecipes.catalog.hardware import ReferenceTables
+from openrecipes.catalog.layout_reader import with_command_layout
 from openrecipes.catalog.model import Convergence, Correctness, Recipe, RunFolders
 from openrecipes.catalog.paths import relative_path
 from openrecipes.catalog.validate import validate_file
@@ -83,17 +86,20 @@ def reference_arm(like: Recipe, folder: Path, root: Path, tables: ReferenceTable
     return run_arm(folder, fallback)
 
 
-def _exports(run: str, where: Path) -> dict[str, str]:
+def _parsed(run: str, where: Path) -> ParsedRun:
     try:
-        return parse_run(run).exports
+        return parse_run(run)
     except CommandError as error:
         raise UserError(f"{where}: {error}") from None
 
 
 def record(like: Recipe, candidate: MeasuredRun, reference: MeasuredRun, root: Path, tables: ReferenceTables,
            notes: str | None = None, window: tuple[int, int] | None = None) -> Recorded:
-    """The recipe of `candidate`'s run, shaped like `like` (its layout must be the run's), checked against
-    `reference`. Nothing is written."""
+    """The recipe of `candidate`'s run, shaped like `like` with the layout, GPU count and batch shape read from
+    the run's own command (a torchtitan run; another engine's keeps like's), checked against `reference`. Nothing
+    is written."""
+    like = with_command_layout(like, _parsed(candidate.run, candidate.folder), str(candidate.folder),
+                               tables.models[like.model])
     table = read_run([candidate.log])
     steps = table.steps[-1].step + 1
     window = window or clip_window(like.result.window, steps)
@@ -151,10 +157,17 @@ def record(like: Recipe, candidate: MeasuredRun, reference: MeasuredRun, root: P
                       reference=where[reference], reference_sha256=file_sha256(reference.log))
     recipe = like.model_copy(update={
         "status": "measured", "stack": stack, "result": result, "correctness": correctness, "runs": runs,
-        "run": candidate.run, "env": _exports(candidate.run, candidate.folder), "reproductions": [],
+        "run": candidate.run, "env": _parsed(candidate.run, candidate.folder).exports, "reproductions": [],
         "notes": notes if notes is not None else like.notes,
     })
-    return Recorded(recipe.revalidated(), config, convergence)
+    try:
+        return Recorded(recipe.revalidated(), config, convergence)
+    except ValidationError as error:  # a figure out of range: the run and the --like recipe do not belong together
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise UserError(f"{candidate.folder}: recorded with the --like recipe's {like.model} on {like.gpu.type}, "
+                        f"{field} is {first['input']} ({first['msg'].lower()}); give a --like recipe of the run's "
+                        "model and GPU") from None
 
 
 def recipe_text(recipe: Recipe, header: str) -> str:

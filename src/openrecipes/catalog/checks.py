@@ -208,7 +208,8 @@ def _expected(recipe: Recipe, row: FlagField) -> object:
     return row.default if value is None else value  # a null field means the engine's default
 
 
-def _actual(command: ParsedRun, row: FlagField) -> object:
+def flag_value(command: ParsedRun, row: FlagField) -> object:
+    """The value a run command gives the field of `row` (its engine's default when the flag is absent)."""
     if row.kind == "switch":
         return command.has(row.flag)
     text = command.value(row.flag)
@@ -223,7 +224,7 @@ def _actual(command: ParsedRun, row: FlagField) -> object:
 
 
 def _compare_flag(recipe: Recipe, command: ParsedRun, row: FlagField) -> Iterator[Issue]:
-    expected, actual = _expected(recipe, row), _actual(command, row)
+    expected, actual = _expected(recipe, row), flag_value(command, row)
     if expected == actual:
         return
     written = _get(recipe, row.field)

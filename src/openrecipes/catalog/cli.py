@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +12,8 @@ from rich.console import Console
 from openrecipes.atomic import write_atomic
 from openrecipes.catalog import render
 from openrecipes.catalog.hardware import load_reference_tables
+from openrecipes.catalog.leaderboard import leaderboards_view
+from openrecipes.catalog.model import PublishedSummary, Recipe
 from openrecipes.catalog.model_add import add_model
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.schema import SCHEMA_PATH, render_schema
@@ -58,17 +61,41 @@ def validate(
         raise typer.Exit(EXIT_CHECK_FAILED)
 
 
-def list_recipes(catalog: CatalogOption = None) -> None:
+def list_recipes(
+    catalog: CatalogOption = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="print {boards: [{model, gpu_type, row_tokens, global_batch, precision, recipes}], summaries}"),
+    ] = False,
+) -> None:
     """The leaderboards: each model on each GPU type and workload, ranked by tokens/s per GPU."""
-    render.leaderboards(Console(), load_catalog(catalog or default_catalog_root()))
+    loaded = load_catalog(catalog or default_catalog_root())
+    if as_json:
+        print(json_text(leaderboards_view(loaded)))
+        return
+    render.leaderboards(Console(), loaded)
 
 
 def show(
-    recipe: Annotated[str, typer.Argument(help="recipe name, slug or path")], catalog: CatalogOption = None
+    recipe: Annotated[str, typer.Argument(help="recipe name, slug or path")], catalog: CatalogOption = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="print {path, slug, recipe}: the recipe's every field as the schema names it")] = False,
 ) -> None:
     """One recipe in full: figures, layout, checks, stack and the command."""
     loaded = load_catalog(catalog or default_catalog_root())
-    render.recipe(Console(), loaded, loaded.find(recipe))
+    entry = loaded.find(recipe)
+    if as_json:
+        print(json_text(ShownEntry(entry.path.as_posix(), entry.slug, entry.entry)))
+        return
+    render.recipe(Console(), loaded, entry)
+
+
+@dataclass(frozen=True)
+class ShownEntry:
+    """A recipe or published summary as `show --json` prints it: where it lives and every field it holds."""
+
+    path: str
+    slug: str
+    recipe: Recipe | PublishedSummary
 
 
 def schema(

@@ -98,3 +98,67 @@ def best_per_gpu(catalog: Catalog, model: str) -> list[GpuBest]:
 
 def models(catalog: Catalog) -> list[str]:
     return sorted({e.entry.model for e in catalog.entries})
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    """One ranked recipe as `list --json` prints it."""
+
+    rank: int
+    name: str
+    slug: str
+    path: str
+    tokens_per_s_per_gpu: float
+    usd_per_million_tokens: float
+    gpus: int
+    layout: str
+    highlights: str
+    measured: str
+    author: str
+
+
+@dataclass(frozen=True)
+class BoardView:
+    """One leaderboard as `list --json` prints it: its model, GPU type and workload, fastest first."""
+
+    model: str
+    gpu_type: str
+    row_tokens: int
+    global_batch: int
+    precision: str
+    recipes: list[BoardRow]
+
+
+@dataclass(frozen=True)
+class SummaryView:
+    """A published summary entry (figures only, never ranked) as `list --json` prints it."""
+
+    slug: str
+    path: str
+    model: str
+    gpu_type: str
+    gpus: int
+    tokens_per_s_per_gpu: float
+    usd_per_million_tokens: float | None
+    source: str
+
+
+@dataclass(frozen=True)
+class Leaderboards:
+    boards: list[BoardView]
+    summaries: list[SummaryView]
+
+
+def leaderboards_view(catalog: Catalog) -> Leaderboards:
+    """Every board and every published summary, typed, for `list --json`."""
+    views = [BoardView(b.model, b.gpu_type, b.workload.row_tokens, b.workload.global_batch, b.workload.precision, [
+        BoardRow(rank, e.name, e.slug, e.path.as_posix(), e.entry.result.tokens_per_s_per_gpu,
+                 e.entry.result.usd_per_million_tokens, e.entry.gpu.count, e.entry.layout.label,
+                 e.entry.layout.highlights, e.entry.result.measured.isoformat(), e.entry.author.name)
+        for rank, e in enumerate(b.ranked, start=1)]) for b in boards(catalog)]
+    summaries = []
+    for entry in catalog.summaries:
+        s = entry.entry
+        summaries.append(SummaryView(entry.slug, entry.path.as_posix(), s.model, s.gpu.type, s.gpu.count,
+                                     s.result.tokens_per_s_per_gpu, s.result.usd_per_million_tokens, s.source))
+    return Leaderboards(views, summaries)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import textwrap
+from pathlib import Path
+
 from rich.console import Console
 from rich.markup import escape
-from rich.syntax import Syntax
 from rich.table import Table
+from rich.text import Text
 
 from openrecipes.catalog import facts
 from openrecipes.catalog.leaderboard import boards
@@ -16,12 +19,14 @@ from openrecipes.catalog.validate import FieldError, FileReport
 
 
 def validation_reports(console: Console, reports: list[FileReport]) -> None:
+    """Each file under its folder, by name alone, so that no width cuts a name; each error under its file."""
+    folder = None
     for report in reports:
-        if report.ok:
-            console.print(f"[green]ok[/]      {escape(str(report.path))}", highlight=False)
-            _lines(console, report, report.findings, "[yellow]finding[/] ")
-            continue
-        console.print(f"[red]invalid[/] {escape(str(report.path))}", highlight=False)
+        if report.path.parent != folder:
+            folder = report.path.parent
+            console.print(f"[bold]{escape(_from_here(folder))}/[/]", highlight=False, soft_wrap=True)
+        state = "[green]ok[/]     " if report.ok else "[red]invalid[/]"
+        console.print(f"  {state} {escape(report.path.name)}", highlight=False, soft_wrap=True)
         _lines(console, report, report.errors, "")
         _lines(console, report, report.findings, "[yellow]finding[/] ")
     bad = sum(not r.ok for r in reports)
@@ -32,38 +37,52 @@ def validation_reports(console: Console, reports: list[FileReport]) -> None:
 
 def _lines(console: Console, report: FileReport, items: list[FieldError], prefix: str) -> None:
     for item in items:
-        where = f"{report.path}:{item.line}" if item.line else str(report.path)
-        console.print(f"  {prefix}{escape(where)}: [bold]{escape(item.field or 'file')}[/] {escape(item.message)}",
+        where = f"{report.path.name}:{item.line}" if item.line else report.path.name
+        console.print(f"    {prefix}{escape(where)}: [bold]{escape(item.field or 'file')}[/] {escape(item.message)}",
                       highlight=False, markup=True, soft_wrap=True)
 
 
+def _from_here(folder: Path) -> str:
+    """A folder as the user would type it: relative to the working folder when inside it."""
+    try:
+        return str(folder.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(folder)
+
+
 def leaderboards(console: Console, catalog: Catalog) -> None:
+    """Each board as stacked rows, so that no terminal width cuts a figure or a name: the rank and the recipe's
+    name on one line, its figures on the next, its layout and highlights (wrapped, indented) below."""
     for board in boards(catalog):
-        title = f"Training {escape(board.model)} on {escape(board.gpu_type)}\n[dim]{board.workload.label}[/]"
-        table = Table(title=title, title_justify="left")
-        for column in ("#", "tokens/s per GPU", "$ / 1M tokens", "GPUs", "layout", "highlights", "measured",
-                       "author", "recipe"):
-            table.add_column(column, justify="right" if column in ("#", "tokens/s per GPU", "$ / 1M tokens",
-                                                                    "GPUs") else "left")
+        console.print(f"[bold]Training {escape(board.model)} on {escape(board.gpu_type)}[/]\n"
+                      f"[dim]{board.workload.label}[/]", highlight=False)
         for rank, entry in enumerate(board.ranked, start=1):
             r = entry.entry
-            table.add_row(f"#{rank}", facts.tokens_board(r.result.tokens_per_s_per_gpu),
-                          facts.usd(r.result.usd_per_million_tokens),
-                          str(r.gpu.count), *map(escape, (r.layout.label, r.layout.highlights)),
-                          str(r.result.measured), escape(r.author.name), escape(entry.name))
-        console.print(table)
+            console.print(f"#{rank:<3} [bold]{escape(entry.name)}[/]", highlight=False, soft_wrap=True)
+            _indented(console, f"{facts.tokens_board(r.result.tokens_per_s_per_gpu)} tokens/s per GPU · "
+                           f"{facts.usd(r.result.usd_per_million_tokens)} / 1M tokens · "
+                           f"{r.gpu.count} x {r.gpu.type}")
+            _indented(console, f"{r.layout.label} · {r.layout.highlights} · measured {r.result.measured} "
+                           f"by {r.author.name}", style="dim")
+        console.print()
     if catalog.summaries or catalog.record:
-        table = Table(title="Published entries (author-reported figures, never ranked)", title_justify="left")
-        for column in ("model", "GPU", "GPUs", "precision", "layout", "tokens/s per GPU", "$ / 1M tokens", "entry"):
-            table.add_column(column)
+        console.print("[bold]Published entries[/] (author-reported figures, never ranked)", highlight=False)
         for summary in sorted([*catalog.summaries, *catalog.record],
-                              key=lambda e: (e.entry.model, e.entry.gpu.type, e.slug)):
+                              key=lambda e: (e.entry.model, e.entry.gpu.type, e.entry.gpu.count, e.slug)):
             s = summary.entry
-            table.add_row(escape(s.model), escape(s.gpu.type), str(s.gpu.count), escape(s.precision or "-"),
-                          escape(s.published.layout.label if s.published else "-"),
-                          facts.tokens_board(s.result.tokens_per_s_per_gpu), facts.usd(s.result.usd_per_million_tokens),
-                          escape(summary.name))
-        console.print(table)
+            console.print(f"[bold]{escape(summary.name)}[/]", highlight=False, soft_wrap=True)
+            layout = f" · {s.published.layout.label}" if s.published else ""
+            _indented(console, f"{facts.tokens_board(s.result.tokens_per_s_per_gpu)} tokens/s per GPU · "
+                           f"{s.model} on {s.gpu.count} x {s.gpu.type} · {s.precision or 'precision unpublished'}"
+                           f"{layout}")
+
+
+def _indented(console: Console, text: str, style: str = "") -> None:
+    """Text under a row's name: wrapped at the terminal's width between words, each line indented four spaces and
+    none padded (printed with soft_wrap, rich adds no breaks of its own)."""
+    console.print(Text(textwrap.fill(text, width=max(console.width, 40), initial_indent="    ",
+                                     subsequent_indent="    ", break_long_words=False, break_on_hyphens=False),
+                       style=style), soft_wrap=True)
 
 
 def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
@@ -96,5 +115,12 @@ def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
     for key, value in rows:
         table.add_row(key, escape(value))  # recipe text is shown as written, never read as rich markup
     console.print(table)
-    console.print(Syntax(r.run, "bash", word_wrap=True))
+    console.print("[bold]Command[/] (the recipe's `run`, exactly as written):", highlight=False)
+    command(console, r.run)
 
+
+def command(console: Console, text: str) -> None:
+    """A command a user pastes, byte for byte: never re-wrapped, padded or highlighted at any terminal width (a
+    long line is left for the terminal to fold on screen; a copy keeps it whole)."""
+    console.file.write(text if text.endswith("\n") else text + "\n")
+    console.file.flush()

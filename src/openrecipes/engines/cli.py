@@ -33,8 +33,12 @@ def run_command(
     steps: Annotated[int | None, typer.Option(
         "--steps", min=1, max=10**9, help="optimizer steps (default: the recipe's)")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="run folder (default: runs/<recipe file name>)")] = None,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="run into --out although it holds a failed attempt of ours (a published run: never)"),
+    ] = False,
 ) -> None:
-    """Run a recipe with torchrun: raw log and step,loss,step_time CSV under runs/, then measure and check it."""
+    """Run a recipe with torchrun: raw log and step,loss,step_time CSV under runs/, then measure and check it.
+    Before starting it checks torchtitan, the CUDA GPU count and the rows file (with its sha256)."""
     from openrecipes.engines.megatron.dry_run import dry_run_text
 
     recipe, parsed, launch = _recipe_and_launch(recipe_path, steps)
@@ -50,10 +54,14 @@ def run_command(
         return
     if launch.nnodes > 1:
         raise UserError(f"{recipe_path}: {launch.nnodes} nodes; write a batch script with `openrecipes launch --slurm`")
+    from openrecipes.catalog.paths import catalog_root
     from openrecipes.engines.execute import execute, report
+    from openrecipes.engines.preflight import check_can_run
 
+    check_can_run(recipe_path, recipe, launch)
     run_dir = out or Path("runs") / recipe_path.stem
-    log = execute(launch, run_dir, tokens_per_step=recipe.workload.global_batch * recipe.workload.row_tokens)
+    log = execute(launch, run_dir, tokens_per_step=recipe.workload.global_batch * recipe.workload.row_tokens,
+                  catalog=catalog_root(recipe_path) or Path.cwd(), overwrite=overwrite)
     report(recipe_path, recipe, log, launch.steps)
 
 

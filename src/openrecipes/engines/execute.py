@@ -18,26 +18,33 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from openrecipes import figures
 from openrecipes.atomic import write_atomic
+from openrecipes.audit.pins import COMMAND_NAME
 from openrecipes.catalog.model import Recipe
+from openrecipes.catalog.render import command
 from openrecipes.engines.torchtitan.render import TorchtitanLaunch
 from openrecipes.errors import UserError
 from openrecipes.steptable import Step
 
 
-def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int) -> Path:
-    """Run `launch` to the end; the raw log lands in run_dir/train.log and the step table in run_dir/steps.csv."""
+def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int, catalog: Path | None = None,
+            overwrite: bool = False) -> Path:
+    """Run `launch` to the end; the raw log lands in run_dir/train.log, the step table in run_dir/steps.csv and
+    the exact command in run_dir/command.sh."""
     from openrecipes.engines.torchtitan.logs import TorchtitanReader
     from openrecipes.measure.formats import strip_colour
 
     log = run_dir / "train.log"
-    if log.exists():
-        raise UserError(f"{log} exists: it may be a published run; give another --out")
-    run_dir.mkdir(parents=True, exist_ok=True)
+    from openrecipes.catalog.paths import default_catalog_root
+
+    prepare_run_dir(run_dir, catalog or default_catalog_root(), overwrite=overwrite)
+    attempt = run_dir / ATTEMPT
+    write_atomic(attempt, "running\n")  # until the run ends well: a folder holding it is a failed attempt of ours
+    write_atomic(run_dir / COMMAND_NAME, launch.script())  # what `record` reads the run's layout from
     steps = launch.steps
     gpus = launch.nnodes * launch.nproc_per_node
     reader, table = TorchtitanReader(), []
     console = Console()
-    console.print(launch.script(), markup=False, highlight=False)
+    command(console, launch.script())  # byte for byte, never re-wrapped to the terminal
     with log.open("w") as sink, Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                           TimeElapsedColumn(), console=console) as progress:
         task = progress.add_task("starting", total=steps)
@@ -56,9 +63,48 @@ def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int) ->
                             description=f"step {step.step + 1} loss {step.loss:.4f} {rate}")
         code = process.wait()
     if code != 0:
-        raise UserError(f"torchrun exited with {code}; the raw log is {log}")
+        write_atomic(attempt, f"failed: torchrun exited with {code}\n")
+        raise UserError(f"torchrun exited with {code}: {last_line(log)} (the raw log is {log}; after a fix, run "
+                        f"again with --overwrite)")
     write_steps_csv(table, run_dir / "steps.csv")
+    attempt.unlink()
     return log
+
+
+ATTEMPT = ".openrecipes-attempt"  # beside train.log while a run of ours goes or after it failed
+OURS = {"train.log", "steps.csv", COMMAND_NAME, ATTEMPT}  # what a run folder of ours holds before it ends well
+
+
+def prepare_run_dir(run_dir: Path, catalog: Path, *, overwrite: bool) -> None:
+    """An empty run folder for a new run. A folder holding only a failed attempt of `openrecipes run` is emptied
+    with --overwrite; any other train.log is kept (a published run stays as it was measured), and so is any log a
+    recipe of the catalog pins by sha256, whatever the folder holds."""
+    from openrecipes.audit.pins import file_sha256
+
+    log = run_dir / "train.log"
+    if not log.exists():
+        run_dir.mkdir(parents=True, exist_ok=True)
+        return
+    held = {p.name for p in run_dir.iterdir()}
+    if ATTEMPT not in held or not held <= OURS:
+        raise UserError(f"{log} exists and is not a failed attempt of `openrecipes run` (it may be a published run, "
+                        f"never written over); give another --out")
+    digest = file_sha256(log)
+    if any(digest in recipe.read_text(encoding="utf-8") for recipe in (catalog / "recipes").rglob("*.yaml")):
+        raise UserError(f"{log} is pinned by a recipe under {catalog / 'recipes'}: a published run, never written "
+                        f"over; give another --out")
+    if not overwrite:
+        status = (run_dir / ATTEMPT).read_text(encoding="utf-8").strip()
+        raise UserError(f"{run_dir} holds a failed attempt ({status}); add --overwrite to run into it again, or "
+                        f"give another --out")
+    for name in held:
+        (run_dir / name).unlink()
+
+
+def last_line(log: Path) -> str:
+    """The log's last non-empty line, where torchrun's children say what stopped them."""
+    lines = [line.strip() for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    return lines[-1][-300:] if lines else "the log is empty"
 
 
 def launch_environment(launch: TorchtitanLaunch) -> dict[str, str]:

@@ -43,7 +43,11 @@ def measure_command(
     table = Table(title=escape(f"result of {', '.join(map(str, logs))}"), show_header=False)
     for name, value in result.items():
         table.add_row(name, "-" if value is None else escape(str(value)))
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    if recipe is None:  # the dashes are figures that need the recipe's GPUs, batch and price, not missing data
+        console.print("-: needs the recipe (GPU count, batch, row tokens, price); add --recipe RECIPE.yaml",
+                      markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -11,6 +11,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from openrecipes.errors import UserError
+from openrecipes.names import canonical
 from openrecipes.rows import demo as demo_corpus
 from openrecipes.rows.build import MAX_ROW_TOKENS, MAX_ROWS, MAX_SEED, MAX_WORKERS, BuildRequest, build_rows
 from openrecipes.rows.formats import CHAT_FORMATS
@@ -55,9 +57,19 @@ def _run_build(request: BuildRequest) -> RowsManifest:
 
 
 def _check_format(chat_format: str) -> str:
-    if chat_format not in CHAT_FORMATS:
-        raise typer.BadParameter(f"use one of {', '.join(CHAT_FORMATS)}")
-    return chat_format
+    """The format's canonical spelling (any case, `-` or `_`: gpt-oss is gpt_oss)."""
+    try:
+        return canonical(chat_format, CHAT_FORMATS, "chat format", "docs/rows.md")
+    except UserError as error:
+        raise typer.BadParameter(str(error)) from None
+
+
+def _check_family(family: str) -> str:
+    """The tokenizer family's canonical spelling (any case, `-` or `_`: gpt_oss is gpt-oss)."""
+    try:
+        return canonical(family, VOCABS, "tokenizer family", "docs/rows.md")
+    except UserError as error:
+        raise typer.BadParameter(str(error)) from None
 
 
 WorkersOption = Annotated[int, typer.Option(
@@ -94,7 +106,8 @@ def build(
 def demo(
     out: Annotated[Path, typer.Option(
         help="Output directory: conversations.jsonl, tokenizer/, rows.parquet, manifest.")],
-    chat_format: Annotated[str, typer.Option(help="gpt_oss, qwen3 or llama3 (the bundled tokenizers).")] = "gpt_oss",
+    chat_format: Annotated[str, typer.Option(
+        callback=_check_format, help="gpt_oss, qwen3 or llama3 (the bundled tokenizers).")] = "gpt_oss",
     row_tokens: RowTokensOption = 8192,
     rows: Annotated[int, typer.Option(
         min=1, max=MAX_ROWS, help="Rows to write; the corpus repeats in epochs when one pass is too small.")] = 4,
@@ -123,7 +136,7 @@ def demo(
 
 @tokenizer_app.command("export")
 def export(
-    family: Annotated[str, typer.Argument(help=f"One of {', '.join(VOCABS)}.")],
+    family: Annotated[str, typer.Argument(callback=_check_family, help=f"One of {', '.join(VOCABS)}.")],
     out: Annotated[Path, typer.Option(help="Directory to write tokenizer.json + tokenizer_config.json into.")],
 ) -> None:
     """Write a Hugging Face tokenizer directory, its vocabulary checked against the official sha256."""

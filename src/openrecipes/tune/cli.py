@@ -64,6 +64,7 @@ def plan(
         return
     if gpu is None or gpus is None:
         raise UserError("give --gpu TYPE and --gpus N (e.g. openrecipes plan gpt-oss-20b --gpu H200 --gpus 8)")
+    model, gpu = _names(model, gpu)
     if engine not in engine_names():
         raise UserError(f"--engine {engine}: use {' or '.join(engine_names())}")
     if emit_recipe is not None:
@@ -84,6 +85,16 @@ def plan(
                                    **levers)))
         return
     _print_table(Console(), request, predict(request), top)
+
+
+def _names(model: str, gpu: str) -> tuple[str, str]:
+    """The canonical spellings of a model and a GPU type as typed (any case, `-` or `_`, or the card's file name),
+    among the planner's tables (the catalog's and its reference points')."""
+    from openrecipes.catalog.names import gpu_name, model_name
+    from openrecipes.plan.calibrate import reference_tables
+
+    tables = reference_tables()
+    return model_name(model, tables), gpu_name(gpu, tables)
 
 
 def _export(out: Path | None) -> None:

@@ -17,6 +17,7 @@ from openrecipes.atomic import write_atomic
 from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ModelCard, ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
+from openrecipes.catalog.names import gpu_name, model_name
 from openrecipes.catalog.paths import default_catalog_root, relative_path
 from openrecipes.catalog.store import load_catalog
 from openrecipes.catalog.yamlio import read_yaml
@@ -151,10 +152,7 @@ def setup(model: str, gpu_type: str, gpus: int, base_path: Path | None = None, r
           float8: str | None = None) -> Setup:
     root = Path(root or default_catalog_root()).resolve()
     tables = load_reference_tables(root)
-    if model not in tables.models:
-        raise UserError(f"unknown model '{model}'; known: {', '.join(sorted(tables.models))} (models/*.yaml)")
-    if gpu_type not in tables.gpus:
-        raise UserError(f"unknown GPU type '{gpu_type}'; known: {', '.join(tables.gpus)} (hardware/gpus.yaml)")
+    model, gpu_type = model_name(model, tables), gpu_name(gpu_type, tables)
     base_path = Path(base_path) if base_path else find_base(model, gpu_type, gpus, root)
     base = base_configuration(base_path)
     if not torchtitan.is_recipe(parse_run(base.run)):
