@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from openrecipes.catalog.record_import import (
-    ENTRY_PREFIX,
     Imported,
     ImportResult,
     Skipped,
     SourceFile,
     Table,
     TableRow,
+    entry_name,
     markdown_tables,
     number,
     run_script,
@@ -177,11 +177,9 @@ def _entry(release: _Release, table: Table, row: TableRow, cells: dict[str, str]
     for key in _FOOTNOTE.findall(row.text):
         if key in release.footnotes:
             notes.append(f"The source's footnote: \"{release.footnotes[key]}\"")
-    name = "-".join(str(p) for p in (
-        f"{ENTRY_PREFIX}{TAG}", version, task, precision, f"{gpus}gpu", f"tp{layout['tp']}", f"pp{layout['pp']}",
-        f"cp{layout['cp']}", f"vp{layout['vp'] or 'na'}", f"ep{layout['ep'] or 'na'}",
-        *([f"fsdp{layout['fsdp']}"] if layout["fsdp"] else []), f"gbs{cells['GBS']}", f"mbs{cells['MBS']}",
-        *(["mtp"] if "w/ MTP" in published_model else [])))
+    name = entry_name(TAG, version, task, precision, gpus,
+                      {key: layout[key] for key in ("tp", "pp", "cp", "vp", "ep", "fsdp")},
+                      [f"gbs{cells['GBS']}", f"mbs{cells['MBS']}", *(["mtp"] if "w/ MTP" in published_model else [])])
     data: dict[str, Any] = {
         "schema_version": 1, "kind": "published_summary", "model": model,
         "gpu": {"type": gpu, "count": gpus},

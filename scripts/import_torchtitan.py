@@ -7,7 +7,7 @@ data/public-record/ (manifest.yaml names their commit).
 Reads benchmarks/llama3_h100_202412_torchtitan.md (December 2024, Llama 3.1 8B/70B/405B on up to 512 H100s),
 benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md (June 2025, vanilla and async TP) and docs/performance.md (where
 the December 2024 tables lived before; its rows that equal the benchmark file's are reported, not imported twice).
-Each row becomes recipes/<model>/h100/record-torchtitan-<file>-<precision>-<layout>.yaml.
+Each row becomes recipes/<model>/h100/record-titan-<file>-<precision>-<layout>.yaml.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from typing import Any
 
 from openrecipes.catalog.hardware import load_reference_tables
 from openrecipes.catalog.record_import import (
-    ENTRY_PREFIX,
     Imported,
     ImportResult,
     Skipped,
     SourceFile,
     Table,
     TableRow,
+    entry_name,
     markdown_tables,
     number,
     run_script,
@@ -37,10 +37,10 @@ from openrecipes.errors import UserError
 REPOSITORY = "pytorch/torchtitan"
 FILES = {  # path -> the short name its entries carry
     "benchmarks/llama3_h100_202412_torchtitan.md": "202412",
-    "benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md": "asynctp-202506",
+    "benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md": "202506",
 }
 EARLIER_COPY = ("docs/performance.md", "benchmarks/llama3_h100_202412_torchtitan.md")
-TAG = "torchtitan"
+TAG = "titan"  # file names only: recipes/<model>/<gpu>/record-titan-<release>-...
 # The files describe their machines in prose ("Grand Teton ... 8 NVIDIA H100 GPUs ... 96GB HBM2e ... 500W"); the
 # import refuses a file whose hardware text it does not recognise rather than guess another GPU.
 HARDWARE_TEXT = ("Grand Teton", "96GB HBM2e", "500W power limit")
@@ -142,10 +142,13 @@ def _entries(source: SourceFile, short: str, table: Table, version: str, tables_
             if precision == FLOAT8 and row_precision is None:
                 notes.append("'Float8' is torchao's dynamic tensorwise FP8 scaling, the float8 recipe torchtitan "
                              "configured at that commit.")
+            # A row's own techniques tell it from the other rows of its table (what the caption names is common to
+            # them all, and Float8 is in the precision already).
             slug = "-".join(re.sub(r"[^a-z0-9]+", "", t.removesuffix(" pipeline schedule").lower())
-                            for t in techniques if t not in ("FSDP", "2D"))
-            name = (f"{ENTRY_PREFIX}{TAG}-{short}-{precision}-{gpus}gpu-fsdp{fsdp}-tp{tp}-pp{pp}-cp{cp}-seq{seq}"
-                    + (f"-{slug}" if slug else ""))
+                            .replace("torchcompile", "compile").replace("interleaved", "i")
+                            for t in row_techniques if t not in ("FSDP", "2D", "Float8"))
+            name = entry_name(TAG, short, "pretrain", precision, gpus, {"fsdp": fsdp, "tp": tp, "pp": pp, "cp": cp},
+                              [*([f"seq{seq}"] if seq != DEFAULT_SEQ else []), *([slug] if slug else [])])
             data: dict[str, Any] = {
                 "schema_version": 1, "kind": "published_summary", "model": model,
                 "gpu": {"type": "H100", "count": gpus},

@@ -18,11 +18,11 @@ from openrecipes.catalog.validate import validate_file
 from openrecipes.thresholds import PUBLISHED_FLOPS
 
 MEGATRON = (REPO / "recipes/llama-3.1-405b/h100/"
-            "record-mbridge-26.06-pretrain-fp8-1024gpu-tp8-pp8-cp2-vp8-epna-gbs1536-mbs1.yaml")
+            "record-mbridge-26.06-fp8-1024gpu-tp8pp8cp2vp8-gbs1536-mbs1.yaml")
 MOE = (REPO / "recipes/deepseek-v3/gb300/"
-       "record-mbridge-26.06-pretrain-mxfp8-256gpu-tp1-pp2-cp1-vp8-ep32-gbs4096-mbs1.yaml")
+       "record-mbridge-26.06-mxfp8-256gpu-pp2vp8ep32-gbs4096-mbs1.yaml")
 TORCHTITAN = (REPO / "recipes/llama-3.1-70b/h100/"
-              "record-torchtitan-202412-fp8-tensorwise-256gpu-fsdp32-tp8-pp1-cp1-seq8192-torchcompile-float8.yaml")
+              "record-titan-202412-fp8tw-256gpu-fsdp32tp8.yaml")
 
 
 @pytest.fixture(scope="module")

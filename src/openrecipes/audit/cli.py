@@ -44,15 +44,18 @@ def audit_command(
 
 def _print_reports(reports: list[AuditReport]) -> None:
     console = Console(highlight=False, soft_wrap=True)
-    # Grouped by board folder, each recipe by its file name alone: the longest line fits 80 columns and no name is
-    # cut (three GLM recipes share a long prefix; only their names tell them apart).
-    console.print(f"  {'evidence':<15}{'#':>3}  recipe (#: findings)", markup=False, style="bold")
-    folder = None
+    # Grouped by board folder, then by evidence, each recipe by its file name alone: the longest line fits 80 columns
+    # and no name is cut (three GLM recipes share a long prefix; only their names tell them apart).
+    folder = evidence = None
     for report in reports:
         if report.path.parent != folder:
-            folder = report.path.parent
+            folder, evidence = report.path.parent, None
             console.print(f"{folder}/", markup=False, style="bold")
-        console.print(f"  {report.evidence:<15}{len(report.findings):>3}  {report.path.name}", markup=False)
+        if report.evidence != evidence:
+            evidence = report.evidence
+            console.print(f"  {evidence}", markup=False)
+        found = f"[{len(report.findings)} finding(s)] " if report.findings else ""
+        console.print(f"    {found}{report.path.name}", markup=False)
     for report in reports:
         for finding in report.findings:
             console.print(f"{report.path}: {finding.field}: {finding.message}", markup=False)

@@ -36,6 +36,23 @@ MAX_SOURCE_BYTES = 4 * MIB  # the largest stored table today is 44 KB
 ENTRY_PREFIX = "record-"  # every imported file is recipes/<model>/<gpu>/record-<source>-....yaml
 
 
+# Short spellings in file names only (the entry itself names the precision in full).
+_PRECISION_IN_NAMES = {"fp8-current-scaling": "fp8cs", "fp8-delayed-scaling": "fp8ds", "fp8-blockwise": "fp8block",
+                       "fp8-tensorwise": "fp8tw", "fp8-rowwise": "fp8rw"}
+
+
+def entry_name(source_tag: str, version: str, task: str, precision: str, gpus: int, degrees: dict[str, int | None],
+               extras: list[str]) -> str:
+    """An entry's file name: source, release, task (pre-training unsaid), precision, GPUs, the parallel degrees
+    above 1 (`tp8pp4ep64`) and what else tells two rows of one table apart; short enough to read on an 80-column
+    terminal, the entry's `published` block holding the layout in full."""
+    parts = [f"{ENTRY_PREFIX}{source_tag}", version, *([] if task == "pretrain" else [task]),
+             _PRECISION_IN_NAMES.get(precision, precision), f"{gpus}gpu",
+             "".join(f"{name}{degree}" for name, degree in degrees.items() if degree and degree > 1) or "dp1",
+             *extras]
+    return "-".join(parts)
+
+
 @dataclass(frozen=True)
 class SourceFile:
     """One stored copy of a public file, as the manifest names it."""

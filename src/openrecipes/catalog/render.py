@@ -36,10 +36,13 @@ def validation_reports(console: Console, reports: list[FileReport]) -> None:
 
 
 def _lines(console: Console, report: FileReport, items: list[FieldError], prefix: str) -> None:
+    """Each error or finding as the file's name on one line, then where and what, wrapped between words below it."""
     for item in items:
-        where = f"{report.path.name}:{item.line}" if item.line else report.path.name
-        console.print(f"    {prefix}{escape(where)}: [bold]{escape(item.field or 'file')}[/] {escape(item.message)}",
-                      highlight=False, markup=True, soft_wrap=True)
+        console.print(f"    {prefix}{escape(report.path.name)}", highlight=False, soft_wrap=True)
+        where = f"line {item.line}: " if item.line else ""
+        console.print(Text(textwrap.fill(f"{where}{item.field or 'file'}: {item.message}", width=max(console.width, 40),
+                                         initial_indent="      ", subsequent_indent="      ", break_long_words=False,
+                                         break_on_hyphens=False)), soft_wrap=True)
 
 
 def _from_here(folder: Path) -> str:
