@@ -248,7 +248,7 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
     plans = model_plans(catalog, site.sections)  # read first: a stale plans/*.json stops the build before any plot
     for name in ("site.css", "site.js", "plan.css", "favicon.svg"):
         write.bytes(f"static/{name}", (HERE / "static" / name).read_bytes())
-    for summary in catalog.summaries:
+    for summary in (*catalog.summaries, *catalog.record):
         write.bytes(recipe_yaml_path(summary), (catalog.root / summary.path).read_bytes())
     for section in site.sections:
         if section.points:

@@ -12,8 +12,8 @@ from pathlib import Path, PurePosixPath
 from openrecipes.audit.evidence import AuditReport
 from openrecipes.audit.review import audit_catalog
 from openrecipes.catalog import facts
-from openrecipes.catalog.leaderboard import BF16, Board, GpuBest, best_per_gpu, boards, models, ranked_with_bf16
 from openrecipes.catalog.hardware import ModelCard
+from openrecipes.catalog.leaderboard import BF16, Board, GpuBest, best_per_gpu, boards, models, ranked_with_bf16
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.store import Catalog, CatalogEntry, SummaryEntry
 from openrecipes.errors import UserError

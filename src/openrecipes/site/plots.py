@@ -206,9 +206,9 @@ def scaling_svg(points: list[ScalingPoint], id_prefix: str) -> str:
                      "facecolors": colour if measured else "none"}
             speed.scatter([p.gpus for p in group], [p.tokens_per_s_per_gpu for p in group], **style) \
                 .set_urls([p.href for p in group])
-            with_mfu = [p for p in group if p.mfu is not None]
-            mfu.scatter([p.gpus for p in with_mfu], [100 * p.mfu for p in with_mfu], **style) \
-                .set_urls([p.href for p in with_mfu])
+            with_mfu = [(p, p.mfu) for p in group if p.mfu is not None]
+            mfu.scatter([p.gpus for p, _ in with_mfu], [100 * value for _, value in with_mfu], **style) \
+                .set_urls([p.href for p, _ in with_mfu])
         counts = sorted({p.gpus for p in points})
         mfu.set_xscale("log", base=2)
         mfu.set_xticks(counts, [str(c) for c in counts])

@@ -122,8 +122,9 @@ def scaling_points(catalog: Catalog, model: str, folder: str, rows: list[RecordR
         result = recipe.result
         mfu = figures.mfu(result.active_params.count, result.tokens_per_s_per_gpu, spec.peak_bf16_flops) \
             if spec else None
-        points.append(ScalingPoint(entry, recipe.gpu.type, recipe.gpu.count, recipe.workload.precision,
-                                   recipe.stack.framework.split()[0], result.tokens_per_s_per_gpu, mfu, True, recipe_page[entry.slug]))
+        engine = recipe.stack.framework.split()[0]  # "slime 0.3.0" -> slime
+        points.append(ScalingPoint(entry, recipe.gpu.type, recipe.gpu.count, recipe.workload.precision, engine,
+                                   result.tokens_per_s_per_gpu, mfu, True, recipe_page[entry.slug]))
     for row in rows:
         summary = row.entry.entry
         points.append(ScalingPoint(row.entry, summary.gpu.type, summary.gpu.count, row.run.precision,
