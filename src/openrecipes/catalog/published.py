@@ -6,9 +6,10 @@ validator, the site) derives the same numbers the same way.
 
 Layout rules, one per engine:
 - Megatron-Bridge: DP = #GPUs / (TP x PP x CP) is a whole number; experts are placed inside TP x CP x DP
-  (= #GPUs / PP), so EP x ETP divides it (ETP is 1 where the source does not publish it); VP > 1 needs PP > 1; the
-  FSDP column is 0 (DDP) or #GPUs / (TP x PP), its sharding group; GBS is a multiple of MBS x DP. A published GA
-  column that is not GBS / (MBS x DP) is a finding: the table contradicts itself.
+  (= #GPUs / PP), so EP x ETP divides it (ETP is 1 where the source does not publish it, as Megatron-Bridge's MoE
+  performance recipes set it: perf_recipes/qwen/*/qwen3_moe.py, expert_tensor_parallel_size = 1); VP > 1 needs
+  PP > 1; the FSDP column is 0 (DDP) or #GPUs / (TP x PP), its sharding group; GBS is a multiple of MBS x DP. A
+  published GA column that is not GBS / (MBS x DP) is a finding: the table contradicts itself.
 - torchtitan: FSDP x TP x PP x CP = #GPUs (no replicate dimension in the published runs), and a published global
   batch is the local batch x FSDP.
 """
