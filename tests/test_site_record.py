@@ -10,6 +10,7 @@ import re
 from html import unescape
 
 import pytest
+from markupsafe import escape
 from site_helpers import REPO
 
 from openrecipes.catalog.published import published_figures
@@ -53,6 +54,7 @@ def test_a_board_shows_its_public_record_in_its_own_table_never_ranked(record_si
     run, derived = entry.entry.published, published_figures(entry.entry, catalog.tables)
     ref = run.reference
     assert f'href="https://github.com/{ref.repository}/blob/{ref.commit}/{ref.path}?plain=1#L{ref.line}"' in row
+    assert f"<p>{escape(ref.table)}</p><code>{escape(ref.row)}</code>" in row  # the source's words, escaped
     # The layout as published, the data-parallel size derived: 64 GPUs / (TP1 x PP4 x CP1) = 16.
     assert "TP1 PP4 CP1 EP8 DP16" in row and "MBS 1" in row and "GBS 1,280" in row and "seq 4,096" in row
     assert f"{derived.mfu_bf16:.1%}" in row
