@@ -50,7 +50,7 @@ from openrecipes.site.pages import (
     site_pages,
 )
 from openrecipes.site.plan import model_plans, plan_page_path
-from openrecipes.site.record import RecordRow
+from openrecipes.site.record import RecordRow, record_path
 from openrecipes.site.running import running_steps
 from openrecipes.site.runs import run_plots
 from openrecipes.textfile import MIB, read_text, shown
@@ -262,7 +262,7 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
     for section in site.sections:
         write.page(section.path, "model.html", site=site, section=section, title=section.name)
         for gpu_type, rows in section.record.items():
-            write.page(section.record_path(gpu_type) or "", "record.html", site=site, section=section,
+            write.page(record_path(section.folder, gpu_type), "record.html", site=site, section=section,
                        gpu_type=gpu_type, rows=rows, title=f"{section.name} on {gpu_type}: the public record")
         for board_page in section.pages:
             write.page(board_page.path, "board.html", site=site, section=section, page=board_page,
