@@ -213,6 +213,9 @@ PAGE_TYPES = {
     "board-running": "models/glm-5.2-744b-a40b/b200/rows8192-gb128-bf16-running.html",
     "compare": "compare.html?a=glm-5.2-744b-a40b/b200/attune-tp4-pp2-cp8&b=qwen3-1.7b/h200/torchtitan-stock",
     "plan": "plan/qwen3-1.7b.html",
+    "model": "models/llama-3.1-70b/index.html",
+    "public-record": "models/llama-3.1-70b/h100/public-record.html",
+    "card-only-model": "models/mixtral-8x7b/index.html",
 }
 AXE = REPO / "tests/vendor/axe-core/axe.min.js"
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import errno
 import fcntl
 import glob
@@ -49,6 +50,7 @@ from openrecipes.site.pages import (
     site_pages,
 )
 from openrecipes.site.plan import model_plans, plan_page_path
+from openrecipes.site.record import RecordRow, record_path
 from openrecipes.site.running import running_steps
 from openrecipes.site.runs import run_plots
 from openrecipes.textfile import MIB, read_text, shown
@@ -86,7 +88,7 @@ def _environment() -> jinja2.Environment:
                        notes=_notes, note_line=_note_line)
     env.globals.update(csp=CSP, fmt=fmt, citations=citations(), page_of=recipe_page_path, yaml_of=recipe_yaml_path,
                        plan_of=lambda section: plan_page_path(section.folder), reproductions_of=reproduction_summary,
-                       evidence_levels=EVIDENCE_LEVELS, pareto_svg=_pareto_svg,
+                       evidence_levels=EVIDENCE_LEVELS, pareto_svg=_pareto_svg, scaling_svg=_scaling_svg,
                        running_of=lambda board_page: board_page.running_path)
     return env
 
@@ -117,11 +119,20 @@ def _note_line(context, text: str) -> Markup:
     return notes.inline(text, _note_link(context))
 
 
+def _relative_links(context, svg: str) -> Markup:
+    """An inline plot's links (written relative to the site root) made relative to this page."""
+    prefix = relative_url(context["page_path"], "")
+    return Markup(svg.replace('<a href="', f'<a href="{prefix}'))
+
+
 @jinja2.pass_context
 def _pareto_svg(context, section: ModelSection) -> Markup:
-    """The section's plot, its links (written relative to the site root) made relative to this page."""
-    prefix = relative_url(context["page_path"], "")
-    return Markup(section.pareto_svg.replace('<a href="', f'<a href="{prefix}'))
+    return _relative_links(context, section.pareto_svg)
+
+
+@jinja2.pass_context
+def _scaling_svg(context, section: ModelSection) -> Markup:
+    return _relative_links(context, section.scaling_svg)
 
 
 def _output_folder(out: Path) -> Path:
@@ -237,15 +248,22 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
     plans = model_plans(catalog, site.sections)  # read first: a stale plans/*.json stops the build before any plot
     for name in ("site.css", "site.js", "plan.css", "favicon.svg"):
         write.bytes(f"static/{name}", (HERE / "static" / name).read_bytes())
-    for summary in catalog.summaries:
+    for summary in (*catalog.summaries, *catalog.record):
         write.bytes(recipe_yaml_path(summary), (catalog.root / summary.path).read_bytes())
     for section in site.sections:
-        section.pareto_svg = plots.pareto_svg(section.points, section.front, _plot_links(section),
-                                              f"plot-{section.folder}")
+        if section.points:
+            section.pareto_svg = plots.pareto_svg(section.points, section.front, _plot_links(section),
+                                                  f"plot-{section.folder}")
+        if section.scaling:  # one plot per model, whatever the number of its runs
+            section.scaling_svg = plots.scaling_svg(section.scaling, f"scaling-{section.folder}")
     write.page("index.html", "index.html", site=site, title="All models")
     write.page("running.html", "running.html", site=site, title="Running a recipe", steps=None, board_page=None,
                section=None)
     for section in site.sections:
+        write.page(section.path, "model.html", site=site, section=section, title=section.name)
+        for gpu_type, rows in section.record.items():
+            write.page(record_path(section.folder, gpu_type), "record.html", site=site, section=section,
+                       gpu_type=gpu_type, rows=rows, title=f"{section.name} on {gpu_type}: the public record")
         for board_page in section.pages:
             write.page(board_page.path, "board.html", site=site, section=section, page=board_page,
                        title=board_page.title)
@@ -294,10 +312,21 @@ def _plot_links(section: ModelSection) -> dict[int, tuple[str, str]]:
     return links
 
 
+def _record_json(section: ModelSection, row: RecordRow) -> dict[str, Any]:
+    """A published run's place on the site, its exact source and what our code derives from it (never ranked)."""
+    gpu_type = row.entry.entry.gpu.type
+    return {"page": f"{section.record_path(gpu_type)}#{row.anchor}", "source_url": row.source_url,
+            "derived": dataclasses.asdict(row.figures) if row.figures else None,
+            "tflops_disagreement": row.disagreement}
+
+
 def export_json(site: Site) -> str:
-    """The whole catalog for tools: every entry with its permalink, its board rank, and its fields."""
+    """The whole catalog for tools: every entry with its permalink, its board rank, and its fields; the public
+    record's entries with their source, evidence level and derived figures, kind `published_summary` and unranked."""
+    records = {row.entry.slug: _record_json(section, row) for section in site.sections
+               for rows in section.record.values() for row in rows}
     entries = []
-    for entry in site.catalog.entries:
+    for entry in (*site.catalog.entries, *site.catalog.record):
         record: dict[str, Any] = {"slug": entry.slug, "path": entry.path.as_posix(),
                                   "kind": "published_summary" if entry.is_summary else "recipe"}
         if isinstance(entry, RecipeEntry):
@@ -305,6 +334,8 @@ def export_json(site: Site) -> str:
             record.update(page=recipe_page_path(entry), yaml=recipe_yaml_path(entry), board=board_page.path,
                           workload=board_page.board.workload.label, rank=rank,
                           reproductions=reproduction_summary(entry.entry).as_json())
+        if entry.slug in records:
+            record["public_record"] = records[entry.slug]
         record["evidence"] = site.evidence(entry)
         record["entry"] = entry.entry.model_dump(mode="json")
         entries.append(record)

@@ -12,10 +12,20 @@ from pathlib import Path, PurePosixPath
 from openrecipes.audit.evidence import AuditReport
 from openrecipes.audit.review import audit_catalog
 from openrecipes.catalog import facts
+from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.leaderboard import BF16, Board, GpuBest, best_per_gpu, boards, models, ranked_with_bf16
 from openrecipes.catalog.model import Recipe
-from openrecipes.catalog.store import Catalog, CatalogEntry
+from openrecipes.catalog.store import Catalog, CatalogEntry, SummaryEntry
 from openrecipes.errors import UserError
+from openrecipes.site.record import (
+    RecordRow,
+    ScalingPoint,
+    model_page_path,
+    record_audits,
+    record_path,
+    record_rows,
+    scaling_points,
+)
 from openrecipes.site.settings import Repository, read_repository
 
 
@@ -111,12 +121,34 @@ class ModelSection:
     folder: str
     notes: list[str]
     notes_source: str
+    card: ModelCard
     boards: list[BoardPage] = field(default_factory=list)  # the first page of each board
     pages: list[BoardPage] = field(default_factory=list)  # every page of every board
     best: list[GpuBest] = field(default_factory=list)
     points: list[ParetoPoint] = field(default_factory=list)  # every entry of the model, numbered
     front: list[ParetoPoint] = field(default_factory=list)
     pareto_svg: str = ""  # the Pareto plot as inline SVG, its links relative to the site root (site/build.py)
+    record: dict[str, list[RecordRow]] = field(default_factory=dict)  # GPU type -> its public record, never ranked
+    scaling: list[ScalingPoint] = field(default_factory=list)  # measured recipes and the record, by GPU count
+    scaling_svg: str = ""  # the model page's plot of them, inline SVG like pareto_svg
+
+    @property
+    def path(self) -> str:
+        """The model's page: its card, its runs by GPU count and type, and links to its boards and record."""
+        return model_page_path(self.folder)
+
+    @property
+    def gpu_types(self) -> list[str]:
+        """Every GPU type with a recipe, a summary or a published run of the model, in the index's order."""
+        types = [b.gpu_type for b in self.best]
+        return types + [gpu_type for gpu_type in self.record if gpu_type not in types]
+
+    def best_on(self, gpu_type: str) -> GpuBest | None:
+        return next((b for b in self.best if b.gpu_type == gpu_type), None)
+
+    def record_path(self, gpu_type: str) -> str | None:
+        """The page of the model's public record on this GPU type, where it has one."""
+        return record_path(self.folder, gpu_type) if gpu_type in self.record else None
 
     def recipe_count(self, gpu_type: str) -> int:
         return sum(len(p.board.ranked) for p in self.boards if p.board.gpu_type == gpu_type)
@@ -187,15 +219,26 @@ def site_pages(catalog: Catalog) -> Site:
     for board in boards(catalog):
         by_model.setdefault(board.model, []).append(board)
     sections, board_of = [], {}
-    for model in models(catalog):
+    record_by_model: dict[str, list[SummaryEntry]] = {}
+    for published in catalog.record:
+        record_by_model.setdefault(published.entry.model, []).append(published)
+    recipe_pages = {entry.slug: recipe_page_path(entry) for entry in catalog.recipes}
+    gpu_order = {gpu_type: index for index, gpu_type in enumerate(catalog.tables.gpus)}
+    # Every model with an entry, a published run or only a card: a card-only model's page says what is known.
+    for model in sorted({*models(catalog), *record_by_model, *catalog.tables.models}):
         card = catalog.tables.models[model]
         folder = _model_folder(catalog, model)
         section = ModelSection(name=model, family=card.family, folder=folder, notes=card.notes,
-                               notes_source=card.notes_source,
+                               notes_source=card.notes_source, card=card,
                                best=_in_hardware_order(catalog, _cheapest_by_recomputed(
                                    catalog, best_per_gpu(catalog, model))),
                                points=pareto_points(catalog, model))
         section.front = pareto_front(section.points)
+        rows = record_rows(catalog, record_by_model.get(model, []))
+        for gpu_type in sorted({row.entry.entry.gpu.type for row in rows},
+                               key=lambda g: (gpu_order.get(g, len(gpu_order)), g)):
+            section.record[gpu_type] = [row for row in rows if row.entry.entry.gpu.type == gpu_type]
+        section.scaling = scaling_points(catalog, model, folder, rows, recipe_pages)
         for board in by_model.get(model, []):
             pages = board_pages(board, folder)
             section.boards.append(pages[0])
@@ -204,7 +247,8 @@ def site_pages(catalog: Catalog) -> Site:
                 for rank, entry in enumerate(page.rows, start=page.start + 1):
                     board_of[entry.slug] = (page, rank)
         sections.append(section)
-    site = Site(catalog, sections, board_of, read_repository(catalog.root), audits=audit_catalog(catalog))
+    site = Site(catalog, sections, board_of, read_repository(catalog.root),
+                audits=audit_catalog(catalog) | record_audits(catalog))
     for section in sections:
         # Costs that tie at two decimals within a model are shown with the digits that rank them.
         texts = facts.usd_ranked([(p.entry.entry.result.usd_per_million_tokens, p.usd_per_million_tokens)

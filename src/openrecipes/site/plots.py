@@ -23,8 +23,10 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.backends.backend_svg import FigureCanvasSVG  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 
 from openrecipes.site.pages import ParetoPoint  # noqa: E402
+from openrecipes.site.record import ScalingPoint  # noqa: E402
 
 plt.rcParams.update({
     "svg.fonttype": "path",
@@ -175,6 +177,57 @@ def pareto_svg(points: list[ParetoPoint], front: list[ParetoPoint], link: dict[i
         legend.set_loc(((found.x0 - anchor.x0) / anchor.width, (found.y0 - anchor.y0) / anchor.height))
         return inline_svg(_svg(figure).decode("utf-8"), id_prefix,
                           {href: name for href, name in link.values()})
+
+
+# A scaling plot's marker per precision family, so BF16 and the 8-bit and 4-bit formats read apart without colour.
+_PRECISION_MARKERS = {"bf16": "o", "fp8": "s", "mxfp8": "D", "nvfp4": "^"}
+
+
+def _precision_marker(precision: str) -> str:
+    family = next((key for key in ("mxfp8", "nvfp4", "fp8") if precision.startswith(key)), "bf16")
+    return _PRECISION_MARKERS[family]
+
+
+def scaling_svg(points: list[ScalingPoint], id_prefix: str) -> str:
+    """Tokens/s per GPU (top) and MFU (bottom) against GPU count: one colour per GPU type, one marker per precision,
+    our measured recipes filled, author-reported published runs hollow; every marker a link to its run
+    (ScalingPoint.href, relative to the site root). Inline SVG, as pareto_svg."""
+    with plt.rc_context({"svg.fonttype": "none", "font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans"],
+                         "svg.hashsalt": id_prefix}):
+        figure, (speed, mfu) = plt.subplots(2, 1, figsize=(7.2, 5.6), sharex=True)
+        gpu_types = list(dict.fromkeys(p.gpu_type for p in points))
+        colours = dict(zip(gpu_types, cycle(GPU_COLOURS)))
+        groups: defaultdict[tuple[str, str, bool], list[ScalingPoint]] = defaultdict(list)
+        for point in points:
+            groups[(point.gpu_type, _precision_marker(point.precision), point.measured)].append(point)
+        for (gpu_type, marker, measured), group in groups.items():
+            colour = colours[gpu_type]
+            style = {"marker": marker, "s": 36, "linewidths": 1.2, "edgecolors": colour, "alpha": 0.8,
+                     "facecolors": colour if measured else "none"}
+            speed.scatter([p.gpus for p in group], [p.tokens_per_s_per_gpu for p in group], **style) \
+                .set_urls([p.href for p in group])
+            with_mfu = [(p, p.mfu) for p in group if p.mfu is not None]
+            mfu.scatter([p.gpus for p, _ in with_mfu], [100 * value for _, value in with_mfu], **style) \
+                .set_urls([p.href for p, _ in with_mfu])
+        counts = sorted({p.gpus for p in points})
+        mfu.set_xscale("log", base=2)
+        mfu.set_xticks(counts, [str(c) for c in counts])
+        mfu.minorticks_off()
+        mfu.set_xlabel("GPUs")
+        speed.set_ylabel("tokens/s per GPU")
+        mfu.set_ylabel("MFU, % of dense BF16 peak")
+        speed.ticklabel_format(axis="y", style="plain", useOffset=False)
+        for axes in (speed, mfu):
+            axes.margins(0.08, 0.12)
+        handles = [Line2D([], [], linestyle="", marker="o", color=colours[g], label=plain(g)) for g in gpu_types]
+        handles += [Line2D([], [], linestyle="", marker="o", color="#4a5568", label="measured (ours)"),
+                    Line2D([], [], linestyle="", marker="o", color="#4a5568", markerfacecolor="none",
+                           label="author-reported")]
+        shapes = {_precision_marker(p.precision) for p in points}
+        handles += [Line2D([], [], linestyle="", marker=marker, color="#a0aec0", label=f"shape: {name.upper()}")
+                    for name, marker in _PRECISION_MARKERS.items() if marker in shapes]
+        speed.legend(handles=handles, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        return inline_svg(_svg(figure).decode("utf-8"), id_prefix, {p.href: p.label for p in points})
 
 
 _STYLE = re.compile(r'\sstyle="([^"]*)"')

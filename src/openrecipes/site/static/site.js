@@ -90,6 +90,30 @@
     });
   }
 
+  function initRecordFilters() {
+    // The public record's filters (precision, GPU count, engine) are hidden until this script runs: without it,
+    // every row shows. A row shows when it matches every chosen value.
+    document.querySelectorAll("[data-record-filters]").forEach(function (tools) {
+      var table = document.getElementById(tools.getAttribute("data-record-filters"));
+      var selects = tools.querySelectorAll("select[data-record-filter]");
+      var count = tools.querySelector("[data-record-count]");
+      function apply() {
+        var shown = 0, rows = table.tBodies[0].rows;
+        Array.prototype.forEach.call(rows, function (row) {
+          row.hidden = !Array.prototype.every.call(selects, function (select) {
+            return select.value === "" ||
+              row.getAttribute("data-" + select.getAttribute("data-record-filter")) === select.value;
+          });
+          if (!row.hidden) { shown += 1; }
+        });
+        count.textContent = shown + " of " + rows.length + " runs shown";
+      }
+      selects.forEach(function (select) { select.addEventListener("change", apply); });
+      tools.hidden = false;
+      apply();
+    });
+  }
+
   // --- compare page -------------------------------------------------------------------------------------------
   var records = {};
   var waiting = {};
@@ -301,6 +325,7 @@
     initCopyButtons();
     initSortableTables();
     initFilters();
+    initRecordFilters();
     initCompare();
   });
 }());

@@ -1,0 +1,136 @@
+"""The public record on the site: published runs of other people, one table per model and GPU type, and the points
+of a model page's scaling plot.
+
+The record's figures are author-reported and never ranked: its tables are ordered by engine, GPU count, precision
+and sequence length, never by speed, and sit apart from the leaderboards. Every derived figure (data-parallel size,
+implied TFLOP/s, MFU) comes from catalog/published.py, and whether the source's TFLOP/s agrees with ours from its
+`check_published` finding, so the site shows what `openrecipes validate` concludes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from openrecipes import figures
+from openrecipes.audit.evidence import AuditReport
+from openrecipes.catalog.model import PublishedRun, Recipe
+from openrecipes.catalog.published import PublishedFigures, check_published, published_figures
+from openrecipes.catalog.store import Catalog, CatalogEntry, SummaryEntry
+
+AGREEMENT_FIELD = "published.model_tflops_per_gpu"
+
+
+@dataclass(frozen=True)
+class RecordRow:
+    """One published run as its table row shows it."""
+
+    entry: SummaryEntry
+    figures: PublishedFigures | None  # None where the model card lacks the attention shape
+    disagreement: str | None  # the finding where the source's TFLOP/s is beyond the tolerance of ours
+
+    @property
+    def run(self) -> PublishedRun:
+        assert self.entry.entry.published is not None  # only structured entries become rows
+        return self.entry.entry.published
+
+    # What the table's filters select by (precision, GPU count, engine).
+    @property
+    def precision(self) -> str:
+        return self.run.precision
+
+    @property
+    def gpus(self) -> int:
+        return self.entry.entry.gpu.count
+
+    @property
+    def engine(self) -> str:
+        return self.run.engine
+
+    @property
+    def source_url(self) -> str:
+        """The source table's row on GitHub, at the commit it was copied from (plain text, so a Markdown file's line
+        anchor works)."""
+        ref = self.run.reference
+        return f"https://github.com/{ref.repository}/blob/{ref.commit}/{ref.path}?plain=1#L{ref.line}"
+
+    @property
+    def anchor(self) -> str:
+        return f"run-{self.entry.name}"
+
+
+def record_path(folder: str, gpu_type: str) -> str:
+    """The page of a model's public record on one GPU type."""
+    return f"models/{folder}/{gpu_type.lower()}/public-record.html"
+
+
+def model_page_path(folder: str) -> str:
+    return f"models/{folder}/index.html"
+
+
+def _order(row: RecordRow) -> tuple:
+    run = row.run
+    return (run.engine, row.entry.entry.gpu.count, run.precision, run.seq_length, row.entry.slug)
+
+
+def record_rows(catalog: Catalog, entries: list[SummaryEntry]) -> list[RecordRow]:
+    """The rows of one table, in a fixed order that is not a ranking."""
+    rows = []
+    for entry in entries:
+        if entry.entry.published is None:
+            continue
+        _, findings = check_published(entry.entry, catalog.tables)
+        disagreement = next((f.message for f in findings if f.field == AGREEMENT_FIELD), None)
+        rows.append(RecordRow(entry, published_figures(entry.entry, catalog.tables), disagreement))
+    return sorted(rows, key=_order)
+
+
+def record_audits(catalog: Catalog) -> dict[str, AuditReport]:
+    """The record's evidence levels, as `openrecipes audit` gives every published entry: no logs, author-reported."""
+    return {entry.slug: AuditReport(entry.path, has_logs=False) for entry in catalog.record}
+
+
+@dataclass(frozen=True)
+class ScalingPoint:
+    """One run on a model page's plot of tokens/s per GPU and MFU against GPU count."""
+
+    entry: CatalogEntry
+    gpu_type: str
+    gpus: int
+    precision: str
+    engine: str
+    tokens_per_s_per_gpu: float
+    mfu: float | None  # against the dense BF16 peak; None where no FLOPs count can be made
+    measured: bool  # our measured recipe (True) or an author-reported published run
+    href: str  # site path of the run's page (a recipe page, or its row on the record page)
+
+    @property
+    def label(self) -> str:
+        kind = "measured" if self.measured else "author-reported"
+        return f"{self.entry.name} on {self.gpus} {self.gpu_type} ({kind})"
+
+
+def scaling_points(catalog: Catalog, model: str, folder: str, rows: list[RecordRow],
+                   recipe_page: dict[str, str]) -> list[ScalingPoint]:
+    """Our measured recipes of the model and its public record, by GPU type and count. A recipe's MFU is our 6N
+    count (figures.mfu, as `validate` checks it); a published run's is catalog/published.py's, with attention."""
+    points = []
+    for entry in catalog.recipes:
+        recipe: Recipe = entry.entry
+        if recipe.model != model:
+            continue
+        spec = catalog.tables.gpus.get(recipe.gpu.type)
+        result = recipe.result
+        mfu = figures.mfu(result.active_params.count, result.tokens_per_s_per_gpu, spec.peak_bf16_flops) \
+            if spec else None
+        engine = recipe.stack.framework.split()[0]  # "slime 0.3.0" -> slime
+        points.append(ScalingPoint(entry, recipe.gpu.type, recipe.gpu.count, recipe.workload.precision, engine,
+                                   result.tokens_per_s_per_gpu, mfu, True, recipe_page[entry.slug]))
+    for row in rows:
+        summary = row.entry.entry
+        points.append(ScalingPoint(row.entry, summary.gpu.type, summary.gpu.count, row.run.precision,
+                                   row.run.engine, summary.result.tokens_per_s_per_gpu,
+                                   row.figures.mfu_bf16 if row.figures else None, False,
+                                   f"{record_path(folder, summary.gpu.type)}#{row.anchor}"))
+    order = {gpu_type: index for index, gpu_type in enumerate(catalog.tables.gpus)}
+    return sorted(points, key=lambda p: (order.get(p.gpu_type, len(order)), p.gpu_type, p.gpus, not p.measured,
+                                         p.entry.slug))
