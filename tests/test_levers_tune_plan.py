@@ -16,8 +16,8 @@ from openrecipes.errors import UserError
 from openrecipes.plan import levers
 from openrecipes.plan.constants import GIB
 from openrecipes.plan.layouts import LeverSet
-from openrecipes.plan.predict import PlanRequest, context, predict_layout
 from openrecipes.plan.levers import ATTENTION_CHOICES, KERNEL_CHOICES
+from openrecipes.plan.predict import PlanRequest, context, predict_layout
 from tests.test_plan_tune import WHEN, FakeRunner, _key
 from tests.test_plan_tune import catalog as catalog  # the fixture
 
@@ -122,7 +122,8 @@ def test_the_lever_runs_give_measured_factors_and_plan_enumerates_the_useful_one
     assert {s.attention for s in sets} == {None}
     assert {s.kernels for s in sets} == {(), ("liger-fused-linear-cross-entropy",)}
     assert {s.float8 for s in sets} == {None, "tensorwise"}
-    assert {(s.compile, s.reshard_after_forward) for s in sets} == {(c, r) for c in (False, True) for r in (True, False)}
+    both = (False, True)
+    assert {(s.compile, s.reshard_after_forward) for s in sets} == {(c, r) for c in both for r in both}
     # nothing measured on B200: compile and resharding only; Megatron has none of these levers
     assert {(s.kernels, s.attention, s.float8) for s in levers.lever_sets("torchtitan", "B200", levers.LeverSearch())
             } == {((), None, None)}

@@ -34,8 +34,8 @@ from functools import lru_cache
 from typing import Literal
 
 from openrecipes.catalog.model import ATTENTION_BACKENDS, FLOAT8_SCALINGS, KERNELS
-from openrecipes.engines.registry import engine_named
 from openrecipes.catalog.yamlio import read_yaml
+from openrecipes.engines.registry import engine_named
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import BF16_BYTES, HERE
 from openrecipes.plan.layouts import Layout, LeverSet

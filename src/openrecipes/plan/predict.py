@@ -221,10 +221,10 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
 def plan_table(model: str, gpu_type: str, gpus: int, row_tokens: int = 8192, global_batch: int = 128,
                engine: Engine = "megatron", grad_reduce_bf16: bool = False, top: int | None = None,
                root: Path | None = None, kernels: tuple[str, ...] = (), attention: str | None = None,
-               float8: str | None = None, search: LeverSearch = LeverSearch()) -> list[PredictedLayout]:
+               float8: str | None = None, search: LeverSearch | None = None) -> list[PredictedLayout]:
     """The ranked predictions as exported: one `--json` object per layout, the first `top` (None: all)."""
     request = PlanRequest(model, gpu_type, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, kernels,
-                          attention, float8, search)
+                          attention, float8, search or LeverSearch())
     ranked = predict(request, load_reference_tables(root))
     with _collector_paused():
         return [p.exported() for p in ranked[:top]]

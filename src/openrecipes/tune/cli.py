@@ -9,12 +9,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from openrecipes.engines.registry import names as engine_names
-from openrecipes.errors import UserError
-from openrecipes.jsonout import json_text
 from openrecipes.catalog.model import FLOAT8_SCALINGS
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
+from openrecipes.engines.registry import names as engine_names
+from openrecipes.errors import UserError
+from openrecipes.jsonout import json_text
 from openrecipes.plan.answer import (
     EngineChoice,
     MeasuredRecipe,
@@ -37,6 +37,8 @@ MAX_GPUS = 2**20  # the largest GPU count the planner enumerates
 WIDE_TABLE = 150
 WIDE_COLUMNS = ("#", "Layout", "Tokens/GPU", "GiB", "Headroom", "Tokens/s/GPU", "Range", "MFU", "$/1M", "Fit")
 NARROW_COLUMNS = ("#", "Layout", "tok/s/GPU", "Range", "GiB", "Fit")
+# The text columns share the width the figures leave (which never wrap), the layout the larger part.
+COLUMN_RATIOS = {"Layout": 3, "Fit": 2}
 
 
 def register(app: typer.Typer) -> None:
@@ -62,7 +64,7 @@ def plan(
     ] = False,
     kernels: Annotated[str | None, typer.Option(
         "--kernels", help="torchtitan: Liger-Kernel kernels on every layout, comma-separated (e.g. "
-        "liger-rmsnorm,liger-fused-linear-cross-entropy); default: each one measured on the GPU type, and none")] = None,
+        "liger-rmsnorm,liger-fused-linear-cross-entropy); default: each measured on the GPU type, and none")] = None,
     attention: Annotated[str | None, typer.Option(
         "--attention", help="torchtitan: attention backend (sdpa-cudnn, sdpa-flash, sdpa-efficient, flex)")] = None,
     float8: Annotated[str | None, typer.Option(
@@ -157,9 +159,9 @@ def _print_table(console: Console, request: PlanRequest, choice: EngineChoice, r
     headers = NARROW_COLUMNS if narrow else WIDE_COLUMNS
     for header in headers:
         table.add_column(header, justify="left" if header in ("Layout", "Fit") else "right", overflow="fold",
-                         ratio=3 if header in ("Layout", "Fit") else None)
+                         ratio=COLUMN_RATIOS.get(header), no_wrap=header not in COLUMN_RATIOS)
     for m in measured:
-        cells = {"#": "M", "Layout": f"{_layout_text(m.layout)} (measured: {m.slug})",
+        cells = {"#": "M", "Layout": f"{_layout_text(m.layout)}; measured: {m.slug.rsplit('/', 1)[-1]}",
                  "Tokens/s/GPU": f"{m.tokens_per_s_per_gpu:,.1f}", "tok/s/GPU": f"{m.tokens_per_s_per_gpu:,.0f}",
                  "Fit": "measured"}
         table.add_row(*(cells.get(h, "") for h in headers))

@@ -21,7 +21,7 @@ from openrecipes.engines.torchtitan import engine as torchtitan
 from openrecipes.errors import UserError
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict
 from openrecipes.tune.arms import candidate_recipe, rendered_run
-from openrecipes.tune.candidates import as_candidate, renderable
+from openrecipes.tune.candidates import as_candidate, renderable, runs_on_engine
 from openrecipes.tune.search import find_base
 
 HEADER = ("# Written by `openrecipes plan --emit-recipe`: a PREDICTION, never run (status: planned). Run it with\n"
@@ -38,9 +38,13 @@ class PlannedRecipe:
 
 
 def runnable_predictions(request: PlanRequest, root: Path | None = None) -> list[Prediction]:
-    """The fitting torchtitan layouts a recipe can run (no VPP, even PP split, whole microbatches), best first."""
+    """The fitting torchtitan layouts a recipe can run (no VPP, even PP split, whole microbatches) and the engine
+    runs (tune's DOES_NOT_RUN), best first."""
     tables = load_reference_tables(root)
-    return [p for p in predict(request, tables) if p.fits and renderable(p.layout, request.global_batch)]
+    card = tables.models.get(request.model)
+    model = card.architecture.get("torchtitan_model") if card is not None else None
+    return [p for p in predict(request, tables) if p.fits and renderable(p.layout, request.global_batch)
+            and runs_on_engine(p.layout, model)]
 
 
 def emit_base(model: str, gpu_type: str, gpus: int, root: Path | None = None) -> Path:
@@ -85,7 +89,8 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, request: 
     tables = load_reference_tables(root)
     original = load_recipe(base_path)
     base = retargeted(original, request, tables)
-    moved = "" if (original.gpu.type, original.gpu.count) == (request.gpu_type, request.gpus) else " (its GPUs replaced)"
+    same_gpus = (original.gpu.type, original.gpu.count) == (request.gpu_type, request.gpus)
+    moved = "" if same_gpus else " (its GPUs replaced)"
     candidate = as_candidate(context(request, tables), prediction.layout)
     composed = candidate_recipe(base, candidate, base.result.steps_per_run)
     run = rendered_run(composed, base, tables.models[base.model], prediction.layout.reshard_after_forward)
@@ -104,7 +109,8 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, request: 
         mfu=round(figures.mfu(base.result.active_params.count, tokens, gpu.peak_bf16_flops), 4),
         gpu_hours=round(max(base.gpu.count * steps * prediction.step.total_s / 3600, 0.01), 2),
         gpu_hours_note="predicted: GPUs x steps x predicted step time (no compile warm-up, no start-up)",
-        reference_tokens_per_s_per_gpu=None))
+        reference_tokens_per_s_per_gpu=None,
+        window_tokens=(base.result.window[1] - base.result.window[0] + 1) * request.global_batch * request.row_tokens))
     correctness = base.correctness.model_copy(update=dict(
         result="pending", summary="not run: a layout predicted by `openrecipes plan`",
         reference=f"{relative_path(base_path, root)} (the recipe this one is composed from)",
