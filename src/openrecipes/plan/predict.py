@@ -19,7 +19,7 @@ from openrecipes.plan.constants import GIB, Calibration, Links, calibration, lin
 from openrecipes.plan.export_model import PredictedLayout
 from openrecipes.plan.layouts import Engine, Layout, enumerate_layouts
 from openrecipes.plan.levers import LeverSearch, lever_sets
-from openrecipes.plan.memory import MemoryEstimate, estimate_memories
+from openrecipes.plan.memory import MemoryEstimate, memories_in_order
 from openrecipes.plan.shape import ModelShape, model_shape
 from openrecipes.plan.speed import StepTime, step_times
 from openrecipes.plan.trust import WITH_KERNELS, Interval, interval, memory_margin
@@ -171,14 +171,31 @@ def predict_layout(ctx: Context, layout: Layout) -> Prediction:
     return predict_layouts(ctx, (layout,))[0]
 
 
-def predict_layouts(ctx: Context, layouts: Sequence[Layout]) -> list[Prediction]:
-    """Each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group)."""
+def predict_layouts(ctx: Context, layouts: Sequence[Layout], drop_dominated: bool = False) -> list[Prediction]:
+    """Each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group, smallest
+    fraction first). With `drop_dominated`, the fractions after the first that fits are left out: they differ from
+    it only by more host work and less memory, so they fit and run slower (what `plan` ranks never needs them)."""
     request = ctx.request
-    memories = estimate_memories(ctx.shape, layouts, request.global_batch, ctx.calibration.runtime_reserve_gib)
+    memories = []
+    for memory in memories_in_order(ctx.shape, layouts, request.global_batch, ctx.calibration.runtime_reserve_gib):
+        memories.append(memory)
+        if drop_dominated and _fits(ctx, layouts[len(memories) - 1], memory):
+            break
+    layouts = layouts[:len(memories)]
     steps = step_times(ctx.shape, layouts, ctx.links, ctx.peak_flops, ctx.calibration, request.global_batch,
                        request.row_tokens)
     return [_prediction(ctx, layout, memory, step)
             for layout, memory, step in zip(layouts, memories, steps, strict=True)]
+
+
+def _margin_gib(ctx: Context, layout: Layout, memory: MemoryEstimate) -> float:
+    return ((ctx.kernel_memory_margin if layout.kernels else ctx.memory_margin)
+            * (memory.total_gib - ctx.calibration.runtime_reserve_gib))
+
+
+def _fits(ctx: Context, layout: Layout, memory: MemoryEstimate) -> bool:
+    """Prediction.fits, before the step is worked out."""
+    return ctx.links.capacity_gib - memory.total_gib >= _margin_gib(ctx, layout, memory)
 
 
 def _prediction(ctx: Context, layout: Layout, memory: MemoryEstimate, step: StepTime) -> Prediction:
@@ -192,8 +209,7 @@ def _prediction(ctx: Context, layout: Layout, memory: MemoryEstimate, step: Step
         usd_per_million_tokens=(figures.usd_per_million_tokens(ctx.usd_per_gpu_hour, throughput)
                                 if ctx.usd_per_gpu_hour else None),
         gpu_type=request.gpu_type,
-        margin_gib=(ctx.kernel_memory_margin if layout.kernels else ctx.memory_margin)
-        * (memory.total_gib - ctx.calibration.runtime_reserve_gib),
+        margin_gib=_margin_gib(ctx, layout, memory),
     )
 
 
@@ -209,7 +225,7 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
     groups = enumerate_layouts(ctx.shape, request.gpus, request.row_tokens, request.global_batch, request.engine,
                                ctx.links.gpus_per_nvlink_domain, request.grad_reduce_bf16, settings)
     with _collector_paused():
-        predictions = [prediction for group in groups for prediction in predict_layouts(ctx, group)]
+        predictions = [prediction for group in groups for prediction in predict_layouts(ctx, group, True)]
     if not predictions:
         raise UserError(f"no valid {request.engine} layout of {request.model} on {request.gpus} GPUs with global batch "
                         f"{request.global_batch} and {request.row_tokens}-token rows")
