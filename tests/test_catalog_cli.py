@@ -12,7 +12,7 @@ def test_validate_catalog_exit_0_and_json_contract():
     assert result.returncode == 0, result.stdout + result.stderr
     reports = json.loads(result.stdout)
     assert len(reports) >= 9
-    assert all(set(r) == {"path", "ok", "errors"} and r["ok"] for r in reports)
+    assert all(set(r) == {"path", "ok", "errors", "findings"} and r["ok"] for r in reports)
 
 
 def test_validate_invalid_exit_1_names_field_and_line(tmp_path):

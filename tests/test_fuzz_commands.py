@@ -25,7 +25,7 @@ from run import run_cases, summary  # noqa: E402
 pytestmark = pytest.mark.slow
 
 COMMANDS = ["validate", "list", "show", "run --dry-run", "site build", "serve", "plan", "tune", "measure",
-            "check convergence", "check config", "rows build", "rows demo", "tokenizer export"]
+            "check convergence", "check config", "rows build", "rows demo", "tokenizer export", "model add"]
 
 
 @pytest.fixture(scope="module")

@@ -77,3 +77,55 @@ def published_half_unit(published_text: str) -> float:
     mantissa, _, exponent = text.partition("e")
     decimals = len(mantissa.partition(".")[2])
     return 0.5 * 10.0 ** (-decimals + (int(exponent) if exponent else 0))
+
+
+# --- Training FLOPs per token and MFU of a published figure --------------------------------------------------------
+# Three ways to count a token's FLOPs, side by side in docs/public-record.md: 6N (FLOPS_PER_PARAM_PER_TOKEN, the
+# recipes' MFU); 6 x the matmul parameters plus causal attention (the published record's, close to what
+# Megatron-Bridge's "model TFLOP/s" counts); and torchtitan's, which counts attention over the whole square.
+
+
+def causal_context(seq_length: int, window: int | None = None) -> float:
+    """Keys one query attends, averaged over a causal sequence: half the sequence, or the window where it is shorter."""
+    half = seq_length / 2
+    return half if window is None else min(float(window), half)
+
+
+def attention_flops_per_token(layers: float, heads: int, qk_head_dim: int, v_head_dim: int, context: float) -> float:
+    """Training FLOPs of the score (Q.K) and value (P.V) matmuls per token: 2 FLOPs per multiply-add, forward
+    2 x context x heads x (qk + v), three times that with the backward pass."""
+    return 3 * 2 * context * heads * (qk_head_dim + v_head_dim) * layers
+
+
+def matmul_params(active_params: int, vocab: int, hidden: int, untied_embeddings: bool) -> int:
+    """Active parameters that cost a matmul per token: the input embedding is a lookup, so an untied one is left
+    out (a tied one is the output head's matmul, kept)."""
+    return active_params - vocab * hidden if untied_embeddings else active_params
+
+
+# A frozen weight (LoRA fine-tuning) gets no weight gradient: 2 FLOPs forward and 2 for the input gradient.
+FLOPS_PER_FROZEN_PARAM_PER_TOKEN = 4
+
+
+def training_flops_per_token(matmul_params_count: int, attention_flops: float, frozen_weights: bool = False) -> float:
+    """6 FLOPs per matmul parameter (2 forward, 4 backward; 4 when the weights are frozen, as in LoRA, whose small
+    adapters this leaves out) plus the attention matmuls."""
+    per_param = FLOPS_PER_FROZEN_PARAM_PER_TOKEN if frozen_weights else FLOPS_PER_PARAM_PER_TOKEN
+    return per_param * matmul_params_count + attention_flops
+
+
+def torchtitan_flops_per_token(params_without_embedding: int, layers: int, heads: int, head_dim: int,
+                               seq_length: int) -> float:
+    """torchtitan's count (get_nparams_and_flops): 6 x the parameters less the embedding + 12 x layers x heads x
+    head_dim x seq, attention over the whole square (no causal half)."""
+    return FLOPS_PER_PARAM_PER_TOKEN * params_without_embedding + 12 * layers * heads * head_dim * seq_length
+
+
+def tflops_per_gpu(flops_per_token: float, tokens_per_s_per_gpu: float) -> float:
+    """Model TFLOP/s per GPU that a throughput implies."""
+    return flops_per_token * tokens_per_s_per_gpu / 1e12
+
+
+def utilisation(flops_per_token: float, tokens_per_s_per_gpu: float, peak_flops_per_gpu: float) -> float:
+    """Model FLOPs utilisation for any FLOPs count: FLOPs per token x tokens/s per GPU / peak FLOP/s of one GPU."""
+    return flops_per_token * tokens_per_s_per_gpu / peak_flops_per_gpu

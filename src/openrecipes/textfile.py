@@ -83,3 +83,20 @@ def iter_lines(path: Path, max_line: int = MAX_LINE_BYTES) -> Iterator[str]:
                 raise UserError(f"{shown(path)}:{number}: a line over {max_line // MIB} MiB; not a training log "
                                 "or CSV line (a binary file?)")
             yield raw.rstrip(b"\r\n").decode("utf-8", "replace")
+
+
+_JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def json_depth(text: str) -> int:
+    """How deep JSON brackets nest, strings skipped: checked before parsing, since Python's json recurses (and fails)
+    on text nested thousands deep."""
+    depth = deepest = 0
+    for token in _JSON_NESTING.finditer(text):
+        bracket = token.group()
+        if bracket in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif bracket in "]}":
+            depth -= 1
+    return deepest

@@ -60,6 +60,20 @@ class OptimizerOffloadBounds:
     after_three_steps: float = 1.10e-3
 
 
+@dataclass(frozen=True)
+class PublishedFlopsTolerance:
+    """How far a published model TFLOP/s per GPU may sit from tokens/s x our FLOPs per token (figures.py: 6 x the
+    matmul parameters + causal attention) before it is shown as a finding. Megatron-Bridge counts each model with
+    its own formula (routers, norms, multi-token prediction, sliding windows counted or not), so an honest figure
+    lands within a few percent of ours: over the imported record most rows agree within 4 %. Beyond `agree` the
+    entry stays valid and the disagreement is reported; beyond `absurd` (a factor of 2 either way: a wrong model,
+    a per-node figure or a typo) the entry is invalid."""
+
+    agree: float = 0.10  # |published / ours - 1|
+    absurd: float = 2.0  # published / ours outside [1/absurd, absurd]
+
+
 PIPELINE_CONVERGENCE = ConvergenceThresholds()
 PLACEMENT_ONLY = PlacementOnlyTolerance()
 OPTIMIZER_OFFLOAD = OptimizerOffloadBounds()
+PUBLISHED_FLOPS = PublishedFlopsTolerance()

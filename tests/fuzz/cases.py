@@ -10,6 +10,7 @@ import socket
 from pathlib import Path
 
 from make_corpus import CORPUS, HERE, REPO, SEED_RECIPE
+from model_configs import cases as model_config_cases
 from run import Case
 
 GOOD_LOG = REPO / "tests/fixtures/logs/openrecipes-3-steps.jsonl"
@@ -312,7 +313,8 @@ def all_cases(scratch_root: Path, tokenizer: Path | None = None) -> list[Case]:
     scratch = _Scratch(scratch_root)
     special = _special_files(scratch)
     cases = (catalog_cases(scratch) + catalog_special_cases(scratch, special) + measure_cases(scratch, special)
-             + convergence_cases(special) + config_cases(special) + plan_cases(scratch))
+             + convergence_cases(special) + config_cases(special) + plan_cases(scratch)
+             + model_config_cases(_files("model_configs"), special, scratch.folder, HERE))
     if tokenizer is not None:
         cases += rows_cases(scratch, tokenizer, special)
     return cases

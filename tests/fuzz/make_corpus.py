@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import yaml
+from model_configs import corpus as model_config_corpus
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
@@ -387,6 +388,7 @@ def write_corpus(target: Path = CORPUS) -> None:
     shutil.rmtree(target, ignore_errors=True)
     for make in (recipes, cards, hardware, logs, curves, scripts, conversations):
         make()
+    model_config_corpus(_write)
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from rich.console import Console
 from openrecipes.atomic import write_atomic
 from openrecipes.catalog import render
 from openrecipes.catalog.hardware import load_reference_tables
+from openrecipes.catalog.model_add import add_model
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.schema import SCHEMA_PATH, render_schema
 from openrecipes.catalog.store import load_catalog, validate_catalog
@@ -30,6 +31,7 @@ def register(app: typer.Typer) -> None:
     app.command("list")(list_recipes)
     app.command("show")(show)
     app.command("schema")(schema)
+    app.add_typer(model_app, name="model")
 
 
 def validate(
@@ -85,3 +87,23 @@ def schema(
     target.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(target, text)
     typer.echo(f"wrote {target}")
+
+
+model_app = typer.Typer(help="Model cards: derive one from a Hugging Face config.json.", no_args_is_help=True)
+
+
+@model_app.command("add")
+def model_add(
+    config: Annotated[Path, typer.Argument(help="the model's Hugging Face config.json")],
+    name: Annotated[str, typer.Option("--name", help="card name, a lowercase slug (e.g. llama-3.1-70b)")],
+    out: Annotated[Path | None, typer.Option("--out", help="card file (default: models/<name>.yaml)")] = None,
+    origin: Annotated[str | None, typer.Option(
+        "--origin", help="where the config came from (repository, path, commit); stored in the card")] = None,
+) -> None:
+    """Write a model card derived from a config.json: every parameter count, the attention and MoE shape; the config
+    is kept beside the card as configs/<name>.json. Exit 2 on a config it cannot derive a card from."""
+    target = out or default_catalog_root() / "models" / f"{name}.yaml"
+    added = add_model(config, name, target, origin)
+    card = added.card
+    typer.echo(f"wrote {added.card_path} ({card.family}, {card.total_params:,} parameters, "
+               f"{card.active_params.count:,} active) and {added.config_path}")

@@ -8,7 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from openrecipes import figures
 from openrecipes.catalog.model import Degree, Figure, NonNegativeInt, PositiveInt
@@ -25,7 +25,13 @@ class GpuSpec(_Row):
     name: str
     peak_bf16_flops: float = Field(gt=0, le=1e18, strict=True)
     peak_fp8_flops: float | None = Field(None, gt=0, le=1e18, strict=True)  # shown beside an FP8 recipe's MFU
+    peak_mxfp8_flops: float | None = Field(None, gt=0, le=1e18, strict=True)  # dense MXFP8 (Blackwell)
+    peak_nvfp4_flops: float | None = Field(None, gt=0, le=1e18, strict=True)  # dense NVFP4 (Blackwell)
     memory_gb: Degree
+    memory_bandwidth_tb_s: float | None = Field(None, gt=0, le=1e3, strict=True)  # HBM bandwidth of one GPU
+    nvlink_gb_s: float | None = Field(None, gt=0, le=1e5, strict=True)  # NVLink bandwidth of one GPU, both ways
+    nvlink_domain: Degree | None = None  # GPUs one NVLink fabric joins: 8 (HGX/DGX node) or 72 (NVL72 rack)
+    scale_out_gbit_s: float | None = Field(None, gt=0, le=1e5, strict=True)  # network per GPU between domains
     source: str
     date: datetime.date
 
@@ -77,6 +83,46 @@ class Architecture(_Row):
     torchtitan_flavor: str | None = None
 
 
+class ParameterCounts(_Row):
+    """A derived card's parameter counts (`openrecipes model add`, catalog/hf_config.py), each part of the total."""
+
+    total: PositiveInt
+    active: PositiveInt
+    active_matmul: PositiveInt  # active weights of matmuls: no input embedding, norms, biases
+    embedding: PositiveInt
+    output_head: NonNegativeInt  # 0 when tied to the embedding
+    final_norm: PositiveInt
+    attention_per_layer: PositiveInt
+    norms_per_layer: PositiveInt
+    dense_mlp_per_layer: PositiveInt | None = None
+    router_per_layer: PositiveInt | None = None
+    expert: PositiveInt | None = None  # one routed expert
+    shared_experts_per_layer: NonNegativeInt | None = None
+    dense_layer: PositiveInt | None = None
+    moe_layer: PositiveInt | None = None
+    moe_layer_active: PositiveInt | None = None
+    counted: str  # what is and is not counted
+
+    @model_validator(mode="after")
+    def _parts_add_up(self) -> ParameterCounts:
+        for layer, parts in ((self.dense_layer, (self.dense_mlp_per_layer,)),
+                             (self.moe_layer, (self.router_per_layer, self.shared_experts_per_layer))):
+            if layer is not None and layer < self.attention_per_layer + self.norms_per_layer + sum(
+                    part or 0 for part in parts):
+                raise ValueError("a layer's count is less than its attention, norms and FFN; re-derive the card with "
+                                 "`openrecipes model add`")
+        if not self.active <= self.total or self.embedding + self.output_head + self.final_norm > self.total:
+            raise ValueError("active exceeds total, or the embeddings exceed the total; re-derive the card with "
+                             "`openrecipes model add`")
+        return self
+
+
+class ConfigSource(_Row):
+    file: str  # the config.json, relative to the card's folder
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    origin: str  # where the config came from: repository, path and commit, or how it was written
+
+
 class ModelCard(_Row):
     name: str
     family: str
@@ -87,6 +133,16 @@ class ModelCard(_Row):
     weights: str | None = None
     notes: list[str]
     notes_source: str
+    parameters: ParameterCounts | None = None  # derived cards: every count, from `config`
+    config: ConfigSource | None = None  # derived cards: the config.json they were derived from
+
+    @model_validator(mode="after")
+    def _derived_counts_are_the_cards(self) -> ModelCard:
+        if self.parameters and (self.parameters.total != self.total_params
+                                or self.parameters.active != self.active_params.count):
+            raise ValueError("total_params and active_params.count must equal parameters.total and "
+                             "parameters.active; re-derive the card with `openrecipes model add`")
+        return self
 
     @field_validator("architecture")
     @classmethod
@@ -157,6 +213,18 @@ def peak_flops(gpu_type: str, tables: ReferenceTables | None = None) -> float:
     if gpu_type not in tables.gpus:
         raise UserError(f"unknown GPU type '{gpu_type}'; known: {', '.join(tables.gpus)} (hardware/gpus.yaml)")
     return tables.gpus[gpu_type].peak_bf16_flops
+
+
+def precision_peak_flops(spec: GpuSpec, precision: str) -> float | None:
+    """The dense peak of the tensor-core format a precision runs its matmuls in; None where the vendor publishes
+    none for this GPU (FP8 on an A100, NVFP4 on a Hopper)."""
+    if precision == "bf16":
+        return spec.peak_bf16_flops
+    if precision == "nvfp4":
+        return spec.peak_nvfp4_flops
+    if precision == "mxfp8":
+        return spec.peak_mxfp8_flops
+    return spec.peak_fp8_flops  # every FP8 scaling recipe runs at the FP8 tensor-core rate
 
 
 def usd_per_gpu_hour(instance: str, tables: ReferenceTables | None = None) -> float:

@@ -323,7 +323,7 @@ class Recipe(Strict):
 
 
 class SummaryGpu(Strict):
-    type: str = Field(description="GPU type")
+    type: str = Field(description="GPU type, a key of hardware/gpus.yaml")
     count: Degree = Field(description="GPUs")
 
 
@@ -333,13 +333,93 @@ class SummaryResult(Strict):
         description="published $ per 1M tokens; null where the source publishes no price")
 
 
+# Training precisions as the public record names them. fp8 is FP8 whose scaling recipe the source does not state;
+# fp8-tensorwise and fp8-rowwise are torchao's dynamic (current) scaling per tensor and per row.
+PublishedPrecision = Literal["bf16", "fp8", "fp8-current-scaling", "fp8-delayed-scaling", "fp8-blockwise",
+                             "fp8-tensorwise", "fp8-rowwise", "mxfp8", "nvfp4"]
+PUBLISHED_PRECISIONS: tuple[str, ...] = get_args(PublishedPrecision)
+Engine = Literal["megatron-bridge", "torchtitan"]
+ENGINES: tuple[str, ...] = get_args(Engine)
+OptionalDegree = Annotated[int | None, Field(ge=1, le=MAX_DEGREE, strict=True)]
+
+
+class PublishedLayout(Strict):
+    """Parallel degrees exactly as the source gives them; null where the source prints n/a or has no column.
+    The data-parallel size is derived (catalog/published.py), never stored."""
+
+    tp: Degree = Field(description="tensor-parallel size")
+    pp: Degree = Field(description="pipeline-parallel size")
+    vp: OptionalDegree = Field(description="virtual pipeline stages per rank; null where n/a")
+    cp: Degree = Field(description="context-parallel size")
+    ep: OptionalDegree = Field(description="expert-parallel size; null where n/a (dense models)")
+    etp: OptionalDegree = Field(description="expert tensor-parallel size; null where not published")
+    fsdp: Annotated[int | None, Field(ge=0, le=MAX_DEGREE, strict=True)] = Field(
+        description="Megatron-Bridge: its FSDP column (0 = DDP, else the sharding group size #GPUs/(TP*PP)); "
+        "torchtitan: the FSDP shard degree; null where the source has no such column")
+
+    @property
+    def label(self) -> str:
+        """The degrees the source gives, in one label (e.g. TP4 PP8 VP4 CP1 EP32; FSDP0, DDP, is left out)."""
+        parts = (("FSDP", self.fsdp), ("TP", self.tp), ("PP", self.pp), ("VP", self.vp), ("CP", self.cp),
+                 ("EP", self.ep), ("ETP", self.etp))
+        return " ".join(f"{name}{value}" for name, value in parts if value)
+
+
+class PublishedReference(Strict):
+    """Where exactly a published figure was copied from."""
+
+    repository: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")] = Field(
+        description="GitHub owner/name")
+    path: str = Field(description="file path inside the repository")
+    commit: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")] = Field(description="the commit the file was read at")
+    table: str = Field(description="the table: its section headings and caption, as the source writes them")
+    row: str = Field(description="the row, cell by cell as the source writes it")
+    line: PositiveInt = Field(description="line of the row in the file at that commit")
+
+
+class PublishedRun(Strict):
+    """The structured part of a published figure: how it was run, and exactly where it was published."""
+
+    engine: Engine = Field(description="training framework that produced the figure")
+    engine_version: str = Field(description="framework version, commit or container as the source names it")
+    task: Literal["pretrain", "sft", "lora"] = Field(description="what was trained")
+    model_as_published: str = Field(description="the model's name in the source")
+    system_as_published: str = Field(description="the system's name in the source (e.g. DGX-GB200)")
+    precision: PublishedPrecision = Field(description="training precision, normalised")
+    precision_as_published: str = Field(description="the precision as the source writes it")
+    seq_length: PositiveInt = Field(description="sequence length in tokens")
+    global_batch: PositiveInt | None = Field(description="sequences per optimizer step; null where not published")
+    micro_batch: PositiveInt | None = Field(
+        description="Megatron micro batch size; null where not published")
+    local_batch: PositiveInt | None = Field(
+        description="torchtitan local batch size (sequences per data-parallel rank per step); null for Megatron")
+    gradient_accumulation: PositiveInt | None = Field(
+        description="gradient-accumulation steps where the source publishes them (its GA column)")
+    layout: PublishedLayout = Field(description="parallel degrees")
+    recompute: Literal["none", "selective", "full"] | None = Field(
+        description="activation recompute as published; null where the source does not say")
+    techniques: list[str] = Field(description="other techniques the source names for the row (torch.compile, ...)")
+    model_tflops_per_gpu: Figure | None = Field(
+        description="published model TFLOP/s per GPU (the source's own FLOPs count); null where not published")
+    memory_gib: Figure | None = Field(None, description="published peak memory per GPU in GiB, where published")
+    reference: PublishedReference = Field(description="the exact source of the figures")
+
+
 class PublishedSummary(Strict):
-    """A card the seed pages publish with two figures and nothing else; never filled in by us."""
+    """A published figure, copied exactly from its source and never filled in by us (evidence author-reported).
+    The seed pages' summaries carry two figures only; entries from the public record add `published`."""
 
     schema_version: Literal[1] = Field(description="version of this schema")
     kind: Literal["published_summary"] = Field(description="marks a summary entry, not a full recipe")
-    model: str = Field(description="model name")
+    model: str = Field(description="model name, the `name` of a card in models/")
     gpu: SummaryGpu = Field(description="the GPUs")
-    result: SummaryResult = Field(description="the only figures published")
+    result: SummaryResult = Field(description="the figures published")
     source: str = Field(description="the page and section the figures were copied from")
     note: str = Field(description="what is and is not known")
+    published: PublishedRun | None = Field(
+        None, description="how the figure was run and its exact source; null for the seed pages' two-figure summaries")
+
+    @property
+    def precision(self) -> str | None:
+        """The training precision where the entry states it."""
+        return self.published.precision if self.published else None

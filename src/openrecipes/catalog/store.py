@@ -9,6 +9,7 @@ from pathlib import Path
 from openrecipes.catalog.command import ParsedRun
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import PublishedSummary, Recipe
+from openrecipes.catalog.record_import import ENTRY_PREFIX
 from openrecipes.catalog.validate import FileReport, recipe_files, validate_file
 from openrecipes.errors import UserError
 
@@ -50,6 +51,9 @@ class Catalog:
     tables: ReferenceTables
     entries: tuple[CatalogEntry, ...]  # measured recipes and published summaries: what is listed and ranked
     planned: tuple[CatalogEntry, ...] = ()  # `status: planned` recipes (predictions never run): ranked nowhere
+    # The public record: published entries the importers wrote (recipes/*/*/record-*.yaml, docs/public-record.md),
+    # author-reported figures of other people's runs, kept apart from what the boards and model pages compare.
+    record: tuple[SummaryEntry, ...] = ()
 
     @property
     def recipes(self) -> list[RecipeEntry]:
@@ -62,7 +66,7 @@ class Catalog:
     def find(self, name_or_path: str) -> CatalogEntry:
         """A recipe by file path, slug or file name (unique)."""
         wanted = name_or_path.removesuffix(".yaml")
-        matches = [e for e in self.entries if wanted in (e.name, e.slug, str(e.path.with_suffix("")))
+        matches = [e for e in (*self.entries, *self.record) if wanted in (e.name, e.slug, str(e.path.with_suffix("")))
                    or Path(name_or_path).resolve() == (self.root / e.path).resolve()]
         if len(matches) != 1:
             known = ", ".join(e.slug for e in self.recipes)
@@ -94,8 +98,10 @@ def load_catalog(root: Path) -> Catalog:
     # Paths below root as found (not resolved): a recipes/ folder may be a symbolic link to elsewhere.
     entries = [_entry(Path(os.path.abspath(r.path)).relative_to(root), r.entry) for r in reports]
     planned = tuple(e for e in entries if getattr(e.entry, "status", None) == "planned")
+    record = tuple(e for e in entries if isinstance(e, SummaryEntry) and e.name.startswith(ENTRY_PREFIX))
     return Catalog(root=root, tables=load_reference_tables(root),
-                   entries=tuple(e for e in entries if e not in planned), planned=planned)
+                   entries=tuple(e for e in entries if e not in planned and e not in record), planned=planned,
+                   record=record)
 
 
 def _entry(path: Path, entry: Recipe | PublishedSummary | None) -> CatalogEntry:

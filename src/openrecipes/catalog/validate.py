@@ -11,6 +11,7 @@ from openrecipes.catalog.checks import read_command, run_checks
 from openrecipes.catalog.command import ParsedRun
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import PublishedSummary, Recipe
+from openrecipes.catalog.published import check_published
 from openrecipes.catalog.yamlio import YamlDocument, read_yaml
 from openrecipes.errors import UserError
 from openrecipes.textfile import require_utf8_name, shown
@@ -27,6 +28,7 @@ class FieldError:
 class FileReport:
     path: Path
     errors: list[FieldError] = field(default_factory=list)
+    findings: list[FieldError] = field(default_factory=list)  # shown, yet the entry stays valid
     unreadable: bool = False
     entry: Recipe | PublishedSummary | None = None
     command: ParsedRun | None = None  # a recipe's run script as the checks read it
@@ -40,6 +42,7 @@ class FileReport:
             "path": str(self.path),
             "ok": self.ok,
             "errors": [{"field": e.field, "message": e.message, "line": e.line} for e in self.errors],
+            "findings": [{"field": e.field, "message": e.message, "line": e.line} for e in self.findings],
         }
 
 
@@ -89,9 +92,10 @@ def validate_document(doc: YamlDocument, tables: ReferenceTables) -> FileReport:
         report.command = command if isinstance(command, ParsedRun) else None
         for issue in run_checks(entry, doc, tables, command):
             report.errors.append(FieldError(issue.field, issue.message, doc.line_of(issue.field)))
-    elif entry.model not in tables.models:
-        report.errors.append(
-            FieldError("model", f"no model card named '{entry.model}' in models/", doc.line_of("model")))
+    else:
+        errors, findings = check_published(entry, tables)
+        report.errors.extend(FieldError(i.field, i.message, doc.line_of(i.field)) for i in errors)
+        report.findings.extend(FieldError(i.field, i.message, doc.line_of(i.field)) for i in findings)
     return report
 
 

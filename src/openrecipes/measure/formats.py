@@ -20,28 +20,13 @@ from openrecipes.engines.knowledge import LogFormat
 from openrecipes.engines.registry import ENGINES
 from openrecipes.errors import UserError
 from openrecipes.steptable import MAX_STEP_DIGITS, TIMESTAMP, Step, StepTable, timestamp_of
-from openrecipes.textfile import iter_lines, shown
+from openrecipes.textfile import iter_lines, json_depth, shown
 
 _JSONL_FIELDS = ("step_time_s", "loss", "grad_norm", "memory_gib")  # other keys (tokens) are allowed, not read
 MAX_JSON_DEPTH = 16  # a row is flat; Python's json would recurse (and fail) on a line nested thousands deep
-_JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-
-
-def _json_depth(line: str) -> int:
-    depth = deepest = 0
-    for token in _JSON_NESTING.finditer(line):
-        bracket = token.group()
-        if bracket in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif bracket in "]}":
-            depth -= 1
-    return deepest
-
-
 def json_row(line: str, where: str) -> object:
     """One JSON value of a JSON-lines file; nesting over MAX_JSON_DEPTH or a damaged line is a UserError."""
-    if line.count("[") + line.count("{") > MAX_JSON_DEPTH and _json_depth(line) > MAX_JSON_DEPTH:
+    if line.count("[") + line.count("{") > MAX_JSON_DEPTH and json_depth(line) > MAX_JSON_DEPTH:
         raise UserError(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels; a log row is one flat object")
     try:
         return json.loads(line)  # Python's json reads NaN and Infinity, so they reach the finiteness check

@@ -1,0 +1,444 @@
+"""A Hugging Face config.json as a model card: the architecture families it knows (as data), the config read and
+checked into a typed shape, every parameter count as small pure functions, and the card that carries them.
+
+The counts are those of the model transformers builds from the config (`AutoModelForCausalLM.from_config`): every
+nn.Parameter once, buffers left out (DeepSeek-V3's router score bias is a buffer), a tied output head counted once, and
+no multi-token-prediction layer (transformers does not build DeepSeek-V3's). tests/test_model_cards*.py build the
+model on PyTorch's meta device and compare.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from openrecipes.catalog.model import MAX_COUNT
+from openrecipes.errors import UserError
+from openrecipes.textfile import MIB, json_depth, read_text, shown
+
+MAX_CONFIG_BYTES = 1 * MIB  # a config.json is a few KB; anything near this is not one
+MAX_DEPTH = 32  # configs nest two or three levels (rope_scaling, quantization_config)
+MAX_LAYERS = 100_000  # layers are walked one by one; published models have a few hundred at most
+NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+
+
+@dataclass(frozen=True)
+class MoeKeys:
+    """Where a family's config spells its mixture-of-experts shape."""
+
+    experts: str
+    expert_ffn: str
+    shared_experts: str | None = None  # each shared expert is one expert-sized FFN every token visits
+    first_dense: str | None = None  # leading layers with a dense FFN instead
+    sparse_step: bool = False  # Qwen-MoE's decoder_sparse_step and mlp_only_layers
+    biases: bool = False  # gpt-oss: router and expert biases
+
+
+@dataclass(frozen=True)
+class Family:
+    """One architecture as transformers builds it: which biases, norms and extras a layer has."""
+
+    name: str
+    architecture: str  # the class in `architectures`
+    mla: bool = False  # multi-head latent attention (DeepSeek)
+    qkv_bias: bool | None = False  # None: the config's attention_bias decides
+    o_bias: bool | None = False
+    qk_norm: bool = False  # per-head RMSNorm on queries and keys (Qwen3)
+    sinks: bool = False  # one learned attention sink per head (gpt-oss)
+    mlp_bias: bool = False  # the config's mlp_bias applies (Llama)
+    window_key: str | None = None  # sliding window attention, where it is used
+    moe: MoeKeys | None = None
+
+
+FAMILIES: dict[str, Family] = {
+    "llama": Family("Llama", "LlamaForCausalLM", qkv_bias=None, o_bias=None, mlp_bias=True),
+    "mistral": Family("Mistral", "MistralForCausalLM", window_key="sliding_window"),
+    "qwen2": Family("Qwen2", "Qwen2ForCausalLM", qkv_bias=True),
+    "qwen3": Family("Qwen3", "Qwen3ForCausalLM", qkv_bias=None, o_bias=None, qk_norm=True),
+    "qwen3_moe": Family("Qwen3-MoE", "Qwen3MoeForCausalLM", qkv_bias=None, o_bias=None, qk_norm=True,
+                        moe=MoeKeys("num_experts", "moe_intermediate_size", sparse_step=True)),
+    "mixtral": Family("Mixtral", "MixtralForCausalLM", window_key="sliding_window",
+                      moe=MoeKeys("num_local_experts", "intermediate_size")),
+    "deepseek_v3": Family("DeepSeek-V3", "DeepseekV3ForCausalLM", mla=True, qkv_bias=None, o_bias=None,
+                          moe=MoeKeys("n_routed_experts", "moe_intermediate_size", shared_experts="n_shared_experts",
+                                      first_dense="first_k_dense_replace")),
+    "gpt_oss": Family("GPT-OSS", "GptOssForCausalLM", qkv_bias=None, o_bias=None, sinks=True,
+                      window_key="sliding_window", moe=MoeKeys("num_local_experts", "intermediate_size", biases=True)),
+}
+BY_ARCHITECTURE = {family.architecture: model_type for model_type, family in FAMILIES.items()}
+
+
+# --- the arithmetic: pure functions of the shape --------------------------------------------------------------------
+
+def linear_params(inputs: int, outputs: int, bias: bool) -> int:
+    return inputs * outputs + (outputs if bias else 0)
+
+
+def glu_mlp_params(hidden: int, ffn: int, bias: bool) -> int:
+    """A gated FFN: gate and up projections hidden -> ffn, down projection ffn -> hidden."""
+    return 2 * linear_params(hidden, ffn, bias) + linear_params(ffn, hidden, bias)
+
+
+def gqa_attention_params(hidden: int, heads: int, kv_heads: int, head_dim: int, qkv_bias: bool, o_bias: bool,
+                         qk_norm: bool, sinks: bool) -> int:
+    """Grouped-query attention: q to heads*head_dim, k and v to kv_heads*head_dim, o back to hidden."""
+    q, kv = heads * head_dim, kv_heads * head_dim
+    return (linear_params(hidden, q, qkv_bias) + 2 * linear_params(hidden, kv, qkv_bias)
+            + linear_params(q, hidden, o_bias) + (2 * head_dim if qk_norm else 0) + (heads if sinks else 0))
+
+
+def mla_attention_params(hidden: int, heads: int, q_lora_rank: int | None, kv_lora_rank: int, qk_nope_dim: int,
+                         qk_rope_dim: int, v_dim: int, bias: bool) -> int:
+    """Multi-head latent attention: queries through a low-rank q_lora_rank latent (with its norm) or directly; keys
+    and values through a kv_lora_rank latent (with its norm) plus one shared rope key; o back to hidden."""
+    qk_dim = qk_nope_dim + qk_rope_dim
+    queries = (linear_params(hidden, q_lora_rank, bias) + q_lora_rank + q_lora_rank * heads * qk_dim
+               if q_lora_rank else hidden * heads * qk_dim)
+    keys_values = (linear_params(hidden, kv_lora_rank + qk_rope_dim, bias) + kv_lora_rank
+                   + kv_lora_rank * heads * (qk_nope_dim + v_dim))
+    return queries + keys_values + linear_params(heads * v_dim, hidden, bias)
+
+
+def router_params(hidden: int, experts: int, bias: bool) -> int:
+    return linear_params(hidden, experts, bias)
+
+
+def embedding_params(vocab: int, hidden: int) -> int:
+    return vocab * hidden
+
+
+def layer_norm_params(hidden: int) -> int:
+    """The two RMSNorms of a decoder layer (before attention, before the FFN)."""
+    return 2 * hidden
+
+
+# --- the shape read from a config -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Mla:
+    q_lora_rank: int | None
+    kv_lora_rank: int
+    qk_nope_dim: int
+    qk_rope_dim: int
+    v_dim: int
+
+
+@dataclass(frozen=True)
+class Moe:
+    experts: int
+    topk: int
+    expert_ffn: int
+    shared_experts: int
+    moe_layers: int
+    biases: bool
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The architecture figures a config.json fixes, checked against each other."""
+
+    model_type: str
+    family: Family
+    layers: int
+    hidden: int
+    vocab: int
+    tied: bool
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int | None  # dense FFN width; None when no layer is dense
+    qkv_bias: bool
+    o_bias: bool
+    mlp_bias: bool
+    mla: Mla | None
+    moe: Moe | None
+    window: int | None  # sliding window in tokens (Hugging Face's count, the token itself included)
+    windowed_layers: int
+
+    @property
+    def dense_layers(self) -> int:
+        return self.layers - (self.moe.moe_layers if self.moe else 0)
+
+
+class ConfigError(UserError):
+    pass
+
+
+class _Reader:
+    """Reads fields of one config, each error naming the file and the field."""
+
+    def __init__(self, path: Path, data: dict[str, Any]) -> None:
+        self.path, self.data = path, data
+
+    def fail(self, field: str, problem: str) -> ConfigError:
+        return ConfigError(f"{shown(self.path)}: {field}: {problem}")
+
+    def count(self, key: str, default: int | None = None, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+        value = self.data.get(key, default)
+        if value is None:
+            raise self.fail(key, f"missing; add the model's {key} from its published config.json")
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(key, f"{value!r} is not a whole number; write it as an integer")
+        if not minimum <= value <= maximum:
+            raise self.fail(key, f"{value} is out of range; it must be between {minimum} and {maximum}")
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.data.get(key, default)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.fail(key, f"{value!r} is not true or false; write true or false")
+        return value
+
+    def require(self, ok: bool, field: str, problem: str) -> None:
+        if not ok:
+            raise self.fail(field, problem)
+
+
+def load_config(path: Path) -> tuple[str, dict[str, Any]]:
+    """The config file's text and its JSON object: bounded in size and depth, numbers finite, nothing else accepted."""
+    text = read_text(path, MAX_CONFIG_BYTES, "config.json")
+
+    def no_constant(name: str) -> None:
+        raise ConfigError(f"{shown(path)}: {name} is not a number a config may hold; write a finite number")
+
+    if json_depth(text) > MAX_DEPTH:
+        raise ConfigError(f"{shown(path)}: nested deeper than {MAX_DEPTH} levels; give the model's config.json itself")
+    try:
+        data = json.loads(text, parse_constant=no_constant)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{shown(path)}:{error.lineno}: not JSON ({error.msg}); give the model's config.json"
+                          ) from None
+    except ValueError as error:  # a number of thousands of digits
+        raise ConfigError(f"{shown(path)}: {error}; write the numbers of the model's config.json") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{shown(path)}: the top level is not a JSON object; give the model's config.json")
+    for key, value in data.items():
+        if isinstance(value, float) and not math.isfinite(value):  # 1e999 parses to inf
+            raise ConfigError(f"{shown(path)}: {key}: {value} is not finite; write a finite number")
+    return text, data
+
+
+def family_of(path: Path, data: dict[str, Any]) -> str:
+    known = ", ".join(sorted(FAMILIES))
+    model_type = data.get("model_type")
+    architectures = data.get("architectures")
+    if architectures is not None and (not isinstance(architectures, list) or len(architectures) != 1
+                                      or not isinstance(architectures[0], str)):
+        raise ConfigError(f"{shown(path)}: architectures: expected a list of one class name such as "
+                          "[\"LlamaForCausalLM\"]; write the model's class")
+    if model_type is None and architectures:
+        model_type = BY_ARCHITECTURE.get(architectures[0])
+    if not isinstance(model_type, str) or model_type not in FAMILIES:
+        raise ConfigError(f"{shown(path)}: model_type: {model_type!r} is not an architecture this catalog derives "
+                          f"cards for; known: {known}")
+    if architectures and architectures[0] != FAMILIES[model_type].architecture:
+        raise ConfigError(f"{shown(path)}: architectures: {architectures[0]} does not build model_type {model_type} "
+                          f"(that is {FAMILIES[model_type].architecture}); fix one of the two")
+    return model_type
+
+
+def read_shape(path: Path, data: dict[str, Any]) -> Shape:
+    model_type = family_of(path, data)
+    family = FAMILIES[model_type]
+    read = _Reader(path, data)
+    layers, hidden = read.count("num_hidden_layers", maximum=MAX_LAYERS), read.count("hidden_size")
+    heads = read.count("num_attention_heads")
+    kv_heads = read.count("num_key_value_heads", heads)
+    read.require(heads % kv_heads == 0, "num_key_value_heads",
+                 f"{heads} attention heads do not split into {kv_heads} key/value groups; use a divisor of {heads}")
+    if data.get("head_dim") is None:
+        read.require(hidden % heads == 0, "hidden_size",
+                     f"{hidden} is not divisible by num_attention_heads {heads} and no head_dim is given; add head_dim")
+    head_dim = read.count("head_dim", hidden // heads)
+    attention_bias = read.flag("attention_bias", False)
+    mla = None
+    if family.mla:
+        q_lora = data.get("q_lora_rank")
+        mla = Mla(read.count("q_lora_rank") if q_lora is not None else None, read.count("kv_lora_rank"),
+                  read.count("qk_nope_head_dim"), read.count("qk_rope_head_dim"), read.count("v_head_dim"))
+    moe = _read_moe(read, family, layers) if family.moe else None
+    dense = layers - (moe.moe_layers if moe else 0)
+    window, windowed = _read_window(read, family, layers)
+    shape = Shape(
+        model_type=model_type, family=family, layers=layers, hidden=hidden, vocab=read.count("vocab_size"),
+        tied=read.flag("tie_word_embeddings", False), heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+        ffn=read.count("intermediate_size") if dense else None,
+        qkv_bias=attention_bias if family.qkv_bias is None else family.qkv_bias,
+        o_bias=attention_bias if family.o_bias is None else family.o_bias,
+        mlp_bias=family.mlp_bias and read.flag("mlp_bias", False), mla=mla, moe=moe, window=window,
+        windowed_layers=windowed)
+    total = counts(shape).total
+    read.require(total <= MAX_COUNT, "hidden_size",
+                 f"these sizes make {total:.3g} parameters, beyond any model (and exact arithmetic); check "
+                 "hidden_size, vocab_size, num_hidden_layers and the expert counts")
+    return shape
+
+
+def _read_moe(read: _Reader, family: Family, layers: int) -> Moe:
+    keys = family.moe
+    assert keys is not None
+    experts, topk = read.count(keys.experts), read.count("num_experts_per_tok")
+    read.require(topk <= experts, "num_experts_per_tok",
+                 f"{topk} experts per token is more than the {experts} experts ({keys.experts}); lower it")
+    dense_layers: set[int] = set()
+    if keys.first_dense:
+        first = read.count(keys.first_dense, 0, minimum=0)
+        read.require(first <= layers, keys.first_dense, f"{first} dense layers is more than the {layers} layers")
+        dense_layers = set(range(first))
+    if keys.sparse_step:
+        step = read.count("decoder_sparse_step", 1)
+        only = read.data.get("mlp_only_layers") or []
+        read.require(isinstance(only, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in only),
+                     "mlp_only_layers", "expected a list of layer numbers")
+        dense_layers = set(only) | {i for i in range(layers) if (i + 1) % step}
+    shared = read.count(keys.shared_experts, 0, minimum=0) if keys.shared_experts else 0
+    return Moe(experts=experts, topk=topk, expert_ffn=read.count(keys.expert_ffn), shared_experts=shared,
+               moe_layers=layers - len(dense_layers & set(range(layers))), biases=keys.biases)
+
+
+def _read_window(read: _Reader, family: Family, layers: int) -> tuple[int | None, int]:
+    if family.window_key is None or read.data.get(family.window_key) is None:
+        return None, 0
+    window = read.count(family.window_key)
+    types = read.data.get("layer_types")
+    if types is None:
+        return window, layers
+    read.require(isinstance(types, list) and len(types) == layers, "layer_types",
+                 f"expected one entry per layer ({layers}); fix the list or num_hidden_layers")
+    return window, sum(1 for kind in types if kind == "sliding_attention")
+
+
+# --- the counts -----------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Counts:
+    """Every parameter count of a shape (see the module docstring for what is counted)."""
+
+    total: int
+    active: int
+    active_matmul: int  # active weights of matmuls only: no input embedding, norms, biases, sinks
+    embedding: int
+    output_head: int  # 0 when tied to the embedding
+    final_norm: int
+    attention_per_layer: int
+    norms_per_layer: int
+    dense_mlp_per_layer: int | None
+    router_per_layer: int | None
+    expert: int | None  # one routed expert
+    shared_experts_per_layer: int | None
+    dense_layer: int | None
+    moe_layer: int | None
+    moe_layer_active: int | None
+
+
+def attention_params(shape: Shape, with_extras: bool = True) -> int:
+    """One layer's attention; with_extras=False keeps the matmul weights alone."""
+    if shape.mla:
+        m = shape.mla
+        full = mla_attention_params(shape.hidden, shape.heads, m.q_lora_rank, m.kv_lora_rank, m.qk_nope_dim,
+                                    m.qk_rope_dim, m.v_dim, shape.o_bias and with_extras)
+        norms = (m.q_lora_rank or 0) + m.kv_lora_rank
+        return full if with_extras else full - norms
+    f = shape.family
+    return gqa_attention_params(shape.hidden, shape.heads, shape.kv_heads, shape.head_dim,
+                                shape.qkv_bias and with_extras, shape.o_bias and with_extras,
+                                f.qk_norm and with_extras, f.sinks and with_extras)
+
+
+def counts(shape: Shape) -> Counts:
+    h, moe = shape.hidden, shape.moe
+    attention, norms = attention_params(shape), layer_norm_params(h)
+    embedding = embedding_params(shape.vocab, h)
+    head = 0 if shape.tied else embedding
+    dense_mlp = glu_mlp_params(h, shape.ffn, shape.mlp_bias) if shape.ffn else None
+    dense_layer = attention + norms + dense_mlp if dense_mlp is not None else None
+    total = embedding + head + h + shape.dense_layers * (dense_layer or 0)
+    head_matmul = embedding  # the output projection's matmul, tied or not
+    active_matmul = head_matmul + shape.layers * attention_params(shape, with_extras=False)
+    active_matmul += shape.dense_layers * (glu_mlp_params(h, shape.ffn, False) if shape.ffn else 0)
+    router = expert = shared = moe_layer = moe_active = None
+    if moe:
+        router = router_params(h, moe.experts, moe.biases)
+        expert = glu_mlp_params(h, moe.expert_ffn, moe.biases)
+        shared = moe.shared_experts * glu_mlp_params(h, moe.expert_ffn, False)
+        moe_layer = attention + norms + router + moe.experts * expert + shared
+        moe_active = moe_layer - (moe.experts - moe.topk) * expert
+        total += moe.moe_layers * moe_layer
+        active_matmul += moe.moe_layers * (router_params(h, moe.experts, False) + shared
+                                           + moe.topk * glu_mlp_params(h, moe.expert_ffn, False))
+    active = total - (moe.moe_layers * (moe.experts - moe.topk) * expert if moe and expert else 0)
+    return Counts(total=total, active=active, active_matmul=active_matmul, embedding=embedding, output_head=head,
+                  final_norm=h, attention_per_layer=attention, norms_per_layer=norms, dense_mlp_per_layer=dense_mlp,
+                  router_per_layer=router, expert=expert, shared_experts_per_layer=shared, dense_layer=dense_layer,
+                  moe_layer=moe_layer, moe_layer_active=moe_active)
+
+
+# --- the card -------------------------------------------------------------------------------------------------------
+
+def architecture_fields(shape: Shape) -> dict[str, Any]:
+    """The card's architecture, in the keys the planner and engines read (Megatron's names)."""
+    arch: dict[str, Any] = {
+        "hf_architecture": shape.family.architecture, "hf_model_type": shape.model_type,
+        "layers": shape.layers, "hidden_size": shape.hidden}
+    if shape.ffn:
+        arch["ffn_hidden_size"] = shape.ffn
+    arch["attention_heads"] = shape.heads
+    if not shape.mla:  # MLA has no key/value heads of its own: its shape is the latent ranks below
+        arch |= {"query_groups": shape.kv_heads, "kv_channels": shape.head_dim}
+    arch |= {"padded_vocab_size": shape.vocab, "untied_embeddings": not shape.tied, "qk_norm": shape.family.qk_norm,
+             "attention_bias": shape.qkv_bias or shape.o_bias}
+    if shape.mla:
+        m = shape.mla
+        arch |= {"attention": "multi-head latent attention (MLA)", "kv_lora_rank": m.kv_lora_rank,
+                 "qk_head_dim": m.qk_nope_dim, "qk_pos_emb_head_dim": m.qk_rope_dim, "v_head_dim": m.v_dim}
+        if m.q_lora_rank:
+            arch["q_lora_rank"] = m.q_lora_rank
+    if shape.family.sinks:
+        arch["attention_sinks"] = True
+    if shape.moe:
+        arch |= {"experts": shape.moe.experts, "expert_ffn_hidden_size": shape.moe.expert_ffn,
+                 "router_topk": shape.moe.topk, "shared_experts": shape.moe.shared_experts,
+                 "dense_layers": shape.dense_layers}
+    if shape.window and shape.windowed_layers:
+        # Megatron's --window-size W attends W past tokens plus the token itself; Hugging Face counts the token.
+        arch["window_size"] = shape.window - 1
+        if shape.windowed_layers < shape.layers:
+            arch["window_attn_skip_freq"] = round(shape.layers / (shape.layers - shape.windowed_layers))
+    return arch
+
+
+def card_data(name: str, shape: Shape, config_file: str, config_sha256: str, origin: str) -> dict[str, Any]:
+    c = counts(shape)
+    counted = ("every parameter transformers builds from the config, once (a tied output head is the embedding); "
+               "buffers are not parameters")
+    if shape.model_type == "deepseek_v3":
+        counted += ("; the multi-token-prediction layer (num_nextn_predict_layers) is not counted: transformers does "
+                    "not build it")
+    routed = (f"; active: all but the {shape.moe.experts - shape.moe.topk} routed experts a token does not visit in "
+              f"each of the {shape.moe.moe_layers} MoE layers" if shape.moe else "; dense: active = total")
+    return {
+        "name": name,
+        "family": shape.family.name,
+        "architecture": {"source": f"{config_file} ({origin})", **architecture_fields(shape)},
+        "parameters": {key: value for key, value in vars(c).items() if value is not None} | {"counted": counted},
+        "active_params": {"count": c.active, "source": f"derived from {config_file} by `openrecipes model add`"
+                          f"{routed}; the input embedding is included", "revision": None},
+        "total_params": c.total,
+        "config": {"file": config_file, "sha256": config_sha256, "origin": origin},
+        "notes": [f"Derived from the model's config.json; transformers {shape.family.architecture} built from it on "
+                  "PyTorch's meta device has exactly total_params parameters."],
+        "notes_source": "openrecipes model add",
+    }
+
+
+def sha256_of(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

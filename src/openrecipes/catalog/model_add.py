@@ -1,0 +1,67 @@
+"""`openrecipes model add`: a config.json in, a validated model card and the config beside it out, or nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from openrecipes.atomic import write_atomic
+from openrecipes.catalog.hardware import ModelCard
+from openrecipes.catalog.hf_config import NAME, card_data, load_config, read_shape, sha256_of
+from openrecipes.catalog.yamlio import parse_yaml, read_yaml
+from openrecipes.errors import UserError
+from openrecipes.textfile import shown
+
+CONFIGS = "configs"  # beside the cards: models/configs/<name>.json
+HEADER = ("# Model card derived from its config.json by `openrecipes model add`: every count below is recomputed from\n"
+          "# that file (src/openrecipes/catalog/hf_config.py); edit the config and derive again, not this card.\n")
+
+
+@dataclass(frozen=True)
+class Added:
+    card: ModelCard
+    card_path: Path
+    config_path: Path
+
+
+def add_model(config: Path, name: str, out: Path, origin: str | None) -> Added:
+    """Derive the card of the model `config` describes; write the config beside it, then the card."""
+    if not NAME.match(name):
+        raise UserError(f"--name {name!r}: use a lowercase slug of letters, digits, '.', '-' or '_' "
+                        "(e.g. llama-3.1-70b)")
+    source_text, data = load_config(config)
+    shape = read_shape(config, data)
+    kept = out.parent / CONFIGS / f"{name}.json"
+    card_dict = card_data(name, shape, f"{CONFIGS}/{name}.json", sha256_of(source_text),
+                          origin or f"given as {shown(config)}")
+    text = HEADER + yaml.safe_dump(card_dict, sort_keys=False, width=110, allow_unicode=True)
+    try:  # the text as the catalog will read it back
+        card = ModelCard.model_validate(parse_yaml(text, out).data)
+    except ValidationError as error:  # a config this module accepted must make a valid card: our bug, said plainly
+        raise AssertionError(f"derived card for {name} does not validate: {error}") from error
+    _may_replace(out)
+    if kept.exists() and not kept.is_file():
+        raise UserError(f"{shown(kept)}: exists and is not a regular file; move it away")
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    if not kept.is_file() or kept.read_text(encoding="utf-8") != source_text:
+        write_atomic(kept, source_text)
+    write_atomic(out, text)
+    return Added(card, out, kept)
+
+
+def _may_replace(out: Path) -> None:
+    """An existing file at the card's path is replaced only when it is a model card."""
+    if not out.exists() and not out.is_symlink():
+        if not out.parent.is_dir():
+            raise UserError(f"{shown(out)}: the folder {shown(out.parent)} does not exist; create it or choose --out")
+        return
+    if not out.is_file():
+        raise UserError(f"{shown(out)}: exists and is not a regular file; choose another --out")
+    try:
+        ModelCard.model_validate(read_yaml(out).data)
+    except (UserError, ValidationError):
+        raise UserError(f"{shown(out)}: exists and is not a model card; it is left as it is: choose another --out "
+                        "or move the file") from None

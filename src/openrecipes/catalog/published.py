@@ -1,0 +1,187 @@
+"""Published entries: the rules each one is validated against, and the figures derived from it.
+
+A published figure is copied, never computed; what we compute from it (the data-parallel size, our FLOPs per token,
+the model TFLOP/s and MFU it implies) lives here as `PublishedFigures`, through figures.py, so every reader (the
+validator, the site) derives the same numbers the same way.
+
+Layout rules, one per engine:
+- Megatron-Bridge: DP = #GPUs / (TP x PP x CP) is a whole number; experts are placed inside TP x CP x DP
+  (= #GPUs / PP), so EP x ETP divides it (ETP is 1 where the source does not publish it, as Megatron-Bridge's MoE
+  performance recipes set it: perf_recipes/qwen/*/qwen3_moe.py, expert_tensor_parallel_size = 1); VP > 1 needs
+  PP > 1; the FSDP column is 0 (DDP) or #GPUs / (TP x PP), its sharding group; GBS is a multiple of MBS x DP. A
+  published GA column that is not GBS / (MBS x DP) is a finding: the table contradicts itself.
+- torchtitan: FSDP x TP x PP x CP = #GPUs (no replicate dimension in the published runs), and a published global
+  batch is the local batch x FSDP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from openrecipes import figures
+from openrecipes.catalog.checks import Issue
+from openrecipes.catalog.hardware import ModelCard, ReferenceTables, precision_peak_flops
+from openrecipes.catalog.model import PublishedRun, PublishedSummary
+from openrecipes.thresholds import PUBLISHED_FLOPS
+
+
+@dataclass(frozen=True)
+class PublishedFigures:
+    """What one published entry implies, derived by figures.py from the entry, its model card and its GPU."""
+
+    data_parallel: float  # #GPUs over the model-parallel degrees (see the engine rules above)
+    flops_per_token: float  # 6 (LoRA: 4) x matmul parameters + causal attention (figures.training_flops_per_token)
+    implied_tflops_per_gpu: float  # tokens/s per GPU x flops_per_token
+    published_tflops_per_gpu: float | None
+    mfu_bf16: float  # implied FLOP/s over the dense BF16 peak: comparable across precisions
+    mfu_precision: float | None  # implied FLOP/s over the dense peak of the precision used, where published
+
+    @property
+    def tflops_ratio(self) -> float | None:
+        """Published over implied model TFLOP/s; 1.0 is perfect agreement."""
+        if self.published_tflops_per_gpu is None:
+            return None
+        return self.published_tflops_per_gpu / self.implied_tflops_per_gpu
+
+
+# What flops_per_token reads from every card (head widths come from kv_channels, the MLA fields or hidden / heads).
+ATTENTION_FIELDS = frozenset({"layers", "hidden_size", "attention_heads", "padded_vocab_size"})
+
+
+def data_parallel(run: PublishedRun, gpus: int) -> float:
+    layout = run.layout
+    if run.engine == "torchtitan":
+        return float(layout.fsdp or 1)
+    return figures.data_parallel_size(gpus, layout.tp, layout.pp, layout.cp)
+
+
+def flops_per_token(card: ModelCard, seq_length: int, frozen_weights: bool = False) -> float:
+    """Our count for one token of training: 6 x the active matmul parameters (4 for LoRA's frozen weights) plus the
+    causal attention matmuls, a sliding window where the card has one (on all but every window_attn_skip_freq-th
+    layer)."""
+    arch = card.architecture
+    heads = int(arch["attention_heads"])
+    if "qk_head_dim" in arch:  # multi-latent attention: the score uses the no-position and rotary parts
+        qk_dim = int(arch["qk_head_dim"]) + int(arch.get("qk_pos_emb_head_dim", 0))
+        v_dim = int(arch["v_head_dim"])
+    else:
+        qk_dim = v_dim = int(arch.get("kv_channels") or int(arch["hidden_size"]) // heads)
+    layers = int(arch["layers"])
+    window = arch.get("window_size")
+    windowed = 0.0
+    if window is not None:
+        skip = arch.get("window_attn_skip_freq")
+        windowed = layers * (1 - 1 / int(skip)) if skip else float(layers)
+    attention = (figures.attention_flops_per_token(layers - windowed, heads, qk_dim, v_dim,
+                                                   figures.causal_context(seq_length))
+                 + figures.attention_flops_per_token(windowed, heads, qk_dim, v_dim,
+                                                     figures.causal_context(seq_length, int(window or 0) + 1)))
+    params = figures.matmul_params(card.active_params.count, int(arch["padded_vocab_size"]),
+                                   int(arch["hidden_size"]), bool(arch.get("untied_embeddings", True)))
+    return figures.training_flops_per_token(params, attention, frozen_weights)
+
+
+def published_figures(entry: PublishedSummary, tables: ReferenceTables) -> PublishedFigures | None:
+    """The derived figures of an entry with a structured block whose model and GPU are known; else None."""
+    run = entry.published
+    card = tables.models.get(entry.model)
+    spec = tables.gpus.get(entry.gpu.type)
+    if run is None or card is None or spec is None:
+        return None
+    if not card.architecture.keys() >= ATTENTION_FIELDS:
+        return None  # a card without the attention shape gives no FLOPs count (and no TFLOP/s check)
+    tps = entry.result.tokens_per_s_per_gpu
+    per_token = flops_per_token(card, run.seq_length, frozen_weights=run.task == "lora")
+    peak = precision_peak_flops(spec, run.precision)
+    return PublishedFigures(
+        data_parallel=data_parallel(run, entry.gpu.count),
+        flops_per_token=per_token,
+        implied_tflops_per_gpu=figures.tflops_per_gpu(per_token, tps),
+        published_tflops_per_gpu=run.model_tflops_per_gpu,
+        mfu_bf16=figures.utilisation(per_token, tps, spec.peak_bf16_flops),
+        mfu_precision=figures.utilisation(per_token, tps, peak) if peak else None,
+    )
+
+
+def _megatron_layout(run: PublishedRun, gpus: int) -> Iterator[Issue]:
+    layout = run.layout
+    model_parallel = layout.tp * layout.pp * layout.cp
+    if gpus % model_parallel:
+        yield Issue("published.layout", f"TP {layout.tp} x PP {layout.pp} x CP {layout.cp} = {model_parallel} does "
+                    f"not divide the {gpus} GPUs (Megatron: DP = #GPUs / (TP x PP x CP) must be whole)")
+        return
+    dp = gpus // model_parallel
+    expert_group = (layout.ep or 1) * (layout.etp or 1)
+    if (gpus // layout.pp) % expert_group:
+        yield Issue("published.layout.ep", f"EP {layout.ep} x ETP {layout.etp or 1} = {expert_group} does not divide "
+                    f"TP x CP x DP = {gpus // layout.pp} (Megatron places experts inside #GPUs / PP)")
+    if layout.fsdp and layout.fsdp != gpus // (layout.tp * layout.pp):
+        yield Issue("published.layout.fsdp", f"FSDP {layout.fsdp} is neither 0 (DDP) nor #GPUs / (TP x PP) = "
+                    f"{gpus // (layout.tp * layout.pp)}")
+    if run.global_batch is not None and run.micro_batch is not None:
+        per_step = run.micro_batch * dp
+        if run.global_batch % per_step:
+            yield Issue("published.global_batch", f"GBS {run.global_batch} is not a multiple of MBS x DP = "
+                        f"{run.micro_batch} x {dp} = {per_step}")
+
+
+def _gradient_accumulation(run: PublishedRun, gpus: int) -> Iterator[Issue]:
+    """A published GA column that disagrees with GBS / (MBS x DP): the source contradicts itself, which is shown
+    (a finding), since which of its numbers is wrong cannot be known from the table."""
+    layout = run.layout
+    if None in (run.gradient_accumulation, run.global_batch, run.micro_batch) or gpus % (layout.tp * layout.pp
+                                                                                           * layout.cp):
+        return
+    assert run.global_batch is not None and run.micro_batch is not None
+    implied = run.global_batch / (run.micro_batch * gpus // (layout.tp * layout.pp * layout.cp))
+    if run.gradient_accumulation != implied:
+        yield Issue("published.gradient_accumulation", f"published GA {run.gradient_accumulation} != GBS / (MBS x DP)"
+                    f" = {implied:g}; the source's table contradicts itself")
+
+
+def _torchtitan_layout(run: PublishedRun, gpus: int) -> Iterator[Issue]:
+    layout = run.layout
+    fsdp = layout.fsdp or 1
+    product = fsdp * layout.tp * layout.pp * layout.cp
+    if product != gpus:
+        yield Issue("published.layout", f"FSDP {fsdp} x TP {layout.tp} x PP {layout.pp} x CP {layout.cp} = "
+                    f"{product}, not the {gpus} GPUs (torchtitan: FSDP x TP x PP x CP = #GPUs)")
+    if run.global_batch is not None and run.local_batch is not None and run.global_batch != run.local_batch * fsdp:
+        yield Issue("published.global_batch", f"global batch {run.global_batch} != local batch x FSDP = "
+                    f"{run.local_batch} x {fsdp}")
+
+
+def check_published(entry: PublishedSummary, tables: ReferenceTables) -> tuple[list[Issue], list[Issue]]:
+    """(errors, findings) of an entry: errors make it invalid; findings (a published TFLOP/s that disagrees with
+    ours beyond the tolerance, short of absurd) are shown and leave it valid."""
+    errors: list[Issue] = []
+    findings: list[Issue] = []
+    if entry.model not in tables.models:
+        errors.append(Issue("model", f"no model card named '{entry.model}' in models/; add the card or fix the name"))
+    if entry.gpu.type not in tables.gpus:
+        errors.append(Issue("gpu.type", f"unknown GPU type '{entry.gpu.type}'; known: {', '.join(tables.gpus)} "
+                            "(hardware/gpus.yaml)"))
+    run = entry.published
+    if run is None:
+        return errors, findings
+    if run.layout.vp is not None and run.layout.vp > 1 and run.layout.pp == 1:
+        errors.append(Issue("published.layout.vp", f"VP {run.layout.vp} needs PP > 1 (virtual stages split a "
+                            "pipeline)"))
+    rules = _torchtitan_layout if run.engine == "torchtitan" else _megatron_layout
+    errors.extend(rules(run, entry.gpu.count))
+    if run.engine == "megatron-bridge":
+        findings.extend(_gradient_accumulation(run, entry.gpu.count))
+    derived = published_figures(entry, tables)
+    ratio = derived.tflops_ratio if derived else None
+    if derived is not None and ratio is not None:
+        text = (f"published {derived.published_tflops_per_gpu:g} model TFLOP/s per GPU against "
+                f"{derived.implied_tflops_per_gpu:.0f} from tokens/s x our {derived.flops_per_token / 1e9:.2f} "
+                f"GFLOP per token ({ratio - 1:+.1%})")
+        if not 1 / PUBLISHED_FLOPS.absurd <= ratio <= PUBLISHED_FLOPS.absurd:
+            errors.append(Issue("published.model_tflops_per_gpu", f"{text}: more than a factor of "
+                                f"{PUBLISHED_FLOPS.absurd:g} apart; check the model, the GPU count and the figure"))
+        elif abs(ratio - 1) > PUBLISHED_FLOPS.agree:
+            findings.append(Issue("published.model_tflops_per_gpu", f"{text}: beyond the {PUBLISHED_FLOPS.agree:.0%} "
+                                  "tolerance (thresholds.PUBLISHED_FLOPS); the source counts FLOPs its own way"))
+    return errors, findings

@@ -1,0 +1,285 @@
+"""What every import of the public record shares: the stored source files, their Markdown tables, and writing the
+entries into the catalog all at once.
+
+An importer (scripts/import_*.py) reads a stored copy named in data/public-record/manifest.yaml, turns each table
+row into a `PublishedSummary`, and hands them to `write_entries`, which validates every entry like `openrecipes
+validate` does, writes them all into a temporary folder and only then moves them into recipes/. A malformed row or
+an invalid entry is a `UserError` (exit 2) naming the source file and line; nothing in recipes/ changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+from pydantic import ValidationError
+
+from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
+from openrecipes.catalog.model import PublishedSummary
+from openrecipes.catalog.paths import bundled_root
+from openrecipes.catalog.published import check_published
+from openrecipes.catalog.yamlio import read_yaml
+from openrecipes.errors import EXIT_BAD_INPUT, UserError
+from openrecipes.textfile import MIB, read_text
+
+MANIFEST = Path("data/public-record/manifest.yaml")
+MAX_SOURCE_BYTES = 4 * MIB  # the largest stored table today is 44 KB
+ENTRY_PREFIX = "record-"  # every imported file is recipes/<model>/<gpu>/record-<source>-....yaml
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One stored copy of a public file, as the manifest names it."""
+
+    repository: str
+    path: str
+    commit: str
+    sha256: str
+    local: Path  # the stored copy on disk
+
+    def text(self) -> str:
+        """The stored copy, which must be the file the manifest names (its sha256) and UTF-8 text."""
+        text = read_text(self.local, MAX_SOURCE_BYTES, "stored source copy")
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()  # a valid UTF-8 file re-encodes to its own bytes
+        if digest != self.sha256:
+            raise UserError(f"{self.shown}: sha256 {digest[:12]}... differs from the manifest's {self.sha256[:12]}...; "
+                            f"a refreshed copy needs its commit and sha256 updated in {MANIFEST}")
+        return text
+
+    @property
+    def shown(self) -> str:
+        """The stored copy's path as messages name it: relative to the catalog root."""
+        return f"{MANIFEST.parent}/{self.repository}/{self.path}"
+
+    def cite(self, section: str, line: int) -> str:
+        return f"{self.repository} {self.path} (commit {self.commit}), line {line}, in: {section}"
+
+
+def source_file(root: Path, repository: str, path: str) -> SourceFile:
+    """The manifest's entry for one file; a missing entry or a missing copy is a UserError."""
+    manifest = root / MANIFEST
+    doc = read_yaml(manifest)
+    rows = doc.data.get("sources") if isinstance(doc.data, dict) else None
+    for i, row in enumerate(rows or []):
+        if isinstance(row, dict) and row.get("repository") == repository and row.get("path") == path:
+            try:
+                commit, sha = str(row["commit"]), str(row["sha256"])
+            except KeyError as missing:
+                raise UserError(f"{manifest}:{doc.line_of(f'sources.{i}')}: sources.{i}: {missing} is missing; "
+                                "add it") from None
+            local = manifest.parent / repository / path
+            if not local.is_file():
+                raise UserError(f"{local}: the stored copy named in {manifest} is missing; store the file there")
+            return SourceFile(repository, path, commit, sha, local)
+    raise UserError(f"{manifest}: no source {repository} {path}; add it with its commit and sha256")
+
+
+@dataclass(frozen=True)
+class TableRow:
+    line: int  # 1-based line in the source file
+    text: str  # the row exactly as written
+    cells: tuple[str, ...]
+
+
+@dataclass
+class Table:
+    """A Markdown pipe table with the headings above it and the paragraph just before it (its caption)."""
+
+    line: int
+    headings: tuple[str, ...]
+    caption: str
+    header: tuple[str, ...]
+    rows: list[TableRow] = field(default_factory=list)
+
+    def column(self, row: TableRow, name: str) -> str | None:
+        return row.cells[self.header.index(name)] if name in self.header else None
+
+
+def _cells(line: str) -> tuple[str, ...]:
+    body = line.strip()
+    body = body[1:] if body.startswith("|") else body
+    body = body[:-1] if body.endswith("|") else body
+    return tuple(cell.strip() for cell in body.split("|"))
+
+
+_SEPARATOR = re.compile(r"^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+
+
+def markdown_tables(text: str, where: Path) -> list[Table]:
+    """Every pipe table of a Markdown file; a row whose cell count differs from its header is a UserError naming
+    the file and line."""
+    tables: list[Table] = []
+    headings: list[tuple[int, str]] = []
+    paragraph, caption = "", ""  # the paragraph being read, and the last one a blank line ended
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        heading = re.match(r"^(#{1,6})\s+(.*)$", line)
+        if heading:
+            level = len(heading.group(1))
+            headings = [h for h in headings if h[0] < level] + [(level, heading.group(2).strip())]
+            paragraph = caption = ""
+        elif line.lstrip().startswith("|") and i + 1 < len(lines) and _SEPARATOR.match(lines[i + 1]):
+            table = Table(i + 1, tuple(h for _, h in headings), (paragraph or caption).strip(), _cells(line))
+            i += 2
+            while i < len(lines) and lines[i].lstrip().startswith("|"):
+                cells = _cells(lines[i])
+                if len(cells) != len(table.header):
+                    raise UserError(f"{where}:{i + 1}: table row has {len(cells)} cells, its header "
+                                    f"{len(table.header)}; fix the row or the header")
+                table.rows.append(TableRow(i + 1, lines[i].rstrip(), cells))
+                i += 1
+            tables.append(table)
+            paragraph = caption = ""
+            continue
+        elif line.strip():
+            paragraph = line if not paragraph else paragraph + " " + line
+        elif paragraph:
+            paragraph, caption = "", paragraph
+        i += 1
+    return tables
+
+
+def number(cell: str, where: str) -> int | float:
+    """A published figure as written ('6,667' -> 6667, '597.3' -> 597.3); a footnote marker after it is dropped."""
+    text = re.sub(r"\[\^[^\]]*\]", "", cell).replace(",", "").strip()
+    if re.fullmatch(r"[0-9]+", text):
+        return int(text)
+    if re.fullmatch(r"[0-9]+\.[0-9]+", text):
+        return float(text)
+    raise UserError(f"{where}: '{cell}' is not a number; fix the row")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A source row that became no entry, and why (reported by the import, listed in docs/public-record.md)."""
+
+    model: str
+    row: str  # file:line
+    why: str
+
+
+@dataclass(frozen=True)
+class Imported:
+    path: Path  # relative to the catalog root: recipes/<model>/<gpu>/record-<source>-....yaml
+    data: dict[str, Any]  # the entry's fields, validated by write_entries
+    source_line: str  # file:line of the row, for error messages
+
+
+@dataclass
+class ImportResult:
+    written: list[Path] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def _existing_references(root: Path, prefix: str) -> dict[tuple[str, str, str], Path]:
+    """(repository, table, row) of the published entries already in the catalog that this import does not own."""
+    seen: dict[tuple[str, str, str], Path] = {}
+    for path in sorted((root / "recipes").rglob("*.yaml")):
+        if path.name.startswith(prefix):
+            continue
+        data = read_yaml(path).data
+        published = data.get("published") if isinstance(data, dict) else None
+        reference = published.get("reference") if isinstance(published, dict) else None
+        if isinstance(reference, dict):
+            key = (str(reference.get("repository")), str(reference.get("table")), str(reference.get("row")))
+            seen[key] = path.relative_to(root)
+    return seen
+
+
+def _render(data: dict[str, Any], comment: str) -> str:
+    """The entry's fields as the importer read them (6667 stays 6667, not the model's float 6667.0)."""
+    body = yaml.safe_dump(data, sort_keys=False, width=116, allow_unicode=True)
+    return "".join(f"# {line}\n" for line in comment.splitlines()) + body
+
+
+def write_entries(root: Path, source_tag: str, imported: list[Imported], skipped: list[Skipped],
+                  comment: str, tables: ReferenceTables | None = None) -> ImportResult:
+    """Validate every entry, then replace this source's files under root/recipes with them in one move.
+
+    Rows the catalog already holds under another file (same repository, table and row) are skipped and reported.
+    """
+    root = Path(root).resolve()
+    tables = tables or load_reference_tables(root)
+    prefix = f"{ENTRY_PREFIX}{source_tag}-"
+    existing = _existing_references(root, prefix)
+    result = ImportResult(skipped=list(dict.fromkeys(skipped)))  # a row of two runs is reported once
+    chosen: dict[Path, tuple[Imported, PublishedSummary]] = {}
+    for item in imported:
+        entry = _validate(item, tables)
+        assert entry.published is not None  # _validate refuses an entry without its published block
+        reference = entry.published.reference
+        key = (reference.repository, reference.table, reference.row)
+        if key in existing:
+            result.skipped.append(Skipped(entry.model, item.source_line, f"already in the catalog as {existing[key]}"))
+            continue
+        if item.path in chosen:
+            raise UserError(f"{item.source_line}: the same entry name as {chosen[item.path][0].source_line} "
+                            f"({item.path}); the import names entries by model, GPU and layout")
+        chosen[item.path] = (item, entry)
+    old = set(p.relative_to(root) for p in (root / "recipes").rglob(f"{prefix}*.yaml"))
+    # Everything is written beside the catalog first; only then does each file take its place by one rename (the
+    # same file system), and the source's files that no row produces any more go last.
+    with tempfile.TemporaryDirectory(dir=root, prefix=".import-") as scratch:
+        staged = Path(scratch)
+        for path, (item, _) in chosen.items():
+            (staged / path).parent.mkdir(parents=True, exist_ok=True)
+            (staged / path).write_text(_render(item.data, comment), encoding="utf-8")
+        for path in sorted(chosen):
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged / path, root / path)
+            result.written.append(path)
+    for stale in sorted(old - set(chosen)):
+        (root / stale).unlink()
+    return result
+
+
+def _validate(item: Imported, tables: ReferenceTables) -> PublishedSummary:
+    """The entry typed and checked like `openrecipes validate` checks it; the first problem is a UserError naming
+    the source row."""
+    try:
+        entry = PublishedSummary.model_validate(item.data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise UserError(f"{item.source_line}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    if entry.published is None:
+        raise UserError(f"{item.source_line}: published: an imported entry needs its published block")
+    errors, _ = check_published(entry, tables)
+    if errors:
+        raise UserError(f"{item.source_line}: {errors[0].field}: {errors[0].message}")
+    return entry
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # a usage mistake is bad input: one line, no usage box
+        raise UserError(f"{message} (see --help)")
+
+
+def run_script(importer: Callable[[Path], ImportResult], argv: list[str] | None = None) -> int:
+    """The command line every importer shares: `[--root CATALOG]`; prints what was written and every skipped row;
+    bad input is one line on stderr and exit 2."""
+    parser = _Parser(description=importer.__doc__)
+    parser.add_argument("--root", type=Path, default=bundled_root(),
+                        help="the catalog folder holding recipes/, models/, hardware/ and data/public-record/")
+    try:
+        result = importer(parser.parse_args(argv).root.resolve())
+    except UserError as error:
+        print(f"error: {' '.join(str(error).splitlines())}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as error:  # a folder or file the user named cannot be read or written
+        print(f"error: {error.filename or ''}: {error.strerror or error}; check the path", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for skipped in result.skipped:
+        print(f"skipped {skipped.row}: {skipped.model}: {skipped.why}")
+    print(f"wrote {len(result.written)} entries, skipped {len(result.skipped)} rows")
+    return 0
