@@ -80,12 +80,18 @@ def plan(
     out: Annotated[Path | None, typer.Option(
         "--out", help="where --emit-recipe writes the recipe; for `plan export`, the folder (the site reads plans/)"),
     ] = None,
+    compare_published: Annotated[bool, typer.Option(
+        "--compare-published", help="print every published entry of MODEL beside the planner's prediction of its "
+        "own layout (no --gpu or --gpus)")] = False,
 ) -> None:
     """Predict memory and speed of every valid layout and rank them: fitting layouts by tokens/s per GPU,
     then the ones that do not fit with the reason. `plan export --out DIR` writes every model's Plan-page tables
     as JSON. Exit 2 on bad input."""
     if model == "export":
         _export(out)
+        return
+    if compare_published:
+        _compare_published(model)
         return
     if gpu is None or gpus is None:
         raise UserError("give --gpu TYPE and --gpus N (e.g. openrecipes plan gpt-oss-20b --gpu H200 --gpus 8)")
@@ -116,6 +122,29 @@ def plan(
         return
     _print_table(Console(), request, choice, ranked, 20 if top is None else top,
                  measured_above(catalog, request, ranked), published)
+
+
+def _compare_published(model: str) -> None:
+    from openrecipes.plan.public_record import compared
+
+    catalog = load_catalog(default_catalog_root())
+    if model not in catalog.tables.models:
+        raise UserError(f"unknown model '{model}'; known: {', '.join(sorted(catalog.tables.models))} (models/*.yaml)")
+    rows = compared(catalog, model)
+    if not rows:
+        raise UserError(f"--compare-published: the catalog has no published entry of {model} with a layout "
+                        "(docs/public-record.md)")
+    table = Table(title=f"{model}: {len(rows)} published entries beside the planner's prediction of each one's own "
+                        "layout (held out: no published entry is in the fit)", title_justify="left")
+    for header in ("Entry", "GPUs", "Engine", "Precision", "Layout", "Published", "Predicted", "Error", "Range"):
+        table.add_column(header, justify="left" if header in ("Entry", "Engine", "Precision", "Layout") else "right",
+                         overflow="fold")
+    for r in rows:
+        cells = ([f"{r.predicted:,.0f}", f"{r.error:+.1%}", f"{r.low:,.0f}-{r.high:,.0f}"] if r.error is not None
+                 else [f"not expressed: {r.reason}", "", ""])
+        table.add_row(r.name.removeprefix("record-"), f"{r.gpus:,} x {r.gpu_type}", r.engine, r.precision, r.layout,
+                      f"{r.published:,.0f}", *cells)
+    Console().print(table)
 
 
 def _emit(request: PlanRequest, rank: int, out: Path | None, top: int | None, as_json: bool) -> None:
