@@ -147,6 +147,11 @@ def _errors(rows: list[Compared]) -> list[float]:
     return [error for error in (r.error for r in rows) if error is not None]
 
 
+def _worst(errors: list[float]) -> float:
+    """The error of the largest magnitude, its sign kept."""
+    return max(errors, key=lambda error: abs(error))
+
+
 def accuracy(rows: list[Compared]) -> list[GroupAccuracy]:
     groups: dict[tuple[str, str, str], list[Compared]] = {}
     for row in rows:
@@ -158,7 +163,7 @@ def accuracy(rows: list[Compared]) -> list[GroupAccuracy]:
         found.append(GroupAccuracy(
             engine, gpu_type, band, len(group), len(errors),
             round(statistics.median(abs(e) for e in errors), 4) if errors else None,
-            round(max(errors, key=lambda e: abs(e)), 4) if errors else None,
+            round(_worst(errors), 4) if errors else None,
             round(sum(abs(e) <= WITHIN for e in errors) / len(errors), 4) if errors else None,
             round(sum(r.low <= r.published <= r.high for r in expressed  # type: ignore[operator]
                       ) / len(expressed), 4) if expressed else None))
