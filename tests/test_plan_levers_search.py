@@ -97,3 +97,14 @@ def test_glm_on_128_h200_shows_the_published_figure():
     text = " ".join(result.stdout.split())
     assert "published: 161.8 tokens/s per GPU for GLM-5.2-744B-A40B on 128 x H200" in text
     assert "every range is widened to hold it" in text
+
+
+def test_a_stale_heldout_file_stops_plan_with_one_line(monkeypatch):
+    from openrecipes.plan import trust
+
+    edited = {**trust.stored(), "inputs": {**trust.stored()["inputs"], "calibration.yaml": "0" * 64}}
+    monkeypatch.setattr(trust, "stored", lambda: edited)
+    result = openrecipes("plan", "qwen3-8b", "--gpu", "H200", "--gpus", "2")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "heldout.json: written for another src/openrecipes/plan/calibration.yaml" in result.stderr
+    assert "python -m openrecipes.plan.heldout" in result.stderr

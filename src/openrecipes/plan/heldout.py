@@ -25,7 +25,14 @@ from openrecipes.plan.constants import calibration, links
 from openrecipes.plan.fit import fit
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.predict import context, predict_layout
-from openrecipes.plan.trust import HELDOUT_FILE, HeldOutPoint, MemoryMargin, layout_features, margin_key
+from openrecipes.plan.trust import (
+    HELDOUT_FILE,
+    HeldOutPoint,
+    MemoryMargin,
+    input_digests,
+    layout_features,
+    margin_key,
+)
 
 # A model and GPU type needs this many measured layouts before its rank agreement is reported.
 RANKED_GROUP = 4
@@ -117,7 +124,8 @@ def memory_margins(root: Path | None = None) -> list[MemoryMargin]:
 
 def compute(root: Path | None = None) -> dict:
     rows = leave_one_out(root)
-    return {"points": [asdict(row) for row in rows],
+    return {"inputs": input_digests(),
+            "points": [asdict(row) for row in rows],
             "rank_agreement": {k: list(v) for k, v in rank_agreement(rows).items()},
             "memory_margins": [asdict(m) for m in memory_margins(root)],
             "measured_features": {engine: sorted(_features(engine, root)) for engine in engine_names()}}

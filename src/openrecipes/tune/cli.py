@@ -28,7 +28,7 @@ from openrecipes.plan.answer import (
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.levers import lever_text, parse_levers
 from openrecipes.plan.predict import PlanRequest, Prediction, predict
-from openrecipes.plan.trust import memory_margin
+from openrecipes.plan.trust import check_current, memory_margin
 
 # Non-fitting layouts shown under the fitting ones: enough to see what stops the next-larger layouts.
 NON_FITTING_SHOWN = 5
@@ -93,6 +93,7 @@ def plan(
     if compare_published:
         _compare_published(model)
         return
+    check_current()
     if gpu is None or gpus is None:
         raise UserError("give --gpu TYPE and --gpus N (e.g. openrecipes plan gpt-oss-20b --gpu H200 --gpus 8)")
     if not 1 <= gpus <= MAX_GPUS:
