@@ -188,9 +188,20 @@ def predict_point(point: MeasuredPoint, ctx: Context | None = None) -> Predictio
 
 def speed_points(root: Path | None = None) -> list[SpeedPoint]:
     """The measured points with a comparable tokens/s figure: what the fitted values are fitted on. A point that
-    pulls a lever is left out: its time effect is the lever's own measured factor (openrecipes.plan.levers)."""
-    return [SpeedPoint(p.slug, p.request, p.layout, p.tokens_per_s_per_gpu, p.memory_gib)
+    pulls a lever is left out: its time effect is the lever's own measured factor (openrecipes.plan.levers). The
+    public record's entries the planner can express are points of their engine and GPU type too
+    (openrecipes.plan.public_record)."""
+    ours = [SpeedPoint(p.slug, p.request, p.layout, p.tokens_per_s_per_gpu, p.memory_gib)
             for p in measured_points(root).values() if p.tokens_per_s_per_gpu and not lever_names(p.layout)]
+    return ours + _record_points(root)
+
+
+@lru_cache(maxsize=4)
+def _record_points(root: Path | None) -> list[SpeedPoint]:
+    from openrecipes.plan.public_record import record_points
+
+    return [SpeedPoint(p.slug, p.request, p.layout, p.tokens_per_s_per_gpu)
+            for p in record_points(load_catalog(root or default_catalog_root()))]
 
 
 def fitted_values(root: Path | None = None) -> dict[str, float]:

@@ -1,9 +1,10 @@
 """The planner held against the public record: every published entry with a typed layout (docs/public-record.md)
 beside the planner's prediction of exactly that layout, and the errors per engine, GPU type and scale band.
 
-No published entry is in the fit (openrecipes.plan.fit fits on our runs and the seeds), so each prediction is held
-out by construction. An entry the planner cannot express (a precision or a GPU type it has no term for, a layout its
-rules refuse, a workload the source does not give) is listed with the reason, never dropped. `python -m
+Every entry the planner can express is a measured point of the fit (openrecipes.plan.calibrate.speed_points),
+so its error here is its leave-one-out error (heldout.json: every fitted value refitted without it). An entry the
+planner cannot express (a precision or a GPU type it has no term for, a layout its rules refuse, a workload the
+source does not give) is listed with the reason, never dropped. `python -m
 openrecipes.plan.public_record` writes the summary to public_record.json; tests/test_plan_public_record.py fails when
 that file is stale.
 """
@@ -24,6 +25,7 @@ from openrecipes.plan.constants import HERE
 from openrecipes.plan.layouts import Layout, stage_split
 from openrecipes.plan.levers import measured_factors
 from openrecipes.plan.predict import PlanRequest, context, predict_layout
+from openrecipes.plan.trust import stored_points
 
 SUMMARY_FILE = HERE / "public_record.json"
 ENGINES = {"megatron-bridge": "megatron", "torchtitan": "torchtitan"}
@@ -35,6 +37,7 @@ RANKED_GROUP = 4  # entries of one model, engine and GPU type needed for a rank 
 
 @dataclass(frozen=True)
 class Compared:
+    slug: str  # the entry's catalog slug (model/gpu/file stem)
     name: str  # the entry's file stem
     model: str
     gpu_type: str
@@ -47,10 +50,17 @@ class Compared:
     low: float | None  # the prediction's range
     high: float | None
     reason: str | None  # why the planner cannot express the entry
+    held_out: float | None = None  # the prediction with every fitted value refitted without this entry (heldout.json)
 
     @property
     def error(self) -> float | None:
-        return None if self.predicted is None else self.predicted / self.published - 1
+        """The held-out error: the entry is a point of the fit, so only its leave-one-out prediction is honest."""
+        return None if self.held_out is None else self.held_out / self.published - 1
+
+
+def held_out() -> dict[str, float]:
+    """Each fitted point's held-out prediction (heldout.json, openrecipes.plan.heldout), by slug."""
+    return {point.name: point.held_out for point in stored_points()}
 
 
 def band_of(gpus: int) -> str:
@@ -104,8 +114,10 @@ def compare(entry: SummaryEntry, catalog: Catalog) -> Compared:
 
     def row(predicted: float | None = None, low: float | None = None, high: float | None = None,
             reason: str | None = None) -> Compared:
-        return Compared(entry.name, summary.model, summary.gpu.type, summary.gpu.count, engine, run.precision,
-                        run.layout.label, summary.result.tokens_per_s_per_gpu, predicted, low, high, reason)
+        held = held_out().get(entry.slug) if predicted is not None else None
+        return Compared(entry.slug, entry.name, summary.model, summary.gpu.type, summary.gpu.count, engine,
+                        run.precision, run.layout.label, summary.result.tokens_per_s_per_gpu, predicted, low, high,
+                        reason, held)
 
     reason = _expressible_precision(engine, run.precision, summary.gpu.type)
     card = catalog.tables.models.get(summary.model)
@@ -122,6 +134,30 @@ def compare(entry: SummaryEntry, catalog: Catalog) -> Compared:
         return row(reason=str(error).strip("'"))
     interval = prediction.interval
     return row(round(prediction.tokens_per_s_per_gpu, 1), interval.low, interval.high)
+
+
+@dataclass(frozen=True)
+class RecordPoint:
+    """A published entry the planner can express, as a measured point of its engine and GPU type."""
+    slug: str
+    request: PlanRequest
+    layout: Layout
+    tokens_per_s_per_gpu: float
+
+
+def record_points(catalog: Catalog) -> list[RecordPoint]:
+    """Every published entry the planner can express (`compare` gives no reason against it), as a point."""
+    found = []
+    for entry in catalog.record:
+        run, summary = entry.entry.published, entry.entry
+        card = catalog.tables.models.get(summary.model)
+        if run is None or card is None or compare(entry, catalog).reason is not None:
+            continue
+        engine = ENGINES[run.engine]
+        layout, global_batch = _layout(entry, engine, card.layers)
+        request = PlanRequest(summary.model, summary.gpu.type, summary.gpu.count, run.seq_length, global_batch, engine)
+        found.append(RecordPoint(entry.slug, request, layout, summary.result.tokens_per_s_per_gpu))
+    return found
 
 
 def compared(catalog: Catalog, model: str | None = None) -> list[Compared]:
@@ -176,7 +212,7 @@ def rank_agreement(rows: list[Compared]) -> dict[str, tuple[int, float]]:
     for row in rows:
         if row.predicted is not None:
             groups.setdefault(f"{row.model}, {row.engine} on {row.gpu_type}", []).append(row)
-    return {name: (len(group), round(spearman([r.predicted for r in group],  # type: ignore[misc]
+    return {name: (len(group), round(spearman([r.held_out for r in group],  # type: ignore[misc]
                                               [r.published for r in group]), 3))
             for name, group in sorted(groups.items()) if len(group) >= RANKED_GROUP
             and len({r.published for r in group}) > 1}

@@ -136,12 +136,13 @@ def _compare_published(model: str) -> None:
         raise UserError(f"--compare-published: the catalog has no published entry of {model} with a layout "
                         "(docs/public-record.md)")
     table = Table(title=f"{model}: {len(rows)} published entries beside the planner's prediction of each one's own "
-                        "layout (held out: no published entry is in the fit)", title_justify="left")
-    for header in ("Entry", "GPUs", "Engine", "Precision", "Layout", "Published", "Predicted", "Error", "Range"):
+                        "layout (held out: refitted without that entry; the range is today's)", title_justify="left")
+    for header in ("Entry", "GPUs", "Engine", "Precision", "Layout", "Published", "Held out", "Error", "Range"):
         table.add_column(header, justify="left" if header in ("Entry", "Engine", "Precision", "Layout") else "right",
                          overflow="fold")
     for r in rows:
-        cells = ([f"{r.predicted:,.0f}", f"{r.error:+.1%}", f"{r.low:,.0f}-{r.high:,.0f}"] if r.error is not None
+        cells = ([f"{r.held_out:,.0f}", f"{r.error:+.1%}", f"{r.low:,.0f}-{r.high:,.0f}"]
+                 if r.error is not None and r.held_out is not None
                  else [f"not expressed: {r.reason}", "", ""])
         table.add_row(r.name.removeprefix("record-"), f"{r.gpus:,} x {r.gpu_type}", r.engine, r.precision, r.layout,
                       f"{r.published:,.0f}", *cells)
