@@ -17,7 +17,6 @@ import argparse
 import datetime
 import os
 import platform
-import shutil
 import statistics
 import sys
 import tempfile
@@ -35,7 +34,6 @@ from openrecipes.plan.answer import default_engine  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE = "ff28b97"  # main before plan searched every lever
-PLAN_DATA = ("calibration.yaml", "heldout.json", "reference_points.yaml", "interconnect.yaml")
 # Both arms, timed against each other: the request the brief named slow, and GLM's largest Megatron plan.
 COMPARED = [("gpt-oss-20b", "B200", 1024, "megatron"), ("gpt-oss-20b", "B200", 8192, "megatron"),
             ("GLM-5.2-744B-A40B", "B200", 1024, "megatron")]
@@ -67,9 +65,7 @@ def main() -> None:
     seconds: dict[tuple, list[float]] = {}
     counts: dict[tuple, dict[str, int]] = {}
     with tempfile.TemporaryDirectory() as folder:
-        baseline, baseline_modules = load_baseline(args.baseline, Path(folder))
-        for name in PLAN_DATA:  # the same calibration and trust data in both arms
-            shutil.copy(REPO / "src/openrecipes/plan" / name, Path(folder) / "src/openrecipes/plan" / name)
+        baseline, baseline_modules = load_baseline(args.baseline, Path(folder))  # with this checkout's plan data
         arms = {"before": (baseline_modules, baseline), "now": (_package_modules(), current)}
         for _ in range(args.runs):
             for request in COMPARED:

@@ -56,6 +56,7 @@ def test_table_lists_fitting_then_not_fitting():
     (["gpt-oss-20b", "--gpu", "H200", "--gpus", str(2**20 + 8)], f"--gpus {2**20 + 8}: give 1 to 1,048,576 GPUs"),
     (["qwen3-8b", "--gpu", "H200", "--gpus", "2", "--engine", "megatron", "--float8", "tensorwise"],
      "torchtitan levers, which megatron lacks"),
+    (["GLM-5.2-744B-A40B", "--gpu", "H100", "--gpus", "8"], "no layout of GLM-5.2-744B-A40B fits 8 x H100 (megatron)"),
     (["gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--engine", "jax"], "--engine jax"),
 ])
 def test_bad_input_exits_2_with_one_line(args, message):

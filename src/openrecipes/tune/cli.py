@@ -115,6 +115,11 @@ def plan(
     if out is not None:
         raise UserError("--out is where --emit-recipe or `plan export` writes; give --emit-recipe N or leave --out out")
     ranked = predict(request)
+    if not any(p.peak_fits for p in ranked):
+        closest = ranked[0]  # the ones that do not fit come closest first
+        raise UserError(f"no layout of {model} fits {gpus} x {gpu} ({choice.engine}): the closest, "
+                        f"{_layout_text(closest.layout)}, needs {closest.memory.total_gib:,.1f} GiB per GPU of "
+                        f"{closest.capacity_gib:.1f}; plan more GPUs or shorter rows")
     published = published_figures(catalog, request, ranked)
     if as_json:
         rows = [p.exported() for p in ranked[:top or None]]
