@@ -3,7 +3,8 @@ process, the two arms alternating; then every catalog model on 1,024 and 8,192 G
 
 The baseline is the package at `--baseline` (default: main before the planner searched every lever), read with
 `git archive` (benchmarks/plan_speed.py's `load_baseline`); both arms plan from this checkout's catalog and from its
-calibration, held-out errors and reference points (copied over the baseline's), so any difference is the code's.
+calibration, held-out errors and reference points (copied over the baseline's; its own models/ and hardware/ as of
+that commit, whose planner fields are today's), so any difference is the code's.
 The new planner leaves out the optimizer offload fractions after the first that fits (they fit and run slower) and
 adds torchtitan's lever settings, so the arms enumerate different sets: every layout the new one lists that the old
 one also enumerates must have byte-identical `--json` objects in both (checked on every run). Times are CPU seconds.
@@ -45,9 +46,9 @@ def _key(row) -> tuple:
             row.reshard_after_forward, tuple(row.kernels), row.attention, row.float8)
 
 
-def _rows(planner, model: str, gpu: str, gpus: int, engine: str) -> list:
+def _rows(planner, root: Path, model: str, gpu: str, gpus: int, engine: str) -> list:
     request = planner.PlanRequest(model, gpu, gpus, 8192, gpus, engine)
-    return [p.exported() for p in planner.predict(request, planner.load_reference_tables(REPO))]
+    return [p.exported() for p in planner.predict(request, planner.load_reference_tables(root))]
 
 
 def _cell(values: list[float]) -> str:
@@ -66,12 +67,12 @@ def main() -> None:
     counts: dict[tuple, dict[str, int]] = {}
     with tempfile.TemporaryDirectory() as folder:
         baseline, baseline_modules = load_baseline(args.baseline, Path(folder))  # with this checkout's plan data
-        arms = {"before": (baseline_modules, baseline), "now": (_package_modules(), current)}
+        arms = {"before": (baseline_modules, baseline, Path(folder)), "now": (_package_modules(), current, REPO)}
         for _ in range(args.runs):
             for request in COMPARED:
                 rows = {}
-                for arm, (modules, planner) in arms.items():
-                    rows[arm], elapsed = timed(modules, partial(_rows, planner, *request))
+                for arm, (modules, planner, root) in arms.items():
+                    rows[arm], elapsed = timed(modules, partial(_rows, planner, root, *request))
                     seconds.setdefault((request, arm), []).append(elapsed)
                     counts.setdefault(request, {})[arm] = len(rows[arm])
                 old = {_key(row): json_text(row) for row in rows["before"]}
@@ -83,7 +84,7 @@ def main() -> None:
     for model in sorted(catalog.tables.models):
         engine = default_engine(catalog, model).engine
         for gpus in SCALES:
-            rows, elapsed = timed(_package_modules(), partial(_rows, current, model, "B200", gpus, engine))
+            rows, elapsed = timed(_package_modules(), partial(_rows, current, REPO, model, "B200", gpus, engine))
             alone[(model, engine, gpus)] = (len(rows), elapsed)
     end = os.getloadavg()
     print(f"## Planner at scale — {datetime.date.today()} (benchmarks/plan_scale.py --runs {args.runs})\n")
