@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from conftest import openrecipes
+from conftest import REPO, openrecipes
 
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
@@ -108,3 +108,19 @@ def test_a_stale_heldout_file_stops_plan_with_one_line(monkeypatch):
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert "heldout.json: written for another src/openrecipes/plan/calibration.yaml" in result.stderr
     assert "python -m openrecipes.plan.heldout" in result.stderr
+
+
+def test_the_example_in_docs_planning_is_the_programs_output():
+    """docs/planning.md shows `COLUMNS=80 openrecipes plan qwen3-8b --gpu H200 --gpus 2 --top 3 --float8 none`
+    exactly as the program prints it (re-run it and paste the output after a change)."""
+    from typer.testing import CliRunner
+
+    from openrecipes.cli import app
+
+    command = "COLUMNS=80 openrecipes plan qwen3-8b --gpu H200 --gpus 2 --top 3 --float8 none"
+    page = (REPO / "docs/planning.md").read_text(encoding="utf-8")
+    shown = page.split(f"$ {command}\n", 1)[1].split("\n```", 1)[0]
+    result = CliRunner().invoke(app, command.split()[1:][1:], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert [line.rstrip() for line in result.output.rstrip().splitlines()] == [
+        line.rstrip() for line in shown.splitlines()]
