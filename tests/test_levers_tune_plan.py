@@ -15,8 +15,9 @@ from openrecipes.cli import app
 from openrecipes.errors import UserError
 from openrecipes.plan import levers
 from openrecipes.plan.constants import GIB
+from openrecipes.plan.layouts import LeverSet
+from openrecipes.plan.levers import ATTENTION_CHOICES, KERNEL_CHOICES
 from openrecipes.plan.predict import PlanRequest, context, predict_layout
-from openrecipes.tune.candidates import ATTENTION_CHOICES, KERNEL_CHOICES
 from tests.test_plan_tune import WHEN, FakeRunner, _key
 from tests.test_plan_tune import catalog as catalog  # the fixture
 
@@ -25,9 +26,10 @@ QWEN3_1_7B = PlanRequest("qwen3-1.7b", "H200", 1, 8192, 16, "torchtitan")
 
 
 def _best_fitting(request: PlanRequest):
+    """The best fitting BF16 layout without pipeline stages that pulls no kernel, attention or FP8 lever."""
     from openrecipes.plan.predict import predict
 
-    return next(p for p in predict(request) if p.fits)
+    return next(p for p in predict(replace(request, search=levers.BF16_SEARCH)) if p.fits and p.layout.pp == 1)
 
 
 def _with(prediction, **fields):
@@ -36,7 +38,8 @@ def _with(prediction, **fields):
 
 
 def test_fused_linear_cross_entropy_replaces_the_fp32_logits_term():
-    plain = _best_fitting(QWEN3_8B)
+    best = _best_fitting(QWEN3_8B)
+    plain = _with(best, rows_per_microbatch=1, max_tokens_per_gpu=8192)
     fused = _with(plain, kernels=("liger-fused-linear-cross-entropy",))
     tokens, vocab, hidden = plain.layout.max_tokens_per_gpu, 151936, 4096
     chunk = 256  # next power of two of 8,192 / ceil(151,936 / 4,096) = 215.6
@@ -60,12 +63,13 @@ def test_liger_rmsnorm_drops_eager_amps_fp32_norm_copies_and_nothing_else():
 
 def test_an_unmeasured_lever_is_predicted_as_without_it_and_named():
     plain = _best_fitting(QWEN3_8B)
-    fused = _with(plain, kernels=KERNELS, attention="sdpa-cudnn", float8="tensorwise")
+    unmeasured = ("liger-rmsnorm", "liger-swiglu", "liger-rope")
+    fused = _with(plain, kernels=unmeasured, attention="sdpa-cudnn", float8="rowwise")
     assert fused.tokens_per_s_per_gpu == plain.tokens_per_s_per_gpu
-    assert fused.step.unmeasured_levers == (*KERNELS, "attention sdpa-cudnn", "float8 tensorwise")
+    assert fused.step.unmeasured_levers == (*unmeasured, "attention sdpa-cudnn", "float8 rowwise")
     assert "levers" not in fused.step.parts_s()
     row = fused.exported()
-    assert row.kernels == list(KERNELS) and row.unmeasured_levers[-1] == "float8 tensorwise"
+    assert row.kernels == list(unmeasured) and row.unmeasured_levers[-1] == "float8 rowwise"
     assert plain.exported().unmeasured_levers == []
 
 
@@ -103,9 +107,27 @@ def test_a_lever_measured_by_a_pair_of_own_runs_gets_that_factor(monkeypatch):
         levers.measured_factors.cache_clear()
 
 
-def test_no_own_run_pulls_a_lever_yet():
+def test_the_lever_runs_give_measured_factors_and_plan_enumerates_the_useful_ones():
     levers.measured_factors.cache_clear()
-    assert levers.measured_factors() == {}
+    factors = levers.measured_factors()
+    # runs/levers-20261201: each lever arm against the BF16 arm of its call, its repeat and the recipe's run
+    assert factors[("H200", "float8 tensorwise")].factor == pytest.approx(47633.68 / (
+        40506.83 * 40532.72 * 40727.51) ** (1 / 3))
+    assert len(factors[("H200", "float8 tensorwise")].pairs) == 3
+    assert factors[("H200", "liger-fused-linear-cross-entropy")].factor < 1
+    assert factors[("H200", "attention sdpa-flash")].factor < 1
+    sets = levers.lever_sets("torchtitan", "H200", levers.LeverSearch())
+    # sdpa-flash was measured slower and has no memory term: it can only lose, so it is not enumerated; the fused
+    # loss was measured slower too, but frees memory
+    assert {s.attention for s in sets} == {None}
+    assert {s.kernels for s in sets} == {(), ("liger-fused-linear-cross-entropy",)}
+    assert {s.float8 for s in sets} == {None, "tensorwise"}
+    both = (False, True)
+    assert {(s.compile, s.reshard_after_forward) for s in sets} == {(c, r) for c in both for r in both}
+    # nothing measured on B200: compile and resharding only; Megatron has none of these levers
+    assert {(s.kernels, s.attention, s.float8) for s in levers.lever_sets("torchtitan", "B200", levers.LeverSearch())
+            } == {((), None, None)}
+    assert levers.lever_sets("megatron", "H200", levers.LeverSearch()) == (LeverSet(),)
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -128,8 +150,7 @@ def test_plan_levers_are_torchtitan_only():
 
 def test_plan_says_which_lever_is_unmeasured():
     result = CliRunner().invoke(app, ["plan", "qwen3-8b", "--gpu", "H200", "--gpus", "2", "--engine", "torchtitan",
-                                      "--global-batch", "16", "--top", "2", "--kernels",
-                                      "liger-fused-linear-cross-entropy"])
+                                      "--global-batch", "16", "--top", "2", "--kernels", "liger-rope"])
     assert result.exit_code == 0, result.output
     assert "time effect unmeasured" in " ".join(result.output.split())
 

@@ -63,9 +63,18 @@ def test_a_planned_recipe_in_the_catalog_is_ranked_nowhere(planned, tmp_path):
 
 def test_emit_errors_are_one_line_exit_2(tmp_path):
     out = tmp_path / "x.yaml"
-    no_base = openrecipes("plan", "gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--emit-recipe", "1",
-                          "--out", str(out))
+    no_base = openrecipes("plan", "gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--engine", "torchtitan",
+                          "--emit-recipe", "1", "--out", str(out))
     assert no_base.returncode == 2 and "no torchtitan recipe of gpt-oss-20b" in no_base.stderr
+    # gpt-oss-20b runs on Megatron here: plan answers for Megatron, which has no recipe renderer
+    megatron = openrecipes("plan", "gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--emit-recipe", "1",
+                           "--out", str(out))
+    assert megatron.returncode == 2 and "--emit-recipe writes torchtitan recipes" in megatron.stderr
+    for extra, message in ((["--grad-reduce-bf16"], "--grad-reduce-bf16 is Megatron's"),
+                           (["--top", "3"], "--top and --json do not apply"), (["--json"], "--top and --json")):
+        refused = openrecipes("plan", "qwen3-8b", "--gpu", "H200", "--gpus", "2", "--emit-recipe", "1",
+                              "--out", str(out), *extra)
+        assert refused.returncode == 2 and message in refused.stderr, extra
     too_far = openrecipes("plan", "qwen3-8b", "--gpu", "H200", "--gpus", "2", "--emit-recipe", "999", "--out", str(out))
     assert too_far.returncode == 2 and "--emit-recipe 999: choose 1.." in too_far.stderr
     assert openrecipes("plan", "export").returncode == 2
@@ -77,11 +86,15 @@ def test_a_planned_recipe_keeps_its_bases_fields_and_holds_the_prediction():
 
     from openrecipes.catalog.model import Recipe
     from openrecipes.catalog.store import load_recipe
-    from openrecipes.tune.emit import base_request, planned_recipe, runnable_predictions
+    from openrecipes.plan.predict import PlanRequest
+    from openrecipes.tune.emit import emit_base, planned_recipe, runnable_predictions
 
-    base_path, request = base_request("qwen3-8b", "H200", 2, REPO)
+    base_path = emit_base("qwen3-8b", "H200", 2, REPO)
+    from openrecipes.plan.levers import BF16_SEARCH
+
+    request = PlanRequest("qwen3-8b", "H200", 2, 8192, 16, "torchtitan", search=BF16_SEARCH)
     prediction = runnable_predictions(request, REPO)[1]
-    planned = Recipe.model_validate(yaml.safe_load(planned_recipe(base_path, 2, prediction, REPO).text))
+    planned = Recipe.model_validate(yaml.safe_load(planned_recipe(base_path, 2, prediction, request, REPO).text))
     base = load_recipe(base_path)
     changed = {"status", "layout", "result", "correctness", "runs", "run", "notes"}
     assert planned.model_dump(exclude=changed) == base.model_dump(exclude=changed)
@@ -95,3 +108,26 @@ def test_a_planned_recipe_keeps_its_bases_fields_and_holds_the_prediction():
     assert planned.correctness.component_tests == [] and planned.correctness.rules == base.correctness.rules
     assert planned.layout.summary.endswith("(#2 predicted by `openrecipes plan`)")
     assert planned.layout.highlights.startswith("planned: ")
+
+
+def test_emit_honours_the_workload_and_composes_for_any_gpu_count(tmp_path):
+    import yaml
+
+    from openrecipes.catalog.model import Recipe
+
+    out = tmp_path / "gb32.yaml"
+    done = openrecipes("plan", "qwen3-8b", "--gpu", "H200", "--gpus", "2", "--global-batch", "32", "--float8", "none",
+                       "--emit-recipe", "1", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    recipe = Recipe.model_validate(yaml.safe_load(out.read_text()))
+    assert recipe.workload.global_batch == 32 and "--training.global_batch_size 32" in recipe.run
+    assert recipe.layout.float8 is None and recipe.workload.precision == "bf16"
+    assert "--global-batch 32 --float8 none --emit-recipe 1" in recipe.notes
+    # no recipe of Qwen3-8B on 16 GPUs: composed from its 2-GPU recipe, on two 8-GPU nodes, and never with TP (which
+    # does not run for Qwen3 on torchtitan 0.2.2)
+    wide = tmp_path / "x16.yaml"
+    done = openrecipes("plan", "qwen3-8b", "--gpu", "H200", "--gpus", "16", "--emit-recipe", "1", "--out", str(wide))
+    assert done.returncode == 0, done.stderr
+    recipe = Recipe.model_validate(yaml.safe_load(wide.read_text()))
+    assert (recipe.gpu.count, recipe.gpu.per_node, recipe.layout.tp) == (16, 8, 1)
+    assert "--nnodes 2 --nproc_per_node 8" in recipe.run and "(its GPUs replaced)" in recipe.notes

@@ -1,7 +1,8 @@
 """Leave-one-out on every measured point: each point predicted with every fitted value refitted without it.
 
 Pins the table benchmarks/RESULTS.md shows (benchmarks/plan_loo.py prints it): heldout.json is what the fit gives
-now; every held-out error within 15%, the median within 10%; rank agreement >= 0.8 within
+now; every held-out error within 15% (the public record's known misses listed), the median within
+10%; rank agreement >= 0.8 within
 every model and GPU type with at least four measured layouts; and the intervals and margin `plan` prints come from it.
 """
 
@@ -18,7 +19,19 @@ SPEARMAN_BAR = 0.8
 # Points allowed outside the bar, each documented in docs/planning.md with its reason: none since the Qwen3-0.6B and
 # Qwen3-4B stock arms (eager selective AC) constrain the eager selective-AC host term that the one-row 1.7B layout
 # alone used to need.
-KNOWN_MISSES: dict[str, tuple[float, float]] = {}
+# The public record's entries (points of the fit since it joined) beyond the bar, each in docs/planning.md ("The public
+# record"): gpt-oss-120b on B200/B300 (one Megatron efficiency per GPU type serves GLM-5.2 and gpt-oss-120b, and
+# NeMo releases ran the same layout 60% apart), torchtitan's 2025 async-TP and compiled tables (faster builds than
+# the 2024 tables the torchtitan efficiency also fits).
+KNOWN_MISSES: dict[str, tuple[float, float]] = {
+    "gpt-oss-120b/b200/record-mbridge-25.11-pretrain-bf16-64gpu-tp1-pp1-cp1-vp1-ep8-gbs512-mbs4": (0.45, 0.55),
+    "gpt-oss-120b/b200/record-mbridge-26.02-pretrain-bf16-64gpu-tp1-pp1-cp1-vpna-ep64-gbs1280-mbs4": (-0.22, -0.15),
+    "gpt-oss-120b/b300/record-mbridge-26.02-pretrain-bf16-64gpu-tp1-pp1-cp1-vpna-ep64-gbs1280-mbs4": (0.15, 0.25),
+    "llama-3.1-70b/h100/record-torchtitan-asynctp-202506-bf16-256gpu-fsdp32-tp8-pp1-cp1-seq8192-torchcompile-asynctp":
+        (-0.20, -0.15),
+    "llama-3.1-8b/h100/record-torchtitan-asynctp-202506-bf16-64gpu-fsdp8-tp8-pp1-cp1-seq8192-torchcompile":
+        (0.15, 0.22),
+}
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from openrecipes.atomic import write_atomic
 from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ActiveParamsCard, ModelCard, ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
@@ -187,9 +188,20 @@ def predict_point(point: MeasuredPoint, ctx: Context | None = None) -> Predictio
 
 def speed_points(root: Path | None = None) -> list[SpeedPoint]:
     """The measured points with a comparable tokens/s figure: what the fitted values are fitted on. A point that
-    pulls a lever is left out: its time effect is the lever's own measured factor (openrecipes.plan.levers)."""
-    return [SpeedPoint(p.slug, p.request, p.layout, p.tokens_per_s_per_gpu, p.memory_gib)
+    pulls a lever is left out: its time effect is the lever's own measured factor (openrecipes.plan.levers). The
+    public record's entries the planner can express are points of their engine and GPU type too
+    (openrecipes.plan.public_record)."""
+    ours = [SpeedPoint(p.slug, p.request, p.layout, p.tokens_per_s_per_gpu, p.memory_gib)
             for p in measured_points(root).values() if p.tokens_per_s_per_gpu and not lever_names(p.layout)]
+    return ours + _record_points(root)
+
+
+@lru_cache(maxsize=4)
+def _record_points(root: Path | None) -> list[SpeedPoint]:
+    from openrecipes.plan.public_record import record_points
+
+    return [SpeedPoint(p.slug, p.request, p.layout, p.tokens_per_s_per_gpu)
+            for p in record_points(load_catalog(root or default_catalog_root()))]
 
 
 def fitted_values(root: Path | None = None) -> dict[str, float]:
@@ -197,6 +209,25 @@ def fitted_values(root: Path | None = None) -> dict[str, float]:
     from openrecipes.plan.fit import fit
 
     return fit(speed_points(root)).fitted_values()
+
+
+def write_fitted(root: Path | None = None) -> Path:
+    """Refit and write every fitted value into calibration.yaml in place (4 significant digits; its comments, priors
+    and the other sections kept as they are)."""
+    values = {name: float(f"{value:.4g}") for name, value in fitted_values(root).items()}
+    path = HERE / "calibration.yaml"
+    lines, section, name = path.read_text(encoding="utf-8").split("\n"), None, None
+    for i, line in enumerate(lines):
+        if line and not line.startswith((" ", "#")):
+            section = line.rstrip(":")
+        elif section == "fitted" and line.startswith("  ") and not line.startswith("   ") and line.endswith(":"):
+            name = line.strip().rstrip(":")
+        elif section == "fitted" and name in values and line.startswith("    value: "):
+            lines[i] = f"    value: {values.pop(name)}"
+    if values:
+        raise UserError(f"{path}: no `value:` line for {', '.join(values)} under fitted:; add one")
+    write_atomic(path, "\n".join(lines))
+    return path
 
 
 if __name__ == "__main__":

@@ -25,7 +25,14 @@ from openrecipes.plan.constants import calibration, links
 from openrecipes.plan.fit import fit
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.predict import context, predict_layout
-from openrecipes.plan.trust import HELDOUT_FILE, HeldOutPoint, MemoryMargin, layout_features
+from openrecipes.plan.trust import (
+    HELDOUT_FILE,
+    HeldOutPoint,
+    MemoryMargin,
+    input_digests,
+    layout_features,
+    margin_key,
+)
 
 # A model and GPU type needs this many measured layouts before its rank agreement is reported.
 RANKED_GROUP = 4
@@ -93,7 +100,8 @@ def memory_margins(root: Path | None = None) -> list[MemoryMargin]:
         if point.memory_gib:
             predicted = allocator_gib(predict_layout(context(point.request, reference_tables()),
                                                      point.layout).memory.total_gib, reserve)
-            ratios.setdefault(point.request.engine, []).append((point.memory_gib / predicted - 1, point.slug))
+            ratios.setdefault(margin_key(point.request.engine, point.layout), []).append(
+                (point.memory_gib / predicted - 1, point.slug))
     arms = _arms(root)  # tune and the sweeps run torchtitan
     out_of_memory = [(arm, gpu) for arm, gpu in arms if arm["oom"]]
     for arm, gpu in out_of_memory:
@@ -104,10 +112,10 @@ def memory_margins(root: Path | None = None) -> list[MemoryMargin]:
     for engine, found in sorted(ratios.items()):
         worst, slug = max(found)
         basis = f"largest under-prediction of {len(found)} measured {engine} peaks ({slug})"
-        if engine == "torchtitan":
+        if engine == "torchtitan":  # the tune and sweep arms pull no kernel
             basis += f"; {len(out_of_memory)} of {len(arms)} tune and sweep arms ran out of memory"
         margins.append(MemoryMargin(engine, round(max(worst, 0.0), 4), basis))
-    widest = max(margins, key=lambda m: m.margin)
+    widest = max((m for m in margins if m.engine in engine_names()), key=lambda m: m.margin)
     for engine in engine_names():
         if engine not in ratios:
             margins.append(MemoryMargin(engine, widest.margin, f"no measured {engine} peak: {widest.engine}'s margin"))
@@ -116,7 +124,8 @@ def memory_margins(root: Path | None = None) -> list[MemoryMargin]:
 
 def compute(root: Path | None = None) -> dict:
     rows = leave_one_out(root)
-    return {"points": [asdict(row) for row in rows],
+    return {"inputs": input_digests(),
+            "points": [asdict(row) for row in rows],
             "rank_agreement": {k: list(v) for k, v in rank_agreement(rows).items()},
             "memory_margins": [asdict(m) for m in memory_margins(root)],
             "measured_features": {engine: sorted(_features(engine, root)) for engine in engine_names()}}

@@ -44,7 +44,7 @@ class Layout:
     rows_per_microbatch: int
     max_tokens_per_gpu: int
     grad_reduce_bf16: bool  # Megatron's --grad-reduce-in-bf16: 2-byte instead of 4-byte gradient buffers
-    # torchtitan only, set for measured points (the enumeration plans eager with resharding, torchtitan's defaults):
+    # torchtitan only (openrecipes.plan.levers.lever_sets says which settings the enumeration tries):
     # --compile.enable (torchtitan 0.2.2 compiles each block and the loss) and
     # --parallelism.fsdp_reshard_after_forward (False: "never", parameters stay gathered until the backward).
     compile: bool = False
@@ -91,6 +91,21 @@ def _label(tp: int, pp: int, vpp: int, cp: int, ep: int, etp: int, dp: int) -> s
     return " ".join(parts + [f"DP{dp}"])
 
 
+@dataclass(frozen=True)
+class LeverSet:
+    """The settings beyond the parallel layout one enumerated layout gets (openrecipes.plan.levers.lever_sets):
+    torchtitan's defaults unless set."""
+    compile: bool = False
+    reshard_after_forward: bool = True
+    kernels: tuple[str, ...] = ()
+    attention: str | None = None
+    float8: str | None = None
+
+    def applies_to(self, dp: int, cp: int, fsdp: bool) -> bool:
+        """Keeping weights gathered after the forward only means something where FSDP shards them (DP x CP > 1)."""
+        return self.reshard_after_forward or (fsdp and dp * cp > 1)
+
+
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -132,9 +147,9 @@ def _vpp_sizes(split: tuple[int, ...], pp: int) -> list[int]:
 
 
 def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batch: int, engine: Engine,
-                      nvlink_domain: int, grad_reduce_bf16: bool = False, kernels: tuple[str, ...] = (),
-                      attention: str | None = None, float8: str | None = None) -> Iterator[tuple[Layout, ...]]:
-    """Every valid layout, each pulling the given torchtitan levers (openrecipes.plan.levers), in groups: one layout
+                      nvlink_domain: int, grad_reduce_bf16: bool = False,
+                      lever_sets: tuple[LeverSet, ...] = (LeverSet(),)) -> Iterator[tuple[Layout, ...]]:
+    """Every valid layout with each of the lever settings (openrecipes.plan.levers.lever_sets), in groups: one layout
     with each optimizer fraction the engine may offload to the host, alike in every other field (the planner works
     out what does not depend on the fraction once per group)."""
     rules = engine_named(engine).layout
@@ -157,7 +172,11 @@ def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batc
                             if vpp > 1 and microbatches % pp:
                                 continue  # the interleaved schedule runs microbatches in groups of PP
                             for recompute in RECOMPUTE_POLICIES:
-                                yield tuple(Layout(engine, tp, pp, vpp, cp, ep, etp, dp, split, recompute, offload,
-                                                   rows, rows * row_tokens // cp, grad_reduce_bf16,
-                                                   kernels=kernels, attention=attention, float8=float8)
-                                            for offload in rules.offload_fractions)
+                                for levers in lever_sets:
+                                    if not levers.applies_to(dp, cp, rules.fsdp):
+                                        continue
+                                    yield tuple(Layout(engine, tp, pp, vpp, cp, ep, etp, dp, split, recompute, offload,
+                                                       rows, rows * row_tokens // cp, grad_reduce_bf16,
+                                                       levers.compile, levers.reshard_after_forward, levers.kernels,
+                                                       levers.attention, levers.float8)
+                                                for offload in rules.offload_fractions)

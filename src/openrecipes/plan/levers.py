@@ -19,6 +19,11 @@ Time: a measured factor per lever and GPU type, read from pairs of our own runs 
 that differ by that lever alone: tokens/s with it over tokens/s without. A lever without such a pair has an
 unmeasured time effect: the plan predicts it as without the lever and names it unmeasured. The factors of several
 levers multiply (their effects are taken as independent).
+
+`LEVERS` is the one list of every lever the recipes use, with its memory and time terms and the engines that have
+it; `lever_sets` turns it into the settings `plan` enumerates for every layout (and `tune` measures): torch.compile
+on and off, reshard-after-forward on and off where FSDP shards, and each kernel, attention backend and FP8 scaling
+whose time factor was measured on the GPU type (or every one, where a search asks for them all).
 """
 
 from __future__ import annotations
@@ -26,12 +31,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
 
 from openrecipes.catalog.model import ATTENTION_BACKENDS, FLOAT8_SCALINGS, KERNELS
 from openrecipes.catalog.yamlio import read_yaml
+from openrecipes.engines.registry import engine_named
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import BF16_BYTES, HERE
-from openrecipes.plan.layouts import Layout
+from openrecipes.plan.layouts import Layout, LeverSet
 
 FUSED_LINEAR_CROSS_ENTROPY = "liger-fused-linear-cross-entropy"
 FUSED_RMSNORM = "liger-rmsnorm"
@@ -102,13 +109,132 @@ def time_effect(layout: Layout, gpu_type: str) -> TimeEffect:
     return TimeEffect(speedup, tuple(name for name in names if (gpu_type, name) not in factors))
 
 
-def parse_levers(kernels: str | None, attention: str | None, float8: str | None) -> dict:
-    """`--kernels A,B`, `--attention NAME` and `--float8 SCALING` as a request's lever fields; kernels in the
-    recipes' canonical order. A name outside the allowed ones is an error naming the option and the allowed ones."""
+def parse_levers(kernels: str | None, attention: str | None, float8: str | None) -> tuple[dict, LeverSearch]:
+    """`--kernels A,B`, `--attention NAME` and `--float8 SCALING|none` as a request's fixed lever fields (kernels in
+    the recipes' canonical order) and what is left to search: a lever given is fixed, `--float8 none` plans BF16
+    only. A name outside the allowed ones is an error naming the option and the allowed ones."""
     chosen = [name.strip() for name in (kernels or "").split(",") if name.strip()]
+    scaling = None if float8 == "none" else float8
     for option, values, allowed in (("--kernels", chosen, KERNELS), ("--attention", [attention] if attention else [],
-                                    ATTENTION_BACKENDS), ("--float8", [float8] if float8 else [], FLOAT8_SCALINGS)):
+                                    ATTENTION_BACKENDS), ("--float8", [scaling] if scaling else [],
+                                                          (*FLOAT8_SCALINGS, "none"))):
         unknown = [value for value in values if value not in allowed]
         if unknown:
             raise UserError(f"{option} {','.join(unknown)}: not one of {', '.join(allowed)}")
-    return {"kernels": tuple(k for k in KERNELS if k in chosen), "attention": attention, "float8": float8}
+    fixed = {"kernels": tuple(k for k in KERNELS if k in chosen), "attention": attention, "float8": scaling}
+    return fixed, LeverSearch(float8="none" if float8 == "none" else "measured")
+
+
+# Short names of the kernels in table cells, slugs and labels.
+KERNEL_SHORT = {"liger-rmsnorm": "rmsnorm", "liger-swiglu": "swiglu", "liger-rope": "rope",
+                "liger-fused-linear-cross-entropy": "flce"}
+
+
+def lever_text(layout: Layout) -> str:
+    """`, compiled, no reshard, liger flce, fp8 tensorwise` for a table cell: the levers a layout pulls."""
+    parts = (["compiled"] if layout.compile else []) + ([] if layout.reshard_after_forward else ["no reshard"])
+    parts += [f"liger {'+'.join(KERNEL_SHORT[k] for k in layout.kernels)}"] if layout.kernels else []
+    parts += [layout.attention] if layout.attention else []
+    parts += [f"fp8 {layout.float8}"] if layout.float8 else []
+    return "".join(f", {part}" for part in parts)
+
+
+@dataclass(frozen=True)
+class Lever:
+    """One lever a recipe can pull: the engines that have it, and where its memory and time terms come from."""
+    name: str
+    engines: tuple[str, ...]
+    memory: str  # what the planner's memory model does with it
+    time: str  # where its time term comes from (a fitted value, measured pairs, the layout's own terms, or none)
+    enumerated: bool  # whether `plan` searches it (a lever with no time term is not: it could not be ranked)
+
+
+LEVERS: tuple[Lever, ...] = (
+    Lever("torch.compile", ("torchtitan",), "compiled loss keeps BF16 logits; compiled blocks keep no AMP FP32 norms",
+          "fitted: calibration.yaml compile_speedup on our compiled/eager runs (reference_points.yaml own_runs)", True),
+    Lever("no reshard after forward", ("torchtitan",), "each FSDP unit's gathered BF16 weights held to the backward",
+          "one FSDP all-gather fewer per microbatch (the FSDP communication term)", True),
+    Lever("float8 tensorwise", ("torchtitan",), "not modelled: planned with BF16 memory",
+          "measured factor from own_runs pairs that differ by it alone, per GPU type", True),
+    Lever("float8 rowwise", ("torchtitan",), "not modelled: planned with BF16 memory",
+          "measured factor from own_runs pairs that differ by it alone, per GPU type", True),
+    *(Lever(kernel, ("torchtitan",), "see this module's docstring", "measured factor from own_runs pairs, per GPU type",
+            True) for kernel in KERNELS),
+    *(Lever(f"attention {backend}", ("torchtitan",), "none: every backend saves the same tensors",
+            "measured factor from own_runs pairs, per GPU type", True) for backend in ATTENTION_BACKENDS),
+    Lever("recompute none/selective/full", ("megatron", "torchtitan"), "activations kept per policy",
+          "FLOPs rerun (full: the layers' forward; torchtitan selective: the unsaved matmuls; Megatron selective: "
+          "assumed factor)", True),
+    Lever("virtual pipeline (VP)", ("megatron",), "in-flight microbatches of the interleaved schedule",
+          "pipeline bubble / VP", True),
+    Lever("sequence parallel", ("megatron",), "activations split over TP", "TP all-gather/reduce-scatter", True),
+    Lever("optimizer offload", ("megatron",), "offloaded fraction of the optimizer state off the GPU",
+          "measured host Adam rate (calibration.yaml measured)", True),
+    Lever("FP8 current scaling", ("megatron",), "not modelled", "none: no Megatron FP8 run measured here", False),
+    Lever("FP8 delayed scaling", ("megatron",), "not modelled", "none: no Megatron FP8 run measured here", False),
+    Lever("MXFP8 (Blackwell)", ("megatron",), "not modelled", "none: no Megatron MXFP8 run measured here", False),
+)
+
+
+# Which choices of a torchtitan lever the enumeration tries: none of them, the ones with a time factor measured on
+# the GPU type, or all of them (a search that measures each, `tune --kernels`).
+LeverScope = Literal["none", "measured", "all"]
+
+
+@dataclass(frozen=True)
+class LeverSearch:
+    """What `plan` enumerates beyond the layout (torchtitan; Megatron's levers are layout fields)."""
+    compile: bool = True  # torch.compile on and off (else eager only)
+    reshard: bool = True  # reshard-after-forward on and off where FSDP shards (else on only)
+    kernels: LeverScope = "measured"
+    attention: LeverScope = "measured"
+    float8: LeverScope = "measured"
+
+
+# tune: BF16, compile and resharding searched, kernels and attention only when asked.
+BF16_SEARCH = LeverSearch(kernels="none", attention="none", float8="none")
+# The fixed settings the old enumeration used: eager, resharding, no lever (calibration points name their own).
+NO_SEARCH = LeverSearch(compile=False, reshard=False, kernels="none", attention="none", float8="none")
+# The kernel choices a full search tries: no kernel, each alone, all of them (each one's effect, and theirs together).
+KERNEL_CHOICES: tuple[tuple[str, ...], ...] = ((), *((kernel,) for kernel in KERNELS), KERNELS)
+ATTENTION_CHOICES: tuple[str | None, ...] = (None, *ATTENTION_BACKENDS)
+FLOAT8_CHOICES: tuple[str | None, ...] = (None, *FLOAT8_SCALINGS)
+
+
+# The levers with a memory term (module docstring): the only ones that can pay for a measured slowdown, by letting a
+# layout fit that does not fit without them.
+MEMORY_LEVERS = frozenset({FUSED_LINEAR_CROSS_ENTROPY, FUSED_RMSNORM})
+
+
+def _worth_trying(gpu_type: str) -> set[str]:
+    """The levers measured on this GPU type that can help a layout: faster, or a memory term. One measured slower
+    and without a memory term can only lose against the same layout without it, so it is not enumerated."""
+    return {name for (gpu, name), measured in measured_factors().items()
+            if gpu == gpu_type and (measured.factor > 1 or name in MEMORY_LEVERS)}
+
+
+def _scoped(scope: LeverScope, choices: tuple, names: dict, worth: set[str]) -> tuple:
+    if scope == "all":
+        return choices
+    if scope == "none":
+        return choices[:1]
+    return tuple(c for c in choices if c == choices[0] or names[c] <= worth)
+
+
+def lever_sets(engine: str, gpu_type: str, search: LeverSearch, kernels: tuple[str, ...] = (),
+               attention: str | None = None, float8: str | None = None) -> tuple[LeverSet, ...]:
+    """The lever settings the enumeration gives every layout. Kernels, attention and float8 given here are fixed
+    (every layout pulls them); the others are searched as `search` says. An engine without these levers (Megatron)
+    gets its one setting."""
+    if not engine_named(engine).layout.compiles:
+        return (LeverSet(),)
+    measured = _worth_trying(gpu_type)
+    kernel_names = {k: set(k) for k in KERNEL_CHOICES}
+    kernel_choices = (kernels,) if kernels else _scoped(search.kernels, KERNEL_CHOICES, kernel_names, measured)
+    attention_choices = (attention,) if attention else _scoped(
+        search.attention, ATTENTION_CHOICES, {a: {f"attention {a}"} for a in ATTENTION_CHOICES}, measured)
+    float8_choices = (float8,) if float8 else _scoped(
+        search.float8, FLOAT8_CHOICES, {f: {f"float8 {f}"} for f in FLOAT8_CHOICES}, measured)
+    return tuple(LeverSet(c, r, k, a, f) for f in float8_choices for k in kernel_choices for a in attention_choices
+                 for c in ((False, True) if search.compile else (False,))
+                 for r in ((True, False) if search.reshard else (True,)))

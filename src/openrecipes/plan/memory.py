@@ -17,7 +17,7 @@ every saved tensor by TP.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -218,15 +218,17 @@ def _logits_part(shape: ModelShape, layout: Layout) -> float:
     return logits_bytes(layout.max_tokens_per_gpu, shape.vocab, layout.tp, _bytes_per_logit(layout))
 
 
-def estimate_memories(shape: ModelShape, layouts: Sequence[Layout], global_batch: int,
-                      runtime_reserve_gib: float) -> list[MemoryEstimate]:
-    """The peak of each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group):
-    the fraction changes the optimizer states only, so the activations and logits are worked out once."""
+def memories_in_order(shape: ModelShape, layouts: Sequence[Layout], global_batch: int,
+                      runtime_reserve_gib: float) -> Iterator[MemoryEstimate]:
+    """The peak of each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group),
+    one at a time, so a caller that stops early (at the first fraction that fits) works out no more: the fraction
+    changes the optimizer states only, so the activations and logits are worked out once."""
     first = layouts[0]
     activations = _activation_bytes(shape, first, global_batch)
     logits = _logits_part(shape, first)
     params = stage_params_per_gpu(shape, first)
-    return [_peak_stage(shape, layout, params, activations, logits, runtime_reserve_gib) for layout in layouts]
+    for layout in layouts:
+        yield _peak_stage(shape, layout, params, activations, logits, runtime_reserve_gib)
 
 
 def _peak_stage(shape: ModelShape, layout: Layout, params: tuple[tuple[float, float], ...], activations: list[float],

@@ -18,10 +18,11 @@ from openrecipes.errors import UserError
 from openrecipes.plan.constants import GIB, Calibration, Links, calibration, links
 from openrecipes.plan.export_model import PredictedLayout
 from openrecipes.plan.layouts import Engine, Layout, enumerate_layouts
-from openrecipes.plan.memory import MemoryEstimate, estimate_memories
+from openrecipes.plan.levers import LeverSearch, lever_sets
+from openrecipes.plan.memory import MemoryEstimate, memories_in_order
 from openrecipes.plan.shape import ModelShape, model_shape
 from openrecipes.plan.speed import StepTime, step_times
-from openrecipes.plan.trust import Interval, interval, memory_margin
+from openrecipes.plan.trust import WITH_KERNELS, Interval, interval, memory_margin
 
 
 @dataclass(frozen=True)
@@ -33,10 +34,12 @@ class PlanRequest:
     global_batch: int = 128
     engine: Engine = "megatron"
     grad_reduce_bf16: bool = False
-    # torchtitan levers applied to every layout (openrecipes.plan.levers): kernels, attention backend, float8 scaling
+    # torchtitan levers every layout pulls (openrecipes.plan.levers): kernels, attention backend, float8 scaling;
+    # the ones not fixed here are searched as `search` says.
     kernels: tuple[str, ...] = ()
     attention: str | None = None
     float8: str | None = None
+    search: LeverSearch = LeverSearch()
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class Context:
     usd_per_gpu_hour: float | None
     calibration: Calibration
     memory_margin: float  # share of the predicted allocator peak a layout must leave free (openrecipes.plan.trust)
+    kernel_memory_margin: float  # the same for a layout that pulls a Liger kernel
 
 
 @dataclass(frozen=True)
@@ -160,21 +164,38 @@ def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Cont
              if priced else None)
     return Context(request, model_shape(tables.models[request.model]), gpu_links,
                    tables.gpus[request.gpu_type].peak_bf16_flops, price, calibration(),
-                   memory_margin(request.engine).margin)
+                   memory_margin(request.engine).margin, memory_margin(request.engine + WITH_KERNELS).margin)
 
 
 def predict_layout(ctx: Context, layout: Layout) -> Prediction:
     return predict_layouts(ctx, (layout,))[0]
 
 
-def predict_layouts(ctx: Context, layouts: Sequence[Layout]) -> list[Prediction]:
-    """Each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group)."""
+def predict_layouts(ctx: Context, layouts: Sequence[Layout], drop_dominated: bool = False) -> list[Prediction]:
+    """Each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group, smallest
+    fraction first). With `drop_dominated`, the fractions after the first that fits are left out: they differ from
+    it only by more host work and less memory, so they fit and run slower (what `plan` ranks never needs them)."""
     request = ctx.request
-    memories = estimate_memories(ctx.shape, layouts, request.global_batch, ctx.calibration.runtime_reserve_gib)
+    memories = []
+    for memory in memories_in_order(ctx.shape, layouts, request.global_batch, ctx.calibration.runtime_reserve_gib):
+        memories.append(memory)
+        if drop_dominated and _fits(ctx, layouts[len(memories) - 1], memory):
+            break
+    layouts = layouts[:len(memories)]
     steps = step_times(ctx.shape, layouts, ctx.links, ctx.peak_flops, ctx.calibration, request.global_batch,
                        request.row_tokens)
     return [_prediction(ctx, layout, memory, step)
             for layout, memory, step in zip(layouts, memories, steps, strict=True)]
+
+
+def _margin_gib(ctx: Context, layout: Layout, memory: MemoryEstimate) -> float:
+    return ((ctx.kernel_memory_margin if layout.kernels else ctx.memory_margin)
+            * (memory.total_gib - ctx.calibration.runtime_reserve_gib))
+
+
+def _fits(ctx: Context, layout: Layout, memory: MemoryEstimate) -> bool:
+    """Prediction.fits, before the step is worked out."""
+    return ctx.links.capacity_gib - memory.total_gib >= _margin_gib(ctx, layout, memory)
 
 
 def _prediction(ctx: Context, layout: Layout, memory: MemoryEstimate, step: StepTime) -> Prediction:
@@ -188,7 +209,7 @@ def _prediction(ctx: Context, layout: Layout, memory: MemoryEstimate, step: Step
         usd_per_million_tokens=(figures.usd_per_million_tokens(ctx.usd_per_gpu_hour, throughput)
                                 if ctx.usd_per_gpu_hour else None),
         gpu_type=request.gpu_type,
-        margin_gib=ctx.memory_margin * (memory.total_gib - ctx.calibration.runtime_reserve_gib),
+        margin_gib=_margin_gib(ctx, layout, memory),
     )
 
 
@@ -197,12 +218,14 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
     margin the same way, then the rest by how close they come."""
     ctx = context(request, tables)
     if request.engine != "torchtitan" and (request.kernels or request.attention or request.float8):
-        raise UserError("--kernels, --attention and --float8 are torchtitan levers: add --engine torchtitan")
+        raise UserError(f"--kernels, --attention and --float8 are torchtitan levers, which {request.engine} lacks "
+                        "here (Megatron's FP8 has no measured run to time it): add --engine torchtitan")
+    settings = lever_sets(request.engine, request.gpu_type, request.search, request.kernels, request.attention,
+                          request.float8)
     groups = enumerate_layouts(ctx.shape, request.gpus, request.row_tokens, request.global_batch, request.engine,
-                               ctx.links.gpus_per_nvlink_domain, request.grad_reduce_bf16, request.kernels,
-                               request.attention, request.float8)
+                               ctx.links.gpus_per_nvlink_domain, request.grad_reduce_bf16, settings)
     with _collector_paused():
-        predictions = [prediction for group in groups for prediction in predict_layouts(ctx, group)]
+        predictions = [prediction for group in groups for prediction in predict_layouts(ctx, group, True)]
     if not predictions:
         raise UserError(f"no valid {request.engine} layout of {request.model} on {request.gpus} GPUs with global batch "
                         f"{request.global_batch} and {request.row_tokens}-token rows")
@@ -214,10 +237,10 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
 def plan_table(model: str, gpu_type: str, gpus: int, row_tokens: int = 8192, global_batch: int = 128,
                engine: Engine = "megatron", grad_reduce_bf16: bool = False, top: int | None = None,
                root: Path | None = None, kernels: tuple[str, ...] = (), attention: str | None = None,
-               float8: str | None = None) -> list[PredictedLayout]:
+               float8: str | None = None, search: LeverSearch | None = None) -> list[PredictedLayout]:
     """The ranked predictions as exported: one `--json` object per layout, the first `top` (None: all)."""
     request = PlanRequest(model, gpu_type, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, kernels,
-                          attention, float8)
+                          attention, float8, search or LeverSearch())
     ranked = predict(request, load_reference_tables(root))
     with _collector_paused():
         return [p.exported() for p in ranked[:top]]

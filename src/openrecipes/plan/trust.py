@@ -3,10 +3,12 @@ errors that give each prediction its interval, and each engine's memory margin."
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
+from openrecipes.errors import UserError
 from openrecipes.plan.constants import HERE
 from openrecipes.plan.layouts import Layout
 
@@ -48,9 +50,31 @@ class Interval:
     constrained: bool  # False: no measured point of this engine on this GPU type, or a feature none has
 
 
+# The planner's own data heldout.json was computed from: an edit to either makes it stale.
+INPUTS = ("calibration.yaml", "reference_points.yaml")
+
+
+def input_digests() -> dict[str, str]:
+    return {name: hashlib.sha256((HERE / name).read_bytes()).hexdigest() for name in INPUTS}
+
+
 @lru_cache(maxsize=1)
 def stored() -> dict:
-    return json.loads(HELDOUT_FILE.read_text(encoding="utf-8"))
+    try:
+        return json.loads(HELDOUT_FILE.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise UserError(f"{HELDOUT_FILE}: not what `python -m openrecipes.plan.heldout` writes ({error}); run it to "
+                        "write the file again") from None
+
+
+def check_current() -> None:
+    """One line and exit 2 where heldout.json was computed from another calibration.yaml or reference_points.yaml
+    (refitted or edited since): its ranges and margins would not be this calibration's."""
+    written = stored().get("inputs", {})
+    for name, digest in input_digests().items():
+        if written.get(name) != digest:
+            raise UserError(f"{HELDOUT_FILE}: written for another src/openrecipes/plan/{name} (edited or refitted "
+                            "since); run `python -m openrecipes.plan.heldout` to write it again")
 
 
 @lru_cache(maxsize=1)
@@ -58,9 +82,21 @@ def stored_points() -> tuple[HeldOutPoint, ...]:
     return tuple(HeldOutPoint(**row) for row in stored()["points"])
 
 
+# Layouts that pull a Liger kernel have their own memory margin: the kernels' memory terms (openrecipes.plan.levers)
+# under-predict the measured peaks of runs/levers-20261201 by more than any layout without them.
+WITH_KERNELS = " with Liger kernels"
+
+
+def margin_key(engine: str, layout: Layout) -> str:
+    """The memory margin a layout is held to: its engine's, or its engine's with Liger kernels where it pulls one."""
+    return engine + WITH_KERNELS if layout.kernels else engine
+
+
 @cache
 def memory_margin(engine: str) -> MemoryMargin:
-    return next(MemoryMargin(**m) for m in stored()["memory_margins"] if m["engine"] == engine)
+    """The margin of an engine, or of `margin_key`'s engine with kernels (the engine's own where none was measured)."""
+    margins = {m["engine"]: m for m in stored()["memory_margins"]}
+    return MemoryMargin(**margins.get(engine, margins[engine.removesuffix(WITH_KERNELS)]))
 
 
 def layout_features(layout: Layout) -> frozenset[str]:

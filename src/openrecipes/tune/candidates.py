@@ -9,9 +9,8 @@ from pathlib import Path
 
 from openrecipes import figures
 from openrecipes.catalog.hardware import ReferenceTables
-from openrecipes.catalog.model import ATTENTION_BACKENDS, KERNELS
 from openrecipes.plan.layouts import Layout
-from openrecipes.plan.levers import lever_names
+from openrecipes.plan.levers import BF16_SEARCH, KERNEL_SHORT, lever_names
 from openrecipes.plan.predict import Context, predict, predict_layout
 
 # Relative error of a held-out tokens/s prediction: benchmarks/RESULTS.md (the planner against our H200 runs): 21 of
@@ -28,28 +27,18 @@ WINDOW_FIRST_STEP = 2
 WARMUP_ALLOWANCE_MINUTES = 1.0
 # Standard errors between a measured mean and its optimistic / pessimistic bound.
 CONFIDENCE_SIGMAS = 2.0
-# torch.compile's gain over eager on the same layout before a tune has measured both: +5.1 % on Qwen3-8B, FSDP 2, no
-# AC, one row a microbatch, 2 x H200 (9,536.21 compiled against 9,069.31 eager; benchmarks/RESULTS.md). The planner has
-# no compile term, so without it a compiled layout and its eager twin tie and the first batch measures both.
-COMPILE_GAIN_PRIOR = 0.051
+# The efficiency refit's compile gain before a tune has measured both a compiled and an eager arm: none beyond the
+# planner's own (its candidates' compute already runs at calibration.yaml's fitted compile_speedup).
+COMPILE_GAIN_PRIOR = 0.0
 # torchtitan recomputes selectively per op in its stock qwen3 configuration.
 SELECTIVE_AC_METHOD = "op"
 # What a log says when a rank ran out of GPU memory.
 OOM_MARKERS = ("CUDA out of memory", "torch.OutOfMemoryError", "OutOfMemoryError")
-# The variants the planner does not enumerate (it plans eager with resharding): (compile, reshard_after_forward).
-VARIANTS = ((False, True), (True, True), (True, False), (False, False))
 # Layouts that do not run on the engine as pinned, by torchtitan model: Qwen3 with tensor parallelism fails at the
 # first step on torchtitan 0.2.2 / torch 2.11, compiled or eager (its GQA attention mixes a plain tensor into DTensor
 # math; runs/sweep-qwen3-8b-h200x2, docs/planning.md). Measuring them only spends device time on a crash.
 DOES_NOT_RUN = {"qwen3": (lambda layout: layout.tp > 1, "tensor parallelism fails on torchtitan 0.2.2 (Qwen3 GQA)")}
 Runner = Callable[..., Path]  # (launch, run_dir, *, tokens_per_step) -> train.log; raises UserError on failure
-# The lever choices `tune --kernels` and `tune --attention` add to every layout: no kernel, each kernel alone and all
-# of them (each one's effect, and theirs together); torchtitan's default attention and each backend pinned.
-KERNEL_CHOICES: tuple[tuple[str, ...], ...] = ((), *((kernel,) for kernel in KERNELS), KERNELS)
-ATTENTION_CHOICES: tuple[str | None, ...] = (None, *ATTENTION_BACKENDS)
-# Short names of the kernels in slugs and labels.
-KERNEL_SHORT = {"liger-rmsnorm": "rmsnorm", "liger-swiglu": "swiglu", "liger-rope": "rope",
-                "liger-fused-linear-cross-entropy": "flce"}
 
 
 # ---- candidates -------------------------------------------------------------------------------------------------
@@ -113,20 +102,6 @@ def renderable(layout: Layout, global_batch: int) -> bool:
             and (global_batch // layout.dp) % layout.rows_per_microbatch == 0)
 
 
-def variants(layout: Layout) -> list[Layout]:
-    """compile on/off and reshard-after-forward on/off (the latter only where FSDP shards: over DP x CP > 1)."""
-    return [replace(layout, compile=c, reshard_after_forward=r) for c, r in VARIANTS
-            if r or layout.dp * layout.cp > 1]
-
-
-def lever_variants(layout: Layout, kernels: bool = False, attention: bool = False,
-                   float8: str | None = None) -> list[Layout]:
-    """The layout with each kernel and attention choice searched (`tune --kernels`, `--attention`); every variant
-    trains in FP8 with `float8` scaling when given (an FP8 search has no BF16 candidate)."""
-    return [replace(layout, kernels=k, attention=a, float8=float8) for k in (KERNEL_CHOICES if kernels else ((),))
-            for a in (ATTENTION_CHOICES if attention else (None,))]
-
-
 def runs_on_engine(layout: Layout, torchtitan_model: str | None) -> bool:
     known = DOES_NOT_RUN.get(torchtitan_model or "")
     return known is None or not known[0](layout)
@@ -134,14 +109,16 @@ def runs_on_engine(layout: Layout, torchtitan_model: str | None) -> bool:
 
 def candidates(ctx: Context, tables: ReferenceTables, kernels: bool = False, attention: bool = False,
                float8: str | None = None) -> list[Candidate]:
-    """Every fitting, renderable torchtitan layout that the engine runs, with its variants (and lever choices when
-    searched), ranked by predicted tokens/s (then memory)."""
-    request = ctx.request
+    """Every renderable torchtitan layout whose predicted peak fits and that the engine runs, from the planner's own
+    enumeration (openrecipes.plan.levers.lever_sets: compile and resharding on and off; every kernel and attention
+    choice when searched; every layout in FP8 with `float8` scaling when given, an FP8 search having no BF16
+    candidate), ranked by predicted tokens/s (then memory)."""
+    search = replace(BF16_SEARCH, kernels="all" if kernels else "none", attention="all" if attention else "none")
+    request = replace(ctx.request, search=search, float8=float8)
     model = tables.models[request.model].architecture.get("torchtitan_model")
-    layouts = {lever for p in predict(request, tables) if renderable(p.layout, request.global_batch)
-               and runs_on_engine(p.layout, model) for v in variants(p.layout)
-               for lever in lever_variants(v, kernels, attention, float8)}
-    found = [c for c in (as_candidate(ctx, lay) for lay in layouts) if c.memory_gib <= c.capacity_gib]
+    layouts = {p.layout for p in predict(request, tables) if p.peak_fits
+               and renderable(p.layout, request.global_batch) and runs_on_engine(p.layout, model)}
+    found = [as_candidate(ctx, lay) for lay in layouts]
     return sorted(found, key=lambda c: (-round(c.tokens_per_s_per_gpu(1.0), 6), c.memory_gib, c.slug))
 
 

@@ -9,16 +9,36 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from openrecipes.catalog.model import FLOAT8_SCALINGS
+from openrecipes.catalog.paths import default_catalog_root
+from openrecipes.catalog.store import load_catalog
 from openrecipes.engines.registry import names as engine_names
 from openrecipes.errors import UserError
 from openrecipes.jsonout import json_text
-from openrecipes.plan.levers import parse_levers
-from openrecipes.plan.predict import PlanRequest, Prediction, plan_table, predict
-from openrecipes.plan.trust import memory_margin
+from openrecipes.plan.answer import (
+    EngineChoice,
+    MeasuredRecipe,
+    PublishedFigure,
+    default_engine,
+    default_workload,
+    measured_above,
+    published_figures,
+    widened,
+)
+from openrecipes.plan.layouts import Layout
+from openrecipes.plan.levers import lever_text, parse_levers
+from openrecipes.plan.predict import PlanRequest, Prediction, predict
+from openrecipes.plan.trust import check_current, memory_margin
 
 # Non-fitting layouts shown under the fitting ones: enough to see what stops the next-larger layouts.
 NON_FITTING_SHOWN = 5
-MAX_GPUS = 16384  # the planner enumerates every layout of the GPU count; past this no catalog run exists
+MAX_GPUS = 2**20  # the largest GPU count the planner enumerates
+# Terminals narrower than this get the narrow table: fewer columns, the layout cell wrapped (never cut short).
+WIDE_TABLE = 150
+WIDE_COLUMNS = ("#", "Layout", "Tokens/GPU", "GiB", "Headroom", "Tokens/s/GPU", "Range", "MFU", "$/1M", "Fit")
+NARROW_COLUMNS = ("#", "Layout", "tok/s/GPU", "Range", "GiB", "Fit")
+# The text columns share the width the figures leave (which never wrap), the layout the larger part.
+COLUMN_RATIOS = {"Layout": 3, "Fit": 2}
 
 
 def register(app: typer.Typer) -> None:
@@ -30,31 +50,39 @@ def plan(
     model: Annotated[str, typer.Argument(
         help="model name, as in models/*.yaml (e.g. gpt-oss-20b); or `export` to write the Plan pages' tables")],
     gpu: Annotated[str | None, typer.Option("--gpu", help="GPU type, a key of hardware/gpus.yaml (e.g. H200)")] = None,
-    gpus: Annotated[int | None, typer.Option("--gpus", min=1, max=MAX_GPUS, help="GPU count")] = None,
-    row_tokens: Annotated[
-        int, typer.Option("--row-tokens", min=1, max=2**24, help="tokens per training row")] = 8192,
-    global_batch: Annotated[
-        int, typer.Option("--global-batch", min=1, max=2**24, help="rows per optimizer step")] = 128,
-    engine: Annotated[str, typer.Option("--engine", help="megatron or torchtitan")] = "megatron",
+    gpus: Annotated[int | None, typer.Option("--gpus", help="GPU count")] = None,
+    row_tokens: Annotated[int | None, typer.Option(
+        "--row-tokens", min=1, max=2**24, help="tokens per training row (default: the model's recipes', else 8192)")
+    ] = None,
+    global_batch: Annotated[int | None, typer.Option(
+        "--global-batch", min=1, max=2**24, help="rows per optimizer step (default: the model's recipes', else 128)")
+    ] = None,
+    engine: Annotated[str | None, typer.Option(
+        "--engine", help="megatron or torchtitan (default: the engine that runs the model's recipes here)")] = None,
     grad_reduce_bf16: Annotated[bool, typer.Option(
         "--grad-reduce-bf16", help="BF16 gradient buffers (Megatron --grad-reduce-in-bf16, as the gpt-oss seeds use)"),
     ] = False,
     kernels: Annotated[str | None, typer.Option(
         "--kernels", help="torchtitan: Liger-Kernel kernels on every layout, comma-separated (e.g. "
-        "liger-rmsnorm,liger-fused-linear-cross-entropy)")] = None,
+        "liger-rmsnorm,liger-fused-linear-cross-entropy); default: each measured on the GPU type, and none")] = None,
     attention: Annotated[str | None, typer.Option(
         "--attention", help="torchtitan: attention backend (sdpa-cudnn, sdpa-flash, sdpa-efficient, flex)")] = None,
     float8: Annotated[str | None, typer.Option(
-        "--float8", help="torchtitan: FP8 linear layers with this scaling (tensorwise, rowwise)")] = None,
-    top: Annotated[int, typer.Option("--top", min=0, max=10**6, help="fitting layouts to show (0: all)")] = 20,
+        "--float8", help="torchtitan: FP8 linear layers with this scaling (tensorwise, rowwise), or `none` for BF16 "
+        "only; default: BF16 and each scaling measured on the GPU type")] = None,
+    top: Annotated[int | None, typer.Option("--top", min=0, max=10**6, help="fitting layouts to show (0: all; "
+                                                                            "default 20)")] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="print every ranked layout (or --top of them) as JSON")] = False,
     emit_recipe: Annotated[int | None, typer.Option(
         "--emit-recipe", help="write the N-th fitting torchtitan layout a recipe can run as a recipe (status: planned; "
-        "workload from the catalog's torchtitan recipe of MODEL on N x GPU)")] = None,
+        "stack, rows and environment from the catalog's torchtitan recipe of MODEL)")] = None,
     out: Annotated[Path | None, typer.Option(
         "--out", help="where --emit-recipe writes the recipe; for `plan export`, the folder (the site reads plans/)"),
     ] = None,
+    compare_published: Annotated[bool, typer.Option(
+        "--compare-published", help="print every published entry of MODEL beside the planner's prediction of its "
+        "own layout (no --gpu or --gpus)")] = False,
 ) -> None:
     """Predict memory and speed of every valid layout and rank them: fitting layouts by tokens/s per GPU,
     then the ones that do not fit with the reason. `plan export --out DIR` writes every model's Plan-page tables
@@ -62,29 +90,84 @@ def plan(
     if model == "export":
         _export(out)
         return
+    if compare_published:
+        _compare_published(model)
+        return
+    check_current()
     if gpu is None or gpus is None:
         raise UserError("give --gpu TYPE and --gpus N (e.g. openrecipes plan gpt-oss-20b --gpu H200 --gpus 8)")
     model, gpu = _names(model, gpu)
-    if engine not in engine_names():
+    if not 1 <= gpus <= MAX_GPUS:
+        raise UserError(f"--gpus {gpus}: give 1 to {MAX_GPUS:,} GPUs (2^20)")
+    if engine is not None and engine not in engine_names():
         raise UserError(f"--engine {engine}: use {' or '.join(engine_names())}")
+    catalog = load_catalog(default_catalog_root())
+    choice = (EngineChoice(engine, "asked with --engine") if engine is not None
+              else default_engine(catalog, model))
+    workload = default_workload(catalog, model, choice.engine)
+    levers, search = parse_levers(kernels, attention, float8)
+    request = PlanRequest(model, gpu, gpus, row_tokens or workload.row_tokens, global_batch or workload.global_batch,
+                          choice.engine, grad_reduce_bf16, **levers, search=search)
+    if row_tokens is None or global_batch is None:
+        choice = EngineChoice(choice.engine, f"{choice.reason}; {workload.reason}")
     if emit_recipe is not None:
-        from openrecipes.tune.emit import emit_recipe as emit
-
-        if out is None:
-            raise UserError("--emit-recipe needs --out FILE (where the planned recipe goes)")
-        planned = emit(model, gpu, gpus, emit_recipe, out)
-        p = planned.prediction
-        print(f"wrote {out}: #{planned.rank} {p.layout.label} {p.layout.recompute} recompute, "
-              f"{p.layout.rows_per_microbatch} row(s) a microbatch; predicted {p.tokens_per_s_per_gpu:,.1f} tokens/s "
-              f"per GPU (status: planned, not measured); run it with `openrecipes run {out}`")
+        _emit(request, emit_recipe, out, top, as_json)
         return
-    levers = parse_levers(kernels, attention, float8)
-    request = PlanRequest(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, **levers)
+    if out is not None:
+        raise UserError("--out is where --emit-recipe or `plan export` writes; give --emit-recipe N or leave --out out")
+    ranked = predict(request)
+    if not any(p.peak_fits for p in ranked):
+        closest = ranked[0]  # the ones that do not fit come closest first
+        raise UserError(f"no layout of {model} fits {gpus} x {gpu} ({choice.engine}): the closest, "
+                        f"{_layout_text(closest.layout)}, needs {closest.memory.total_gib:,.1f} GiB per GPU of "
+                        f"{closest.capacity_gib:.1f}; plan more GPUs or shorter rows")
+    published = published_figures(catalog, request, ranked)
     if as_json:
-        print(json_text(plan_table(model, gpu, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, top or None,
-                                   **levers)))
+        rows = [p.exported() for p in ranked[:top or None]]
+        print(json_text([row.model_copy(update={"interval": row.interval.model_copy(update=vars(widened(
+            p.interval, p.tokens_per_s_per_gpu, published)))}) for p, row in zip(ranked, rows, strict=False)]))
         return
-    _print_table(Console(), request, predict(request), top)
+    _print_table(Console(), request, choice, ranked, 20 if top is None else top,
+                 measured_above(catalog, request, ranked), published)
+
+
+def _compare_published(model: str) -> None:
+    from openrecipes.catalog.names import model_name
+    from openrecipes.plan.public_record import compared
+
+    catalog = load_catalog(default_catalog_root())
+    model = model_name(model, catalog.tables)
+    rows = compared(catalog, model)
+    if not rows:
+        raise UserError(f"--compare-published: the catalog has no published entry of {model} with a layout "
+                        "(docs/public-record.md)")
+    table = Table(title=f"{model}: {len(rows)} published entries beside the planner's prediction of each one's own "
+                        "layout (held out: refitted without that entry; the range is today's)", title_justify="left")
+    for header in ("Entry", "GPUs", "Engine", "Precision", "Layout", "Published", "Held out", "Error", "Range"):
+        table.add_column(header, justify="left" if header in ("Entry", "Engine", "Precision", "Layout") else "right",
+                         overflow="fold")
+    for r in rows:
+        cells = ([f"{r.held_out:,.0f}", f"{r.error:+.1%}", f"{r.low:,.0f}-{r.high:,.0f}"]
+                 if r.error is not None and r.held_out is not None
+                 else [f"not expressed: {r.reason}", "", ""])
+        table.add_row(r.name.removeprefix("record-"), f"{r.gpus:,} x {r.gpu_type}", r.engine, r.precision, r.layout,
+                      f"{r.published:,.0f}", *cells)
+    Console().print(table)
+
+
+def _emit(request: PlanRequest, rank: int, out: Path | None, top: int | None, as_json: bool) -> None:
+    from openrecipes.tune.emit import emit_recipe as emit
+
+    if out is None:
+        raise UserError("--emit-recipe needs --out FILE (where the planned recipe goes)")
+    if top is not None or as_json:
+        raise UserError("--emit-recipe writes one recipe: --top and --json do not apply to it; leave them out")
+    planned = emit(request, rank, out)
+    p = planned.prediction
+    print(f"wrote {out}: #{planned.rank} {p.layout.label} {p.layout.recompute} recompute, "
+          f"{p.layout.rows_per_microbatch} row(s) a microbatch{lever_text(p.layout)}; predicted "
+          f"{p.tokens_per_s_per_gpu:,.1f} tokens/s per GPU (status: planned, not measured); run it with "
+          f"`openrecipes run {out}`")
 
 
 def _names(model: str, gpu: str) -> tuple[str, str]:
@@ -98,8 +181,6 @@ def _names(model: str, gpu: str) -> tuple[str, str]:
 
 
 def _export(out: Path | None) -> None:
-    from openrecipes.catalog.paths import default_catalog_root
-    from openrecipes.catalog.store import load_catalog
     from openrecipes.tune.export import export
 
     if out is None:
@@ -108,37 +189,60 @@ def _export(out: Path | None) -> None:
         print(f"wrote {path}")
 
 
-def _print_table(console: Console, request: PlanRequest, ranked: list[Prediction], top: int) -> None:
+def _print_table(console: Console, request: PlanRequest, choice: EngineChoice, ranked: list[Prediction], top: int,
+                 measured: list[MeasuredRecipe], published: list[PublishedFigure]) -> None:
     fitting = [p for p in ranked if p.fits]
     not_fitting = [p for p in ranked if not p.fits]
     rows = (fitting[:top] if top else fitting) + not_fitting[:NON_FITTING_SHOWN]
     margin = memory_margin(request.engine)
     bases = sorted({p.interval.basis for p in rows})
-    table = Table(title=f"{request.model} on {request.gpus} x {request.gpu_type} ({request.engine}): "
+    narrow = console.width < WIDE_TABLE
+    table = Table(title=f"{request.model} on {request.gpus} x {request.gpu_type}, {request.engine} ({choice.reason}): "
                         f"{len(fitting):,} of {len(ranked):,} valid layouts fit; predicted, not measured",
                   caption=f"{request.row_tokens:,}-token rows, global batch {request.global_batch}; GiB: predicted "
                           f"peak of {ranked[0].capacity_gib:.1f} GiB; fits: leaves {margin.margin:.1%} of the "
                           f"predicted allocator peak free ({margin.basis}); range: " + " | ".join(bases)
-                          + "; --json has every part")
-    for header in ("#", "Layout", "Recompute", "Offload", "Tokens/GPU", "GiB", "Headroom", "Tokens/s/GPU", "Range",
-                   "MFU", "$/1M", "Fit"):
-        table.add_column(header, justify="left" if header in ("Layout", "Recompute", "Fit") else "right")
+                          + "; --json has every part", title_justify="left", caption_justify="left")
+    headers = NARROW_COLUMNS if narrow else WIDE_COLUMNS
+    for header in headers:
+        table.add_column(header, justify="left" if header in ("Layout", "Fit") else "right", overflow="fold",
+                         ratio=COLUMN_RATIOS.get(header), no_wrap=header not in COLUMN_RATIOS)
+    for m in measured:
+        cells = {"#": "M", "Layout": f"{_layout_text(m.layout)}; measured: {m.slug.rsplit('/', 1)[-1]}",
+                 "Tokens/s/GPU": f"{m.tokens_per_s_per_gpu:,.1f}", "tok/s/GPU": f"{m.tokens_per_s_per_gpu:,.0f}",
+                 "Fit": "measured"}
+        table.add_row(*(cells.get(h, "") for h in headers))
     for rank, p in enumerate(rows, 1):
-        lay, interval = p.layout, p.interval
-        table.add_row(
-            str(rank) if p.fits else "-", lay.label, lay.recompute, f"{lay.offload_fraction:g}",
-            f"{lay.max_tokens_per_gpu:,}", f"{p.memory.total_gib:.1f}", f"{p.headroom_gib:.1f}",
-            f"{p.tokens_per_s_per_gpu:,.1f}", f"{interval.low:,.0f}-{interval.high:,.0f}"
-            + ("" if interval.constrained else "*"),
-            f"{p.mfu:.1%}", f"{p.usd_per_million_tokens:.2f}" if p.usd_per_million_tokens is not None else "-",
-            "yes" if p.fits else p.short_reason)
+        lay, interval = p.layout, widened(p.interval, p.tokens_per_s_per_gpu, published)
+        span = f"{interval.low:,.0f}-{interval.high:,.0f}" + ("" if interval.constrained else "*")
+        cells = {"#": str(rank) if p.fits else "-", "Layout": _layout_text(lay),
+                 "Offload": f"{lay.offload_fraction:g}", "Tokens/GPU": f"{lay.max_tokens_per_gpu:,}",
+                 "GiB": f"{p.memory.total_gib:.1f}", "Headroom": f"{p.headroom_gib:.1f}",
+                 "Tokens/s/GPU": f"{p.tokens_per_s_per_gpu:,.1f}", "tok/s/GPU": f"{p.tokens_per_s_per_gpu:,.0f}",
+                 "Range": span, "MFU": f"{p.mfu:.1%}",
+                 "$/1M": f"{p.usd_per_million_tokens:.2f}" if p.usd_per_million_tokens is not None else "-",
+                 "Fit": "yes" if p.fits else p.short_reason}
+        table.add_row(*(cells[h] for h in headers))
     console.print(table)
-    if any(not p.interval.constrained for p in rows):
+    if measured:
+        console.print("M: a measured recipe of the catalog faster than the planner's best fitting prediction")
+    for figure in published:
+        console.print(f"published: {figure.tokens_per_s_per_gpu:,.1f} tokens/s per GPU for {request.model} on "
+                      f"{request.gpus} x {request.gpu_type} ({figure.source}); the planner's best is "
+                      f"{figure.ratio:.2f}x it, and every range is widened to hold it")
+    if any(not widened(p.interval, p.tokens_per_s_per_gpu, published).constrained for p in rows):
         console.print("* no measured point constrains this layout: the range is wide (see the caption)")
-    unmeasured = ranked[0].step.unmeasured_levers
+    unmeasured = sorted({name for p in rows for name in p.step.unmeasured_levers})
     if unmeasured:
         console.print(f"time effect unmeasured (predicted as without them): {', '.join(unmeasured)}; memory: "
                       "docs/planning.md, levers")
+
+
+def _layout_text(layout: Layout) -> str:
+    """The layout, its recompute, rows a microbatch and levers, in one cell (wrapped, never cut)."""
+    return (f"{layout.label}, {layout.recompute} AC, {layout.rows_per_microbatch} row"
+            f"{'' if layout.rows_per_microbatch == 1 else 's'}/mb"
+            + (f", offload {layout.offload_fraction:g}" if layout.offload_fraction else "") + lever_text(layout))
 
 
 def tune(
@@ -178,7 +282,8 @@ def tune(
         raise UserError(f"--budget-minutes {budget_minutes:g}: give a positive number of minutes")
     if lanes < 1 or steps < 2:
         raise UserError(f"--lanes {lanes} --steps {steps}: give at least one lane and two steps")
-    parse_levers(None, None, float8)  # an unknown scaling is an error naming the allowed ones
+    if float8 is not None and float8 not in FLOAT8_SCALINGS:
+        raise UserError(f"--float8 {float8}: not one of {', '.join(FLOAT8_SCALINGS)}")
     setup = tuning.setup(model, gpu, gpus, base, kernels=search_kernels, attention=search_attention, float8=float8)
     if dry_run:
         print(tuning.dry_run_text(setup, budget_minutes, steps), end="")

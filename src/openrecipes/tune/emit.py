@@ -12,13 +12,16 @@ from pathlib import Path
 
 from openrecipes import figures
 from openrecipes.audit.record import recipe_text, write_recipe
-from openrecipes.catalog.hardware import load_reference_tables
+from openrecipes.catalog.command import parse_run
+from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
+from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root, relative_path
-from openrecipes.catalog.store import load_recipe
+from openrecipes.catalog.store import load_catalog, load_recipe
+from openrecipes.engines.torchtitan import engine as torchtitan
 from openrecipes.errors import UserError
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict
 from openrecipes.tune.arms import candidate_recipe, rendered_run
-from openrecipes.tune.candidates import as_candidate, renderable
+from openrecipes.tune.candidates import as_candidate, renderable, runs_on_engine
 from openrecipes.tune.search import find_base
 
 HEADER = ("# Written by `openrecipes plan --emit-recipe`: a PREDICTION, never run (status: planned). Run it with\n"
@@ -35,26 +38,59 @@ class PlannedRecipe:
 
 
 def runnable_predictions(request: PlanRequest, root: Path | None = None) -> list[Prediction]:
-    """The fitting torchtitan layouts a recipe can run (no VPP, even PP split, whole microbatches), best first."""
+    """The fitting torchtitan layouts a recipe can run (no VPP, even PP split, whole microbatches) and the engine
+    runs (tune's DOES_NOT_RUN), best first."""
     tables = load_reference_tables(root)
-    return [p for p in predict(request, tables) if p.fits and renderable(p.layout, request.global_batch)]
+    card = tables.models.get(request.model)
+    model = card.architecture.get("torchtitan_model") if card is not None else None
+    return [p for p in predict(request, tables) if p.fits and renderable(p.layout, request.global_batch)
+            and runs_on_engine(p.layout, model)]
 
 
-def base_request(model: str, gpu_type: str, gpus: int, root: Path | None = None) -> tuple[Path, PlanRequest]:
-    """The catalog's torchtitan recipe of the model on N x GPU, and the request with its workload."""
+def emit_base(model: str, gpu_type: str, gpus: int, root: Path | None = None) -> Path:
+    """The recipe a planned one is composed from: the catalog's torchtitan recipe of the model on N x GPU, else its
+    torchtitan recipe on the nearest count of that GPU type, else on any GPU (its GPUs are replaced)."""
     root = Path(root or default_catalog_root()).resolve()
-    base_path = find_base(model, gpu_type, gpus, root)
-    base = load_recipe(base_path)
-    return base_path, PlanRequest(model, gpu_type, gpus, base.workload.row_tokens, base.workload.global_batch,
-                                  "torchtitan")
+    try:
+        return find_base(model, gpu_type, gpus, root)
+    except UserError:
+        pass
+    found = [(entry.entry.gpu.type != gpu_type, abs(entry.entry.gpu.count - gpus), str(entry.path), root / entry.path)
+             for entry in load_catalog(root).recipes if entry.entry.model == model
+             and torchtitan.is_recipe(parse_run(entry.entry.run)) and entry.entry.workload.precision == "bf16"]
+    if not found:
+        raise UserError(f"--emit-recipe: the catalog has no torchtitan recipe of {model} to take the stack, rows and "
+                        "environment from (a planned recipe is composed from one); plan it without --emit-recipe")
+    return sorted(found)[0][3]
 
 
-def planned_recipe(base_path: Path, rank: int, prediction: Prediction, root: Path | None = None) -> PlannedRecipe:
+def retargeted(base: Recipe, request: PlanRequest, tables: ReferenceTables) -> Recipe:
+    """The base recipe on the request's GPUs and workload (GPU type, count, node size and priced instance; row
+    tokens and global batch), not yet revalidated."""
+    if (base.gpu.type, base.gpu.count) == (request.gpu_type, request.gpus):
+        gpu = base.gpu
+    else:
+        priced = sorted(name for name, row in tables.instances.items() if row.gpu == request.gpu_type)
+        if not priced:
+            raise UserError(f"--emit-recipe: no priced {request.gpu_type} instance in hardware/instances.yaml to put "
+                            "in the recipe; add one")
+        per_node = min(request.gpus, tables.instances[priced[0]].gpus)
+        gpu = base.gpu.model_copy(update=dict(type=request.gpu_type, count=request.gpus, per_node=per_node,
+                                              instance=priced[0],
+                                              memory_gb=tables.gpus[request.gpu_type].memory_gb))
+    workload = base.workload.model_copy(update=dict(row_tokens=request.row_tokens,
+                                                    global_batch=request.global_batch))
+    return base.model_copy(update=dict(gpu=gpu, workload=workload))
+
+
+def planned_recipe(base_path: Path, rank: int, prediction: Prediction, request: PlanRequest,
+                   root: Path | None = None) -> PlannedRecipe:
     root = Path(root or default_catalog_root()).resolve()
     tables = load_reference_tables(root)
-    base = load_recipe(base_path)
-    request = PlanRequest(base.model, base.gpu.type, base.gpu.count, base.workload.row_tokens,
-                          base.workload.global_batch, "torchtitan")
+    original = load_recipe(base_path)
+    base = retargeted(original, request, tables)
+    same_gpus = (original.gpu.type, original.gpu.count) == (request.gpu_type, request.gpus)
+    moved = "" if same_gpus else " (its GPUs replaced)"
     candidate = as_candidate(context(request, tables), prediction.layout)
     composed = candidate_recipe(base, candidate, base.result.steps_per_run)
     run = rendered_run(composed, base, tables.models[base.model], prediction.layout.reshard_after_forward)
@@ -73,34 +109,53 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, root: Pat
         mfu=round(figures.mfu(base.result.active_params.count, tokens, gpu.peak_bf16_flops), 4),
         gpu_hours=round(max(base.gpu.count * steps * prediction.step.total_s / 3600, 0.01), 2),
         gpu_hours_note="predicted: GPUs x steps x predicted step time (no compile warm-up, no start-up)",
-        reference_tokens_per_s_per_gpu=None))
+        reference_tokens_per_s_per_gpu=None,
+        window_tokens=(base.result.window[1] - base.result.window[0] + 1) * request.global_batch * request.row_tokens))
     correctness = base.correctness.model_copy(update=dict(
         result="pending", summary="not run: a layout predicted by `openrecipes plan`",
         reference=f"{relative_path(base_path, root)} (the recipe this one is composed from)",
         configuration="not checked", component_tests=[], convergence=None))
     interval = prediction.interval
     notes = (
-        f"Planned by `openrecipes plan {base.model} --gpu {base.gpu.type} --gpus {base.gpu.count} --engine torchtitan "
-        f"--emit-recipe {rank}`: predicted, not measured. The result's figures are the planner's prediction: "
-        f"{tokens:,.1f} tokens/s per GPU "
+        f"Planned by `{plan_command(request)} --emit-recipe {rank}`: predicted, not measured. The result's figures are "
+        f"the planner's prediction: {tokens:,.1f} tokens/s per GPU "
         f"(held-out range {interval.low:,.0f} to {interval.high:,.0f}: {interval.basis}); "
         f"peak memory {prediction.memory.total_gib:.1f} of {prediction.capacity_gib:.1f} GiB per GPU, headroom "
-        f"{prediction.headroom_gib:.1f} GiB against a {prediction.margin_gib:.1f} GiB margin. Stack, workload, rows, "
-        f"environment and the result's date come from {relative_path(base_path, root)}. Run it with `openrecipes run`, "
-        "then measure it.")
+        f"{prediction.headroom_gib:.1f} GiB against a {prediction.margin_gib:.1f} GiB margin. Stack, rows, "
+        f"environment and the result's date come from {relative_path(base_path, root)}{moved}. Run it with "
+        "`openrecipes run`, then measure it.")
     planned = composed.model_copy(update=dict(
         status="planned", layout=layout, result=result, correctness=correctness, runs=None, run=run,
         notes=notes)).revalidated()
     return PlannedRecipe(rank, prediction, base_path, recipe_text(planned, HEADER))
 
 
-def emit_recipe(model: str, gpu_type: str, gpus: int, rank: int, out: Path, root: Path | None = None) -> PlannedRecipe:
-    """Write the rank-th runnable fitting torchtitan layout of MODEL on N x GPU to `out`, validated."""
-    base_path, request = base_request(model, gpu_type, gpus, root)
+def plan_command(request: PlanRequest) -> str:
+    """The `openrecipes plan` command line that asks this request (its defaults left out)."""
+    parts = [f"openrecipes plan {request.model} --gpu {request.gpu_type} --gpus {request.gpus} --engine "
+             f"{request.engine}"]
+    parts += [f"--row-tokens {request.row_tokens}"] if request.row_tokens != 8192 else []
+    parts += [f"--global-batch {request.global_batch}"] if request.global_batch != 128 else []
+    parts += ["--grad-reduce-bf16"] if request.grad_reduce_bf16 else []
+    parts += [f"--kernels {','.join(request.kernels)}"] if request.kernels else []
+    parts += [f"--attention {request.attention}"] if request.attention else []
+    parts += [f"--float8 {request.float8}"] if request.float8 else []
+    parts += ["--float8 none"] if request.search.float8 == "none" and not request.float8 else []
+    return " ".join(parts)
+
+
+def emit_recipe(request: PlanRequest, rank: int, out: Path, root: Path | None = None) -> PlannedRecipe:
+    """Write the rank-th runnable fitting torchtitan layout of the request to `out`, validated."""
+    if request.engine != "torchtitan":
+        raise UserError(f"--emit-recipe writes torchtitan recipes; --engine {request.engine} has no recipe renderer "
+                        "here (leave --engine out or give --engine torchtitan)")
+    if request.grad_reduce_bf16:
+        raise UserError("--emit-recipe: --grad-reduce-bf16 is Megatron's; torchtitan's recipes reduce in FP32")
+    base_path = emit_base(request.model, request.gpu_type, request.gpus, root)
     ranked = runnable_predictions(request, root)
     if not 1 <= rank <= len(ranked):
-        raise UserError(f"--emit-recipe {rank}: choose 1..{len(ranked)} (the fitting torchtitan layouts of {model} on "
-                        f"{gpus} x {gpu_type} that a recipe can run)")
-    planned = planned_recipe(base_path, rank, ranked[rank - 1], root)
+        raise UserError(f"--emit-recipe {rank}: choose 1..{len(ranked)} (the fitting torchtitan layouts of "
+                        f"{request.model} on {request.gpus} x {request.gpu_type} that a recipe can run)")
+    planned = planned_recipe(base_path, rank, ranked[rank - 1], request, root)
     write_recipe(Path(out), planned.text, load_reference_tables(root))
     return planned

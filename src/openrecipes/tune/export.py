@@ -41,7 +41,7 @@ from openrecipes.plan.levers import lever_names
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict, predict_layout
 from openrecipes.plan.trust import memory_margin, stored_points
 from openrecipes.tune.candidates import renderable
-from openrecipes.tune.emit import planned_recipe
+from openrecipes.tune.emit import plan_command, planned_recipe
 from openrecipes.tune.search import find_base
 
 EXPORT_VERSION = 1
@@ -105,12 +105,7 @@ def plan_counts(catalog: Catalog, model: str) -> list[int]:
 
 
 def command(request: PlanRequest) -> str:
-    parts = [f"openrecipes plan {request.model} --gpu {request.gpu_type} --gpus {request.gpus}"]
-    parts += [f"--row-tokens {request.row_tokens}"] if request.row_tokens != 8192 else []
-    parts += [f"--global-batch {request.global_batch}"] if request.global_batch != 128 else []
-    parts += [f"--engine {request.engine}"] if request.engine != "megatron" else []
-    parts += ["--grad-reduce-bf16"] if request.grad_reduce_bf16 else []
-    return " ".join(parts + [f"--top {PLAN_TOP}"])
+    return f"{plan_command(request)} --top {PLAN_TOP}"
 
 
 def _layout_key(row: PredictedLayout) -> tuple[str, str, float]:
@@ -147,10 +142,9 @@ def _planned_recipes(request: PlanRequest, ranked: list[Prediction], root: Path)
     for index, p in enumerate(ranked[:PLAN_TOP]):
         if id(p) in runnable_rank:
             rank = runnable_rank[id(p)]
-            text = planned_recipe(base_path, rank, p, root).text
+            text = planned_recipe(base_path, rank, p, request, root).text
             found[index] = PlannedRecipeOffer(rank=rank, text=text, command=(
-                f"openrecipes plan {request.model} --gpu {request.gpu_type} --gpus {request.gpus} --engine torchtitan "
-                f"--emit-recipe {rank} "
+                f"{plan_command(request)} --emit-recipe {rank} "
                 f"--out {request.model.lower()}-{request.gpu_type.lower()}x{request.gpus}-planned-{rank}.yaml"))
     return found
 
@@ -185,9 +179,8 @@ def table(request: PlanRequest, tables: ReferenceTables, root: Path) -> RankedTa
 
 
 def _rank(ranked: RankedTable, prediction: PredictedLayout) -> int | None:
-    """1-based rank among the table's fitting layouts; None when it does not fit or the table cannot hold it (the
-    enumeration plans torchtitan's defaults, eager with resharding, so a compiled or no-reshard layout has none)."""
-    if not prediction.fits or prediction.compile or not prediction.reshard_after_forward:
+    """1-based rank among the table's fitting layouts (by predicted tokens/s); None when it does not fit."""
+    if not prediction.fits:
         return None
     return 1 + sum(1 for t in ranked.fitting_tokens if t > prediction.tokens_per_s_per_gpu)
 

@@ -1,0 +1,249 @@
+"""The planner held against the public record: every published entry with a typed layout (docs/public-record.md)
+beside the planner's prediction of exactly that layout, and the errors per engine, GPU type and scale band.
+
+Every entry the planner can express is a measured point of the fit (openrecipes.plan.calibrate.speed_points),
+so its error here is its leave-one-out error (heldout.json: every fitted value refitted without it). An entry the
+planner cannot express (a precision or a GPU type it has no term for, a layout its rules refuse, a workload the
+source does not give) is listed with the reason, never dropped. `python -m
+openrecipes.plan.public_record` writes the summary to public_record.json; tests/test_plan_public_record.py fails when
+that file is stale.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from openrecipes.atomic import write_atomic
+from openrecipes.catalog.paths import default_catalog_root
+from openrecipes.catalog.store import Catalog, SummaryEntry, load_catalog
+from openrecipes.errors import UserError
+from openrecipes.plan.accuracy import spearman
+from openrecipes.plan.constants import HERE
+from openrecipes.plan.layouts import Layout, stage_split
+from openrecipes.plan.levers import measured_factors
+from openrecipes.plan.predict import PlanRequest, context, predict_layout
+from openrecipes.plan.trust import stored_points
+
+SUMMARY_FILE = HERE / "public_record.json"
+ENGINES = {"megatron-bridge": "megatron", "torchtitan": "torchtitan"}
+# Scale bands of the report, by GPU count.
+BANDS = ((1, 8, "1-8"), (9, 64, "9-64"), (65, 2**20, "65+"))
+WITHIN = 0.20  # the share of entries within this relative error is reported
+RANKED_GROUP = 4  # entries of one model, engine and GPU type needed for a rank agreement
+
+
+@dataclass(frozen=True)
+class Compared:
+    slug: str  # the entry's catalog slug (model/gpu/file stem)
+    name: str  # the entry's file stem
+    model: str
+    gpu_type: str
+    gpus: int
+    engine: str  # the planner's engine name
+    precision: str
+    layout: str  # the layout as published
+    published: float  # tokens/s per GPU
+    predicted: float | None  # the planner's prediction of exactly that layout; None where it cannot express it
+    low: float | None  # the prediction's range
+    high: float | None
+    reason: str | None  # why the planner cannot express the entry
+    held_out: float | None = None  # the prediction with every fitted value refitted without this entry (heldout.json)
+
+    @property
+    def error(self) -> float | None:
+        """The held-out error: the entry is a point of the fit, so only its leave-one-out prediction is honest."""
+        return None if self.held_out is None else self.held_out / self.published - 1
+
+
+def held_out() -> dict[str, float]:
+    """Each fitted point's held-out prediction (heldout.json, openrecipes.plan.heldout), by slug."""
+    return {point.name: point.held_out for point in stored_points()}
+
+
+def band_of(gpus: int) -> str:
+    return next(label for low, high, label in BANDS if low <= gpus <= high)
+
+
+def _layout(entry: SummaryEntry, engine: str, layers: int) -> tuple[Layout, int]:
+    """The planner's layout of a published entry and its global batch; UserError naming what it cannot express."""
+    run = entry.entry.published
+    assert run is not None
+    lay, gpus = run.layout, entry.entry.gpu.count
+    if gpus % (lay.tp * lay.pp * lay.cp):
+        raise UserError(f"{gpus} GPUs are not a multiple of TP x PP x CP")
+    dp = gpus // (lay.tp * lay.pp * lay.cp)
+    rows = run.micro_batch or (run.local_batch // (run.gradient_accumulation or 1) if run.local_batch else None)
+    global_batch = run.global_batch or (run.local_batch * dp if run.local_batch else None)
+    if rows is None or global_batch is None:
+        raise UserError("the source gives no micro batch or global batch")
+    if engine == "torchtitan" and lay.fsdp and lay.fsdp < dp * lay.cp:
+        raise UserError(f"HSDP (FSDP {lay.fsdp} of {dp * lay.cp} data-parallel ranks): replication not modelled")
+    split = stage_split(layers, lay.pp)
+    if split is None:
+        raise UserError(f"PP {lay.pp} over {layers} layers")
+    vpp = lay.vp or 1
+    if vpp > 1 and len(set(split)) > 1:
+        raise UserError(f"VP {vpp} with an uneven split of {layers} layers over PP {lay.pp}")
+    recompute = run.recompute or "none"
+    layout = Layout(engine, lay.tp, lay.pp, vpp, lay.cp, lay.ep or 1, lay.etp or (lay.tp if lay.ep else 1), dp,
+                    split, recompute, 0.0, rows, rows * run.seq_length // lay.cp, False,
+                    compile="torch.compile" in run.techniques,
+                    float8=run.precision.removeprefix("fp8-") if engine == "torchtitan" and run.precision != "bf16"
+                    else None)
+    return layout, global_batch
+
+
+def _expressible_precision(engine: str, precision: str, gpu_type: str) -> str | None:
+    if precision == "bf16":
+        return None
+    if engine == "torchtitan" and precision in ("fp8-tensorwise", "fp8-rowwise"):
+        if (gpu_type, f"float8 {precision.removeprefix('fp8-')}") in measured_factors():
+            return None
+        return f"{precision}: no pair of our runs measured its time on {gpu_type}"
+    return f"{precision}: the planner has no {engine} time term for it (no measured run)"
+
+
+def compare(entry: SummaryEntry, catalog: Catalog) -> Compared:
+    """One published entry beside the planner's prediction of its own layout, or the reason it cannot be made."""
+    summary, run = entry.entry, entry.entry.published
+    assert run is not None
+    engine = ENGINES[run.engine]
+
+    def row(predicted: float | None = None, low: float | None = None, high: float | None = None,
+            reason: str | None = None) -> Compared:
+        held = held_out().get(entry.slug) if predicted is not None else None
+        return Compared(entry.slug, entry.name, summary.model, summary.gpu.type, summary.gpu.count, engine,
+                        run.precision, run.layout.label, summary.result.tokens_per_s_per_gpu, predicted, low, high,
+                        reason, held)
+
+    reason = _expressible_precision(engine, run.precision, summary.gpu.type)
+    card = catalog.tables.models.get(summary.model)
+    if reason is None and card is None:
+        reason = f"no model card {summary.model}"
+    if reason is not None or card is None:
+        return row(reason=reason)
+    try:
+        layout, global_batch = _layout(entry, engine, card.layers)
+        request = PlanRequest(summary.model, summary.gpu.type, summary.gpu.count, run.seq_length, global_batch,
+                              engine)
+        prediction = predict_layout(context(request, catalog.tables), layout)
+    except (UserError, KeyError, ZeroDivisionError, ValueError) as error:
+        return row(reason=str(error).strip("'"))
+    interval = prediction.interval
+    return row(round(prediction.tokens_per_s_per_gpu, 1), interval.low, interval.high)
+
+
+@dataclass(frozen=True)
+class RecordPoint:
+    """A published entry the planner can express, as a measured point of its engine and GPU type."""
+    slug: str
+    request: PlanRequest
+    layout: Layout
+    tokens_per_s_per_gpu: float
+
+
+def record_points(catalog: Catalog) -> list[RecordPoint]:
+    """Every published entry the planner can express (`compare` gives no reason against it), as a point."""
+    found = []
+    for entry in catalog.record:
+        run, summary = entry.entry.published, entry.entry
+        card = catalog.tables.models.get(summary.model)
+        if run is None or card is None or compare(entry, catalog).reason is not None:
+            continue
+        engine = ENGINES[run.engine]
+        layout, global_batch = _layout(entry, engine, card.layers)
+        request = PlanRequest(summary.model, summary.gpu.type, summary.gpu.count, run.seq_length, global_batch, engine)
+        found.append(RecordPoint(entry.slug, request, layout, summary.result.tokens_per_s_per_gpu))
+    return found
+
+
+def compared(catalog: Catalog, model: str | None = None) -> list[Compared]:
+    """Every published entry with a typed layout (of one model, where given), compared."""
+    return [compare(entry, catalog) for entry in catalog.record
+            if entry.entry.published is not None and (model is None or entry.entry.model == model)]
+
+
+@dataclass(frozen=True)
+class GroupAccuracy:
+    engine: str
+    gpu_type: str
+    band: str
+    entries: int
+    expressed: int
+    median_abs_error: float | None
+    worst_error: float | None
+    within_20_percent: float | None  # share of the expressed entries
+    range_coverage: float | None  # share whose published figure lies inside the prediction's range
+
+
+def _errors(rows: list[Compared]) -> list[float]:
+    return [error for error in (r.error for r in rows) if error is not None]
+
+
+def _worst(errors: list[float]) -> float:
+    """The error of the largest magnitude, its sign kept."""
+    return max(errors, key=lambda error: abs(error))
+
+
+def accuracy(rows: list[Compared]) -> list[GroupAccuracy]:
+    groups: dict[tuple[str, str, str], list[Compared]] = {}
+    for row in rows:
+        groups.setdefault((row.engine, row.gpu_type, band_of(row.gpus)), []).append(row)
+    found = []
+    for (engine, gpu_type, band), group in sorted(groups.items()):
+        errors = _errors(group)
+        expressed = [r for r in group if r.predicted is not None]
+        found.append(GroupAccuracy(
+            engine, gpu_type, band, len(group), len(errors),
+            round(statistics.median(abs(e) for e in errors), 4) if errors else None,
+            round(_worst(errors), 4) if errors else None,
+            round(sum(abs(e) <= WITHIN for e in errors) / len(errors), 4) if errors else None,
+            round(sum(r.low <= r.published <= r.high for r in expressed  # type: ignore[operator]
+                      ) / len(expressed), 4) if expressed else None))
+    return found
+
+
+def rank_agreement(rows: list[Compared]) -> dict[str, tuple[int, float]]:
+    """Spearman of predictions against published figures within a model, engine and GPU type with enough entries."""
+    groups: dict[str, list[Compared]] = {}
+    for row in rows:
+        if row.predicted is not None:
+            groups.setdefault(f"{row.model}, {row.engine} on {row.gpu_type}", []).append(row)
+    return {name: (len(group), round(spearman([r.held_out for r in group],  # type: ignore[misc]
+                                              [r.published for r in group]), 3))
+            for name, group in sorted(groups.items()) if len(group) >= RANKED_GROUP
+            and len({r.published for r in group}) > 1}
+
+
+def summary(root: Path | None = None) -> dict:
+    """What public_record.json holds: per group and overall accuracy, rank agreement, every inexpressible entry."""
+    rows = compared(load_catalog(root or default_catalog_root()))
+    errors = _errors(rows)
+    return {
+        "entries": len(rows), "expressed": len(errors),
+        "median_abs_error": round(statistics.median(abs(e) for e in errors), 4) if errors else None,
+        "within_20_percent": round(sum(abs(e) <= WITHIN for e in errors) / len(errors), 4) if errors else None,
+        "groups": [asdict(g) for g in accuracy(rows)],
+        "rank_agreement": {k: list(v) for k, v in rank_agreement(rows).items()},
+        "not_expressed": [{"name": r.name, "reason": r.reason} for r in rows if r.reason is not None],
+    }
+
+
+def write(root: Path | None = None) -> Path:
+    write_atomic(SUMMARY_FILE, json.dumps(summary(root), indent=1) + "\n")
+    return SUMMARY_FILE
+
+
+def stored_summary() -> dict:
+    try:
+        return json.loads(SUMMARY_FILE.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise UserError(f"{SUMMARY_FILE}: not the summary the planner writes ({error}); run `python -m "
+                        "openrecipes.plan.public_record` to write it again") from None
+
+
+if __name__ == "__main__":
+    print(f"wrote {write()}")
