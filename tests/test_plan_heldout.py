@@ -41,7 +41,7 @@ def fresh() -> dict:
 
 @pytest.mark.slow  # one refit per measured point: about 9 CPU seconds; the other tests read the stored table
 def test_heldout_json_is_what_the_fit_gives_now(fresh):
-    assert fresh == stored(), "stale: run `python -m openrecipes.plan.heldout`"
+    assert fresh == stored(), "stale: run `openrecipes refresh`"
 
 
 def test_every_held_out_error_within_the_bar():

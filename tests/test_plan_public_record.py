@@ -27,7 +27,7 @@ def test_every_entry_is_predicted_or_says_why_not(rows):
 
 def test_the_committed_summary_is_current():
     assert public_record.stored_summary() == public_record.summary(REPO), (
-        "src/openrecipes/plan/public_record.json is stale: run `python -m openrecipes.plan.public_record`")
+        "src/openrecipes/plan/public_record.json is stale: run `openrecipes refresh`")
 
 
 def test_summary_pins_the_accuracy_on_the_record():

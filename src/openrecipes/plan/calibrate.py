@@ -13,7 +13,6 @@ from pathlib import Path
 
 import yaml
 
-from openrecipes.atomic import write_atomic
 from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ActiveParamsCard, ModelCard, ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
@@ -209,25 +208,6 @@ def fitted_values(root: Path | None = None) -> dict[str, float]:
     from openrecipes.plan.fit import fit
 
     return fit(speed_points(root)).fitted_values()
-
-
-def write_fitted(root: Path | None = None) -> Path:
-    """Refit and write every fitted value into calibration.yaml in place (4 significant digits; its comments, priors
-    and the other sections kept as they are)."""
-    values = {name: float(f"{value:.4g}") for name, value in fitted_values(root).items()}
-    path = HERE / "calibration.yaml"
-    lines, section, name = path.read_text(encoding="utf-8").split("\n"), None, None
-    for i, line in enumerate(lines):
-        if line and not line.startswith((" ", "#")):
-            section = line.rstrip(":")
-        elif section == "fitted" and line.startswith("  ") and not line.startswith("   ") and line.endswith(":"):
-            name = line.strip().rstrip(":")
-        elif section == "fitted" and name in values and line.startswith("    value: "):
-            lines[i] = f"    value: {values.pop(name)}"
-    if values:
-        raise UserError(f"{path}: no `value:` line for {', '.join(values)} under fitted:; add one")
-    write_atomic(path, "\n".join(lines))
-    return path
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 Leave-one-out: for every measured point with a tokens/s figure, every fitted value is refitted without it
 (openrecipes.plan.fit) and the point is predicted; predicted / measured - 1 is its held-out error. The errors, grouped
 by engine and GPU type, are each prediction's interval. The memory margin is the largest share by which the planner
-under-predicted the allocator's peak of a run that ran, per engine. `python -m openrecipes.plan.heldout` recomputes
+under-predicted the allocator's peak of a run that ran, per engine. `openrecipes refresh` recomputes
 everything into heldout.json (read by `plan` through openrecipes.plan.trust); tests/test_plan_heldout.py fails when
 that file is stale.
 """

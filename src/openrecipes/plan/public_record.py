@@ -4,9 +4,8 @@ beside the planner's prediction of exactly that layout, and the errors per engin
 Every entry the planner can express is a measured point of the fit (openrecipes.plan.calibrate.speed_points),
 so its error here is its leave-one-out error (heldout.json: every fitted value refitted without it). An entry the
 planner cannot express (a precision or a GPU type it has no term for, a layout its rules refuse, a workload the
-source does not give) is listed with the reason, never dropped. `python -m
-openrecipes.plan.public_record` writes the summary to public_record.json; tests/test_plan_public_record.py fails when
-that file is stale.
+source does not give) is listed with the reason, never dropped. `openrecipes refresh` writes the summary to
+public_record.json (`write`); tests/test_plan_public_record.py fails when that file is stale.
 """
 
 from __future__ import annotations
@@ -241,9 +240,7 @@ def stored_summary() -> dict:
     try:
         return json.loads(SUMMARY_FILE.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:
-        raise UserError(f"{SUMMARY_FILE}: not the summary the planner writes ({error}); run `python -m "
-                        "openrecipes.plan.public_record` to write it again") from None
+        raise UserError(f"{SUMMARY_FILE}: not the summary the planner writes ({error}); run `openrecipes refresh` "
+                        "to write it again") from None
 
 
-if __name__ == "__main__":
-    print(f"wrote {write()}")

@@ -63,8 +63,8 @@ def stored() -> dict:
     try:
         return json.loads(HELDOUT_FILE.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:
-        raise UserError(f"{HELDOUT_FILE}: not what `python -m openrecipes.plan.heldout` writes ({error}); run it to "
-                        "write the file again") from None
+        raise UserError(f"{HELDOUT_FILE}: not what `openrecipes refresh` writes ({error}); run it to write the "
+                        "file again") from None
 
 
 def check_current() -> None:
@@ -74,7 +74,7 @@ def check_current() -> None:
     for name, digest in input_digests().items():
         if written.get(name) != digest:
             raise UserError(f"{HELDOUT_FILE}: written for another src/openrecipes/plan/{name} (edited or refitted "
-                            "since); run `python -m openrecipes.plan.heldout` to write it again")
+                            "since); run `openrecipes refresh` to write it again")
 
 
 @lru_cache(maxsize=1)
