@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from openrecipes.atomic import Ours, check_output
 from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
 from openrecipes.audit.pins import COMMAND_NAME, LOG_NAME, file_sha256
 from openrecipes.audit.review import audit, catalog_entries, reference_run
@@ -169,12 +170,14 @@ def recipe_text(recipe: Recipe, header: str) -> str:
     return header + yaml.dump(data, Dumper=Dumper, sort_keys=False, width=1000, allow_unicode=True)
 
 
-def write_recipe(path: Path, text: str, tables: ReferenceTables, root: Path | None = None) -> None:
+def write_recipe(path: Path, text: str, tables: ReferenceTables, root: Path | None = None, *, option: str = "--out",
+                 ours: Ours | None = None, force: bool = False) -> None:
     """Put a recipe into the catalog only once it validates (one invalid file makes the catalog refuse to load)
     and, given the catalog `root`, audits clean. The text is checked in a temporary file beside `path` (so the
     path checks see its folder), then renamed into place; on failure a UserError names the problems and nothing
-    is left behind."""
+    is left behind. What `path` may be follows the output rule (openrecipes.atomic: new, or `ours`)."""
     path = Path(path)
+    check_output(path, option, ours, force)
     created = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False,
@@ -190,6 +193,7 @@ def write_recipe(path: Path, text: str, tables: ReferenceTables, root: Path | No
             if findings:
                 shown = "; ".join(f"{f.field}: {f.message}" for f in findings)
                 raise UserError(f"{path}: the recipe does not audit clean, so it was not written: {shown}")
+        check_output(path, option, ours, force)  # again: validating took time, and the path may have changed
         os.replace(temp.name, path)
     except BaseException:
         Path(temp.name).unlink(missing_ok=True)

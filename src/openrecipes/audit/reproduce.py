@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from openrecipes.atomic import write_atomic
+from openrecipes.atomic import check_regular, write_atomic
 from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
 from openrecipes.audit.noise import delta_percent, noise_band_percent
 from openrecipes.audit.pins import LOG_NAME, file_sha256
@@ -125,6 +125,7 @@ def write_reproduction(path: Path, recipe: Recipe, entry: Reproduction, tables: 
     if entry.log.startswith(("/", "..")):
         raise UserError(f"{entry.log}: the log lies outside the catalog; copy it under runs/ (e.g. "
                         "runs/reproductions/<name>/train.log) so the entry can point at it, then run again")
+    check_regular(path, "--write")
     updated = append_reproduction(path.read_text(encoding="utf-8"), entry)
     report = validate_document(parse_yaml(updated, path), tables)
     written = report.entry

@@ -62,13 +62,17 @@ def launch_command(
     slurm: Annotated[bool, typer.Option(
         "--slurm", help="write an sbatch script (the one launcher so far)")] = False,
     out: Annotated[Path | None, typer.Option("--out", help="script file (default: print it)")] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="let --out replace a batch script it wrote inside the catalog's recipes/ or runs/")] = False,
 ) -> None:
     """A batch script that starts the recipe on its nodes: one torchrun per node, c10d rendezvous, logs in runs/."""
-    from openrecipes.atomic import write_atomic
+    from openrecipes.atomic import check_output, write_output
     from openrecipes.engines.launch import sbatch_script
 
     if not slurm:
         raise UserError("name the scheduler: --slurm")
+    if out is not None:  # refused before the recipe is read, so a bad --out is the one error told
+        check_output(out, "--out", _batch_script, force)
     _, _, launch = _recipe_and_launch(recipe_path, None)
     if launch is None:
         raise UserError(f"{recipe_path}: not a torchtitan recipe; its own command is in `openrecipes run --dry-run`")
@@ -76,8 +80,15 @@ def launch_command(
     if out is None:
         print(script, end="")
         return
-    write_atomic(out, script, mode=0o755)
+    write_output(out, script, "--out", _batch_script, force=force, mode=0o755)
     Console(stderr=True).print(f"wrote {out}: sbatch {out}", markup=False, highlight=False)
+
+
+def _batch_script(path: Path) -> bool:
+    """A batch script `launch --slurm` wrote: a bash script with an #SBATCH job name near its top."""
+    with open(path, "rb") as file:
+        head = file.read(4096)
+    return head.startswith(b"#!/bin/bash\n") and b"\n#SBATCH --job-name=" in head
 
 
 def register(app: typer.Typer) -> None:

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from openrecipes import figures
-from openrecipes.atomic import write_atomic
+from openrecipes.atomic import check_output_folder, write_atomic
 from openrecipes.catalog.model import Recipe
 from openrecipes.engines.torchtitan.render import TorchtitanLaunch
 from openrecipes.errors import UserError
@@ -30,8 +30,9 @@ def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int) ->
     from openrecipes.measure.formats import strip_colour
 
     log = run_dir / "train.log"
-    if log.exists():
+    if os.path.lexists(log):
         raise UserError(f"{log} exists: it may be a published run; give another --out")
+    check_output_folder(run_dir, "--out", lambda folder: False)  # a new or empty folder: a run is never mixed
     run_dir.mkdir(parents=True, exist_ok=True)
     steps = launch.steps
     gpus = launch.nnodes * launch.nproc_per_node

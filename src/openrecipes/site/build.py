@@ -29,7 +29,7 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from openrecipes.atomic import current_umask
+from openrecipes.atomic import check_output_folder, current_umask
 from openrecipes.audit.evidence import EVIDENCE_LEVELS
 from openrecipes.audit.reproduce import reproduction_summary
 from openrecipes.catalog.store import Catalog, RecipeEntry
@@ -125,6 +125,8 @@ def _pareto_svg(context, section: ModelSection) -> Markup:
 
 
 def _output_folder(out: Path) -> Path:
+    check_output_folder(Path(out), "--out", lambda folder: True)  # never through a link or over a device; the
+    # marker check below says what a folder of someone else's files is
     try:
         out = Path(out).resolve()
     except (OSError, RuntimeError) as error:  # a symlink loop on the way

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from openrecipes.atomic import check_output
 from openrecipes.engines.registry import names as engine_names
 from openrecipes.errors import UserError
 from openrecipes.jsonout import json_text
@@ -55,6 +56,8 @@ def plan(
     out: Annotated[Path | None, typer.Option(
         "--out", help="where --emit-recipe writes the recipe; for `plan export`, the folder (the site reads plans/)"),
     ] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="let --emit-recipe replace a planned recipe it wrote inside the catalog's recipes/")] = False,
 ) -> None:
     """Predict memory and speed of every valid layout and rank them: fitting layouts by tokens/s per GPU,
     then the ones that do not fit with the reason. `plan export --out DIR` writes every model's Plan-page tables
@@ -71,7 +74,7 @@ def plan(
 
         if out is None:
             raise UserError("--emit-recipe needs --out FILE (where the planned recipe goes)")
-        planned = emit(model, gpu, gpus, emit_recipe, out)
+        planned = emit(model, gpu, gpus, emit_recipe, out, force=force)
         p = planned.prediction
         print(f"wrote {out}: #{planned.rank} {p.layout.label} {p.layout.recompute} recompute, "
               f"{p.layout.rows_per_microbatch} row(s) a microbatch; predicted {p.tokens_per_s_per_gpu:,.1f} tokens/s "
@@ -89,10 +92,11 @@ def plan(
 def _export(out: Path | None) -> None:
     from openrecipes.catalog.paths import default_catalog_root
     from openrecipes.catalog.store import load_catalog
-    from openrecipes.tune.export import export
+    from openrecipes.tune.export import check_plans_folder, export
 
     if out is None:
         raise UserError("plan export needs --out DIR (the site reads plans/ in the catalog root)")
+    check_plans_folder(out)  # before the catalog is read
     for path in export(load_catalog(default_catalog_root()), out):
         print(f"wrote {path}")
 
@@ -168,6 +172,8 @@ def tune(
     if lanes < 1 or steps < 2:
         raise UserError(f"--lanes {lanes} --steps {steps}: give at least one lane and two steps")
     parse_levers(None, None, float8)  # an unknown scaling is an error naming the allowed ones
+    if out_recipe is not None:  # told now, not after the runs
+        check_output(out_recipe, "--out-recipe", None)
     setup = tuning.setup(model, gpu, gpus, base, kernels=search_kernels, attention=search_attention, float8=float8)
     if dry_run:
         print(tuning.dry_run_text(setup, budget_minutes, steps), end="")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from openrecipes import figures
+from openrecipes.atomic import check_output, starts_with
 from openrecipes.audit.record import recipe_text, write_recipe
 from openrecipes.catalog.hardware import load_reference_tables
 from openrecipes.catalog.paths import default_catalog_root, relative_path
@@ -94,13 +95,16 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, root: Pat
     return PlannedRecipe(rank, prediction, base_path, recipe_text(planned, HEADER))
 
 
-def emit_recipe(model: str, gpu_type: str, gpus: int, rank: int, out: Path, root: Path | None = None) -> PlannedRecipe:
-    """Write the rank-th runnable fitting torchtitan layout of MODEL on N x GPU to `out`, validated."""
+def emit_recipe(model: str, gpu_type: str, gpus: int, rank: int, out: Path, root: Path | None = None,
+                force: bool = False) -> PlannedRecipe:
+    """Write the rank-th runnable fitting torchtitan layout of MODEL on N x GPU to `out`, validated; `out` is new
+    or a planned recipe this command wrote (`force`: also one in the catalog's recipes/)."""
+    check_output(Path(out), "--out", starts_with(HEADER), force)  # before the planner's seconds of work
     base_path, request = base_request(model, gpu_type, gpus, root)
     ranked = runnable_predictions(request, root)
     if not 1 <= rank <= len(ranked):
         raise UserError(f"--emit-recipe {rank}: choose 1..{len(ranked)} (the fitting torchtitan layouts of {model} on "
                         f"{gpus} x {gpu_type} that a recipe can run)")
     planned = planned_recipe(base_path, rank, ranked[rank - 1], root)
-    write_recipe(Path(out), planned.text, load_reference_tables(root))
+    write_recipe(Path(out), planned.text, load_reference_tables(root), ours=starts_with(HEADER), force=force)
     return planned
