@@ -17,7 +17,7 @@ from openrecipes.audit.rederive import AuditInputs, check_logged_recipe, check_r
 from openrecipes.audit.rows import RowsRebuilder
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
-from openrecipes.catalog.paths import relative_path
+from openrecipes.catalog.paths import evidence_problem, relative_path
 from openrecipes.catalog.store import Catalog
 from openrecipes.catalog.validate import FileReport, recipe_files, validate_document
 from openrecipes.catalog.yamlio import YamlDocument, read_yaml
@@ -50,10 +50,14 @@ class Reviewer:
 
     def review(self, path: Path, recipe: Recipe, doc: YamlDocument, findings: list[Finding]) -> AuditReport:
         # A recipe that parsed is re-derived even when a check failed: the user sees what its logs say as well.
-        reference = reference_run(recipe, self.root, self.catalog)
+        runs = recipe.runs
+        if runs is not None and any(evidence_problem(self.root, folder, folder=True)
+                                    for folder in (runs.candidate, runs.reference) if folder is not None):
+            runs = None  # evidence outside the catalog is never followed; the validator's finding names it
+        reference = reference_run(recipe, self.root, self.catalog) if runs is not None else None
         ev = AuditInputs(recipe, doc, self.root, self.tables, self.rules, reference)
-        if recipe.runs is not None:
-            findings += check_logged_recipe(ev, recipe.runs)
+        if runs is not None:
+            findings += check_logged_recipe(ev, runs)
         findings += check_reproductions(ev)
         findings += self.duplicates.findings(Entry(path.resolve(), recipe), self.root)
         if self.rows is not None:
