@@ -31,7 +31,8 @@ from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log_lines
 from openrecipes.measure.result import clip_window, measure, read_run, run_inputs
 from openrecipes.measure.stack import read_stack_line
-from openrecipes.verify.config import PASS, PRECISION_CHANGE, load_rules
+from openrecipes.textfile import read_text
+from openrecipes.verify.config import MAX_SCRIPT_BYTES, PASS, PRECISION_CHANGE, load_rules
 from openrecipes.verify.convergence import read_curve
 from openrecipes.verify.verdicts import ConfigVerdict, ConvergenceVerdict, config_verdict, convergence_verdict
 
@@ -67,7 +68,7 @@ def run_arm(folder: Path, fallback_run: str | None = None) -> MeasuredRun:
         raise UserError(f"{folder}: no {LOG_NAME}; give the folder `openrecipes run --out` wrote")
     script = folder / COMMAND_NAME
     if script.is_file():
-        return MeasuredRun(folder, script.read_text(encoding="utf-8"))
+        return MeasuredRun(folder, read_text(script, MAX_SCRIPT_BYTES, "run script"))
     if fallback_run is None:
         raise UserError(f"{folder}: no {COMMAND_NAME}; write the run's exact command there")
     return MeasuredRun(folder, fallback_run)

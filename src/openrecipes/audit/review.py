@@ -22,7 +22,8 @@ from openrecipes.catalog.store import Catalog
 from openrecipes.catalog.validate import FileReport, recipe_files, validate_document
 from openrecipes.catalog.yamlio import YamlDocument, read_yaml
 from openrecipes.errors import UserError
-from openrecipes.verify.config import Rules, load_rules
+from openrecipes.textfile import read_text
+from openrecipes.verify.config import MAX_SCRIPT_BYTES, Rules, load_rules
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def reference_run(recipe: Recipe, root: Path, catalog: list[Entry]) -> str | Non
         if other.recipe.runs is not None and other.recipe.runs.candidate == wanted:
             return other.recipe.run
     script = root / wanted / COMMAND_NAME
-    return script.read_text(encoding="utf-8") if script.is_file() else None
+    return read_text(script, MAX_SCRIPT_BYTES, "run script") if script.is_file() else None
 
 
 def audit(root: Path, paths: list[Path] | None = None, rebuild_rows: bool = False) -> list[AuditReport]:

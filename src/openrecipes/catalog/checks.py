@@ -6,6 +6,7 @@ the recipe from the message alone.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -108,6 +109,20 @@ def check_reproduction_logs(ctx: Context) -> Iterator[Issue]:
             yield Issue(f"reproductions.{i}.log_sha256", f"is the log of {seen[entry.log_sha256]}: a reproduction is "
                         "a new run, not a log the recipe already cites; remove the entry")
         seen.setdefault(entry.log_sha256, f"reproductions.{i}")
+
+
+EARLIEST_RUN = datetime.date(2020, 1, 1)  # before Megatron-LM's and torchtitan's releases this catalog runs on
+
+
+def check_dates(ctx: Context) -> Iterator[Issue]:
+    """A measured run happened while the engines existed and not in the future: 1900 or 2099 is a typo."""
+    today = datetime.date.today()
+    dates = [("result.measured", ctx.recipe.result.measured)]
+    dates += [(f"reproductions.{i}.date", entry.date) for i, entry in enumerate(ctx.recipe.reproductions)]
+    for field, day in dates:
+        if not EARLIEST_RUN <= day <= today:
+            yield Issue(field, f"is {day}, outside {EARLIEST_RUN} to today ({today}); give the date the run was "
+                        "measured (its log's first timestamp)")
 
 
 def check_layout(ctx: Context) -> Iterator[Issue]:
@@ -329,6 +344,7 @@ CHECKS: tuple[Callable[[Context], Iterator[Issue]], ...] = (
     check_path,
     check_runs,
     check_reproduction_logs,
+    check_dates,
     check_layout,
     check_published_figures,
     check_command,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import shutil
 import socket
 import subprocess
 from pathlib import Path
@@ -33,6 +34,10 @@ def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int) ->
     if os.path.lexists(log):
         raise UserError(f"{log} exists: it may be a published run; give another --out")
     check_output_folder(run_dir, "--out", lambda folder: False)  # a new or empty folder: a run is never mixed
+    launcher = launch.argv()[0]
+    if shutil.which(launcher, path=launch_environment(launch).get("PATH")) is None:  # before any folder is made
+        raise UserError(f"{launcher}: not found on PATH; run where PyTorch and torchtitan are installed "
+                        "(docs/running.md), or look at the command with --dry-run")
     run_dir.mkdir(parents=True, exist_ok=True)
     steps = launch.steps
     gpus = launch.nnodes * launch.nproc_per_node

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -20,6 +21,7 @@ from openrecipes.plan.trust import memory_margin
 # Non-fitting layouts shown under the fitting ones: enough to see what stops the next-larger layouts.
 NON_FITTING_SHOWN = 5
 MAX_GPUS = 16384  # the planner enumerates every layout of the GPU count; past this no catalog run exists
+MAX_STEPS = 1_000_000  # a measuring run is short; a larger count is a typo (and overflows the run's fields)
 
 
 def register(app: typer.Typer) -> None:
@@ -148,11 +150,11 @@ def tune(
     ] = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="print the ranked candidates, minutes and exact commands; run nothing")] = False,
-    steps: Annotated[int, typer.Option("--steps", help="steps of each measuring run")] = 10,
+    steps: Annotated[int, typer.Option("--steps", min=2, max=MAX_STEPS, help="steps of each measuring run")] = 10,
     window_from: Annotated[int, typer.Option(
-        "--window-from", help="first step scored (the window runs to the last step)")] = 2,
+        "--window-from", min=0, max=MAX_STEPS, help="first step scored (the window runs to the last step)")] = 2,
     lanes: Annotated[int, typer.Option(
-        "--lanes", help="arms run at once, each on its own --gpus GPUs of this host")] = 1,
+        "--lanes", min=1, max=MAX_GPUS, help="arms run at once, each on its own --gpus GPUs of this host")] = 1,
     wall_minutes: Annotated[float | None, typer.Option(
         "--wall-minutes", help="start no arm estimated to end later than this many minutes from now")] = None,
     search_kernels: Annotated[bool, typer.Option(
@@ -167,8 +169,9 @@ def tune(
     and write the winner as a recipe checked against the base recipe's stock arm. Exit 2 on bad input."""
     import openrecipes.tune as tuning
 
-    if budget_minutes <= 0:
-        raise UserError(f"--budget-minutes {budget_minutes:g}: give a positive number of minutes")
+    for option, minutes in (("--budget-minutes", budget_minutes), ("--wall-minutes", wall_minutes)):
+        if minutes is not None and not (math.isfinite(minutes) and minutes > 0):  # NaN passes typer's min=
+            raise UserError(f"{option} {minutes:g}: give a positive number of minutes")
     if lanes < 1 or steps < 2:
         raise UserError(f"--lanes {lanes} --steps {steps}: give at least one lane and two steps")
     parse_levers(None, None, float8)  # an unknown scaling is an error naming the allowed ones
