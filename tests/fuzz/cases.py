@@ -315,4 +315,6 @@ def all_cases(scratch_root: Path, tokenizer: Path | None = None) -> list[Case]:
              + convergence_cases(special) + config_cases(special) + plan_cases(scratch))
     if tokenizer is not None:
         cases += rows_cases(scratch, tokenizer, special)
-    return cases
+    from hostile_cases import hostile_cases  # noqa: PLC0415 (it imports this module's helpers)
+
+    return cases + hostile_cases(scratch, tokenizer)

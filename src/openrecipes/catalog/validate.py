@@ -111,9 +111,9 @@ def recipe_files(paths: list[Path]) -> list[Path]:
     for path in paths:
         if path.is_dir():
             found = sorted(path.rglob("*.yaml"))
-            for link in (p for p in found if p.is_symlink() and not p.exists()):  # a loop or a dangling link
-                raise UserError(f"{shown(link)}: a symbolic link that leads nowhere (a loop or a missing target); "
-                                "remove it or link a recipe file")
+            for link in (p for p in found if p.is_symlink() and not p.is_file()):  # a loop, dangling, a folder
+                raise UserError(f"{shown(link)}: a symbolic link that leads to no file (a loop, a missing target or "
+                                "a folder); remove it or link a recipe file")
             files.extend(p for p in found if p.is_file())
         elif path.exists():
             files.append(path)
