@@ -157,6 +157,7 @@ def append_reproduction(text: str, entry: Reproduction) -> str:
 
 def write_reproduction(path: Path, recipe: Recipe, reproduced: Reproduced, tables: ReferenceTables) -> None:
     """Append the entry, validate the new text under the recipe's own path, and replace the file atomically."""
+    check_regular(path, "--write")
     entry = reproduced.entry
     if entry.log.startswith(("/", "..")):
         raise UserError(f"{entry.log}: the log lies outside the catalog; copy it under runs/ (e.g. "
@@ -164,7 +165,6 @@ def write_reproduction(path: Path, recipe: Recipe, reproduced: Reproduced, table
     if reproduced.copy_of is not None:
         raise UserError(f"{entry.log}: is the run of {reproduced.copy_of} the recipe already cites; a reproduction "
                         "is a new run of the recipe, with its own log")
-    check_regular(path, "--write")
     updated = append_reproduction(path.read_text(encoding="utf-8"), entry)
     report = validate_document(parse_yaml(updated, path), tables)
     written = report.entry

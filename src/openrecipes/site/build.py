@@ -124,7 +124,7 @@ def _pareto_svg(context, section: ModelSection) -> Markup:
     return Markup(section.pareto_svg.replace('<a href="', f'<a href="{prefix}'))
 
 
-def _output_folder(out: Path) -> Path:
+def output_folder(out: Path) -> Path:
     check_output_folder(Path(out), "--out", lambda folder: True)  # never through a link or over a device; the
     # marker check below says what a folder of someone else's files is
     try:
@@ -214,9 +214,9 @@ class _Writer:
 
 
 def build_site(catalog: Catalog, out: Path) -> BuildReport:
-    out = _output_folder(out)
+    out = output_folder(out)
     with _build_lock(out):
-        out = _output_folder(out)  # the build this one waited for may have changed it
+        out = output_folder(out)  # the build this one waited for may have changed it
         _remove_leftovers(out)
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
         try:

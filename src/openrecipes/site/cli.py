@@ -27,8 +27,9 @@ def build(
     catalog: CatalogOption = None,
 ) -> None:
     """Write the static site: works from any static host and offline (no CDN, fonts or external scripts)."""
-    from openrecipes.site.build import build_site
+    from openrecipes.site.build import build_site, output_folder
 
+    output_folder(out)  # a bad --out is told before the catalog is read
     report = build_site(load_catalog(catalog or default_catalog_root()), out)
     page, size = report.largest
     typer.echo(f"wrote {len(report.pages)} pages to {report.out} (largest {page}, {size / 1024:.0f} KB); "
