@@ -48,11 +48,14 @@ def _targets(folder: Path, named: Callable[[str], str] = str) -> dict[str, Path]
     folder.mkdir(parents=True, exist_ok=True)
     victim = folder / "victim.txt"
     victim.write_text("a file someone else wrote\n", encoding="utf-8")
-    makers: dict[str, Callable[[Path], None]] = {
+    def folder_of_others(path: Path) -> None:
+        path.mkdir()
+        (path / "keep.txt").write_text("keep\n", encoding="utf-8")
+
+    makers: dict[str, Callable[[Path], object]] = {
         "fifo": os.mkfifo, "symlink": lambda p: p.symlink_to(victim),
         "dangling-link": lambda p: p.symlink_to(folder / "nowhere"), "loop": lambda p: p.symlink_to(p),
-        "folder-of-others": lambda p: (p.mkdir(), (p / "keep.txt").write_text("keep\n")),  # type: ignore[func-returns-value]
-        "strangers-file": lambda p: p.write_text("someone's notes\n")}
+        "folder-of-others": folder_of_others, "strangers-file": lambda p: p.write_text("someone's notes\n")}
     if os.geteuid() == 0:
         makers["device"] = lambda p: os.mknod(p, stat.S_IFCHR | 0o666, os.makedev(1, 3))
     made = {}
@@ -288,7 +291,7 @@ def date_cases(scratch: _Scratch) -> list[Case]:
 def record_cases(scratch: _Scratch) -> list[Case]:
     """record on run folders a stranger made: a command.sh that is not UTF-8, a FIFO, a folder, a loop."""
     cases = []
-    makers: dict[str, Callable[[Path], None]] = {
+    makers: dict[str, Callable[[Path], object]] = {
         "non-utf8": lambda p: p.write_bytes(b"torchrun \xff\xfe --x\n"), "fifo": os.mkfifo, "folder": Path.mkdir,
         "loop": lambda p: p.symlink_to(p), "empty": lambda p: p.write_text(""), "huge": lambda p: p.write_text(
             "torchrun " + "x" * (2 * 2**20)), "nul": lambda p: p.write_bytes(b"torchrun\0--x\n")}

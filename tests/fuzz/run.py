@@ -118,7 +118,7 @@ def _serve(queue: list[Case], outcomes: dict[str, Outcome], env: dict[str, str],
                                         result["stdout"], contract_problems(result["code"], result["failure"],
                                                                             result["stdout"], result["stderr"],
                                                                             case.expect))
-            outcomes[case.id].problems += [f"destroyed {path}" for path, state in kept.items()
+            outcomes[case.id].problems += [f"destroyed ({path})" for path, state in kept.items()
                                            if node_state(path) != state]
     finally:
         worker.stop()
