@@ -17,7 +17,7 @@ from openrecipes.audit.pins import LOG_NAME, file_sha256
 from openrecipes.audit.stack import compare_stack
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Recipe, Reproduction, ReproductionConvergence, ReproductionStack
-from openrecipes.catalog.paths import RUN_LOG, evidence_problem, relative_path
+from openrecipes.catalog.paths import evidence_problem, relative_path
 from openrecipes.catalog.validate import validate_document
 from openrecipes.catalog.yamlio import parse_yaml
 from openrecipes.errors import UserError
@@ -65,13 +65,12 @@ def reproduction_convergence(curve: dict[int, float], candidate_log: Path
 def cited_logs(recipe: Recipe, root: Path, skip: int | None = None) -> list[tuple[str, Path]]:
     """The logs a recipe already cites, by field: its arms' and its reproductions' (but entry `skip`), those that
     lie inside the catalog (the validator names the others)."""
-    cited = [(f"runs.{arm}", folder + "/" + RUN_LOG) for arm, folder in
+    cited = [(f"runs.{arm}", folder, True) for arm, folder in
              (("candidate", recipe.runs.candidate), ("reference", recipe.runs.reference))
              if folder is not None] if recipe.runs is not None else []
-    cited += [(f"reproductions.{i}", entry.log) for i, entry in enumerate(recipe.reproductions) if i != skip]
-    return [(field, root / text) for field, text in cited
-            if evidence_problem(root, text.removesuffix("/" + RUN_LOG), folder=text.endswith("/" + RUN_LOG))
-            is None]
+    cited += [(f"reproductions.{i}", entry.log, False) for i, entry in enumerate(recipe.reproductions) if i != skip]
+    return [(field, root / text / LOG_NAME if folder else root / text) for field, text, folder in cited
+            if evidence_problem(root, text, folder=folder) is None]
 
 
 def same_run(logs: list[Path], table: StepTable, recipe: Recipe, root: Path, skip: int | None = None) -> str | None:
