@@ -21,6 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fuzz"))
 
 from cases import CORPUS, all_cases  # noqa: E402
+from hostile_cases import leaf_commands  # noqa: E402
 from make_corpus import write_corpus  # noqa: E402
 from run import run_cases, summary  # noqa: E402
 
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.slow
 
 COMMANDS = ["validate", "list", "show", "run --dry-run", "run", "site build", "serve", "plan", "plan export", "tune",
             "measure", "check convergence", "check config", "rows build", "rows demo", "tokenizer export", "audit",
-            "reproduce", "record", "launch"]
+            "reproduce", "record", "launch", "schema", "check component optimizer-offload"]
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +61,11 @@ def test_the_committed_corpus_is_what_make_corpus_writes(tmp_path):
 def test_the_corpus_holds_over_2500_malformed_inputs_over_every_command(outcomes):
     assert sum(len(runs) for runs in outcomes.values()) >= 2500
     assert set(COMMANDS) <= set(outcomes)
+
+
+def test_every_command_of_the_cli_is_in_the_corpus(outcomes):
+    """A new command gets the option sweep's cases at once (tests/fuzz/hostile_cases.py); this keeps it so."""
+    assert {" ".join(words) for words in leaf_commands()} <= set(outcomes)
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -323,7 +323,7 @@ FLOAT_VALUES = ["nan", "-nan", "inf", "-inf", "-1", "1e400", "-1e-400", "0x1p3",
 BLANK_VALUES = ["", " ", "\t", "\n"]
 
 
-def _leaf_commands() -> dict[tuple[str, ...], list]:
+def leaf_commands() -> dict[tuple[str, ...], list]:
     """Every command of the CLI by its words, with its click parameters."""
     from openrecipes.cli import command_tree
 
@@ -342,7 +342,7 @@ def option_cases(scratch: _Scratch) -> list[Case]:
     """Every value option of every command given an empty value (exit 2), and every number option of the commands
     in BASE_ARGV given a value that is not a finite count (0, 1 or 2; never a traceback)."""
     cases, root = [], qwen_catalog(scratch)
-    for words, params in sorted(_leaf_commands().items()):
+    for words, params in sorted(leaf_commands().items()):
         options = [p for p in params if p.param_type_name == "option" and not getattr(p, "is_flag", True)]
         for option in options:
             name = option.opts[0]
