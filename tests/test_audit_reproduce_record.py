@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -31,6 +33,23 @@ def catalog(tmp_path: Path) -> Path:
 cli = openrecipes
 
 
+def another_run(source: Path, target: Path) -> Path:
+    """A log of another run of the same recipe: an hour later, each line a few milliseconds later than the one
+    before it (so its step times are its own), the rest as the source."""
+    started = datetime.datetime(2000, 1, 1)
+
+    def later(match: re.Match) -> str:
+        nonlocal started
+        stamp = datetime.datetime.strptime(match.group(0), "%Y-%m-%d %H:%M:%S,%f")
+        started = max(started, stamp) + datetime.timedelta(milliseconds=7)
+        return (started + datetime.timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+
+    text = source.read_text(encoding="utf-8")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(re.sub(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}", later, text), encoding="utf-8")
+    return target
+
+
 def test_reproduce_prints_delta_band_convergence_and_stack(catalog):
     result = runner.invoke(app, ["reproduce", str(catalog / OURS_8B), str(catalog / RERUN / "ours/train.log"),
                                  "--json"])
@@ -49,9 +68,7 @@ def test_reproduce_outside_the_band_exits_1(catalog):
 
 
 def test_reproduce_write_appends_an_entry_the_audit_re_derives(catalog):
-    mine = catalog / "runs/reproductions/mine/train.log"
-    mine.parent.mkdir(parents=True)
-    shutil.copy(catalog / RERUN / "ours/train.log", mine)
+    mine = another_run(catalog / RERUN / "ours/train.log", catalog / "runs/reproductions/mine/train.log")
     before = (catalog / OURS_8B).read_text(encoding="utf-8")
     result = runner.invoke(app, ["reproduce", str(catalog / OURS_8B), str(mine), "--by", "A. Tester", "--note",
                                  "second machine", "--write"])

@@ -1,6 +1,8 @@
-"""Every command against the fuzz corpus (tests/fuzz/corpus, from tests/fuzz/make_corpus.py) and the inputs that
-cannot be committed: each run must keep the contract a user relies on — exit 0, 1 or 2; one `error: ...` line on
-stderr for 2; never a traceback; under 30 s; under 1 GiB (the worker's address space is capped there).
+"""Every command against the fuzz corpus (tests/fuzz/corpus, from tests/fuzz/make_corpus.py), the inputs that
+cannot be committed, and the hostile cases of tests/fuzz/hostile_cases.py: each run must keep the contract a user
+relies on — exit 0, 1 or 2 (the exits its input allows); one `error: ...` line on stderr for 2; never a traceback;
+under 30 s; under 1 GiB (the worker's address space is capped there); and every path a case names as kept (an
+output pointed at a FIFO, a device, a link, a recipe) exactly as it was.
 
 The cases run in two worker processes (tests/fuzz/run.py); `python tests/fuzz/run.py` prints the same totals.
 Over a thousand command runs take minutes on a CPU: the module is `slow` (CI runs it; the quick loop does not).
@@ -19,13 +21,16 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fuzz"))
 
 from cases import CORPUS, all_cases  # noqa: E402
+from hostile_cases import leaf_commands  # noqa: E402
 from make_corpus import write_corpus  # noqa: E402
 from run import run_cases, summary  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-COMMANDS = ["validate", "list", "show", "run --dry-run", "site build", "serve", "plan", "tune", "measure",
-            "check convergence", "check config", "rows build", "rows demo", "tokenizer export", "model add"]
+COMMANDS = ["validate", "list", "show", "run --dry-run", "run", "site build", "serve", "plan", "plan export", "tune",
+            "measure", "check convergence", "check config", "rows build", "rows demo", "tokenizer export", "audit",
+            "reproduce", "record", "launch", "schema", "check component optimizer-offload",
+            "model add"]
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +59,14 @@ def test_the_committed_corpus_is_what_make_corpus_writes(tmp_path):
     assert made.keys() == committed.keys() and made == committed, "run tests/fuzz/make_corpus.py and commit"
 
 
-def test_the_corpus_holds_over_a_thousand_malformed_inputs_over_every_command(outcomes):
-    assert sum(len(runs) for runs in outcomes.values()) >= 1000
+def test_the_corpus_holds_over_2500_malformed_inputs_over_every_command(outcomes):
+    assert sum(len(runs) for runs in outcomes.values()) >= 2500
     assert set(COMMANDS) <= set(outcomes)
+
+
+def test_every_command_of_the_cli_is_in_the_corpus(outcomes):
+    """A new command gets the option sweep's cases at once (tests/fuzz/hostile_cases.py); this keeps it so."""
+    assert {" ".join(words) for words in leaf_commands()} <= set(outcomes)
 
 
 @pytest.mark.parametrize("command", COMMANDS)

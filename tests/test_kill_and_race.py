@@ -1,5 +1,6 @@
-"""`measure --write` and `site build` killed with SIGKILL at random moments and at the instant of their final swap,
-and two `site build`s into one folder at once: the output is always the old complete state or the new complete one.
+"""`measure --write`, `reproduce --write`, `record`, `plan export`, `launch --out` and `site build` killed with SIGKILL
+at random moments and at the instant of their final rename or swap, and two `site build`s into one folder at once:
+every output file is always its old complete state or the new complete one (or absent, for a new file).
 
 Every test here starts real processes and kills them (the process boundary is the point), so all are `slow`: they
 run in CI and with `-m slow`, not in the quick loop. Each command is killed 10 times (first at the swap points, then
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import GPTOSS_1, REPO
+from test_audit_reproduce_record import another_run
 
 STOP_AT = REPO / "tests/kill/stop_at.py"
 SLIME_LOG = REPO / "tests/fixtures/logs/slime-gpt-oss-20b-attune-tp1-pp1-ep4.log"
@@ -177,3 +179,98 @@ def test_site_build_killed_leaves_the_old_or_the_new_site(tmp_path, two_sites):
 @pytest.mark.slow
 def test_concurrent_site_builds_leave_one_whole_site(tmp_path, two_sites):
     _concurrent_builds(tmp_path, two_sites, pairs=10)
+
+
+# --- reproduce --write, record, plan export, launch --out ------------------------------------------------------
+
+QWEN_OURS = "recipes/qwen3-8b/h200/openrecipes-fsdp2-compile-noac-mb1.yaml"
+QWEN_STOCK = "recipes/qwen3-8b/h200/torchtitan-stock-fsdp2.yaml"
+QWEN_RERUN = "runs/reproductions/qwen3-8b-h200x2-rerun-20261130"
+WRITE_POINTS = [("os.replace", "before"), ("os.replace", "after")]
+
+
+def _qwen_catalog(root: Path) -> Path:
+    for folder in ("models", "hardware", "recipes/qwen3-8b", "runs/qwen3-8b-h200x2-openrecipes-fsdp2-compile-noac-mb1",
+                   "runs/qwen3-8b-h200x2-torchtitan-stock", "runs/reproductions"):
+        shutil.copytree(REPO / folder, root / folder)
+    return root
+
+
+def _kill_writer(args: list[str], outputs: list[Path], reset, kills: int, seed: int, cwd: Path) -> list[str]:
+    """Run `openrecipes ARGS` whole once (the new state of `outputs`), then `kills` times from the old state
+    (`reset()`), SIGKILLed at the rename points first, then at random: each output is its old or its new bytes."""
+    def state() -> list[bytes | None]:
+        return [path.read_bytes() if path.exists() else None for path in outputs]
+
+    reset()
+    old = state()
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "openrecipes", *args], env=ENV, cwd=cwd, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    duration, new = time.monotonic() - started, state()
+    assert new != old
+    rng, seen = random.Random(seed), []
+    for i in range(kills):
+        reset()
+        point = WRITE_POINTS[i] if i < len(WRITE_POINTS) else None
+        launcher = [str(STOP_AT), *point] if point else ["-m", "openrecipes"]
+        process = subprocess.Popen([sys.executable, *launcher, *args], env=ENV, cwd=cwd, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True)
+        if point:
+            _wait_stopped(process)
+        else:
+            time.sleep(rng.uniform(0, duration))
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        now = state()
+        for path, before, after, found in zip(outputs, old, new, now, strict=True):
+            assert found in (before, after), f"kill {i}: {path} is neither its old nor its new content"
+        seen.append("new" if now == new else "old" if now == old else "some new")
+    if kills >= 2:  # right before the first rename nothing is new; right after it, something is
+        assert seen[0] == "old" and seen[1] != "old", seen
+    return seen
+
+
+@pytest.mark.slow
+def test_reproduce_write_killed_leaves_the_old_or_the_new_recipe(tmp_path):
+    catalog = _qwen_catalog(tmp_path / "catalog")
+    recipe, text = catalog / QWEN_OURS, (catalog / QWEN_OURS).read_bytes()
+    log = another_run(catalog / QWEN_RERUN / "ours/train.log", catalog / "runs/reproductions/mine/train.log")
+    _kill_writer(["reproduce", QWEN_OURS, str(log.relative_to(catalog)), "--write", "--by", "a tester"], [recipe],
+                 lambda: recipe.write_bytes(text), kills=4, seed=5, cwd=catalog)
+
+
+@pytest.mark.slow
+def test_record_killed_leaves_no_recipe_or_the_whole_one(tmp_path):
+    catalog = _qwen_catalog(tmp_path / "catalog")
+    run = catalog / "runs/my-run"
+    shutil.copytree(catalog / QWEN_RERUN / "stock", run)
+    (run / "command.sh").write_text(_stock_run() + " \\\n    --parallelism.fsdp_reshard_after_forward never\n")
+    written = catalog / "recipes/qwen3-8b/h200/killed.yaml"
+    _kill_writer(["record", "runs/my-run", "--like", QWEN_STOCK, "--name", "killed"], [written],
+                 lambda: written.unlink(missing_ok=True), kills=4, seed=6, cwd=catalog)
+
+
+def _stock_run() -> str:
+    from openrecipes.catalog.store import load_recipe
+
+    return load_recipe(REPO / QWEN_STOCK).run.rstrip("\n")
+
+
+@pytest.mark.slow
+def test_plan_export_killed_leaves_each_plan_old_or_new(tmp_path):
+    catalog = _qwen_catalog(tmp_path / "catalog")
+    plans = catalog / "plans"
+    plans.mkdir()
+    stale = b'{\n "fingerprint": "stale"\n}\n'
+    _kill_writer(["plan", "export", "--out", "plans"], [plans / "qwen3-8b.json"],
+                 lambda: (plans / "qwen3-8b.json").write_bytes(stale), kills=4, seed=7, cwd=catalog)
+
+
+@pytest.mark.slow
+def test_launch_out_killed_leaves_the_old_or_the_new_script(tmp_path):
+    script = tmp_path / "job.sh"
+    old = "#!/bin/bash\n#SBATCH --job-name=old\n"
+    _kill_writer(["launch", str(REPO / QWEN_STOCK), "--slurm", "--out", str(script)], [script],
+                 lambda: script.write_text(old), kills=4, seed=8, cwd=tmp_path)

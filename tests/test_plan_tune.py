@@ -95,9 +95,11 @@ def catalog(tmp_path: Path) -> Path:
     target = tmp_path / "recipes/qwen3-8b/h200"
     target.mkdir(parents=True)
     shutil.copy(BASE, target / BASE.name)
-    log = "runs/qwen3-8b-h200x2-torchtitan-stock/train.log"  # the base recipe's own arm, which validate requires
-    (tmp_path / log).parent.mkdir(parents=True)
-    shutil.copy(REPO / log, tmp_path / log)
+    # the base recipe's own arm and its reproduction's log, which validate requires
+    for log in ("runs/qwen3-8b-h200x2-torchtitan-stock/train.log",
+                "runs/reproductions/qwen3-8b-h200x2-rerun-20261130/stock/train.log"):
+        (tmp_path / log).parent.mkdir(parents=True)
+        shutil.copy(REPO / log, tmp_path / log)
     return tmp_path
 
 

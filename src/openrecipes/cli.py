@@ -42,8 +42,34 @@ def command_tree() -> Command:
     return typer.main.get_command(app)
 
 
+@cache
+def value_options() -> frozenset[str]:
+    """Every option name that takes a value, in any command."""
+    names: set[str] = set()
+    pending = [command_tree()]
+    while pending:
+        command = pending.pop()
+        pending += getattr(command, "commands", {}).values()
+        names.update(name for param in command.params
+                     if param.param_type_name == "option" and not getattr(param, "is_flag", True)
+                     for name in param.opts)
+    return frozenset(names)
+
+
+def refuse_empty_values(argv: list[str]) -> None:
+    """`--kernels ''` or `--host=` would mean "off" or "every interface" by accident: an option given is given a
+    value, or left out."""
+    options = value_options()
+    for word, following in zip(argv, [*argv[1:], None], strict=True):
+        name, equals, value = word.partition("=")
+        given = value if equals else following if word in options else None
+        if name in options and given is not None and not given.strip():
+            raise UserError(f"{name}: the value is empty; give a value or leave the option out")
+
+
 def main() -> None:
     try:
+        refuse_empty_values(sys.argv[1:])
         # usage errors come here, to be told on one line like any bad input
         code = command_tree()(standalone_mode=False)
     except click.NoArgsIsHelpError as error:

@@ -317,4 +317,6 @@ def all_cases(scratch_root: Path, tokenizer: Path | None = None) -> list[Case]:
              + model_config_cases(_files("model_configs"), special, scratch.folder, HERE))
     if tokenizer is not None:
         cases += rows_cases(scratch, tokenizer, special)
-    return cases
+    from hostile_cases import hostile_cases  # noqa: PLC0415 (it imports this module's helpers)
+
+    return cases + hostile_cases(scratch, tokenizer)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import stat
 import subprocess
 import sys
 import threading
@@ -30,6 +31,7 @@ class Case:
     cwd: str
     expect: tuple[int, ...] = (0, 1, 2)  # exit codes the contract allows for this input
     xfail: str | None = None  # a known failure another change owns
+    keep: tuple[str, ...] = ()  # paths the command must leave exactly as they were (outputs pointed at them)
 
 
 @dataclass
@@ -55,6 +57,23 @@ def contract_problems(code: int | None, failure: str | None, stdout: str, stderr
         if len(lines) != 1 or not lines[0].startswith("error: "):
             problems.append(f"exit 2 with {len(lines)} stderr lines, not one 'error: ...' line")
     return problems
+
+
+def node_state(path: str) -> tuple:
+    """What a command that destroyed `path` would have changed: its type, a link's target, a file's bytes, a
+    folder's names, a device's numbers."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return ("missing",)
+    kind = stat.S_IFMT(info.st_mode)
+    if stat.S_ISLNK(info.st_mode):
+        return kind, os.readlink(path)
+    if stat.S_ISREG(info.st_mode):
+        return kind, Path(path).read_bytes()
+    if stat.S_ISDIR(info.st_mode):
+        return kind, tuple(sorted(os.listdir(path)))
+    return kind, info.st_rdev
 
 
 class _Worker:
@@ -83,6 +102,7 @@ def _serve(queue: list[Case], outcomes: dict[str, Outcome], env: dict[str, str],
     worker = _Worker(env)
     try:
         for case in queue:
+            kept = {path: node_state(path) for path in case.keep}
             try:
                 result = worker.run(case, seconds)
             except (BrokenPipeError, ValueError):
@@ -98,6 +118,8 @@ def _serve(queue: list[Case], outcomes: dict[str, Outcome], env: dict[str, str],
                                         result["stdout"], contract_problems(result["code"], result["failure"],
                                                                             result["stdout"], result["stderr"],
                                                                             case.expect))
+            outcomes[case.id].problems += [f"destroyed ({path})" for path, state in kept.items()
+                                           if node_state(path) != state]
     finally:
         worker.stop()
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from openrecipes.catalog.paths import RUN_LOG
 from openrecipes.errors import UserError
 
-LOG_NAME = "train.log"  # the raw log in each runs/ folder
+LOG_NAME = RUN_LOG  # the raw log in each runs/ folder
 COMMAND_NAME = "command.sh"  # the run's exact command, beside its log (`tune` and `record` write it)
 
 

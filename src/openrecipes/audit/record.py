@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from openrecipes.atomic import Ours, check_output
 from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
 from openrecipes.audit.pins import COMMAND_NAME, LOG_NAME, file_sha256
 from openrecipes.audit.review import audit, catalog_entries, reference_run
@@ -33,7 +34,8 @@ from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log_lines
 from openrecipes.measure.result import clip_window, measure, read_run, run_inputs
 from openrecipes.measure.stack import read_stack_line
-from openrecipes.verify.config import PASS, PRECISION_CHANGE, load_rules
+from openrecipes.textfile import read_text
+from openrecipes.verify.config import MAX_SCRIPT_BYTES, PASS, PRECISION_CHANGE, load_rules
 from openrecipes.verify.convergence import read_curve
 from openrecipes.verify.verdicts import ConfigVerdict, ConvergenceVerdict, config_verdict, convergence_verdict
 
@@ -69,7 +71,7 @@ def run_arm(folder: Path, fallback_run: str | None = None) -> MeasuredRun:
         raise UserError(f"{folder}: no {LOG_NAME}; give the folder `openrecipes run --out` wrote")
     script = folder / COMMAND_NAME
     if script.is_file():
-        return MeasuredRun(folder, script.read_text(encoding="utf-8"))
+        return MeasuredRun(folder, read_text(script, MAX_SCRIPT_BYTES, "run script"))
     if fallback_run is None:
         raise UserError(f"{folder}: no {COMMAND_NAME}; write the run's exact command there")
     return MeasuredRun(folder, fallback_run)
@@ -182,12 +184,14 @@ def recipe_text(recipe: Recipe, header: str) -> str:
     return header + yaml.dump(data, Dumper=Dumper, sort_keys=False, width=1000, allow_unicode=True)
 
 
-def write_recipe(path: Path, text: str, tables: ReferenceTables, root: Path | None = None) -> None:
+def write_recipe(path: Path, text: str, tables: ReferenceTables, root: Path | None = None, *, option: str = "--out",
+                 ours: Ours | None = None, force: bool = False) -> None:
     """Put a recipe into the catalog only once it validates (one invalid file makes the catalog refuse to load)
     and, given the catalog `root`, audits clean. The text is checked in a temporary file beside `path` (so the
     path checks see its folder), then renamed into place; on failure a UserError names the problems and nothing
-    is left behind."""
+    is left behind. What `path` may be follows the output rule (openrecipes.atomic: new, or `ours`)."""
     path = Path(path)
+    check_output(path, option, ours, force)
     created = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False,
@@ -203,6 +207,7 @@ def write_recipe(path: Path, text: str, tables: ReferenceTables, root: Path | No
             if findings:
                 shown = "; ".join(f"{f.field}: {f.message}" for f in findings)
                 raise UserError(f"{path}: the recipe does not audit clean, so it was not written: {shown}")
+        check_output(path, option, ours, force)  # again: validating took time, and the path may have changed
         os.replace(temp.name, path)
     except BaseException:
         Path(temp.name).unlink(missing_ok=True)

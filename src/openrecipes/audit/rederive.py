@@ -25,6 +25,7 @@ from openrecipes.audit.stack import compare_stack
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Recipe, Reproduction, RunFolders
+from openrecipes.catalog.paths import evidence_problem
 from openrecipes.catalog.yamlio import YamlDocument
 from openrecipes.errors import UserError
 from openrecipes.measure.formats import detect_format, read_log_lines
@@ -205,14 +206,19 @@ def check_reproductions(ev: AuditInputs) -> Iterator[Finding]:
     """Each entry measured again from its own log, as `openrecipes reproduce` measured it, field by field."""
     for i, entry in enumerate(ev.recipe.reproductions):
         at, log = f"reproductions.{i}", ev.root / entry.log
-        if not log.is_file():
-            yield Finding(f"{at}.log", entry.log, None, "no such file under the catalog; commit the reproduction's log")
+        problem = evidence_problem(ev.root, entry.log, folder=False)
+        if problem:  # never followed outside the catalog
+            yield Finding(f"{at}.log", entry.log, None, problem)
             continue
         try:
-            derived = reproduce(ev.recipe, [log], ev.root, ev.tables, entry.by, entry.note).entry
+            reproduced = reproduce(ev.recipe, [log], ev.root, ev.tables, entry.by, entry.note, skip=i)
         except UserError as error:
             yield Finding(f"{at}.log", entry.log, None, f"cannot be measured: {error}")
             continue
+        derived = reproduced.entry
+        if reproduced.copy_of is not None:
+            yield Finding(f"{at}.log", entry.log, None, f"is the run of {reproduced.copy_of}: a reproduction is a new "
+                          "run with its own log; remove the entry")
         source = f"`openrecipes reproduce` of {entry.log}"
         if derived.log_sha256 != entry.log_sha256:
             yield Finding(f"{at}.log_sha256", entry.log_sha256, derived.log_sha256, f"{entry.log} has sha256 "

@@ -10,20 +10,21 @@ from pathlib import Path
 
 import yaml
 
-from openrecipes.atomic import write_atomic
+from openrecipes.atomic import check_regular, write_atomic
 from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
 from openrecipes.audit.noise import delta_percent, noise_band_percent
 from openrecipes.audit.pins import LOG_NAME, file_sha256
 from openrecipes.audit.stack import compare_stack
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Recipe, Reproduction, ReproductionConvergence, ReproductionStack
-from openrecipes.catalog.paths import relative_path
+from openrecipes.catalog.paths import evidence_problem, relative_path
 from openrecipes.catalog.validate import validate_document
 from openrecipes.catalog.yamlio import parse_yaml
 from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log_lines
 from openrecipes.measure.result import clip_window, measure, read_run, run_inputs
 from openrecipes.measure.stack import StackLine, read_stack_line
+from openrecipes.steptable import StepTable
 from openrecipes.verify.convergence import read_curve
 from openrecipes.verify.verdicts import convergence_verdict
 
@@ -35,6 +36,7 @@ class Reproduced:
     stack_line: StackLine | None
     stack_differences: tuple[str, ...]  # where the run's versions differ from the recipe's stack:
     convergence_reasons: tuple[str, ...]
+    copy_of: str | None = None  # the cited log this run is a copy of: not a reproduction
 
     @property
     def holds(self) -> bool:
@@ -60,8 +62,40 @@ def reproduction_convergence(curve: dict[int, float], candidate_log: Path
     ), verdict.reasons
 
 
+def cited_logs(recipe: Recipe, root: Path, skip: int | None = None) -> list[tuple[str, Path]]:
+    """The logs a recipe already cites, by field: its arms' and its reproductions' (but entry `skip`), those that
+    lie inside the catalog (the validator names the others)."""
+    cited = [(f"runs.{arm}", folder, True) for arm, folder in
+             (("candidate", recipe.runs.candidate), ("reference", recipe.runs.reference))
+             if folder is not None] if recipe.runs is not None else []
+    cited += [(f"reproductions.{i}", entry.log, False) for i, entry in enumerate(recipe.reproductions) if i != skip]
+    return [(field, root / text / LOG_NAME if folder else root / text) for field, text, folder in cited
+            if evidence_problem(root, text, folder=folder) is None]
+
+
+def same_run(logs: list[Path], table: StepTable, recipe: Recipe, root: Path, skip: int | None = None) -> str | None:
+    """The field of a log the recipe already cites that `logs` are a copy of, or None: a reproduction is a new run,
+    so its bytes (sha256), its timestamps and its step times are its own."""
+    digest = file_sha256(logs[0])
+    for field, log in cited_logs(recipe, root, skip):
+        if file_sha256(log) == digest:
+            return f"{field} (the same sha256)"
+        try:
+            other = read_run([log])
+        except UserError:
+            continue  # a cited log that cannot be read is the audit's finding of its own
+        if table.first_timestamp is not None and (table.first_timestamp, table.last_timestamp) == (
+                other.first_timestamp, other.last_timestamp):
+            return f"{field} (the same first and last timestamps)"
+        if [(s.step, s.step_time_s, s.loss) for s in table.steps] == [(s.step, s.step_time_s, s.loss)
+                                                                      for s in other.steps]:
+            return f"{field} (the same step times and losses)"
+    return None
+
+
 def reproduce(recipe: Recipe, logs: list[Path], root: Path, tables: ReferenceTables, by: str,
-              note: str | None = None) -> Reproduced:
+              note: str | None = None, skip: int | None = None) -> Reproduced:
+    """`logs` measured as a reproduction of `recipe`; `skip`: the index of the entry they are (the audit)."""
     table = read_run(logs)
     steps = table.steps[-1].step + 1
     window = clip_window(recipe.result.window, steps)
@@ -92,7 +126,7 @@ def reproduce(recipe: Recipe, logs: list[Path], root: Path, tables: ReferenceTab
     differences = tuple(f"{f.field}: the recipe has {f.published}, the run {f.derived}"
                         for f in compare_stack(recipe, line, "the run's stack line") if f.derived is not None) \
         if line else ()
-    return Reproduced(entry, published, line, differences, reasons)
+    return Reproduced(entry, published, line, differences, reasons, same_run(logs, table, recipe, root, skip))
 
 
 def _entry_lines(entry: Reproduction) -> str:
@@ -120,11 +154,16 @@ def append_reproduction(text: str, entry: Reproduction) -> str:
     return "".join(lines[:end]) + _entry_lines(entry) + "".join(lines[end:])
 
 
-def write_reproduction(path: Path, recipe: Recipe, entry: Reproduction, tables: ReferenceTables) -> None:
+def write_reproduction(path: Path, recipe: Recipe, reproduced: Reproduced, tables: ReferenceTables) -> None:
     """Append the entry, validate the new text under the recipe's own path, and replace the file atomically."""
+    check_regular(path, "--write")
+    entry = reproduced.entry
     if entry.log.startswith(("/", "..")):
         raise UserError(f"{entry.log}: the log lies outside the catalog; copy it under runs/ (e.g. "
                         "runs/reproductions/<name>/train.log) so the entry can point at it, then run again")
+    if reproduced.copy_of is not None:
+        raise UserError(f"{entry.log}: is the run of {reproduced.copy_of} the recipe already cites; a reproduction "
+                        "is a new run of the recipe, with its own log")
     updated = append_reproduction(path.read_text(encoding="utf-8"), entry)
     report = validate_document(parse_yaml(updated, path), tables)
     written = report.entry

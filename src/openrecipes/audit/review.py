@@ -17,12 +17,13 @@ from openrecipes.audit.rederive import AuditInputs, check_logged_recipe, check_r
 from openrecipes.audit.rows import RowsRebuilder
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
-from openrecipes.catalog.paths import relative_path
+from openrecipes.catalog.paths import evidence_problem, relative_path
 from openrecipes.catalog.store import Catalog
 from openrecipes.catalog.validate import FileReport, recipe_files, validate_document
 from openrecipes.catalog.yamlio import YamlDocument, read_yaml
 from openrecipes.errors import UserError
-from openrecipes.verify.config import Rules, load_rules
+from openrecipes.textfile import read_text
+from openrecipes.verify.config import MAX_SCRIPT_BYTES, Rules, load_rules
 
 
 @dataclass(frozen=True)
@@ -50,10 +51,14 @@ class Reviewer:
 
     def review(self, path: Path, recipe: Recipe, doc: YamlDocument, findings: list[Finding]) -> AuditReport:
         # A recipe that parsed is re-derived even when a check failed: the user sees what its logs say as well.
-        reference = reference_run(recipe, self.root, self.catalog)
+        runs = recipe.runs
+        if runs is not None and any(evidence_problem(self.root, folder, folder=True)
+                                    for folder in (runs.candidate, runs.reference) if folder is not None):
+            runs = None  # evidence outside the catalog is never followed; the validator's finding names it
+        reference = reference_run(recipe, self.root, self.catalog) if runs is not None else None
         ev = AuditInputs(recipe, doc, self.root, self.tables, self.rules, reference)
-        if recipe.runs is not None:
-            findings += check_logged_recipe(ev, recipe.runs)
+        if runs is not None:
+            findings += check_logged_recipe(ev, runs)
         findings += check_reproductions(ev)
         findings += self.duplicates.findings(Entry(path.resolve(), recipe), self.root)
         if self.rows is not None:
@@ -84,7 +89,7 @@ def reference_run(recipe: Recipe, root: Path, catalog: list[Entry]) -> str | Non
         if other.recipe.runs is not None and other.recipe.runs.candidate == wanted:
             return other.recipe.run
     script = root / wanted / COMMAND_NAME
-    return script.read_text(encoding="utf-8") if script.is_file() else None
+    return read_text(script, MAX_SCRIPT_BYTES, "run script") if script.is_file() else None
 
 
 def audit(root: Path, paths: list[Path] | None = None, rebuild_rows: bool = False) -> list[AuditReport]:

@@ -6,6 +6,7 @@ the recipe from the message alone.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -13,7 +14,7 @@ from openrecipes import figures
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Recipe
-from openrecipes.catalog.paths import catalog_root
+from openrecipes.catalog.paths import catalog_root, evidence_problem
 from openrecipes.catalog.yamlio import YamlDocument
 from openrecipes.engines.knowledge import FlagField
 from openrecipes.engines.registry import engine_of
@@ -82,15 +83,46 @@ def check_path(ctx: Context) -> Iterator[Issue]:
 
 
 def check_runs(ctx: Context) -> Iterator[Issue]:
-    """Each arm named under runs: holds its raw log, so anyone can recompute the figures from it."""
-    root = catalog_root(ctx.doc.path)
-    if ctx.recipe.runs is None or root is None:
+    """Each arm named under runs: holds its raw log inside the catalog, so anyone can recompute the figures."""
+    if ctx.recipe.runs is None:
         return
+    root = catalog_root(ctx.doc.path)
     for arm in ("candidate", "reference"):
         folder = getattr(ctx.recipe.runs, arm)
-        if folder is not None and not (root / folder / "train.log").is_file():
-            yield Issue(f"runs.{arm}", f"'{folder}' holds no train.log under the catalog ({root}); commit the raw "
-                        "log there or fix the path")
+        problem = None if folder is None else evidence_problem(root, folder, folder=True)
+        if problem:
+            yield Issue(f"runs.{arm}", problem)
+
+
+def check_reproduction_logs(ctx: Context) -> Iterator[Issue]:
+    """Each reproduction's log is a file inside the catalog's runs/, and a run of its own: its sha256 is none of
+    the logs the recipe already cites (the candidate's, the reference's, an earlier reproduction's)."""
+    root = catalog_root(ctx.doc.path)
+    runs = ctx.recipe.runs
+    seen = {digest: f"runs.{arm}_sha256" for arm, digest in (("candidate", runs and runs.candidate_sha256),
+                                                            ("reference", runs and runs.reference_sha256)) if digest}
+    for i, entry in enumerate(ctx.recipe.reproductions):
+        problem = evidence_problem(root, entry.log, folder=False)
+        if problem:
+            yield Issue(f"reproductions.{i}.log", problem)
+        if entry.log_sha256 in seen:
+            yield Issue(f"reproductions.{i}.log_sha256", f"is the log of {seen[entry.log_sha256]}: a reproduction is "
+                        "a new run, not a log the recipe already cites; remove the entry")
+        seen.setdefault(entry.log_sha256, f"reproductions.{i}")
+
+
+EARLIEST_RUN = datetime.date(2020, 1, 1)  # before Megatron-LM's and torchtitan's releases this catalog runs on
+
+
+def check_dates(ctx: Context) -> Iterator[Issue]:
+    """A measured run happened while the engines existed and not in the future: 1900 or 2099 is a typo."""
+    today = datetime.date.today()
+    dates = [("result.measured", ctx.recipe.result.measured)]
+    dates += [(f"reproductions.{i}.date", entry.date) for i, entry in enumerate(ctx.recipe.reproductions)]
+    for field, day in dates:
+        if not EARLIEST_RUN <= day <= today:
+            yield Issue(field, f"is {day}, outside {EARLIEST_RUN} to today ({today}); give the date the run was "
+                        "measured (its log's first timestamp)")
 
 
 def check_layout(ctx: Context) -> Iterator[Issue]:
@@ -312,6 +344,8 @@ CHECKS: tuple[Callable[[Context], Iterator[Issue]], ...] = (
     check_reference_rows,
     check_path,
     check_runs,
+    check_reproduction_logs,
+    check_dates,
     check_layout,
     check_published_figures,
     check_command,

@@ -9,14 +9,14 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from openrecipes.atomic import write_atomic
+from openrecipes.atomic import starts_with, write_output
 from openrecipes.catalog import render
 from openrecipes.catalog.hardware import load_reference_tables
 from openrecipes.catalog.leaderboard import leaderboards_view
 from openrecipes.catalog.model import PublishedSummary, Recipe
 from openrecipes.catalog.model_add import add_model
 from openrecipes.catalog.paths import default_catalog_root
-from openrecipes.catalog.schema import SCHEMA_PATH, render_schema
+from openrecipes.catalog.schema import HEADER, SCHEMA_PATH, render_schema
 from openrecipes.catalog.store import load_catalog, validate_catalog
 from openrecipes.catalog.validate import recipe_files, validate_file
 from openrecipes.errors import EXIT_CHECK_FAILED, UserError
@@ -112,7 +112,7 @@ def schema(
             raise typer.Exit(EXIT_CHECK_FAILED)
         return
     target.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(target, text)
+    write_output(target, text, "--root", starts_with(HEADER))  # only ever over the schema it wrote
     typer.echo(f"wrote {target}")
 
 

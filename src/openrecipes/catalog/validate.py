@@ -114,7 +114,11 @@ def recipe_files(paths: list[Path]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*.yaml") if p.is_file()))
+            found = sorted(path.rglob("*.yaml"))
+            for link in (p for p in found if p.is_symlink() and not p.is_file()):  # a loop, dangling, a folder
+                raise UserError(f"{shown(link)}: a symbolic link that leads to no file (a loop, a missing target or "
+                                "a folder); remove it or link a recipe file")
+            files.extend(p for p in found if p.is_file())
         elif path.exists():
             files.append(path)
         else:

@@ -83,14 +83,18 @@ def launch_command(
     reservation: Annotated[str | None, typer.Option("--reservation", help="sbatch --reservation")] = None,
     container_image: Annotated[str | None, typer.Option(
         "--container-image", help="pyxis/enroot image every node's torchrun runs in")] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="let --out replace a batch script it wrote inside the catalog's recipes/ or runs/")] = False,
 ) -> None:
     """A batch script that starts the recipe on its nodes: one torchrun per node, node ranks from Slurm, one log per
     node in runs/<name>/; --submit hands it to sbatch."""
-    from openrecipes.atomic import write_atomic
+    from openrecipes.atomic import check_output, write_output
     from openrecipes.engines import launch as slurm_launch
 
     if not slurm:
         raise UserError("name the scheduler: --slurm")
+    if out is not None:  # refused before the recipe is read, so a bad --out is the one error told
+        check_output(out, "--out", _batch_script, force)
     options = slurm_launch.SlurmOptions(partition=partition, account=account, time=time, qos=qos,
                                         reservation=reservation, container_image=container_image)
     recipe, _, launch = _recipe_and_launch(recipe_path, None)
@@ -107,17 +111,25 @@ def launch_command(
         if out is None:
             print(script, end="")
             return
-        write_atomic(out, script, mode=0o755)
+        write_output(out, script, "--out", _batch_script, force=force, mode=0o755)
         Console(stderr=True).print(f"wrote {out}: sbatch {out}", markup=False, highlight=False)
         return
     sbatch = slurm_launch.find_sbatch()
-    run_dir.mkdir(parents=True, exist_ok=True)
     out = out or run_dir / "launch.sbatch"
-    write_atomic(out, script, mode=0o755)
+    check_output(out, "--out", _batch_script, force)  # before the run folder is made
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_output(out, script, "--out", _batch_script, force=force, mode=0o755)
     job = slurm_launch.submit(sbatch, out, run_dir)
     Console(stderr=True).print(f"submitted {out} as job {job}; node logs: {run_dir}/train.node<N>.log",
                                markup=False, highlight=False)
     print(job)
+
+
+def _batch_script(path: Path) -> bool:
+    """A batch script `launch --slurm` wrote: a bash script with an #SBATCH job name near its top."""
+    with open(path, "rb") as file:
+        head = file.read(4096)
+    return head.startswith(b"#!/bin/bash\n") and b"\n#SBATCH --job-name=" in head
 
 
 def register(app: typer.Typer) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import shutil
 import socket
 import subprocess
 from pathlib import Path
@@ -17,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from openrecipes import figures
-from openrecipes.atomic import write_atomic
+from openrecipes.atomic import check_output_folder, write_atomic
 from openrecipes.audit.pins import COMMAND_NAME
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.render import command
@@ -34,8 +35,14 @@ def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int, ca
     from openrecipes.measure.formats import strip_colour
 
     log = run_dir / "train.log"
+    launcher = launch.argv()[0]
+    if shutil.which(launcher, path=launch_environment(launch).get("PATH")) is None:  # before any folder is made
+        raise UserError(f"{launcher}: not found on PATH; run where PyTorch and torchtitan are installed "
+                        "(docs/running.md), or look at the command with --dry-run")
     from openrecipes.catalog.paths import default_catalog_root
 
+    # A link, device or file is refused as --out; a folder of files is then ours only as a failed attempt's.
+    check_output_folder(run_dir, "--out", lambda folder: (folder / "train.log").exists())
     prepare_run_dir(run_dir, catalog or default_catalog_root(), overwrite=overwrite)
     attempt = run_dir / ATTEMPT
     write_atomic(attempt, "running\n")  # until the run ends well: a folder holding it is a failed attempt of ours

@@ -19,6 +19,7 @@ from pathlib import Path
 from openrecipes.engines.knowledge import LogFormat
 from openrecipes.engines.registry import ENGINES
 from openrecipes.errors import UserError
+from openrecipes.measure.steps import check_log_steps
 from openrecipes.steptable import MAX_STEP_DIGITS, TIMESTAMP, Step, StepTable, timestamp_of
 from openrecipes.textfile import iter_lines, json_depth, shown
 
@@ -135,11 +136,13 @@ class _TimeSpan:
 
 def read_log(path: Path) -> StepTable:
     """One log file as a step table, its format detected; timestamps span every line of the file. The file is read
-    twice as a stream (once to detect the format, once to read it), never held whole."""
+    twice as a stream (once to detect the format, once to read it), never held whole. The one reader of step lines:
+    its steps are in order, each once, none missing (measure.steps.check_log_steps), whoever reads them."""
     log_format = detect_format(path, log_lines(path))
     reader = read_jsonl if log_format == "jsonl" else _FORMATS[log_format].read
     span = _TimeSpan()
     table = reader(path, span.watch(log_lines(path)))
     table.first_timestamp, table.last_timestamp = span.first, span.last
     table.sources = [str(path)]
+    check_log_steps(table)
     return table

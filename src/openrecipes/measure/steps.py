@@ -38,6 +38,26 @@ def require_unique_steps(table: StepTable) -> None:
         seen[step.step] = step
 
 
+def require_in_order(table: StepTable) -> None:
+    """One log's steps come in the order the run wrote them: a step number at or below the one before it is a
+    line written twice, lines reordered, or two runs mixed into one file."""
+    for before, after in pairwise(table.steps):
+        if after.step == before.step:
+            raise UserError(f"{after.where}: step {after.step} is also at {before.where}; give one rank's log of one "
+                            "run")
+        if after.step < before.step:
+            raise UserError(f"{after.where}: step {after.step} comes after step {before.step} ({before.where}); a "
+                            "log's steps are in order, so its lines were reordered or two runs are mixed: give the "
+                            "log as the run wrote it")
+
+
+def check_log_steps(table: StepTable) -> None:
+    """What every reader of a log's step lines refuses, before any figure is computed from them (measure, check
+    convergence, audit, tune all read logs through measure.formats.read_log, which calls this)."""
+    require_in_order(table)
+    require_contiguous_steps(table)
+
+
 def require_contiguous_steps(table: StepTable) -> None:
     """Every step from the first to the last is present: a gap would silently shorten a window."""
     for before, after in pairwise(table.steps):

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from openrecipes.atomic import write_atomic
+from openrecipes.atomic import check_regular, write_atomic
 from openrecipes.catalog.yamlio import parse_yaml
 from openrecipes.errors import UserError
 from openrecipes.measure.result import PUBLISHED_DECIMALS
@@ -114,6 +114,7 @@ def write_result(path: Path, result: Measured, tables: ReferenceTables | None = 
     from openrecipes.measure.result import recipe_tables
 
     path = Path(path)
+    check_regular(path, "--write")
     figures = result.as_json()  # as YAML reads them back: the window a list, the date text
     values = {name: figures[name] for name in WRITTEN_FIELDS if figures[name] is not None}
     updated = replace_result_fields(path.read_text(encoding="utf-8"), values)

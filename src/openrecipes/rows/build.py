@@ -162,6 +162,11 @@ def _write_rows(request: BuildRequest, eos: str, pool, on_progress: Callable[[Pr
                 window = min(math.ceil(remaining / tokens_per_conversation * 1.05) + 256,
                              max(FIRST_WINDOW, int(WINDOW_TOKENS / tokens_per_conversation)))
                 window_start = window_end
+        if writer.rows == 0:  # an empty file, blank lines, only broken or unusable conversations: no data set
+            reasons = ", ".join(f"{reason} {count}" for reason, count in sorted(skipped.items())) or "none"
+            raise UserError(f"{request.conversations}: no row could be built from {source.count:,} line(s) "
+                            f"(skipped: {reasons}); give a JSONL file of conversations with assistant turns, "
+                            "one a line")
     except BaseException:
         writer.abandon()
         discard(staged)

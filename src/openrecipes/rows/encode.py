@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+import re
 from collections.abc import Mapping
 from itertools import chain, compress
 from pathlib import Path
@@ -22,6 +23,8 @@ ENCODE_CHARACTERS = 1 << 18
 # Templates that print today's date through strftime_now (Llama 3.2's) get this one, so a build is reproducible.
 # date_string is left to the template: Llama 3.1's prints its own default (26 Jul 2024), as the llama3 format does.
 FIXED_DATE = datetime.datetime(2026, 1, 1)
+# a chat template that marks assistant content, which transformers needs to return the assistant mask
+GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")
 
 
 def parse_record(raw: bytes | list | None) -> list[dict] | str:
@@ -295,6 +298,10 @@ class TemplateEncoder(Encoder):
                             "tokenizer.json and tokenizer_config.json") from None
         if not self.tokenizer.chat_template:
             raise UserError(f"{directory}: tokenizer_config.json: no chat_template; --chat-format template needs one")
+        if not GENERATION_TAG.search(str(self.tokenizer.chat_template)):  # told here, not by a library warning
+            raise UserError(f"{directory}: tokenizer_config.json: chat_template has no {{% generation %}} block, so "
+                            "no assistant mask can be read; wrap assistant content in {% generation %} ... "
+                            "{% endgeneration %}")
         eos_id = self.tokenizer.convert_tokens_to_ids(eos)
         if not isinstance(eos_id, int):  # a tokenizer without an unknown token has no id for a token it lacks
             raise UserError(f"{directory}: no {eos} token; pass --eos-token with the tokenizer's end-of-text token")

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from openrecipes.atomic import check_output_folder, holds
 from openrecipes.errors import UserError
 
 VERSIONS = ".rows-versions"
@@ -32,7 +33,8 @@ _held: set[Path] = set()  # folders this process holds: `rows demo` holds its fo
 @contextmanager
 def locked(out: Path) -> Iterator[None]:
     """Hold the output folder's lock (released by the kernel if the process dies), then clean what a killed
-    build left."""
+    build left. `out` is new, empty or a rows folder (openrecipes.atomic's rule for folders)."""
+    check_output_folder(out, "--out", holds(LOCK, VERSIONS, *FILES))
     key = out.resolve()
     if key in _held:
         yield

@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from openrecipes.atomic import write_atomic
+from openrecipes.atomic import check_output_folder, holds, starts_with, write_output
 from openrecipes.errors import UserError
 from openrecipes.rows.llama3_template import LLAMA3_CHAT_TEMPLATE
 from openrecipes.rows.qwen3_template import QWEN3_CHAT_TEMPLATE
@@ -224,13 +224,16 @@ def export_tokenizer(family: str, out_dir: Path) -> dict:
     offline: TIKTOKEN_ENCODINGS_BASE=out_dir) to out_dir."""
     if family not in VOCABS:
         raise UserError(f"tokenizer export: {family!r} is not a bundled family; use one of {', '.join(VOCABS)}")
+    check_output_folder(out_dir, "--out", holds("tokenizer.json", "tokenizer_config.json"))
     out_dir.mkdir(parents=True, exist_ok=True)
     tokens, rank_file = verified_ranks(family)
     tokenizer_json, config = build_tokenizer_json(family, tokens)
-    write_atomic(out_dir / "tokenizer.json", tokenizer_json)
-    write_atomic(out_dir / "tokenizer_config.json", json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+    ours = starts_with("{")  # both JSON files; a tokenizer folder's own tokenizer files are replaced
+    write_output(out_dir / "tokenizer.json", tokenizer_json, "--out", ours)
+    write_output(out_dir / "tokenizer_config.json", json.dumps(config, indent=2, ensure_ascii=False) + "\n", "--out",
+                 ours)
     if family == "gpt-oss":
-        write_atomic(out_dir / "o200k_base.tiktoken", rank_file)
+        write_output(out_dir / "o200k_base.tiktoken", rank_file, "--out", lambda path: True)
     return {"family": family, "out": str(out_dir), "ranks_sha256": VOCABS[family].ranks_sha256,
             "tokenizer_json_sha256": hashlib.sha256(tokenizer_json.encode()).hexdigest()}
 

@@ -30,7 +30,7 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from openrecipes.atomic import current_umask
+from openrecipes.atomic import check_output_folder, current_umask
 from openrecipes.audit.evidence import EVIDENCE_LEVELS
 from openrecipes.audit.reproduce import reproduction_summary
 from openrecipes.catalog.store import Catalog, RecipeEntry
@@ -135,7 +135,9 @@ def _scaling_svg(context, section: ModelSection) -> Markup:
     return _relative_links(context, section.scaling_svg)
 
 
-def _output_folder(out: Path) -> Path:
+def output_folder(out: Path) -> Path:
+    check_output_folder(Path(out), "--out", lambda folder: True)  # never through a link or over a device; the
+    # marker check below says what a folder of someone else's files is
     try:
         out = Path(out).resolve()
     except (OSError, RuntimeError) as error:  # a symlink loop on the way
@@ -223,9 +225,9 @@ class _Writer:
 
 
 def build_site(catalog: Catalog, out: Path) -> BuildReport:
-    out = _output_folder(out)
+    out = output_folder(out)
     with _build_lock(out):
-        out = _output_folder(out)  # the build this one waited for may have changed it
+        out = output_folder(out)  # the build this one waited for may have changed it
         _remove_leftovers(out)
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
         try:

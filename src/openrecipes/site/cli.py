@@ -27,8 +27,9 @@ def build(
     catalog: CatalogOption = None,
 ) -> None:
     """Write the static site: works from any static host and offline (no CDN, fonts or external scripts)."""
-    from openrecipes.site.build import build_site
+    from openrecipes.site.build import build_site, output_folder
 
+    output_folder(out)  # a bad --out is told before the catalog is read
     report = build_site(load_catalog(catalog or default_catalog_root()), out)
     page, size = report.largest
     typer.echo(f"wrote {len(report.pages)} pages to {report.out} (largest {page}, {size / 1024:.0f} KB); "
@@ -45,13 +46,15 @@ def serve(
     from openrecipes.site.build import build_site
     from openrecipes.site.serve import make_server
 
+    if not host or any(not ch.isprintable() or ch.isspace() for ch in host):  # before the site is built
+        raise UserError(f"--host {host!r}: give an address or name (127.0.0.1, ::1, 0.0.0.0 to share the site)")
     loaded = load_catalog(catalog or default_catalog_root())
     with tempfile.TemporaryDirectory(prefix="openrecipes-site-") as folder:
         site = Path(folder) / "site"  # its build lock lies beside it, inside the temporary folder
         build_site(loaded, site)
         try:
             server = make_server(site, host, port)
-        except (OSError, ValueError, OverflowError) as error:  # in use, no such address, a malformed host
+        except (OSError, ValueError, TypeError, OverflowError) as error:  # in use, no such address, a bad host
             reason = getattr(error, "strerror", None) or str(error)
             raise UserError(f"cannot listen on {host}:{port} ({reason}); pick another --host or --port") from None
         shown_host = f"[{host}]" if ":" in host else host

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -9,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from openrecipes.atomic import check_output
 from openrecipes.catalog.model import FLOAT8_SCALINGS
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
@@ -39,6 +41,7 @@ WIDE_COLUMNS = ("#", "Layout", "Tokens/GPU", "GiB", "Headroom", "Tokens/s/GPU", 
 NARROW_COLUMNS = ("#", "Layout", "tok/s/GPU", "Range", "GiB", "Fit")
 # The text columns share the width the figures leave (which never wrap), the layout the larger part.
 COLUMN_RATIOS = {"Layout": 3, "Fit": 2}
+MAX_STEPS = 1_000_000  # a measuring run is short; a larger count is a typo (and overflows the run's fields)
 
 
 def register(app: typer.Typer) -> None:
@@ -83,6 +86,8 @@ def plan(
     compare_published: Annotated[bool, typer.Option(
         "--compare-published", help="print every published entry of MODEL beside the planner's prediction of its "
         "own layout (no --gpu or --gpus)")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="let --emit-recipe replace a planned recipe it wrote inside the catalog's recipes/")] = False,
 ) -> None:
     """Predict memory and speed of every valid layout and rank them: fitting layouts by tokens/s per GPU,
     then the ones that do not fit with the reason. `plan export --out DIR` writes every model's Plan-page tables
@@ -111,7 +116,7 @@ def plan(
     if row_tokens is None or global_batch is None:
         choice = EngineChoice(choice.engine, f"{choice.reason}; {workload.reason}")
     if emit_recipe is not None:
-        _emit(request, emit_recipe, out, top, as_json)
+        _emit(request, emit_recipe, out, top, as_json, force)
         return
     if out is not None:
         raise UserError("--out is where --emit-recipe or `plan export` writes; give --emit-recipe N or leave --out out")
@@ -155,14 +160,14 @@ def _compare_published(model: str) -> None:
     Console().print(table)
 
 
-def _emit(request: PlanRequest, rank: int, out: Path | None, top: int | None, as_json: bool) -> None:
+def _emit(request: PlanRequest, rank: int, out: Path | None, top: int | None, as_json: bool, force: bool) -> None:
     from openrecipes.tune.emit import emit_recipe as emit
 
     if out is None:
         raise UserError("--emit-recipe needs --out FILE (where the planned recipe goes)")
     if top is not None or as_json:
         raise UserError("--emit-recipe writes one recipe: --top and --json do not apply to it; leave them out")
-    planned = emit(request, rank, out)
+    planned = emit(request, rank, out, force=force)
     p = planned.prediction
     print(f"wrote {out}: #{planned.rank} {p.layout.label} {p.layout.recompute} recompute, "
           f"{p.layout.rows_per_microbatch} row(s) a microbatch{lever_text(p.layout)}; predicted "
@@ -181,10 +186,11 @@ def _names(model: str, gpu: str) -> tuple[str, str]:
 
 
 def _export(out: Path | None) -> None:
-    from openrecipes.tune.export import export
+    from openrecipes.tune.export import check_plans_folder, export
 
     if out is None:
         raise UserError("plan export needs --out DIR (the site reads plans/ in the catalog root)")
+    check_plans_folder(out)  # before the catalog is read
     for path in export(load_catalog(default_catalog_root()), out):
         print(f"wrote {path}")
 
@@ -259,11 +265,11 @@ def tune(
     ] = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="print the ranked candidates, minutes and exact commands; run nothing")] = False,
-    steps: Annotated[int, typer.Option("--steps", help="steps of each measuring run")] = 10,
+    steps: Annotated[int, typer.Option("--steps", min=2, max=MAX_STEPS, help="steps of each measuring run")] = 10,
     window_from: Annotated[int, typer.Option(
-        "--window-from", help="first step scored (the window runs to the last step)")] = 2,
+        "--window-from", min=0, max=MAX_STEPS, help="first step scored (the window runs to the last step)")] = 2,
     lanes: Annotated[int, typer.Option(
-        "--lanes", help="arms run at once, each on its own --gpus GPUs of this host")] = 1,
+        "--lanes", min=1, max=MAX_GPUS, help="arms run at once, each on its own --gpus GPUs of this host")] = 1,
     wall_minutes: Annotated[float | None, typer.Option(
         "--wall-minutes", help="start no arm estimated to end later than this many minutes from now")] = None,
     search_kernels: Annotated[bool, typer.Option(
@@ -278,12 +284,15 @@ def tune(
     and write the winner as a recipe checked against the base recipe's stock arm. Exit 2 on bad input."""
     import openrecipes.tune as tuning
 
-    if budget_minutes <= 0:
-        raise UserError(f"--budget-minutes {budget_minutes:g}: give a positive number of minutes")
+    for option, minutes in (("--budget-minutes", budget_minutes), ("--wall-minutes", wall_minutes)):
+        if minutes is not None and not (math.isfinite(minutes) and minutes > 0):  # NaN passes typer's min=
+            raise UserError(f"{option} {minutes:g}: give a positive number of minutes")
     if lanes < 1 or steps < 2:
         raise UserError(f"--lanes {lanes} --steps {steps}: give at least one lane and two steps")
     if float8 is not None and float8 not in FLOAT8_SCALINGS:
         raise UserError(f"--float8 {float8}: not one of {', '.join(FLOAT8_SCALINGS)}")
+    if out_recipe is not None:  # told now, not after the runs
+        check_output(out_recipe, "--out-recipe", None)
     setup = tuning.setup(model, gpu, gpus, base, kernels=search_kernels, attention=search_attention, float8=float8)
     if dry_run:
         print(tuning.dry_run_text(setup, budget_minutes, steps), end="")

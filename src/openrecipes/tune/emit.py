@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from openrecipes import figures
+from openrecipes.atomic import check_output, starts_with
 from openrecipes.audit.record import recipe_text, write_recipe
 from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
@@ -144,8 +145,11 @@ def plan_command(request: PlanRequest) -> str:
     return " ".join(parts)
 
 
-def emit_recipe(request: PlanRequest, rank: int, out: Path, root: Path | None = None) -> PlannedRecipe:
-    """Write the rank-th runnable fitting torchtitan layout of the request to `out`, validated."""
+def emit_recipe(request: PlanRequest, rank: int, out: Path, root: Path | None = None,
+                force: bool = False) -> PlannedRecipe:
+    """Write the rank-th runnable fitting torchtitan layout of the request to `out`, validated; `out` is new or a
+    planned recipe this command wrote (`force`: also one in the catalog's recipes/)."""
+    check_output(Path(out), "--out", starts_with(HEADER), force)  # before the planner's seconds of work
     if request.engine != "torchtitan":
         raise UserError(f"--emit-recipe writes torchtitan recipes; --engine {request.engine} has no recipe renderer "
                         "here (leave --engine out or give --engine torchtitan)")
@@ -157,5 +161,5 @@ def emit_recipe(request: PlanRequest, rank: int, out: Path, root: Path | None = 
         raise UserError(f"--emit-recipe {rank}: choose 1..{len(ranked)} (the fitting torchtitan layouts of "
                         f"{request.model} on {request.gpus} x {request.gpu_type} that a recipe can run)")
     planned = planned_recipe(base_path, rank, ranked[rank - 1], request, root)
-    write_recipe(Path(out), planned.text, load_reference_tables(root))
+    write_recipe(Path(out), planned.text, load_reference_tables(root), ours=starts_with(HEADER), force=force)
     return planned

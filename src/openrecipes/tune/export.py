@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from openrecipes.atomic import write_atomic
+from openrecipes.atomic import check_output_folder, starts_with, write_output
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.store import Catalog, RecipeEntry, load_recipe
 from openrecipes.errors import UserError
@@ -298,13 +298,22 @@ def fingerprint(catalog: Catalog) -> str:
 
 
 def export(catalog: Catalog, out: Path) -> list[Path]:
-    """One JSON file per model with recipes: `<out>/<model>.json`."""
+    """One JSON file per model with recipes: `<out>/<model>.json`; `out` is new, empty or a folder of them."""
+    check_plans_folder(out)
     out.mkdir(parents=True, exist_ok=True)
     stamp = fingerprint(catalog)
     written = []
     for model in sorted({e.entry.model for e in catalog.recipes} & set(catalog.tables.models)):
         path = out / f"{model}.json"
-        write_atomic(path, model_plan(catalog, model, stamp).model_dump_json(indent=1) + "\n")
+        write_output(path, model_plan(catalog, model, stamp).model_dump_json(indent=1) + "\n", "--out", PLAN_FILE)
         written.append(path)
     return written
 
+
+PLAN_FILE = starts_with('{\n "fingerprint": ')  # the first key of every file `export` writes
+
+
+def check_plans_folder(out: Path) -> None:
+    """`out` is new, empty, or a folder of plan files (openrecipes.atomic's rule for folders)."""
+    check_output_folder(out, "--out", lambda folder: any(
+        PLAN_FILE(path) for path in folder.glob("*.json") if path.is_file() and not path.is_symlink()))

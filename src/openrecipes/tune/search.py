@@ -278,7 +278,8 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
             if outcome is reference:
                 if not measurement.ok:
                     raise UserError(f"the reference arm (the base recipe {s.base_path}) did not run: "
-                                    f"{measurement.error}; see {measurement.log}")
+                                    f"{measurement.error}" + (f"; see {measurement.log}" if measurement.log.exists()
+                                                              else ""))
                 continue
             outcomes.append(outcome)
             if measurement.oom:

@@ -63,6 +63,6 @@ def write_winner(s: Setup, result: TuneResult, out_recipe: Path | None = None) -
     recipe = recorded.recipe.model_copy(update={"correctness": recorded.recipe.correctness.model_copy(
         update={"summary": summary, "reference": reference})}).revalidated()
     path = Path(out_recipe) if out_recipe else default_recipe_path(s, winner.candidate)
-    write_recipe(path, recipe_text(recipe, HEADER), s.tables, s.root)
+    write_recipe(path, recipe_text(recipe, HEADER), s.tables, s.root, option="--out-recipe")
     result.recipe_path = path
     return path

@@ -73,6 +73,9 @@ def _csv_curve(path: Path, rows) -> LossCurve:  # noqa: ANN001 (a csv reader)
                             f"{','.join(values)[:80]!r}") from None
         if step in curve:
             raise UserError(f"{where}: step {step} is written twice; keep one")
+        if curve and step < next(reversed(curve)):
+            raise UserError(f"{where}: step {step} comes after step {next(reversed(curve))}; write the rows in step "
+                            "order")
         curve[step] = loss
     if not curve:
         raise UserError(f"{shown(path)}: no step,loss rows")

@@ -96,6 +96,10 @@ def read_slime(path: Path, lines: Iterable[str]) -> StepTable:
         where = f"{shown(path)}:{number}"
         kind, step, text = match.group(1), read_count(match.group(2), where, "step"), match.group(3)
         into = train if kind == "step" else perf
+        if into and step < max(into):  # as measure.steps.require_in_order says of every other format
+            raise UserError(f"{where}: step {step} comes after step {max(into)} ({into[max(into)][0]}); a log's "
+                            "steps are in order, so its lines were reordered or two runs are mixed: give the log as "
+                            "the run wrote it")
         if step in into:
             raise UserError(f"{where}: '{kind} {step}' is also at {into[step][0]}; give one rank's log of one run")
         into[step] = (where, _slime_dict(text, where))
