@@ -64,12 +64,12 @@ def test_liger_rmsnorm_drops_eager_amps_fp32_norm_copies_and_nothing_else():
 def test_an_unmeasured_lever_is_predicted_as_without_it_and_named():
     plain = _best_fitting(QWEN3_8B)
     unmeasured = ("liger-rmsnorm", "liger-swiglu", "liger-rope")
-    fused = _with(plain, kernels=unmeasured, attention="sdpa-cudnn", float8="rowwise")
+    fused = _with(plain, kernels=unmeasured, attention="sdpa-cudnn")
     assert fused.tokens_per_s_per_gpu == plain.tokens_per_s_per_gpu
-    assert fused.step.unmeasured_levers == (*unmeasured, "attention sdpa-cudnn", "float8 rowwise")
+    assert fused.step.unmeasured_levers == (*unmeasured, "attention sdpa-cudnn")
     assert "levers" not in fused.step.parts_s()
     row = fused.exported()
-    assert row.kernels == list(unmeasured) and row.unmeasured_levers[-1] == "float8 rowwise"
+    assert row.kernels == list(unmeasured) and row.unmeasured_levers[-1] == "attention sdpa-cudnn"
     assert plain.exported().unmeasured_levers == []
 
 
@@ -110,13 +110,16 @@ def test_a_lever_measured_by_a_pair_of_own_runs_gets_that_factor(monkeypatch):
 def test_the_lever_runs_give_measured_factors_and_plan_enumerates_the_useful_ones():
     levers.measured_factors.cache_clear()
     factors = levers.measured_factors()
-    # runs/levers-20261201: each lever arm against the BF16 arm of its call, its repeat and the recipe's run
-    assert factors[("H200", "float8 tensorwise")].factor == pytest.approx(47633.68 / (
-        40506.83 * 40532.72 * 40727.51) ** (1 / 3))
-    assert len(factors[("H200", "float8 tensorwise")].pairs) == 3
+    # runs/levers-20261201 and runs/fp8-20261202: each FP8 arm against every BF16 arm of its model and layout (the
+    # BF16 arms of its call, their repeats and the recipe's run), on Qwen3-0.6B, 1.7B and 4B
+    tensorwise = factors[("H200", "float8 tensorwise")]
+    assert {pair.split("/")[0].split("-h200")[0] for pair in tensorwise.pairs} == {"qwen3-0.6b", "qwen3-1.7b",
+                                                                                   "qwen3-4b"}
+    assert 1.10 < tensorwise.factor < 1.20 and factors[("H200", "float8 rowwise")].factor < 1
     assert factors[("H200", "liger-fused-linear-cross-entropy")].factor < 1
     assert factors[("H200", "attention sdpa-flash")].factor < 1
-    sets = levers.lever_sets("torchtitan", "H200", levers.LeverSearch())
+    assert {s.float8 for s in levers.lever_sets("torchtitan", "H200", levers.LeverSearch())} == {None}  # BF16 asked
+    sets = levers.lever_sets("torchtitan", "H200", levers.LeverSearch(float8="measured"))
     # sdpa-flash was measured slower and has no memory term: it can only lose, so it is not enumerated; the fused
     # loss was measured slower too, but frees memory
     assert {s.attention for s in sets} == {None}

@@ -59,8 +59,8 @@ def test_the_table_is_readable_at_80_columns():
 
     from openrecipes.cli import app
 
-    result = CliRunner().invoke(app, ["plan", "qwen3-1.7b", "--gpu", "H200", "--gpus", "1", "--top", "3"],
-                                env={"COLUMNS": "80"})
+    result = CliRunner().invoke(app, ["plan", "qwen3-1.7b", "--gpu", "H200", "--gpus", "1", "--top", "3", "--float8",
+                                      "measured"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert max(len(line) for line in lines) <= 80 and "…" not in result.output
@@ -107,17 +107,17 @@ def test_a_stale_heldout_file_stops_plan_with_one_line(monkeypatch):
     result = openrecipes("plan", "qwen3-8b", "--gpu", "H200", "--gpus", "2")
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert "heldout.json: written for another src/openrecipes/plan/calibration.yaml" in result.stderr
-    assert "python -m openrecipes.plan.heldout" in result.stderr
+    assert "run `openrecipes refresh`" in result.stderr
 
 
 def test_the_example_in_docs_planning_is_the_programs_output():
-    """docs/planning.md shows `COLUMNS=80 openrecipes plan qwen3-8b --gpu H200 --gpus 2 --top 3 --float8 none`
+    """docs/planning.md shows `COLUMNS=80 openrecipes plan qwen3-8b --gpu H200 --gpus 2 --top 3`
     exactly as the program prints it (re-run it and paste the output after a change)."""
     from typer.testing import CliRunner
 
     from openrecipes.cli import app
 
-    command = "COLUMNS=80 openrecipes plan qwen3-8b --gpu H200 --gpus 2 --top 3 --float8 none"
+    command = "COLUMNS=80 openrecipes plan qwen3-8b --gpu H200 --gpus 2 --top 3"
     page = (REPO / "docs/planning.md").read_text(encoding="utf-8")
     shown = page.split(f"$ {command}\n", 1)[1].split("\n```", 1)[0]
     result = CliRunner().invoke(app, command.split()[1:][1:], env={"COLUMNS": "80"})

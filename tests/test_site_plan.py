@@ -136,7 +136,7 @@ def test_tables_do_not_depend_on_the_recipes():
 
 def test_our_runs_without_a_recipe_sit_beside_their_predictions(bundled_site):
     """Our Qwen3-1.7B runs that no recipe holds (reference_points.yaml own_runs: the tune sweep's 15 layouts, two
-    earlier ones and seven lever arms) on the 1 x H200 table: each measured figure is its row's, each prediction the
+    earlier ones, seven lever arms and three arms of the FP8 calls) on the 1 x H200 table: each measured figure is its row's, each prediction the
     planner's."""
     from openrecipes.plan.calibrate import measured_points, predict_point, reference_rows
     from openrecipes.plan.constants import calibration
@@ -146,7 +146,7 @@ def test_our_runs_without_a_recipe_sit_beside_their_predictions(bundled_site):
     recipes = {entry.slug for entry in load_catalog(REPO).recipes}
     sweep = {r["name"]: r for r in reference_rows() if "log" in r and r["model"] == "qwen3-1.7b"
              and r["name"] not in recipes}
-    assert len(rows) == len(sweep) == 24
+    assert len(rows) == len(sweep) == 27
     names = re.findall(r'data-name="([^"]+)"', section)
     assert set(names) == set(sweep)
     measured = [float(_values(row)[0]) for row in rows]

@@ -110,19 +110,20 @@ def time_effect(layout: Layout, gpu_type: str) -> TimeEffect:
 
 
 def parse_levers(kernels: str | None, attention: str | None, float8: str | None) -> tuple[dict, LeverSearch]:
-    """`--kernels A,B`, `--attention NAME` and `--float8 SCALING|none` as a request's fixed lever fields (kernels in
-    the recipes' canonical order) and what is left to search: a lever given is fixed, `--float8 none` plans BF16
-    only. A name outside the allowed ones is an error naming the option and the allowed ones."""
+    """`--kernels A,B`, `--attention NAME` and `--float8 SCALING|measured|none` as a request's fixed lever fields
+    (kernels in the recipes' canonical order) and what is left to search: a lever given is fixed. FP8 is a precision
+    of its own board, never ranked with BF16, so a plan is BF16 unless asked: `--float8 measured` adds each scaling
+    measured on the GPU type. A name outside the allowed ones is an error naming the option and the allowed ones."""
     chosen = [name.strip() for name in (kernels or "").split(",") if name.strip()]
-    scaling = None if float8 == "none" else float8
+    scaling = None if float8 in ("none", "measured") else float8
     for option, values, allowed in (("--kernels", chosen, KERNELS), ("--attention", [attention] if attention else [],
                                     ATTENTION_BACKENDS), ("--float8", [scaling] if scaling else [],
-                                                          (*FLOAT8_SCALINGS, "none"))):
+                                                          (*FLOAT8_SCALINGS, "measured", "none"))):
         unknown = [value for value in values if value not in allowed]
         if unknown:
             raise UserError(f"{option} {','.join(unknown)}: not one of {', '.join(allowed)}")
     fixed = {"kernels": tuple(k for k in KERNELS if k in chosen), "attention": attention, "float8": scaling}
-    return fixed, LeverSearch(float8="none" if float8 == "none" else "measured")
+    return fixed, LeverSearch(float8="measured" if float8 == "measured" else "none")
 
 
 # Short names of the kernels in table cells, slugs and labels.
@@ -188,7 +189,7 @@ class LeverSearch:
     reshard: bool = True  # reshard-after-forward on and off where FSDP shards (else on only)
     kernels: LeverScope = "measured"
     attention: LeverScope = "measured"
-    float8: LeverScope = "measured"
+    float8: LeverScope = "none"  # FP8 is a board of its own: searched only when asked (`--float8 measured`)
 
 
 # tune: BF16, compile and resharding searched, kernels and attention only when asked.

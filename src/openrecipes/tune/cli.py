@@ -71,8 +71,8 @@ def plan(
     attention: Annotated[str | None, typer.Option(
         "--attention", help="torchtitan: attention backend (sdpa-cudnn, sdpa-flash, sdpa-efficient, flex)")] = None,
     float8: Annotated[str | None, typer.Option(
-        "--float8", help="torchtitan: FP8 linear layers with this scaling (tensorwise, rowwise), or `none` for BF16 "
-        "only; default: BF16 and each scaling measured on the GPU type")] = None,
+        "--float8", help="torchtitan: FP8 linear layers with this scaling (tensorwise, rowwise), `measured` for BF16 "
+        "and each scaling measured on the GPU type, `none` for BF16 only (the default)")] = None,
     top: Annotated[int | None, typer.Option("--top", min=0, max=10**6, help="fitting layouts to show (0: all; "
                                                                             "default 20)")] = None,
     as_json: Annotated[

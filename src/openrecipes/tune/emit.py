@@ -141,7 +141,7 @@ def plan_command(request: PlanRequest) -> str:
     parts += [f"--kernels {','.join(request.kernels)}"] if request.kernels else []
     parts += [f"--attention {request.attention}"] if request.attention else []
     parts += [f"--float8 {request.float8}"] if request.float8 else []
-    parts += ["--float8 none"] if request.search.float8 == "none" and not request.float8 else []
+    parts += ["--float8 measured"] if request.search.float8 == "measured" and not request.float8 else []
     return " ".join(parts)
 
 
