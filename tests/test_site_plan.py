@@ -136,8 +136,8 @@ def test_tables_do_not_depend_on_the_recipes():
 
 def test_our_runs_without_a_recipe_sit_beside_their_predictions(bundled_site):
     """Our Qwen3-1.7B runs that no recipe holds (reference_points.yaml own_runs: the tune sweep's 15 layouts, two
-    earlier ones, seven lever arms and three arms of the FP8 calls) on the 1 x H200 table: each measured figure is its row's, each prediction the
-    planner's."""
+    earlier ones, seven lever arms and three arms of the FP8 calls) on the 1 x H200 table: each measured figure is
+    its row's, each prediction the planner's."""
     from openrecipes.plan.calibrate import measured_points, predict_point, reference_rows
     from openrecipes.plan.constants import calibration
 
