@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 COMMANDS = ["validate", "list", "show", "run --dry-run", "run", "site build", "serve", "plan", "plan export", "tune",
             "measure", "check convergence", "check config", "rows build", "rows demo", "tokenizer export", "audit",
             "reproduce", "record", "launch", "schema", "check component optimizer-offload",
-            "model add"]
+            "model add", "refresh"]
 
 
 @pytest.fixture(scope="module")

@@ -135,10 +135,10 @@ def test_names_and_values_reach_the_nodes_as_text_never_as_commands(tmp_path, na
 @pytest.mark.parametrize(("args", "said"), [
     (["--time=-5"], "--time '-5': give a positive Slurm time limit"),
     (["--time", "0"], "--time '0': give a positive Slurm time limit"),
-    (["--partition="], "--partition '': not a Slurm partition name"),
+    (["--partition="], "--partition: the value is empty"),
     (["--account", "a b"], "--account 'a b': not a Slurm account name"),
     (["--qos", "x\ny"], "--qos 'x\\ny': not a Slurm qos name"),
-    (["--container-image", " "], "--container-image is empty"),
+    (["--container-image", " "], "--container-image: the value is empty"),
     (["--probe", "mpi"], "--probe 'mpi': name a backend, gloo"),
 ])
 def test_an_option_slurm_would_refuse_is_bad_input_before_anything_is_written(tmp_path, args, said):

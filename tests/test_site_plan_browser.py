@@ -59,7 +59,8 @@ def test_copy_as_recipe_copies_the_emit_command(chromium, bundled_site):
         row = page.locator("#plan-h200-2 table.plan-rows tbody tr").first
         row.locator("summary", has_text="Copy as recipe").click()
         command = row.locator("pre.code").inner_text()
-        assert command.startswith("openrecipes plan qwen3-8b --gpu H200 --gpus 2 --engine torchtitan --emit-recipe ")
+        assert command.startswith("openrecipes plan qwen3-8b --gpu H200 --gpus 2 --engine torchtitan --global-batch 16 "
+                                  "--emit-recipe ")
         button = row.locator("button.copy").get_attribute("data-copy")
         assert b.clipboard_after_click(f"button[data-copy='{button}']") == command
         assert b.errors == []

@@ -358,6 +358,10 @@ def option_cases(scratch: _Scratch) -> list[Case]:
             for value in INT_VALUES if kind == "int" else FLOAT_VALUES:
                 cases.append(Case(f"{' '.join(words)}/{name}={value}", " ".join(words), [*base, name, value],
                                   str(root)))
+    # A command with no value option (refresh): its usage refused all the same (a real refresh re-fits the planner,
+    # seconds of work, and is run by CI itself as `refresh --check`).
+    cases.append(Case("refresh/unknown-option", "refresh", ["refresh", "--catalog-of-strangers"], str(root),
+                      expect=BAD))
     port = str(held_port())
     for i, host in enumerate(["", " ", "0.0.0.0\0", "::", "localhost:80", "http://x", "a" * 300]):
         cases.append(Case(f"serve/host-{i}", "serve", ["serve", "--host", host, "--port", port], str(root)))

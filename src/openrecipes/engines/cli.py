@@ -54,12 +54,15 @@ def run_command(
         return
     if launch.nnodes > 1:
         raise UserError(f"{recipe_path}: {launch.nnodes} nodes; write a batch script with `openrecipes launch --slurm`")
+    from openrecipes.atomic import check_output_folder
     from openrecipes.catalog.paths import catalog_root
     from openrecipes.engines.execute import execute, report
     from openrecipes.engines.preflight import check_can_run
 
-    check_can_run(recipe_path, recipe, launch)
     run_dir = out or Path("runs") / recipe_path.stem
+    # A bad --out (a link, a device, a file) is the one error told, before the checks import torch.
+    check_output_folder(run_dir, "--out", lambda folder: (folder / "train.log").exists())
+    check_can_run(recipe_path, recipe, launch)
     log = execute(launch, run_dir, tokens_per_step=recipe.workload.global_batch * recipe.workload.row_tokens,
                   catalog=catalog_root(recipe_path) or Path.cwd(), overwrite=overwrite)
     report(recipe_path, recipe, log, launch.steps)

@@ -33,8 +33,10 @@ def _gpus(launch: TorchtitanLaunch) -> str | None:
     wanted = launch.nproc_per_node
     if importlib.util.find_spec("torch") is None:
         return f"torch is not importable, so no CUDA GPU can be used (the recipe needs {wanted})"
-    import torch
-
+    try:
+        import torch
+    except (ImportError, OSError, RuntimeError) as broken:  # a broken install, or too little memory to map it
+        return f"torch cannot be imported here ({str(broken).splitlines()[0][:120]}), so no CUDA GPU can be used"
     found = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if found < wanted:
         return (f"the recipe runs {wanted} processes, one per CUDA GPU, and this machine shows {found} (run it on a "
