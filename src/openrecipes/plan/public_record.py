@@ -24,7 +24,7 @@ from openrecipes.plan.constants import HERE
 from openrecipes.plan.layouts import Layout, stage_split
 from openrecipes.plan.levers import measured_factors
 from openrecipes.plan.predict import PlanRequest, context, predict_layout
-from openrecipes.plan.trust import stored_points
+from openrecipes.plan.trust import read_derived, stored_points
 
 SUMMARY_FILE = HERE / "public_record.json"
 ENGINES = {"megatron-bridge": "megatron", "torchtitan": "torchtitan"}
@@ -237,10 +237,6 @@ def write(root: Path | None = None) -> Path:
 
 
 def stored_summary() -> dict:
-    try:
-        return json.loads(SUMMARY_FILE.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise UserError(f"{SUMMARY_FILE}: not the summary the planner writes ({error}); run `openrecipes refresh` "
-                        "to write it again") from None
+    return read_derived(SUMMARY_FILE)
 
 

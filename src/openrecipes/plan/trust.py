@@ -7,6 +7,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from pathlib import Path
 
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import HERE
@@ -58,13 +59,18 @@ def input_digests() -> dict[str, str]:
     return {name: hashlib.sha256((HERE / name).read_bytes()).hexdigest() for name in INPUTS}
 
 
+def read_derived(path: Path) -> dict:
+    """A JSON file `openrecipes refresh` writes (heldout.json, public_record.json); unreadable: one line and the fix."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise UserError(f"{path}: not what `openrecipes refresh` writes ({error}); run it to write the "
+                        "file again") from None
+
+
 @lru_cache(maxsize=1)
 def stored() -> dict:
-    try:
-        return json.loads(HELDOUT_FILE.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise UserError(f"{HELDOUT_FILE}: not what `openrecipes refresh` writes ({error}); run it to write the "
-                        "file again") from None
+    return read_derived(HELDOUT_FILE)
 
 
 def check_current() -> None:
