@@ -1,9 +1,9 @@
 """Leave-one-out on every measured point: each point predicted with every fitted value refitted without it.
 
 Pins the table benchmarks/RESULTS.md shows (benchmarks/plan_loo.py prints it): heldout.json is what the fit gives
-now; every held-out error within 15% (the public record's known misses listed), the median within
-10%; rank agreement >= 0.8 within
-every model and GPU type with at least four measured layouts; and the intervals and margin `plan` prints come from it.
+now; every held-out error of our runs within 15%, the median of every point within 10%; rank agreement >= 0.8 within
+every model and GPU type of our runs with at least four measured layouts; and the intervals and margin `plan` prints
+come from it. The public record's entries are held to their own bars in tests/test_plan_public_record.py.
 """
 
 from __future__ import annotations
@@ -16,20 +16,12 @@ from openrecipes.plan.trust import stored, stored_points
 ERROR_BAR = 0.15
 MEDIAN_BAR = 0.10
 SPEARMAN_BAR = 0.8
-# Points allowed outside the bar, each documented in docs/planning.md with its reason: none since the Qwen3-0.6B and
-# Qwen3-4B stock arms (eager selective AC) constrain the eager selective-AC host term that the one-row 1.7B layout
-# alone used to need.
-# The public record's entries (points of the fit since it joined) beyond the bar, each in docs/planning.md ("The public
-# record"): gpt-oss-120b on B200/B300 (one Megatron efficiency per GPU type serves GLM-5.2 and gpt-oss-120b, and
-# NeMo releases ran the same layout 60% apart), torchtitan's 2025 async-TP and compiled tables (faster builds than
-# the 2024 tables the torchtitan efficiency also fits).
-KNOWN_MISSES: dict[str, tuple[float, float]] = {
-    "gpt-oss-120b/b200/record-mbridge-25.11-bf16-64gpu-ep8-gbs512-mbs4": (0.45, 0.55),
-    "gpt-oss-120b/b200/record-mbridge-26.02-bf16-64gpu-ep64-gbs1280-mbs4": (-0.22, -0.15),
-    "gpt-oss-120b/b300/record-mbridge-26.02-bf16-64gpu-ep64-gbs1280-mbs4": (0.15, 0.25),
-    "llama-3.1-70b/h100/record-titan-202506-bf16-256gpu-fsdp32tp8-asynctp": (-0.20, -0.15),
-    "llama-3.1-8b/h100/record-titan-202506-bf16-64gpu-fsdp8tp8": (0.15, 0.22),
-}
+# Points of ours allowed outside the bar, each documented in docs/planning.md with its reason: none since the
+# Qwen3-0.6B and Qwen3-4B stock arms (eager selective AC) constrain the eager selective-AC host term that the one-row
+# 1.7B layout alone used to need. The public record's entries (points of the fit too) are held to the record's own
+# bars (tests/test_plan_public_record.py): NVIDIA's releases ran the same layouts up to 2.7x apart.
+KNOWN_MISSES: dict[str, tuple[float, float]] = {}
+RECORD = "/record-"
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +34,8 @@ def test_heldout_json_is_what_the_fit_gives_now(fresh):
     assert fresh == stored(), "stale: run `openrecipes refresh`"
 
 
-def test_every_held_out_error_within_the_bar():
-    for point in stored_points():
+def test_every_held_out_error_of_our_runs_within_the_bar():
+    for point in (p for p in stored_points() if RECORD not in p.name):
         low, high = KNOWN_MISSES.get(point.name, (-ERROR_BAR, ERROR_BAR))
         assert low <= point.error <= high, (point.name, point.error)
 
@@ -58,10 +50,11 @@ def test_every_point_of_the_catalog_and_reference_points_is_held_out():
     assert {p.name for p in stored_points()} == {p.slug for p in speed_points()}
 
 
-def test_rank_agreement_within_each_model_and_gpu():
+def test_rank_agreement_within_each_model_and_gpu_of_our_runs():
     groups = stored()["rank_agreement"]
     assert {"qwen3-1.7b on H200", "qwen3-8b on H200"} <= set(groups)
-    for name, (count, rho) in groups.items():
+    ours = {f"{p.model} on {p.gpu_type}" for p in stored_points() if RECORD not in p.name}
+    for name, (count, rho) in ((n, g) for n, g in groups.items() if n in ours):
         assert count >= heldout.RANKED_GROUP and rho >= SPEARMAN_BAR, (name, rho)
 
 

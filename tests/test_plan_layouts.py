@@ -15,10 +15,21 @@ from openrecipes.plan.shape import model_shape
 SHAPES = {name: model_shape(card) for name, card in load_reference_tables().models.items()}
 
 
-def test_stage_split_is_even_or_megatron_first_last():
+def test_stage_split_is_even_or_megatron_first_last_with_the_lightest_heaviest_stage():
     assert stage_split(78, 2) == (39, 39)
-    assert stage_split(24, 7) == (4, 3, 3, 3, 3, 3, 5)
+    assert stage_split(24, 7) == (2, 4, 4, 4, 4, 4, 2)
+    # DeepSeek-V3's 61 layers over 16 stages: the step waits on the heaviest stage, so 4 layers, never 10
+    assert stage_split(61, 16) == (2, *(4,) * 14, 3)
     assert stage_split(4, 8) is None
+    for layers in range(1, 130):
+        for pp in range(1, 17):
+            split = stage_split(layers, pp)
+            if split is not None:
+                assert sum(split) == layers and len(split) == pp and min(split) >= 1
+                heaviest = -(-layers // pp)
+                if pp == 2 or layers - heaviest * (pp - 2) >= 2:  # first and last stages keep a layer each
+                    assert max(split) == heaviest
+                assert len(set(split[1:-1])) <= 1  # Megatron's rule: equal middle stages
 
 
 @settings(max_examples=examples(25), deadline=None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -25,9 +25,12 @@ class Links:
     gpus_per_nvlink_domain: int
     nvlink_bytes_per_s: float  # one direction, per GPU
     network_bytes_per_s: float  # one direction, per GPU
+    gpus_per_node: int  # a job takes whole nodes (a GB200/GB300 compute tray holds 4 of an NVLink domain's 72)
 
 
 EFFICIENCY = "compute_efficiency."  # prefix of the fitted efficiencies' names in calibration.yaml
+LOW_PRECISION = "low_precision_speedup."  # prefix of the fitted low-precision GEMM speed-ups' names
+EXPOSED = "exposed_communication."  # prefix of the exposed shares of collectives that are fitted, not assumed
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,9 @@ class Calibration:
     eager_sac_overhead_s_per_layer: float = 0.0
     grouped_gemm_half_rows: float = 0.0  # tokens per expert at which a grouped GEMM runs at half the efficiency
     torchtitan_expert_efficiency: float = 1.0  # torchtitan's routed experts: their share of Megatron's efficiency
+    megatron_expert_efficiency: float = 1.0  # Megatron's routed experts: their share of its dense efficiency
+    # Megatron's block GEMMs in a low precision (fp8, mxfp8, nvfp4) run this much faster than in BF16
+    low_precision_speedup: dict[str, float] = field(default_factory=dict)
 
     def efficiency(self, engine: str, gpu_type: str) -> float:
         """The engine's efficiency fitted on this GPU type where there is one, else the engine's."""
@@ -58,24 +64,31 @@ class Calibration:
     def fitted_values(self) -> dict[str, float]:
         """Every fitted value by its calibration.yaml name."""
         return {**{EFFICIENCY + key: value for key, value in self.compute_efficiency.items()},
+                **{LOW_PRECISION + key: value for key, value in self.low_precision_speedup.items()},
+                **{EXPOSED + key: value for key, value in self.exposed_communication.items()
+                   if EXPOSED + key in calibration_document()["fitted"]},
                 **{name: getattr(self, name) for name in FITTED_FIELDS}}
 
     def with_values(self, values: dict[str, float]) -> Calibration:
         """This calibration with the named fitted values replaced."""
-        efficiency = dict(self.compute_efficiency)
+        efficiency, speedup = dict(self.compute_efficiency), dict(self.low_precision_speedup)
+        exposed = dict(self.exposed_communication)
         fields: dict[str, Any] = {}
         for name, value in values.items():
-            if name.startswith(EFFICIENCY):
-                efficiency[name[len(EFFICIENCY):]] = value
+            for prefix, found in ((EFFICIENCY, efficiency), (LOW_PRECISION, speedup), (EXPOSED, exposed)):
+                if name.startswith(prefix):
+                    found[name[len(prefix):]] = value
+                    break
             else:
                 fields[name] = value
-        return replace(self, compute_efficiency=efficiency, **fields)
+        return replace(self, compute_efficiency=efficiency, low_precision_speedup=speedup,
+                       exposed_communication=exposed, **fields)
 
 
 # The fitted values that are plain fields of Calibration (the efficiencies are a dict).
 FITTED_FIELDS = ("compile_speedup", "cp_attention_efficiency", "microbatch_overhead_s_per_layer",
                  "eager_sac_overhead_s_per_layer", "amp_composite_norm_s_per_element", "grouped_gemm_half_rows",
-                 "torchtitan_expert_efficiency")
+                 "torchtitan_expert_efficiency", "megatron_expert_efficiency")
 
 
 @lru_cache(maxsize=1)
@@ -91,7 +104,7 @@ def links(gpu_type: str, gpu: GpuSpec) -> Links:
     # Without a measured memory.total, read the vendor's figure as decimal GB: the smaller, safe reading.
     capacity = row.get("capacity_gib", gpu.memory_gb * GB / GIB)
     return Links(gpu_type, capacity, row["gpus_per_nvlink_domain"], row["nvlink_gb_per_s"] * GB,
-                 row["network_gb_per_s"] * GB)
+                 row["network_gb_per_s"] * GB, row.get("gpus_per_node", row["gpus_per_nvlink_domain"]))
 
 
 @lru_cache(maxsize=1)
@@ -118,3 +131,9 @@ def calibration() -> Calibration:
 def priors() -> dict[str, float]:
     """Each fitted value's prior: what the fit falls back to where no measured point constrains it."""
     return {name: row["prior"] for name, row in calibration_document()["fitted"].items()}
+
+
+def prior_sigmas() -> dict[str, float]:
+    """Each fitted value's prior spread in log units: its own where physics bounds it, else `assumed.prior_sigma`."""
+    doc = calibration_document()
+    return {name: row.get("prior_sigma", doc["assumed"]["prior_sigma"]) for name, row in doc["fitted"].items()}

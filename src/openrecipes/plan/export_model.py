@@ -47,6 +47,7 @@ class PredictedLayout(Exported):
     kernels: list[str]
     attention: str | None
     float8: str | None
+    low_precision: str | None  # Megatron: Transformer Engine's GEMM precision (fp8, mxfp8, nvfp4); None: BF16
     unmeasured_levers: list[str]
     fits: bool
     peak_fits: bool

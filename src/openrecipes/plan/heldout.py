@@ -1,7 +1,7 @@
 """How far to trust a prediction: leave-one-out errors, the intervals they give, and the memory margin.
 
 Leave-one-out: for every measured point with a tokens/s figure, every fitted value is refitted without it
-(openrecipes.plan.fit) and the point is predicted; predicted / measured - 1 is its held-out error. The errors, grouped
+(openrecipes.plan.fit.refits_without_each, from the fit on every point) and the point is predicted; predicted / measured - 1 is its held-out error. The errors, grouped
 by engine and GPU type, are each prediction's interval. The memory margin is the largest share by which the planner
 under-predicted the allocator's peak of a run that ran, per engine. `openrecipes refresh` recomputes
 everything into heldout.json (read by `plan` through openrecipes.plan.trust); tests/test_plan_heldout.py fails when
@@ -22,7 +22,7 @@ from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import allocator_gib, spearman
 from openrecipes.plan.calibrate import MeasuredPoint, measured_points, reference_tables, speed_points
 from openrecipes.plan.constants import calibration, links
-from openrecipes.plan.fit import fit
+from openrecipes.plan.fit import fit, refits_without_each
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.predict import context, predict_layout
 from openrecipes.plan.trust import (
@@ -55,8 +55,7 @@ def leave_one_out(root: Path | None = None, fixed: dict[str, float] | None = Non
     points = speed_points(root)
     full = fit(points, fixed=fixed)
     rows = []
-    for point in points:
-        without = fit([p for p in points if p is not point], start=full, fixed=fixed)
+    for point, without in zip(points, refits_without_each(points, full, fixed), strict=True):
         r = point.request
         rows.append(HeldOutPoint(point.slug, r.model, r.gpu_type, r.gpus, r.engine, _describe(point.layout),
                                  point.tokens_per_s_per_gpu, round(_predicted(point, full), 2),

@@ -26,6 +26,11 @@ RECOMPUTE_POLICIES: tuple[Recompute, ...] = ("none", "selective", "full")
 # Rows per microbatch the enumeration tries (the seeds use 1, 6 and 8).
 ROWS_PER_MICROBATCH = (1, 2, 3, 4, 6, 8, 12, 16)
 MAX_VPP = 4
+# Megatron's low precisions by family: each family's GEMM speed-up is one fitted value (calibration.yaml). FP8 with
+# delayed and with current scaling run the same FP8 GEMMs (the record's Llama 3.1 70B on 64 x H100: 719 and 728-736
+# TFLOP/s per GPU).
+LOW_PRECISIONS = {"fp8": "fp8", "fp8-current-scaling": "fp8", "fp8-delayed-scaling": "fp8", "mxfp8": "mxfp8",
+                  "nvfp4": "nvfp4"}
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,8 @@ class Layout:
     kernels: tuple[str, ...] = ()
     attention: str | None = None
     float8: str | None = None
+    # Megatron only: Transformer Engine's precision of the blocks' GEMMs (LOW_PRECISIONS; None: BF16).
+    low_precision: str | None = None
 
     @property
     def gpus(self) -> int:
@@ -111,7 +118,9 @@ def divisors(n: int) -> list[int]:
 
 
 def stage_split(layers: int, pp: int) -> tuple[int, ...] | None:
-    """Even split, else Megatron's uneven one: equal middle stages, the remainder on the first and last."""
+    """Even split, else Megatron's uneven one (--decoder-first/last-pipeline-num-layers): equal middle stages and
+    the rest on the first and last, chosen so that the heaviest stage holds as few layers as any such split can
+    (61 layers over 16 stages: 2, 4 x 14, 3; its step waits on the heaviest stage)."""
     base, remainder = divmod(layers, pp)
     if base == 0:
         return None
@@ -119,8 +128,14 @@ def stage_split(layers: int, pp: int) -> tuple[int, ...] | None:
         return (base,) * pp
     if pp == 1:
         return (layers,)
-    first, last = base + remainder // 2, base + remainder - remainder // 2
-    return (first,) + (base,) * (pp - 2) + (last,)
+    if pp == 2:
+        return (base, base + remainder)
+    splits = []
+    for middle in range(1, layers // (pp - 2) + 1):
+        rest = layers - middle * (pp - 2)
+        if rest >= 2:
+            splits.append((rest // 2, *(middle,) * (pp - 2), rest - rest // 2))
+    return min(splits, key=max) if splits else None
 
 
 def _tp_sizes(shape: ModelShape, gpus: int, nvlink_domain: int) -> list[int]:
@@ -141,14 +156,17 @@ def _expert_sizes(shape: ModelShape, tp: int, cp: int, dp: int, rules: LayoutRul
 
 
 def _vpp_sizes(split: tuple[int, ...], pp: int) -> list[int]:
-    if pp == 1 or len(set(split)) > 1:
+    """Virtual stages per pipeline rank: each middle stage's layers split evenly (an uneven first or last stage
+    takes its own share of chunks, as Megatron's --pipeline-model-parallel-layout allows)."""
+    if pp == 1:
         return [1]
-    return [v for v in range(1, MAX_VPP + 1) if split[0] % v == 0]
+    return [v for v in range(1, MAX_VPP + 1) if split[len(split) // 2] % v == 0]
 
 
 def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batch: int, engine: Engine,
                       nvlink_domain: int, grad_reduce_bf16: bool = False,
-                      lever_sets: tuple[LeverSet, ...] = (LeverSet(),)) -> Iterator[tuple[Layout, ...]]:
+                      lever_sets: tuple[LeverSet, ...] = (LeverSet(),),
+                      low_precision: str | None = None) -> Iterator[tuple[Layout, ...]]:
     """Every valid layout with each of the lever settings (openrecipes.plan.levers.lever_sets), in groups: one layout
     with each optimizer fraction the engine may offload to the host, alike in every other field (the planner works
     out what does not depend on the fraction once per group)."""
@@ -178,5 +196,5 @@ def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batc
                                     yield tuple(Layout(engine, tp, pp, vpp, cp, ep, etp, dp, split, recompute, offload,
                                                        rows, rows * row_tokens // cp, grad_reduce_bf16,
                                                        levers.compile, levers.reshard_after_forward, levers.kernels,
-                                                       levers.attention, levers.float8)
+                                                       levers.attention, levers.float8, low_precision)
                                                 for offload in rules.offload_fractions)

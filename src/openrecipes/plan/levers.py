@@ -100,13 +100,18 @@ class TimeEffect:
     unmeasured: tuple[str, ...]  # levers whose time effect no pair of runs has measured on this GPU type
 
 
+def measured_factor(gpu_type: str, name: str) -> MeasuredFactor | None:
+    """A lever's factor measured on this GPU type, if any pair of our runs measured it there."""
+    return measured_factors().get((gpu_type, name))
+
+
 def time_effect(layout: Layout, gpu_type: str) -> TimeEffect:
     names = lever_names(layout)
     if not names:  # most layouts: the product of no factors, without reading them
         return TimeEffect(1, ())
-    factors = measured_factors()
-    speedup = math.prod(factors[(gpu_type, name)].factor for name in names if (gpu_type, name) in factors)
-    return TimeEffect(speedup, tuple(name for name in names if (gpu_type, name) not in factors))
+    found = {name: measured_factor(gpu_type, name) for name in names}
+    speedup = math.prod(factor.factor for factor in found.values() if factor is not None)
+    return TimeEffect(speedup, tuple(name for name, factor in found.items() if factor is None))
 
 
 def parse_levers(kernels: str | None, attention: str | None, float8: str | None) -> tuple[dict, LeverSearch]:
@@ -137,6 +142,7 @@ def lever_text(layout: Layout) -> str:
     parts += [f"liger {'+'.join(KERNEL_SHORT[k] for k in layout.kernels)}"] if layout.kernels else []
     parts += [layout.attention] if layout.attention else []
     parts += [f"fp8 {layout.float8}"] if layout.float8 else []
+    parts += [layout.low_precision] if layout.low_precision else []
     return "".join(f", {part}" for part in parts)
 
 
@@ -171,9 +177,11 @@ LEVERS: tuple[Lever, ...] = (
     Lever("sequence parallel", ("megatron",), "activations split over TP", "TP all-gather/reduce-scatter", True),
     Lever("optimizer offload", ("megatron",), "offloaded fraction of the optimizer state off the GPU",
           "measured host Adam rate (calibration.yaml measured)", True),
-    Lever("FP8 current scaling", ("megatron",), "not modelled", "none: no Megatron FP8 run measured here", False),
-    Lever("FP8 delayed scaling", ("megatron",), "not modelled", "none: no Megatron FP8 run measured here", False),
-    Lever("MXFP8 (Blackwell)", ("megatron",), "not modelled", "none: no Megatron MXFP8 run measured here", False),
+    *(Lever(name, ("megatron",), "not modelled: planned with BF16 memory",
+            f"fitted: calibration.yaml low_precision_speedup.{family} on the public record's Megatron-Bridge entries "
+            "(`plan --precision`)", True)
+      for name, family in (("FP8 (current or delayed scaling)", "fp8"), ("MXFP8 (Blackwell)", "mxfp8"),
+                           ("NVFP4 (Blackwell)", "nvfp4"))),
 )
 
 

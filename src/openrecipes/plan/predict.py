@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from openrecipes import figures
-from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
+from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables, precision_peak_flops
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import GIB, Calibration, Links, calibration, links
 from openrecipes.plan.export_model import PredictedLayout
-from openrecipes.plan.layouts import Engine, Layout, enumerate_layouts
+from openrecipes.plan.layouts import LOW_PRECISIONS, Engine, Layout, enumerate_layouts
 from openrecipes.plan.levers import LeverSearch, lever_sets
 from openrecipes.plan.memory import MemoryEstimate, memories_in_order
 from openrecipes.plan.shape import ModelShape, model_shape
@@ -40,6 +40,8 @@ class PlanRequest:
     attention: str | None = None
     float8: str | None = None
     search: LeverSearch = LeverSearch()
+    # Megatron: Transformer Engine's precision of every layout's block GEMMs (fp8, mxfp8, nvfp4; None: BF16)
+    low_precision: str | None = None
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ class Prediction:
             "grad_reduce_bf16": layout.grad_reduce_bf16, "compile": layout.compile,
             "reshard_after_forward": layout.reshard_after_forward,
             "kernels": list(layout.kernels), "attention": layout.attention, "float8": layout.float8,
-            "unmeasured_levers": list(self.step.unmeasured_levers),
+            "low_precision": layout.low_precision, "unmeasured_levers": list(self.step.unmeasured_levers),
             "fits": self.fits, "peak_fits": self.peak_fits, "reason": self.reason,
             "memory_gib": round(self.memory.total_gib, 2), "capacity_gib": self.capacity_gib,
             "headroom_gib": round(self.headroom_gib, 2), "margin_gib": round(self.margin_gib, 2),
@@ -153,7 +155,7 @@ def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Cont
     if request.gpu_type not in tables.gpus:
         raise UserError(f"unknown GPU type '{request.gpu_type}'; known: {', '.join(tables.gpus)} (hardware/gpus.yaml)")
     gpu_links = links(request.gpu_type, tables.gpus[request.gpu_type])
-    node = gpu_links.gpus_per_nvlink_domain
+    node = gpu_links.gpus_per_node
     if request.gpus < 1 or (request.gpus > node and request.gpus % node):
         raise UserError(f"--gpus {request.gpus}: not a whole number of {node}-GPU {request.gpu_type} nodes "
                         f"(use 1..{node} or a multiple of {node})")
@@ -218,12 +220,15 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
     margin the same way, then the rest by how close they come."""
     ctx = context(request, tables)
     if request.engine != "torchtitan" and (request.kernels or request.attention or request.float8):
-        raise UserError(f"--kernels, --attention and --float8 are torchtitan levers, which {request.engine} lacks "
-                        "here (Megatron's FP8 has no measured run to time it): add --engine torchtitan")
+        raise UserError(f"--kernels, --attention and --float8 are torchtitan levers, which {request.engine} lacks: "
+                        "add --engine torchtitan (Megatron's FP8, MXFP8 and NVFP4 are --precision)")
+    if request.low_precision is not None:
+        _check_low_precision(request, tables or load_reference_tables())
     settings = lever_sets(request.engine, request.gpu_type, request.search, request.kernels, request.attention,
                           request.float8)
     groups = enumerate_layouts(ctx.shape, request.gpus, request.row_tokens, request.global_batch, request.engine,
-                               ctx.links.gpus_per_nvlink_domain, request.grad_reduce_bf16, settings)
+                               ctx.links.gpus_per_nvlink_domain, request.grad_reduce_bf16, settings,
+                               request.low_precision)
     with _collector_paused():
         predictions = [prediction for group in groups for prediction in predict_layouts(ctx, group, True)]
     if not predictions:
@@ -234,13 +239,27 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
 
 
 
+def _check_low_precision(request: PlanRequest, tables: ReferenceTables) -> None:
+    """--precision: a Megatron lever whose GEMM speed-up is fitted, on a GPU type with tensor cores for it."""
+    precision = request.low_precision
+    if precision not in LOW_PRECISIONS:
+        raise UserError(f"--precision {precision}: not one of {', '.join(LOW_PRECISIONS)}")
+    if request.engine != "megatron":
+        raise UserError(f"--precision is Megatron's (Transformer Engine); {request.engine}'s FP8 is --float8")
+    spec = tables.gpus[request.gpu_type]
+    if precision_peak_flops(spec, precision) is None:
+        raise UserError(f"--precision {precision}: {request.gpu_type} has no {precision} tensor cores "
+                        "(hardware/gpus.yaml gives no peak for it)")
+
+
 def plan_table(model: str, gpu_type: str, gpus: int, row_tokens: int = 8192, global_batch: int = 128,
                engine: Engine = "megatron", grad_reduce_bf16: bool = False, top: int | None = None,
                root: Path | None = None, kernels: tuple[str, ...] = (), attention: str | None = None,
-               float8: str | None = None, search: LeverSearch | None = None) -> list[PredictedLayout]:
+               float8: str | None = None, search: LeverSearch | None = None,
+               low_precision: str | None = None) -> list[PredictedLayout]:
     """The ranked predictions as exported: one `--json` object per layout, the first `top` (None: all)."""
     request = PlanRequest(model, gpu_type, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, kernels,
-                          attention, float8, search or LeverSearch())
+                          attention, float8, search or LeverSearch(), low_precision)
     ranked = predict(request, load_reference_tables(root))
     with _collector_paused():
         return [p.exported() for p in ranked[:top]]

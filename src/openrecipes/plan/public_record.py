@@ -21,15 +21,13 @@ from openrecipes.catalog.store import Catalog, SummaryEntry, load_catalog
 from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import spearman
 from openrecipes.plan.constants import HERE
-from openrecipes.plan.layouts import Layout, stage_split
-from openrecipes.plan.levers import measured_factors
+from openrecipes.plan.layouts import LOW_PRECISIONS, Layout, stage_split
+from openrecipes.plan.levers import measured_factor
 from openrecipes.plan.predict import PlanRequest, context, predict_layout
-from openrecipes.plan.trust import read_derived, stored_points
+from openrecipes.plan.trust import band_of, read_derived, stored_points
 
 SUMMARY_FILE = HERE / "public_record.json"
 ENGINES = {"megatron-bridge": "megatron", "torchtitan": "torchtitan"}
-# Scale bands of the report, by GPU count.
-BANDS = ((1, 8, "1-8"), (9, 64, "9-64"), (65, 2**20, "65+"))
 WITHIN = 0.20  # the share of entries within this relative error is reported
 RANKED_GROUP = 4  # entries of one model, engine and GPU type needed for a rank agreement
 
@@ -62,10 +60,6 @@ def held_out() -> dict[str, float]:
     return {point.name: point.held_out for point in stored_points()}
 
 
-def band_of(gpus: int) -> str:
-    return next(label for low, high, label in BANDS if low <= gpus <= high)
-
-
 def _layout(entry: SummaryEntry, engine: str, layers: int) -> tuple[Layout, int]:
     """The planner's layout of a published entry and its global batch; UserError naming what it cannot express."""
     run = entry.entry.published
@@ -84,14 +78,14 @@ def _layout(entry: SummaryEntry, engine: str, layers: int) -> tuple[Layout, int]
     if split is None:
         raise UserError(f"PP {lay.pp} over {layers} layers")
     vpp = lay.vp or 1
-    if vpp > 1 and len(set(split)) > 1:
-        raise UserError(f"VP {vpp} with an uneven split of {layers} layers over PP {lay.pp}")
     recompute = run.recompute or "none"
-    layout = Layout(engine, lay.tp, lay.pp, vpp, lay.cp, lay.ep or 1, lay.etp or (lay.tp if lay.ep else 1), dp,
+    # ETP unpublished: 1, as Megatron-Bridge's MoE recipes set expert_tensor_parallel_size (TP x EP need not divide).
+    layout = Layout(engine, lay.tp, lay.pp, vpp, lay.cp, lay.ep or 1, lay.etp or 1, dp,
                     split, recompute, 0.0, rows, rows * run.seq_length // lay.cp, False,
                     compile="torch.compile" in run.techniques,
                     float8=run.precision.removeprefix("fp8-") if engine == "torchtitan" and run.precision != "bf16"
-                    else None)
+                    else None,
+                    low_precision=run.precision if engine == "megatron" and run.precision != "bf16" else None)
     return layout, global_batch
 
 
@@ -99,10 +93,12 @@ def _expressible_precision(engine: str, precision: str, gpu_type: str) -> str | 
     if precision == "bf16":
         return None
     if engine == "torchtitan" and precision in ("fp8-tensorwise", "fp8-rowwise"):
-        if (gpu_type, f"float8 {precision.removeprefix('fp8-')}") in measured_factors():
+        if measured_factor(gpu_type, f"float8 {precision.removeprefix('fp8-')}") is not None:
             return None
         return f"{precision}: no pair of our runs measured its time on {gpu_type}"
-    return f"{precision}: the planner has no {engine} time term for it (no measured run)"
+    if engine == "megatron" and precision in LOW_PRECISIONS:
+        return None
+    return f"{precision}: the planner has no {engine} time term for it"
 
 
 def compare(entry: SummaryEntry, catalog: Catalog) -> Compared:
@@ -119,6 +115,8 @@ def compare(entry: SummaryEntry, catalog: Catalog) -> Compared:
                         reason, held)
 
     reason = _expressible_precision(engine, run.precision, summary.gpu.type)
+    if reason is None and run.task == "lora":
+        reason = "LoRA fine-tuning: the planner times full training (every weight's gradient and optimizer update)"
     card = catalog.tables.models.get(summary.model)
     if reason is None and card is None:
         reason = f"no model card {summary.model}"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, Calibration, Links
-from openrecipes.plan.layouts import Layout
+from openrecipes.plan.layouts import LOW_PRECISIONS, Layout
 from openrecipes.plan.levers import time_effect
 from openrecipes.plan.memory import amp_composite_norms, stage_params_per_gpu
 from openrecipes.plan.shape import ModelShape
@@ -206,9 +206,20 @@ def _grouped_gemm_extra_flops(shape: ModelShape, layout: Layout, calibration: Ca
         layout.recompute, 0.0)
     routed = 2 * (3 + reruns) * shape.moe_layers * shape.router_topk * shape.expert_params
     slowdown = 1 + calibration.grouped_gemm_half_rows / _routed_expert_tokens(shape, layout)
-    if layout.engine == "torchtitan":
-        slowdown /= calibration.torchtitan_expert_efficiency
+    slowdown /= (calibration.torchtitan_expert_efficiency if layout.engine == "torchtitan"
+                 else calibration.megatron_expert_efficiency)
     return routed * (slowdown - 1)
+
+
+def _low_precision_flops_per_token(shape: ModelShape, layout: Layout, row_tokens: int, grouped_extra: float) -> float:
+    """The FLOPs a Megatron low precision runs faster: the decoder blocks' GEMMs (Transformer Engine's linear layers
+    and grouped experts), in every pass; attention scores, the embedding and the output head stay in BF16."""
+    if layout.low_precision is None:
+        return 0.0
+    recomputed = _recomputed_flops_per_token(shape, layout, row_tokens)
+    if layout.recompute == "full":
+        recomputed -= shape.attention_flops_per_token(row_tokens) / 3
+    return 3 * 2 * shape.block_matmul_params + recomputed + grouped_extra
 
 
 def _microbatch_overhead_s(layout: Layout, calibration: Calibration) -> float:
@@ -231,8 +242,12 @@ def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, peak_
     microbatches = layout.microbatches(global_batch)
     mean_rows = global_batch / layout.dp / microbatches  # the last microbatch may be short
     imbalance = max(layout.stage_layers) * layout.pp / shape.layers
+    grouped_extra = _grouped_gemm_extra_flops(shape, layout, calibration)
     flops_per_token = (shape.step_flops_per_token(row_tokens) + _recomputed_flops_per_token(shape, layout, row_tokens)
-                       + _grouped_gemm_extra_flops(shape, layout, calibration))
+                       + grouped_extra)
+    if layout.low_precision is not None:  # those GEMMs' FLOPs take 1/speed-up of their BF16 time
+        speedup = calibration.low_precision_speedup[LOW_PRECISIONS[layout.low_precision]]
+        flops_per_token -= _low_precision_flops_per_token(shape, layout, row_tokens, grouped_extra) * (1 - 1 / speedup)
     rules = layout.rules
     if rules.ring_attention and layout.cp > 1:
         # Ring attention's score FLOPs at cp_attention_efficiency: counted as that many more FLOPs at the efficiency.

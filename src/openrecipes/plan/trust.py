@@ -118,21 +118,54 @@ def _features(tp: bool, pp: bool, vpp: bool, cp: bool, ep: bool, offload: bool, 
     return frozenset(found | {f"{recompute} recompute"})
 
 
+# Scale bands by GPU count: a prediction's range comes from the held-out errors of its engine, GPU type and band.
+BANDS = ((1, 8, "1-8"), (9, 64, "9-64"), (65, 2**20, "65+"))
+# A range is the central share of a group's held-out errors (about 90% of held-out measurements inside it) ...
+COVERAGE = 0.90
+# ... of the narrowest group with at least this many points: engine, GPU type and band; else engine and band over
+# every GPU type; else the engine and GPU type.
+MIN_GROUP = 8
+
+
+def band_of(gpus: int) -> str:
+    return next(label for low, high, label in BANDS if low <= gpus <= high)
+
+
 @cache
-def _errors(engine: str, gpu_type: str | None) -> tuple[float, ...]:
-    return tuple(p.error for p in stored_points() if p.engine == engine and gpu_type in (None, p.gpu_type))
+def _errors(engine: str, gpu_type: str | None, band: str | None = None) -> tuple[float, ...]:
+    return tuple(p.error for p in stored_points() if p.engine == engine and gpu_type in (None, p.gpu_type)
+                 and band in (None, band_of(p.gpus)))
+
+
+def quantile(values: tuple[float, ...], share: float) -> float:
+    """The share-quantile of values, interpolated between the two nearest (numpy's default)."""
+    ordered = sorted(values)
+    at = share * (len(ordered) - 1)
+    below = int(at)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (at - below)
 
 
 def interval(engine: str, gpu_type: str, layout: Layout, tokens_per_s: float) -> Interval:
-    """The range the held-out errors of this engine and GPU type put around a prediction (measured = predicted /
-    (1 + error)); wider, the engine's spread on every GPU type doubled, where fewer than two points of the engine were
-    measured on this GPU type or the layout uses a feature no measured point of the engine has."""
-    high, low, basis, constrained = _error_bounds(engine, gpu_type, layout_features(layout))
+    """The range the held-out errors put around a prediction (measured = predicted / (1 + error)): the central 90% of
+    the errors of the narrowest group with enough points (MIN_GROUP); wider, the engine's whole spread on every GPU
+    type doubled, where fewer than two points of the engine were measured on this GPU type or the layout uses a
+    feature no measured point of the engine has."""
+    high, low, basis, constrained = _error_bounds(engine, gpu_type, band_of(layout.gpus), layout_features(layout))
     return Interval(round(tokens_per_s / high, 1), round(tokens_per_s / low, 1), basis, constrained)
 
 
+def _group(engine: str, gpu_type: str, band: str) -> tuple[tuple[float, ...], str]:
+    for errors, where in ((_errors(engine, gpu_type, band), f"on {gpu_type} at {band} GPUs"),
+                          (_errors(engine, None, band), f"on every GPU type at {band} GPUs"),
+                          (_errors(engine, gpu_type), f"on {gpu_type}")):
+        if len(errors) >= MIN_GROUP:
+            return errors, where
+    return _errors(engine, gpu_type), f"on {gpu_type}"
+
+
 @cache  # the same for every layout with these features: worked out once, not per layout
-def _error_bounds(engine: str, gpu_type: str, features: frozenset[str]) -> tuple[float, float, str, bool]:
+def _error_bounds(engine: str, gpu_type: str, band: str, features: frozenset[str]) -> tuple[float, float, str, bool]:
     """(1 + the high error, 1 + the low error, the basis, constrained): what predicted tokens/s are divided by."""
     errors, same = _errors(engine, None), _errors(engine, gpu_type)
     missing = sorted(features - set(stored()["measured_features"][engine]))
@@ -147,6 +180,8 @@ def _error_bounds(engine: str, gpu_type: str, features: frozenset[str]) -> tuple
         basis = (f"{'; '.join(reasons)}: {engine}'s held-out errors on every GPU type ({len(errors)} points, "
                  f"{min(errors):+.1%} to {max(errors):+.1%}) doubled")
         return 1 + high, max(1 + low, 0.05), basis, False
-    low, high = min(min(same), 0.0), max(max(same), 0.0)
-    return (1 + high, 1 + low,
-            f"held-out errors of {len(same)} measured {engine} runs on {gpu_type} ({low:+.1%} to {high:+.1%})", True)
+    group, where = _group(engine, gpu_type, band)
+    tail = (1 - COVERAGE) / 2
+    low, high = min(quantile(group, tail), 0.0), max(quantile(group, 1 - tail), 0.0)
+    return (1 + high, 1 + low, f"central {COVERAGE:.0%} of the held-out errors of {len(group)} measured {engine} "
+            f"points {where} ({low:+.1%} to {high:+.1%})", True)

@@ -73,6 +73,9 @@ def plan(
     float8: Annotated[str | None, typer.Option(
         "--float8", help="torchtitan: FP8 linear layers with this scaling (tensorwise, rowwise), `measured` for BF16 "
         "and each scaling measured on the GPU type, `none` for BF16 only (the default)")] = None,
+    precision: Annotated[str | None, typer.Option(
+        "--precision", help="Megatron: every layout's block GEMMs in fp8 (delayed or current scaling), mxfp8 or nvfp4 "
+        "(Blackwell), timed by the speed-up fitted on the public record; default BF16")] = None,
     top: Annotated[int | None, typer.Option("--top", min=0, max=10**6, help="fitting layouts to show (0: all; "
                                                                             "default 20)")] = None,
     as_json: Annotated[
@@ -112,7 +115,7 @@ def plan(
     workload = default_workload(catalog, model, choice.engine)
     levers, search = parse_levers(kernels, attention, float8)
     request = PlanRequest(model, gpu, gpus, row_tokens or workload.row_tokens, global_batch or workload.global_batch,
-                          choice.engine, grad_reduce_bf16, **levers, search=search)
+                          choice.engine, grad_reduce_bf16, **levers, search=search, low_precision=precision)
     if row_tokens is None or global_batch is None:
         choice = EngineChoice(choice.engine, f"{choice.reason}; {workload.reason}")
     if emit_recipe is not None:
