@@ -139,7 +139,10 @@ def test_the_page_shows_them_author_reported_and_linked_to_the_record(bundled_si
             assert cells[6] == f"the planner cannot express it: {unescape(n.reason)}"
     summary = html[html.index('id="plan-summary"'):html.index("</section>", html.index('id="plan-summary"'))]
     answer = re.search(r'<tr data-gpu="H100" data-gpus="64">(.*?)</tr>', summary, re.S).group(1)
-    assert _cells(answer)[-1].startswith(f"{table.published[0].name}: {table.published[0].published:,.1f} on 64 × H100")
+    nearest = table.published[0]
+    assert _cells(answer)[-1] == f"{nearest.published:,.1f} · 64 × H100 · {nearest.precision}"
+    assert f'title="{nearest.name}"' in answer
+    assert "Best measured" not in summary  # nothing of Llama 3.1 70B is measured: no empty column
     # the index links the new page as it links the others
     assert 'href="plan/llama-3.1-70b.html"' in (bundled_site.out / "index.html").read_text(encoding="utf-8")
 
