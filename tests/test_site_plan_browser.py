@@ -14,7 +14,8 @@ from test_site_browser import CHROMIUM, SCREENSHOTS, Browser
 sync_api = pytest.importorskip("playwright.sync_api")
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")]
-PAGES = ["plan/gpt-oss-20b.html", "plan/glm-5.2-744b-a40b.html", "plan/qwen3-1.7b.html", "plan/qwen3-8b.html"]
+PAGES = ["plan/gpt-oss-20b.html", "plan/glm-5.2-744b-a40b.html", "plan/qwen3-1.7b.html", "plan/qwen3-8b.html",
+         "plan/llama-3.1-70b.html"]
 WIDTHS = (390, 1280)
 
 

@@ -114,6 +114,28 @@ class MeasuredRun(Exported):
     allocator_gib: float
 
 
+class PublishedNeighbour(Exported):
+    """A published entry of the public record near a table's GPU type and count: its author-reported figure beside
+    the planner's held-out prediction of exactly its layout (openrecipes.plan.public_record.compare)."""
+    slug: str  # the entry's catalog slug; the site links its row on the model's public-record page
+    name: str
+    gpu_type: str
+    gpus: int
+    engine: str  # as published (megatron-bridge, torchtitan)
+    engine_version: str
+    task: str  # pretrain, sft or lora
+    precision: str
+    seq_length: int
+    layout: str  # the degrees as published
+    published: float  # tokens/s per GPU, author-reported
+    predicted: float | None  # the planner's prediction of that layout; None where it cannot express it
+    held_out: float | None  # the same with every fitted value refitted without this entry (heldout.json)
+    held_out_error: float | None  # held_out / published - 1
+    low: float | None  # the prediction's range
+    high: float | None
+    reason: str | None  # why the planner cannot express the entry
+
+
 class PlanTable(Exported):
     """One GPU type and count."""
     gpu_type: str
@@ -125,6 +147,15 @@ class PlanTable(Exported):
     measured: list[MeasuredRecipe]  # the fastest, at most tune/export.py's MEASURED_SHOWN
     measured_total: int
     runs: list[MeasuredRun]
+    published: list[PublishedNeighbour]  # the model's nearest published entries: same GPU type first, then count
+
+
+class SkippedSize(Exported):
+    """A GPU type and count the planner cannot plan (why, in its words), with the published entries nearest to it."""
+    gpu_type: str
+    gpus: int
+    reason: str
+    published: list[PublishedNeighbour]
 
 
 class CalibrationRow(Exported):
@@ -145,8 +176,10 @@ class ModelPlanExport(Exported):
     fingerprint: str  # of every input (tune/export.py): a test fails when the committed file is stale
     model: str
     settings: str  # the workload and engine the tables are planned for, in words
+    planned_for: str  # which GPU types and counts are planned, and why, in words
+    published_entries: int  # the model's published entries with a typed layout in the public record
     engine: str
     tables: list[PlanTable]
-    skipped: list[str]  # GPU types and counts not planned, with the reason
+    skipped: list[SkippedSize]  # GPU types and counts not planned, with the reason
     calibration: list[CalibrationRow]
     memory_margin: ExportedMargin

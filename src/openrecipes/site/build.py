@@ -50,7 +50,7 @@ from openrecipes.site.pages import (
     site_pages,
 )
 from openrecipes.site.plan import model_plans, plan_page_path
-from openrecipes.site.record import RecordRow, record_path
+from openrecipes.site.record import RecordRow, record_path, record_row_path
 from openrecipes.site.running import running_steps
 from openrecipes.site.runs import run_plots
 from openrecipes.textfile import MIB, read_text, shown
@@ -316,8 +316,7 @@ def _plot_links(section: ModelSection) -> dict[int, tuple[str, str]]:
 
 def _record_json(section: ModelSection, row: RecordRow) -> dict[str, Any]:
     """A published run's place on the site, its exact source and what our code derives from it (never ranked)."""
-    gpu_type = row.entry.entry.gpu.type
-    return {"page": f"{section.record_path(gpu_type)}#{row.anchor}", "source_url": row.source_url,
+    return {"page": record_row_path(section.folder, row), "source_url": row.source_url,
             "derived": dataclasses.asdict(row.figures) if row.figures else None,
             "tflops_disagreement": row.disagreement}
 

@@ -1,8 +1,10 @@
 """The Plan page of each model, read from the planner's exported tables (plans/<model>.json in the catalog root,
 written by `openrecipes plan export --out plans`): the site renders them and never runs the predictor.
 
-The page answers first (per GPU type and count: the best predicted layout with its held-out range, and the best
-measured recipe or run beside it), then the full tables, then the calibration.
+The page answers first (per GPU type and count: the best predicted layout with its held-out range, the best
+measured recipe or run beside it, and the nearest author-reported entry of the public record), then the full tables
+(each with the model's nearest published entries beside the planner's held-out prediction of their own layout), then
+the calibration.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from pydantic import ValidationError
 
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.errors import UserError
-from openrecipes.plan.export_model import FittingRow, ModelPlanExport, PlannedRecipeOffer, PlanTable
+from openrecipes.plan.export_model import (
+    FittingRow,
+    ModelPlanExport,
+    PlannedRecipeOffer,
+    PlanTable,
+    PublishedNeighbour,
+)
+from openrecipes.site.record import record_path
 
 PLANS_FOLDER = "plans"  # in the catalog root
 EXPORT_FIX = "re-export it with `openrecipes plan export --out plans`"
@@ -45,6 +54,7 @@ class Answer:
     measured_name: str | None  # the fastest measured recipe or run on this type and count
     measured_entry: CatalogEntry | None  # its recipe, where it is one
     measured_tokens: float | None
+    nearest: PublishedNeighbour | None  # the nearest published entry of the public record (author-reported)
 
 
 @dataclass
@@ -56,6 +66,8 @@ class ModelPlan:
     entries: dict[str, CatalogEntry] = field(default_factory=dict)  # measured recipes by slug, for names and links
     answers: list[Answer] = field(default_factory=list)
     downloads: dict[str, str] = field(default_factory=dict)  # site path -> a planned recipe's YAML
+    # published entry slug -> its model's record page on its GPU type, and its row's anchor there
+    record_links: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def plan_page_path(folder: str) -> str:
@@ -83,7 +95,7 @@ def _answer(view: TableView, entries: dict[str, CatalogEntry]) -> Answer:
     best_measured = max(candidates, key=lambda c: c[0], default=(None, None, None))
     rows = table.data.rows
     return Answer(table.gpu_type, table.gpus, view.anchor, rows[0] if rows else None, best_measured[1],
-                  best_measured[2], best_measured[0])
+                  best_measured[2], best_measured[0], table.published[0] if table.published else None)
 
 
 def model_plans(catalog: Catalog, sections) -> list[ModelPlan]:
@@ -95,6 +107,8 @@ def model_plans(catalog: Catalog, sections) -> list[ModelPlan]:
             continue
         data = read_plan(catalog.root, section.name)
         plan = ModelPlan(section.name, plan_page_path(section.folder), data)
+        plan.record_links = {row.entry.slug: (record_path(section.folder, gpu_type), row.anchor)
+                             for gpu_type, rows in section.record.items() for row in rows}
         if data:
             plan.tables = [TableView(table, section.folder) for table in data.tables]
             for view in plan.tables:

@@ -63,6 +63,11 @@ def record_path(folder: str, gpu_type: str) -> str:
     return f"models/{folder}/{gpu_type.lower()}/public-record.html"
 
 
+def record_row_path(folder: str, row: RecordRow) -> str:
+    """A published run's row on its model's public-record page."""
+    return f"{record_path(folder, row.entry.entry.gpu.type)}#{row.anchor}"
+
+
 def model_page_path(folder: str) -> str:
     return f"models/{folder}/index.html"
 
@@ -130,7 +135,7 @@ def scaling_points(catalog: Catalog, model: str, folder: str, rows: list[RecordR
         points.append(ScalingPoint(row.entry, summary.gpu.type, summary.gpu.count, row.run.precision,
                                    row.run.engine, summary.result.tokens_per_s_per_gpu,
                                    row.figures.mfu_bf16 if row.figures else None, False,
-                                   f"{record_path(folder, summary.gpu.type)}#{row.anchor}"))
+                                   record_row_path(folder, row)))
     order = {gpu_type: index for index, gpu_type in enumerate(catalog.tables.gpus)}
     return sorted(points, key=lambda p: (order.get(p.gpu_type, len(order)), p.gpu_type, p.gpus, not p.measured,
                                          p.entry.slug))

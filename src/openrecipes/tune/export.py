@@ -3,22 +3,26 @@ planner's, so that the site renders them without running the predictor.
 
 A model's file holds, per GPU type and count: the ranked fitting layouts (with memory parts, headroom and the
 held-out interval), notable layouts that do not fit, the catalog's measured recipes and our other measured runs
-beside the planner's prediction of their own layout and their held-out error, and, for torchtitan tables with a
-recipe to compose from, each runnable row's planned recipe (the text `plan --emit-recipe` writes). The files record
-a fingerprint of every input (tests/test_plan_export.py fails when the committed ones are stale).
+beside the planner's prediction of their own layout and their held-out error, the model's nearest published entries
+of the public record (author-reported, beside the planner's held-out prediction of their own layout or the reason it
+cannot make one), and, for torchtitan tables with a recipe to compose from, each runnable row's planned recipe (the
+text `plan --emit-recipe` writes). The files record a fingerprint of every input (tests/test_plan_export.py fails
+when the committed ones are stale).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from openrecipes.atomic import check_output_folder, starts_with, write_output
 from openrecipes.catalog.hardware import ReferenceTables
-from openrecipes.catalog.store import Catalog, RecipeEntry, load_recipe
+from openrecipes.catalog.store import Catalog, RecipeEntry, SummaryEntry, load_recipe
 from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import allocator_gib
 from openrecipes.plan.calibrate import MeasuredPoint, measured_point, reference_points, reference_rows, request_of
@@ -34,17 +38,22 @@ from openrecipes.plan.export_model import (
     PlannedRecipeOffer,
     PlanTable,
     PredictedLayout,
+    PublishedNeighbour,
+    SkippedSize,
     TableData,
 )
 from openrecipes.plan.layouts import Engine
 from openrecipes.plan.levers import lever_names
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict, predict_layout
+from openrecipes.plan.public_record import ENGINES
+from openrecipes.plan.public_record import Compared as RecordCompared
+from openrecipes.plan.public_record import compared as record_compared
 from openrecipes.plan.trust import memory_margin, stored_points
 from openrecipes.tune.candidates import renderable
 from openrecipes.tune.emit import plan_command, planned_recipe
 from openrecipes.tune.search import find_base
 
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
 # Fitting layouts shown per table, best predicted tokens/s first (predict's order).
 PLAN_TOP = 15
 # Layouts that do not fit shown under them: the fastest misses and the closest ones (least memory).
@@ -54,6 +63,8 @@ FASTEST_MISSES = 3
 MEASURED_SHOWN = 10
 # A GPU count always planned besides the catalog's: one node, cheap to enumerate for any model.
 ONE_NODE = 8
+# Published entries of the public record shown beside each table, the nearest first.
+NEAREST_PUBLISHED = 3
 # The code and data a plan table depends on: the planner, and the recipe composition of its "copy as recipe" rows.
 SOURCES = (Path(__file__).resolve().parents[1] / "plan", Path(__file__).resolve().parent)
 # The engines' layout rules are the planner's input too (engines/<name>/layouts.py, through the registry).
@@ -102,6 +113,53 @@ def plan_counts(catalog: Catalog, model: str) -> list[int]:
     """The GPU counts of the model's full recipes, and one node. Published summaries' counts are left out: they
     carry no layout to compare, and the largest (GLM at 128 or 256 GPUs) take the planner 10-20 s each."""
     return sorted({e.entry.gpu.count for e in catalog.recipes if e.entry.model == model} | {ONE_NODE})
+
+
+def published_entries(catalog: Catalog, model: str) -> list[SummaryEntry]:
+    """The model's entries in the public record with a typed layout (those the planner is held against)."""
+    return [e for e in catalog.record if e.entry.model == model and e.entry.published is not None]
+
+
+def plan_models(catalog: Catalog) -> list[str]:
+    """The models with a model card and recipes or published entries: each gets plans/<model>.json."""
+    with_runs = {e.entry.model for e in catalog.recipes} | {e.entry.model for e in catalog.record
+                                                             if e.entry.published is not None}
+    return sorted(with_runs & set(catalog.tables.models))
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a model's page plans: the workload and engine, the GPU types and counts, and why, in words."""
+    settings: Settings
+    sizes: list[tuple[str, int]]  # (GPU type, count), in table order
+    planned_for: str
+
+
+def _published_settings(entry: SummaryEntry) -> Settings | None:
+    run = entry.entry.published
+    assert run is not None
+    if run.global_batch is None:  # a torchtitan local batch: the global batch depends on the layout
+        return None
+    return Settings(run.seq_length, run.global_batch, ENGINES[run.engine])
+
+
+def plan_scope(catalog: Catalog, model: str) -> Scope:
+    """A model with recipes is planned as its recipes run, at their GPU counts and one node, on every priced GPU
+    type; a model with only published entries at their GPU types and counts, with the workload most of them use."""
+    tables = catalog.tables
+    if any(e.entry.model == model for e in catalog.recipes):
+        counts = plan_counts(catalog, model)
+        return Scope(model_settings(catalog, model), [(t, n) for t in priced_gpu_types(tables) for n in counts],
+                     f"the GPU counts of its recipes and one node ({', '.join(map(str, counts))} GPUs) on every GPU "
+                     "type with an instance price")
+    entries = published_entries(catalog, model)
+    workloads = Counter(s for s in map(_published_settings, entries) if s is not None)
+    settings = max(workloads, key=lambda s: (workloads[s], -s.row_tokens, s.engine == "megatron"), default=Settings())
+    order = {gpu_type: index for index, gpu_type in enumerate(tables.gpus)}
+    sizes = sorted({(e.entry.gpu.type, e.entry.gpu.count) for e in entries},
+                   key=lambda size: (order.get(size[0], len(order)), size))
+    return Scope(settings, sizes, f"the GPU types and counts of its {len(entries)} published entries (no recipe "
+                 f"yet), with the workload {workloads[settings]} of them use")
 
 
 def command(request: PlanRequest) -> str:
@@ -243,6 +301,43 @@ def _runs(catalog: Catalog, request: PlanRequest, ranked: RankedTable,
     return sorted(rows, key=lambda r: (-r.measured, r.name))
 
 
+def _release(engine_version: str) -> tuple[int, ...]:
+    """When an entry's software was released, as far as its version says: NeMo container YY.MM[.patch], or the
+    date torchtitan's versions carry (YYYY/MM/DD); () where neither is written."""
+    date = re.search(r"\((\d{4})/(\d{2})/(\d{2})\)", engine_version)
+    if date:
+        return tuple(map(int, date.groups()))
+    container = re.search(r"container (\d{2})\.(\d{2})(?:\.(\d+))?", engine_version)
+    if container:
+        year, month, patch = container.groups()
+        return 2000 + int(year), int(month), int(patch or 0)
+    return ()
+
+
+def _neighbour(entry: SummaryEntry, row: RecordCompared) -> PublishedNeighbour:
+    run = entry.entry.published
+    assert run is not None
+    return PublishedNeighbour(
+        slug=entry.slug, name=entry.name, gpu_type=row.gpu_type, gpus=row.gpus, engine=run.engine,
+        engine_version=run.engine_version, task=run.task, precision=row.precision, seq_length=run.seq_length,
+        layout=row.layout, published=row.published, predicted=row.predicted, held_out=row.held_out,
+        held_out_error=None if row.error is None else round(row.error, 4), low=row.low, high=row.high,
+        reason=row.reason)
+
+
+def nearest_published(entries: list[SummaryEntry], rows: dict[str, RecordCompared], gpu_type: str,
+                      gpus: int) -> list[PublishedNeighbour]:
+    """The published entries nearest to `gpus` x `gpu_type`: the same GPU type first, then the nearest GPU count
+    (by the ratio of counts), then the newest release."""
+    def distance(entry: SummaryEntry) -> tuple:
+        run = entry.entry.published
+        assert run is not None
+        negated = tuple(-part for part in _release(run.engine_version))
+        return (entry.entry.gpu.type != gpu_type, abs(math.log(entry.entry.gpu.count / gpus)), negated, entry.slug)
+
+    return [_neighbour(e, rows[e.slug]) for e in sorted(entries, key=distance)[:NEAREST_PUBLISHED]]
+
+
 def _calibration_rows() -> list[CalibrationRow]:
     return [CalibrationRow(name=name, value=f"{row['value']:.4g}", applies_to=row["applies_to"])
             for name, row in calibration_document()["fitted"].items()]
@@ -251,25 +346,30 @@ def _calibration_rows() -> list[CalibrationRow]:
 def model_plan(catalog: Catalog, model: str, stamp: str) -> ModelPlanExport:
     """Everything one model's Plan page shows, with the fingerprint `stamp` of the inputs."""
     tables = catalog.tables
-    settings = model_settings(catalog, model)
+    scope = plan_scope(catalog, model)
+    settings = scope.settings
     errors = {p.name: round(p.error, 4) for p in stored_points()}
+    published = published_entries(catalog, model)
+    compared = {row.slug: row for row in record_compared(catalog, model)}
     planned, skipped = [], []
-    for gpu_type in priced_gpu_types(tables):
-        for gpus in plan_counts(catalog, model):
-            request = settings.request(model, gpu_type, gpus)
-            try:
-                ctx = context(request, tables)
-            except UserError as error:
-                skipped.append(f"{gpus} x {gpu_type}: {error}")
-                continue
-            ranked = table(request, tables, catalog.root)
-            measured, total = _measured(catalog, request, ranked, errors)
-            instance = min((n for n, row in tables.instances.items() if row.gpu == gpu_type), default=None)
-            planned.append(PlanTable(gpu_type=gpu_type, gpus=gpus, command=command(request), instance=instance,
-                                     usd_per_gpu_hour=ctx.usd_per_gpu_hour, data=ranked.data, measured=measured,
-                                     measured_total=total, runs=_runs(catalog, request, ranked, errors)))
+    for gpu_type, gpus in scope.sizes:
+        request = settings.request(model, gpu_type, gpus)
+        nearest = nearest_published(published, compared, gpu_type, gpus)
+        try:
+            ctx = context(request, tables)
+        except UserError as error:
+            skipped.append(SkippedSize(gpu_type=gpu_type, gpus=gpus, reason=str(error), published=nearest))
+            continue
+        ranked = table(request, tables, catalog.root)
+        measured, total = _measured(catalog, request, ranked, errors)
+        instance = min((n for n, row in tables.instances.items() if row.gpu == gpu_type), default=None)
+        planned.append(PlanTable(gpu_type=gpu_type, gpus=gpus, command=command(request), instance=instance,
+                                 usd_per_gpu_hour=ctx.usd_per_gpu_hour, data=ranked.data, measured=measured,
+                                 measured_total=total, runs=_runs(catalog, request, ranked, errors),
+                                 published=nearest))
     margin = memory_margin(settings.engine)
-    return ModelPlanExport(fingerprint=stamp, model=model, settings=settings.label, engine=settings.engine,
+    return ModelPlanExport(fingerprint=stamp, model=model, settings=settings.label,
+                           planned_for=scope.planned_for, published_entries=len(published), engine=settings.engine,
                            tables=planned, skipped=skipped, calibration=_calibration_rows(),
                            memory_margin=ExportedMargin(engine=margin.engine, margin=margin.margin,
                                                         basis=margin.basis))
@@ -289,6 +389,8 @@ def fingerprint(catalog: Catalog) -> str:
     tables = catalog.tables
     inputs = {"entries": sorted(json.dumps(e.entry.model_dump(mode="json", exclude={"notes"}), sort_keys=True)
                                 for e in catalog.entries),
+              "record": sorted(json.dumps([e.slug, e.entry.model_dump(mode="json", exclude={"note"})], sort_keys=True)
+                               for e in catalog.record),
               "models": {n: c.model_dump(mode="json", exclude={"notes", "notes_source"})
                          for n, c in tables.models.items()},
               "gpus": {n: g.model_dump(mode="json") for n, g in tables.gpus.items()},
@@ -298,12 +400,13 @@ def fingerprint(catalog: Catalog) -> str:
 
 
 def export(catalog: Catalog, out: Path) -> list[Path]:
-    """One JSON file per model with recipes: `<out>/<model>.json`; `out` is new, empty or a folder of them."""
+    """One JSON file per model with recipes or published entries (`plan_models`): `<out>/<model>.json`; `out` is
+    new, empty or a folder of them."""
     check_plans_folder(out)
     out.mkdir(parents=True, exist_ok=True)
     stamp = fingerprint(catalog)
     written = []
-    for model in sorted({e.entry.model for e in catalog.recipes} & set(catalog.tables.models)):
+    for model in plan_models(catalog):
         path = out / f"{model}.json"
         write_output(path, model_plan(catalog, model, stamp).model_dump_json(indent=1) + "\n", "--out", PLAN_FILE)
         written.append(path)

@@ -155,12 +155,12 @@ def _public_record(root: Path, check: bool) -> StepState:
 
 def _plans(root: Path, check: bool) -> StepState:
     from openrecipes.catalog.store import load_catalog
-    from openrecipes.tune.export import export, fingerprint
+    from openrecipes.tune.export import export, fingerprint, plan_models
 
     catalog = load_catalog(root)
     out = root / "plans"
     stamp = fingerprint(catalog)
-    models = {e.entry.model for e in catalog.recipes} & set(catalog.tables.models)
+    models = set(plan_models(catalog))
     held = {p.stem: p for p in out.glob("*.json")}
     stale_names = sorted(set(models) ^ set(held)) + sorted(
         name for name, path in held.items() if name in models
