@@ -1,12 +1,14 @@
 """Leave-one-out of the planner on every measured point, what each term changes, and the published summaries.
 
-    PYTHONPATH=src python benchmarks/plan_loo.py
+    PYTHONPATH=src python benchmarks/plan_loo.py [--exact]
 
 Prints (Markdown, for benchmarks/RESULTS.md): every point's measured tokens/s, its in-sample and held-out predictions
 (every fitted value refitted without it) and the held-out error; the median and rank agreement; the same summary with
 each term turned off (its value fixed at "no effect" and left out of the fit); the planner's best fitting layout
 against each published summary whose layout is unknown, as "best predicted / published" (not an error); and where
 GLM-5.2's measured 64 x B200 layouts rank among the planner's fitting layouts. CPU only, about two minutes.
+`--exact` first compares the leave-one-out refits (Gauss-Newton steps from the fit on every point, with its Jacobian)
+with exact refits (a full fit without the point) on every ninth point: about a minute more.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from openrecipes.plan.calibrate import (  # noqa: E402
     measured_points,
     predict_point,
     request_of,
+    speed_points,  # noqa: E402
 )
-from openrecipes.plan.heldout import leave_one_out, median_abs_error, rank_agreement  # noqa: E402
+from openrecipes.plan.fit import fit, refits_without_each  # noqa: E402
+from openrecipes.plan.heldout import _predicted, leave_one_out, median_abs_error, rank_agreement  # noqa: E402
 from openrecipes.plan.predict import PlanRequest, predict  # noqa: E402
 
 # Each term off: the value at which it has no effect (left out of the fit).
@@ -35,6 +39,8 @@ TERMS_OFF = {
     "eager selective-AC host cost": {"eager_sac_overhead_s_per_layer": 1e-12},
     "grouped-GEMM size": {"grouped_gemm_half_rows": 1e-9},
     "torchtitan routed-expert efficiency": {"torchtitan_expert_efficiency": 1.0},
+    "Megatron routed-expert efficiency": {"megatron_expert_efficiency": 1.0},
+    "fitted EP exposure": {"exposed_communication.ep": 1.0},
 }
 
 
@@ -46,7 +52,22 @@ def _summary(rows) -> str:
             f"{worst.error:+.1%} ({worst.name}); Spearman {ranks}")
 
 
+def compare_with_exact_refits(every: int = 9) -> None:
+    points = speed_points()
+    full = fit(points)
+    linear = refits_without_each(points, full)
+    gaps = []
+    for i in range(0, len(points), every):
+        point = points[i]
+        exact = fit([p for p in points if p is not point], start=full)
+        gaps.append(abs(_predicted(point, exact) - _predicted(point, linear[i])) / point.tokens_per_s_per_gpu)
+    print(f"Leave-one-out refits against exact refits on {len(gaps)} of {len(points)} points: held-out errors "
+          f"{max(gaps):.2%} apart at most, median {statistics.median(gaps):.3%}\n")
+
+
 def main() -> None:
+    if "--exact" in sys.argv[1:]:
+        compare_with_exact_refits()
     rows = leave_one_out()
     print("| point | GPUs | layout | measured tok/s/GPU | in-sample | held out | error |")
     print("|---|---|---|---:|---:|---:|---:|")

@@ -10,8 +10,9 @@ from conftest import REPO, openrecipes
 
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
+from openrecipes.errors import UserError
 from openrecipes.plan.answer import PublishedFigure, default_engine, measured_recipes, widened
-from openrecipes.plan.levers import LEVERS, LeverSearch
+from openrecipes.plan.levers import LEVERS, LeverSearch, lever_text
 from openrecipes.plan.predict import PlanRequest, predict
 from openrecipes.plan.trust import Interval
 
@@ -37,8 +38,26 @@ def test_best_bf16_layout_is_within_5_percent_of_the_best_measured_recipe(catalo
 def test_every_lever_names_its_engines_and_terms():
     assert {engine for lever in LEVERS for engine in lever.engines} == {"megatron", "torchtitan"}
     assert all(lever.memory and lever.time for lever in LEVERS)
-    unsearched = {lever.name for lever in LEVERS if not lever.enumerated}
-    assert unsearched == {"FP8 current scaling", "FP8 delayed scaling", "MXFP8 (Blackwell)"}
+    assert all(lever.enumerated for lever in LEVERS)
+    megatron = {lever.name for lever in LEVERS if lever.engines == ("megatron",)}
+    assert {"FP8 (current or delayed scaling)", "MXFP8 (Blackwell)", "NVFP4 (Blackwell)"} <= megatron
+
+
+def test_megatron_precision_is_timed_by_its_fitted_gemm_speedup():
+    """`plan --precision fp8` runs every block GEMM at the fitted FP8 speed-up: faster than BF16, never by more than
+    the tensor cores' FP8/BF16 ratio; MXFP8 and NVFP4 only where the GPU type has them."""
+    bf16 = PlanRequest("llama-3.1-70b", "H100", 64, 8192, 128, "megatron")
+    fp8 = replace(bf16, low_precision="fp8")
+    best_bf16 = next(p for p in predict(bf16) if p.fits)
+    same = next(p for p in predict(fp8) if p.layout == replace(best_bf16.layout, low_precision="fp8"))
+    assert 1.2 < same.tokens_per_s_per_gpu / best_bf16.tokens_per_s_per_gpu < 2.0
+    assert "fp8" in lever_text(same.layout) and same.exported().low_precision == "fp8"
+    with pytest.raises(UserError, match="H100 has no nvfp4 tensor cores"):
+        predict(replace(bf16, low_precision="nvfp4"))
+    with pytest.raises(UserError, match="--precision fp4: not one of"):
+        predict(replace(bf16, low_precision="fp4"))
+    with pytest.raises(UserError, match="torchtitan's FP8 is --float8"):
+        predict(replace(bf16, engine="torchtitan", low_precision="fp8"))
 
 
 def test_default_engine_is_the_one_that_runs_the_model_here(catalog):

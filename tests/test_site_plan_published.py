@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from dataclasses import replace
 from html import unescape
 
 import pytest
@@ -107,11 +108,21 @@ def test_a_model_with_only_published_entries_is_planned_at_their_sizes_and_workl
         catalog.tables.models)
 
 
-def test_a_size_the_planner_refuses_still_lists_its_published_entries():
-    """Kimi K2's entries ran on 256 GB300s, which are not whole 72-GPU NVL72 nodes."""
+def test_a_size_the_planner_refuses_still_lists_its_published_entries(monkeypatch):
+    """A GPU count that is not whole nodes (GB300 trays hold 4 GPUs) is listed with the reason and its entries."""
+    catalog = load_catalog(REPO)
+    scope = export.plan_scope(catalog, "kimi-k2")
+    monkeypatch.setattr(export, "plan_scope", lambda *_: replace(scope, sizes=[("GB300", 258)]))
+    plan = export.model_plan(catalog, "kimi-k2", "test")
+    assert plan.tables == [] and [(s.gpu_type, s.gpus) for s in plan.skipped] == [("GB300", 258)]
+    assert "4-GPU GB300 nodes" in plan.skipped[0].reason and plan.skipped[0].published
+
+
+def test_kimi_k2_is_planned_where_its_entries_ran():
+    """256 GB300s are 64 whole compute trays of NVL72 racks: planned, beside NVIDIA's published figures."""
     plan = read_plan(REPO, "kimi-k2")
-    assert plan.tables == [] and [(s.gpu_type, s.gpus) for s in plan.skipped] == [("GB300", 256)]
-    assert "72-GPU GB300 nodes" in plan.skipped[0].reason and plan.skipped[0].published
+    assert [(t.gpu_type, t.gpus) for t in plan.tables] == [("GB300", 256)] and plan.skipped == []
+    assert plan.tables[0].published and all(n.predicted is not None for n in plan.tables[0].published)
 
 
 def _cells(row: str) -> list[str]:
@@ -153,10 +164,3 @@ def test_a_model_without_published_entries_says_so_in_one_line(bundled_site):
     html = (bundled_site.out / "plan/qwen3-8b.html").read_text(encoding="utf-8")
     assert html.count("No published entry of qwen3-8b is in the public record") == 1
     assert "published-points" not in html and "Nearest published" not in html
-
-
-def test_a_refused_size_shows_its_reason_and_entries_on_the_page(bundled_site):
-    html = (bundled_site.out / "plan/kimi-k2.html").read_text(encoding="utf-8")
-    start = html.index('id="plan-gb300-256"')
-    section = html[start:html.index("</section>", start)]
-    assert "Not planned: 256 × GB300:" in section and 'class="data published-points"' in section

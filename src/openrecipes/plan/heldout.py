@@ -1,8 +1,9 @@
 """How far to trust a prediction: leave-one-out errors, the intervals they give, and the memory margin.
 
 Leave-one-out: for every measured point with a tokens/s figure, every fitted value is refitted without it
-(openrecipes.plan.fit.refits_without_each, from the fit on every point) and the point is predicted; predicted / measured - 1 is its held-out error. The errors, grouped
-by engine and GPU type, are each prediction's interval. The memory margin is the largest share by which the planner
+(openrecipes.plan.fit.refits_without_each, from the fit on every point) and the point is predicted; predicted /
+measured - 1 is its held-out error. The errors, grouped by engine, GPU type and scale band, give each prediction its
+interval (openrecipes.plan.trust). The memory margin is the largest share by which the planner
 under-predicted the allocator's peak of a run that ran, per engine. `openrecipes refresh` recomputes
 everything into heldout.json (read by `plan` through openrecipes.plan.trust); tests/test_plan_heldout.py fails when
 that file is stale.

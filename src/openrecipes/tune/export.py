@@ -56,6 +56,7 @@ from openrecipes.tune.search import find_base
 EXPORT_VERSION = 2
 # Fitting layouts shown per table, best predicted tokens/s first (predict's order).
 PLAN_TOP = 15
+PLANNED_SIZES_AT_FULL_LENGTH = 4  # GPU types and counts a page shows PLAN_TOP rows of each
 # Layouts that do not fit shown under them: the fastest misses and the closest ones (least memory).
 CLOSEST_MISSES = 2
 FASTEST_MISSES = 3
@@ -162,8 +163,15 @@ def plan_scope(catalog: Catalog, model: str) -> Scope:
                  f"yet), with the workload {workloads[settings]} of them use")
 
 
-def command(request: PlanRequest) -> str:
-    return f"{plan_command(request)} --top {PLAN_TOP}"
+def rows_shown(sizes: int) -> int:
+    """Fitting layouts a table shows: PLAN_TOP, fewer where a page holds many GPU types and counts (a record model
+    planned at every size its entries ran), so that the page stays within a phone's budget."""
+    full = PLANNED_SIZES_AT_FULL_LENGTH
+    return PLAN_TOP if sizes <= full else max(5, PLAN_TOP * full // sizes)
+
+
+def command(request: PlanRequest, top: int = PLAN_TOP) -> str:
+    return f"{plan_command(request)} --top {top}"
 
 
 def _layout_key(row: PredictedLayout) -> tuple[str, str, float]:
@@ -181,7 +189,8 @@ def _distinct(rows: list[PredictedLayout], count: int) -> list[PredictedLayout]:
     return kept
 
 
-def _planned_recipes(request: PlanRequest, ranked: list[Prediction], root: Path) -> dict[int, PlannedRecipeOffer]:
+def _planned_recipes(request: PlanRequest, ranked: list[Prediction], root: Path,
+                     top: int) -> dict[int, PlannedRecipeOffer]:
     """For a torchtitan table with a recipe to compose from: each shown row's planned recipe, by its index among
     the shown rows (the same text `plan --emit-recipe RANK` writes, RANK among the runnable fitting layouts)."""
     if request.engine != "torchtitan":
@@ -197,7 +206,7 @@ def _planned_recipes(request: PlanRequest, ranked: list[Prediction], root: Path)
     runnable_rank = {id(p): rank for rank, p in enumerate(
         (p for p in ranked if renderable(p.layout, request.global_batch)), start=1)}
     found = {}
-    for index, p in enumerate(ranked[:PLAN_TOP]):
+    for index, p in enumerate(ranked[:top]):
         if id(p) in runnable_rank:
             rank = runnable_rank[id(p)]
             text = planned_recipe(base_path, rank, p, request, root).text
@@ -214,7 +223,7 @@ class RankedTable:
     fitting_tokens: list[float]
 
 
-def table(request: PlanRequest, tables: ReferenceTables, root: Path) -> RankedTable:
+def table(request: PlanRequest, tables: ReferenceTables, root: Path, top: int = PLAN_TOP) -> RankedTable:
     """One GPU type and count: the ranked fitting layouts and the notable misses, as `plan --json` objects."""
     ranked = predict(request, tables)
     fitting = [p for p in ranked if p.fits]
@@ -229,8 +238,8 @@ def table(request: PlanRequest, tables: ReferenceTables, root: Path) -> RankedTa
     notable = [MissRow(**dict(row), note="faster than #1") for row in _distinct(faster, FASTEST_MISSES)]
     shown = {_layout_key(row) for row in notable}
     notable += [row for row in closest if _layout_key(row) not in shown]
-    recipes = _planned_recipes(request, fitting, root)
-    rows = [FittingRow(**dict(p.exported()), planned_recipe=recipes.get(i)) for i, p in enumerate(fitting[:PLAN_TOP])]
+    recipes = _planned_recipes(request, fitting, root, top)
+    rows = [FittingRow(**dict(p.exported()), planned_recipe=recipes.get(i)) for i, p in enumerate(fitting[:top])]
     data = TableData(valid=len(ranked), fitting=len(fitting), capacity_gib=ranked[0].capacity_gib, rows=rows,
                      misses=notable)
     return RankedTable(data, [round(p.tokens_per_s_per_gpu, 1) for p in fitting])
@@ -352,6 +361,7 @@ def model_plan(catalog: Catalog, model: str, stamp: str) -> ModelPlanExport:
     published = published_entries(catalog, model)
     compared = {row.slug: row for row in record_compared(catalog, model)}
     planned, skipped = [], []
+    top = rows_shown(len(scope.sizes))
     for gpu_type, gpus in scope.sizes:
         request = settings.request(model, gpu_type, gpus)
         nearest = nearest_published(published, compared, gpu_type, gpus)
@@ -360,10 +370,10 @@ def model_plan(catalog: Catalog, model: str, stamp: str) -> ModelPlanExport:
         except UserError as error:
             skipped.append(SkippedSize(gpu_type=gpu_type, gpus=gpus, reason=str(error), published=nearest))
             continue
-        ranked = table(request, tables, catalog.root)
+        ranked = table(request, tables, catalog.root, top)
         measured, total = _measured(catalog, request, ranked, errors)
         instance = min((n for n, row in tables.instances.items() if row.gpu == gpu_type), default=None)
-        planned.append(PlanTable(gpu_type=gpu_type, gpus=gpus, command=command(request), instance=instance,
+        planned.append(PlanTable(gpu_type=gpu_type, gpus=gpus, command=command(request, top), instance=instance,
                                  usd_per_gpu_hour=ctx.usd_per_gpu_hour, data=ranked.data, measured=measured,
                                  measured_total=total, runs=_runs(catalog, request, ranked, errors),
                                  published=nearest))
