@@ -167,7 +167,7 @@ def rows_shown(sizes: int) -> int:
     """Fitting layouts a table shows: PLAN_TOP, fewer where a page holds many GPU types and counts (a record model
     planned at every size its entries ran), so that the page stays within a phone's budget."""
     full = PLANNED_SIZES_AT_FULL_LENGTH
-    return PLAN_TOP if sizes <= full else max(5, PLAN_TOP * full // sizes)
+    return PLAN_TOP if sizes <= full else max(4, PLAN_TOP * full // sizes)
 
 
 def command(request: PlanRequest, top: int = PLAN_TOP) -> str:
@@ -228,14 +228,16 @@ def table(request: PlanRequest, tables: ReferenceTables, root: Path, top: int = 
     ranked = predict(request, tables)
     fitting = [p for p in ranked if p.fits]
     not_fitting = ranked[len(fitting):]
+    # a page of many sizes shows fewer rows of each, and one miss of each kind
+    closest_count, fastest_count = (CLOSEST_MISSES, FASTEST_MISSES) if top >= PLAN_TOP else (1, 1)
     # With nothing fitting, the closest misses say how far off the count is; otherwise the fastest misses say
     # what stops the layouts that would win, and the two closest show where the memory boundary lies.
     closest = [MissRow(**dict(row), note="closest to fitting") for row in _distinct(
-        [p.exported() for p in not_fitting[:50]], CLOSEST_MISSES if fitting else CLOSEST_MISSES + FASTEST_MISSES)]
+        [p.exported() for p in not_fitting[:50]], closest_count if fitting else closest_count + fastest_count)]
     best = fitting[0].tokens_per_s_per_gpu if fitting else float("inf")
     faster = [p.exported() for p in sorted(not_fitting, key=lambda p: -p.tokens_per_s_per_gpu)[:50]
               if p.tokens_per_s_per_gpu > best]
-    notable = [MissRow(**dict(row), note="faster than #1") for row in _distinct(faster, FASTEST_MISSES)]
+    notable = [MissRow(**dict(row), note="faster than #1") for row in _distinct(faster, fastest_count)]
     shown = {_layout_key(row) for row in notable}
     notable += [row for row in closest if _layout_key(row) not in shown]
     recipes = _planned_recipes(request, fitting, root, top)
