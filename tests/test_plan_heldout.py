@@ -19,7 +19,7 @@ SPEARMAN_BAR = 0.8
 # Points of ours allowed outside the bar, each documented in docs/planning.md with its reason: none since the
 # Qwen3-0.6B and Qwen3-4B stock arms (eager selective AC) constrain the eager selective-AC host term that the one-row
 # 1.7B layout alone used to need. The public record's entries (points of the fit too) are held to the record's own
-# bars (tests/test_plan_public_record.py): NVIDIA's releases ran the same layouts up to 2.7x apart.
+# bars (tests/test_plan_public_record.py): NVIDIA's releases ran the same MoE layouts up to 1.8x apart.
 KNOWN_MISSES: dict[str, tuple[float, float]] = {}
 RECORD = "/record-"
 

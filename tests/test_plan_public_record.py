@@ -44,7 +44,7 @@ def test_the_committed_summary_is_current():
 def test_summary_pins_the_accuracy_on_the_record():
     summary = public_record.stored_summary()
     # what the planner reaches today, held out (docs/planning.md, "The public record"); the goal, a median within
-    # 10% and 85% of entries within 20%, is not met yet: NVIDIA's releases ran the same MoE layouts up to 1.6x apart
+    # 10% and 85% of entries within 20%, is not met yet: NVIDIA's releases ran the same MoE layouts up to 1.8x apart
     assert summary["median_abs_error"] <= 0.115 and summary["within_20_percent"] >= 0.74
     assert summary["expressed"] >= 210
     # no band of an engine and GPU type without a point: every group with entries has some the planner expresses

@@ -15,7 +15,7 @@ from openrecipes.plan.layouts import Layout
 
 HELDOUT_FILE = HERE / "heldout.json"
 # Where nothing of an engine was measured on a GPU type, or a layout uses a feature no measured point of its engine
-# has, the interval is the engine's whole held-out spread widened by this factor.
+# has, the interval is the central share (COVERAGE) of the engine's held-out errors widened by this factor.
 UNCONSTRAINED_WIDENING = 2.0
 
 
@@ -148,8 +148,8 @@ def quantile(values: tuple[float, ...], share: float) -> float:
 
 def interval(engine: str, gpu_type: str, layout: Layout, tokens_per_s: float) -> Interval:
     """The range the held-out errors put around a prediction (measured = predicted / (1 + error)): the central 90% of
-    the errors of the narrowest group with enough points (MIN_GROUP); wider, the engine's whole spread on every GPU
-    type doubled, where fewer than two points of the engine were measured on this GPU type or the layout uses a
+    the errors of the narrowest group with enough points (MIN_GROUP); wider, the central 90% of the engine's errors on
+    every GPU type doubled, where fewer than two points of the engine were measured on this GPU type or the layout uses a
     feature no measured point of the engine has."""
     high, low, basis, constrained = _error_bounds(engine, gpu_type, band_of(layout.gpus), layout_features(layout))
     return Interval(round(tokens_per_s / high, 1), round(tokens_per_s / low, 1), basis, constrained)
@@ -174,14 +174,13 @@ def _error_bounds(engine: str, gpu_type: str, band: str, features: frozenset[str
         reasons.append(f"{len(same) or 'no'} measured {engine} run{'' if len(same) == 1 else 's'} on {gpu_type}")
     if missing:
         reasons.append(f"no measured {engine} layout with {', '.join(missing)}")
-    if reasons:
-        low = min(min(errors), 0.0) * UNCONSTRAINED_WIDENING
-        high = max(max(errors), 0.0) * UNCONSTRAINED_WIDENING
-        basis = (f"{'; '.join(reasons)}: {engine}'s held-out errors on every GPU type ({len(errors)} points, "
-                 f"{min(errors):+.1%} to {max(errors):+.1%}) doubled")
-        return 1 + high, max(1 + low, 0.05), basis, False
-    group, where = _group(engine, gpu_type, band)
     tail = (1 - COVERAGE) / 2
+    if reasons:
+        low, high = min(quantile(errors, tail), 0.0), max(quantile(errors, 1 - tail), 0.0)
+        basis = (f"{'; '.join(reasons)}: the central {COVERAGE:.0%} of {engine}'s held-out errors on every GPU type "
+                 f"({len(errors)} points, {low:+.1%} to {high:+.1%}) doubled")
+        return 1 + high * UNCONSTRAINED_WIDENING, max(1 + low * UNCONSTRAINED_WIDENING, 0.05), basis, False
+    group, where = _group(engine, gpu_type, band)
     low, high = min(quantile(group, tail), 0.0), max(quantile(group, 1 - tail), 0.0)
     return (1 + high, 1 + low, f"central {COVERAGE:.0%} of the held-out errors of {len(group)} measured {engine} "
             f"points {where} ({low:+.1%} to {high:+.1%})", True)
