@@ -57,18 +57,14 @@ def _cell(values: list[float]) -> str:
     return f"{statistics.median(values):.1f} s ({min(values):.1f}–{max(values):.1f})"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--baseline", default=BASELINE)
-    args = parser.parse_args()
-    load = os.getloadavg()
+def _compare(baseline_ref: str, runs: int) -> tuple[dict, dict]:
+    """Both arms on COMPARED, alternating: CPU seconds and layout counts per request and arm."""
     seconds: dict[tuple, list[float]] = {}
     counts: dict[tuple, dict[str, int]] = {}
     with tempfile.TemporaryDirectory() as folder:
-        baseline, baseline_modules = load_baseline(args.baseline, Path(folder))  # with this checkout's plan data
+        baseline, baseline_modules = load_baseline(baseline_ref, Path(folder))  # with this checkout's plan data
         arms = {"before": (baseline_modules, baseline, Path(folder)), "now": (_package_modules(), current, REPO)}
-        for _ in range(args.runs):
+        for _ in range(runs):
             for request in COMPARED:
                 rows = {}
                 for arm, (modules, planner, root) in arms.items():
@@ -79,35 +75,50 @@ def main() -> None:
                 common = [row for row in rows["now"] if _key(row) in old]
                 assert common and all(json_text(row) == old[_key(row)] for row in common), request
                 counts[request]["common"] = len(common)
-    alone: dict[tuple, tuple[int, float]] = {}
+    return seconds, counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--baseline", default=BASELINE)
+    parser.add_argument("--alone", action="store_true", help="this checkout only: no baseline arm (a baseline "
+                        "whose calibration fields differ cannot read this checkout's calibration.yaml)")
+    args = parser.parse_args()
+    load = os.getloadavg()
+    seconds, counts = ({}, {}) if args.alone else _compare(args.baseline, args.runs)
+    alone: dict[tuple, list[tuple[int, float]]] = {}
     catalog = load_catalog(REPO)
-    for model in sorted(catalog.tables.models):
-        engine = default_engine(catalog, model).engine
-        for gpus in SCALES:
-            rows, elapsed = timed(_package_modules(), partial(_rows, current, REPO, model, "B200", gpus, engine))
-            alone[(model, engine, gpus)] = (len(rows), elapsed)
+    for _ in range(args.runs):
+        for model in sorted(catalog.tables.models):
+            engine = default_engine(catalog, model).engine
+            for gpus in SCALES:
+                rows, elapsed = timed(_package_modules(), partial(_rows, current, REPO, model, "B200", gpus, engine))
+                alone.setdefault((model, engine, gpus), []).append((len(rows), elapsed))
     end = os.getloadavg()
-    print(f"## Planner at scale — {datetime.date.today()} (benchmarks/plan_scale.py --runs {args.runs})\n")
+    flags = f"--runs {args.runs}" + (" --alone" if args.alone else "")
+    print(f"## Planner at scale — {datetime.date.today()} (benchmarks/plan_scale.py {flags})\n")
     print(f"Machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, Python "
           f"{platform.python_version()}; load average (1, 5, 15 min) {', '.join(f'{x:.2f}' for x in load)} at the "
-          f"start, {', '.join(f'{x:.2f}' for x in end)} at the end. \"before\": the package at {args.baseline}; "
-          f"\"now\": this checkout; both with this checkout's calibration. CPU seconds of `predict` (every valid "
-          f"layout predicted and ranked), {args.runs} run(s) per arm; global batch = GPUs, 8,192-token rows, B200. "
-          "Every layout both arms list has byte-identical `--json` objects.\n")
-    print("| request | layouts before | layouts now (both) | before | now | before / now |\n"
-          "|---|---:|---:|---:|---:|---:|")
-    for request in COMPARED:
-        model, gpu, gpus, engine = request
-        before, now = seconds[(request, "before")], seconds[(request, "now")]
-        n = counts[request]
-        print(f"| {model}, {gpus:,} x {gpu}, {engine} | {n['before']:,} | {n['now']:,} ({n['common']:,}) | "
-              f"{_cell(before)} | {_cell(now)} | **{statistics.median(before) / statistics.median(now):.1f}x** |")
+          f"start, {', '.join(f'{x:.2f}' for x in end)} at the end. CPU seconds of `predict` (every valid layout "
+          f"predicted and ranked), {args.runs} run(s) per arm, the median shown; global batch = GPUs, 8,192-token "
+          "rows, B200.\n")
+    if not args.alone:
+        print(f"\"before\": the package at {args.baseline}; \"now\": this checkout; both with this checkout's "
+              "calibration. Every layout both arms list has byte-identical `--json` objects.\n")
+        print("| request | layouts before | layouts now (both) | before | now | before / now |\n"
+              "|---|---:|---:|---:|---:|---:|")
+        for request in COMPARED:
+            model, gpu, gpus, engine = request
+            before, now = seconds[(request, "before")], seconds[(request, "now")]
+            n = counts[request]
+            print(f"| {model}, {gpus:,} x {gpu}, {engine} | {n['before']:,} | {n['now']:,} ({n['common']:,}) | "
+                  f"{_cell(before)} | {_cell(now)} | **{statistics.median(before) / statistics.median(now):.1f}x** |")
     print("\nEvery catalog model with this checkout alone (the engine `plan` defaults to for it, B200, global batch = "
           "GPUs):\n")
     print("| model | engine | GPUs | layouts | now |\n|---|---|---:|---:|---:|")
-    for (model, engine, gpus), (n, elapsed) in alone.items():
-        print(f"| {model} | {engine} | {gpus:,} | {n:,} | {elapsed:.1f} s |")
-
+    for (model, engine, gpus), found in alone.items():
+        print(f"| {model} | {engine} | {gpus:,} | {found[0][0]:,} | {_cell([elapsed for _, elapsed in found])} |")
 
 if __name__ == "__main__":
     main()
