@@ -202,9 +202,8 @@ def _states(shape: ModelShape, layout: Layout, stage: int, non_expert: float, ex
         return {"weights": sharded * FP32_BYTES, "gradients": sharded * FP32_BYTES,
                 "optimizer_states": sharded * (FSDP_STATE_BYTES - 2 * FP32_BYTES),
                 **_fsdp_gathered(shape, layout, stage, non_expert, expert)}
-    grad_bytes = BF16_BYTES if layout.grad_reduce_bf16 else FP32_BYTES
-    return {"weights": (non_expert + expert) * BF16_BYTES, "gradients": (non_expert + expert) * grad_bytes,
-            "optimizer_states": sharded * DISTRIBUTED_OPTIMIZER_BYTES * (1 - layout.offload_fraction)}
+    return dict(_sharded_states(dense_shards, expert_shards, layout.grad_reduce_bf16, layout.offload_fraction,
+                                non_expert, expert)[0])
 
 
 def _bytes_per_logit(layout: Layout) -> int:
@@ -233,14 +232,32 @@ def memories_in_order(shape: ModelShape, layouts: Sequence[Layout], global_batch
 
 def _peak_stage(shape: ModelShape, layout: Layout, params: tuple[tuple[float, float], ...], activations: list[float],
                 logits: float, runtime_reserve_gib: float) -> MemoryEstimate:
-    stages = []
+    """The stage with the largest total (the first of equals). Each stage's states and their sum are worked out once
+    per distinct sharding (a request's layouts share a few), and the parts dict is built for the peak stage only;
+    every total adds its parts in the dict's order, so it equals sum(parts.values()) bit for bit."""
+    reserve = runtime_reserve_gib * GIB
+    last = layout.pp - 1
+    peak, peak_total, peak_states = 0, -1.0, {}
+    fsdp = layout.rules.fsdp
+    sharding = (layout.dp * layout.cp, layout.expert_data_parallel, layout.grad_reduce_bf16, layout.offload_fraction)
     for stage, (non_expert, expert) in enumerate(params):
-        parts = _states(shape, layout, stage, non_expert, expert)
-        parts["activations"] = activations[stage]
-        last = stage == layout.pp - 1
-        parts["logits"] = logits if last else 0.0
-        parts["runtime_reserve"] = runtime_reserve_gib * GIB
-        stages.append(parts)
-    totals = [sum(parts.values()) for parts in stages]
-    stage = totals.index(max(totals))  # the first of equals, as max() picks
-    return MemoryEstimate(stages[stage], stage)
+        if fsdp:  # FSDP's gathered buffers depend on more of the layout: worked out each time
+            states = _states(shape, layout, stage, non_expert, expert)
+            states_sum = sum(states.values())
+        else:
+            states, states_sum = _sharded_states(*sharding, non_expert, expert)
+        total = states_sum + activations[stage] + (logits if stage == last else 0.0) + reserve
+        if total > peak_total:
+            peak, peak_total, peak_states = stage, total, states
+    return MemoryEstimate({**peak_states, "activations": activations[peak], "logits": logits if peak == last else 0.0,
+                           "runtime_reserve": reserve}, peak)
+
+
+@cache  # the distributed optimizer's states depend on these alone: a request's thousands of layouts share a few
+def _sharded_states(dense_shards: int, expert_shards: int, grad_reduce_bf16: bool, offload_fraction: float,
+                    non_expert: float, expert: float) -> tuple[dict[str, float], float]:
+    sharded = non_expert / dense_shards + expert / expert_shards
+    grad_bytes = BF16_BYTES if grad_reduce_bf16 else FP32_BYTES
+    states = {"weights": (non_expert + expert) * BF16_BYTES, "gradients": (non_expert + expert) * grad_bytes,
+              "optimizer_states": sharded * DISTRIBUTED_OPTIMIZER_BYTES * (1 - offload_fraction)}
+    return states, sum(states.values())
