@@ -46,9 +46,15 @@ def _key(row) -> tuple:
             row.reshard_after_forward, tuple(row.kernels), row.attention, row.float8)
 
 
-def _rows(planner, root: Path, model: str, gpu: str, gpus: int, engine: str) -> list:
+def _ranked(planner, root: Path, model: str, gpu: str, gpus: int, engine: str) -> list:
+    """What `plan` works out before it prints its top rows: every valid layout predicted and ranked."""
     request = planner.PlanRequest(model, gpu, gpus, 8192, gpus, engine)
-    return [p.exported() for p in planner.predict(request, planner.load_reference_tables(root))]
+    return planner.predict(request, planner.load_reference_tables(root))
+
+
+def _rows(planner, root: Path, model: str, gpu: str, gpus: int, engine: str) -> list:
+    """Every layout as `plan --json` prints it (what the two arms compare byte for byte)."""
+    return [p.exported() for p in _ranked(planner, root, model, gpu, gpus, engine)]
 
 
 def _cell(values: list[float]) -> str:
@@ -93,7 +99,7 @@ def main() -> None:
         for model in sorted(catalog.tables.models):
             engine = default_engine(catalog, model).engine
             for gpus in SCALES:
-                rows, elapsed = timed(_package_modules(), partial(_rows, current, REPO, model, "B200", gpus, engine))
+                rows, elapsed = timed(_package_modules(), partial(_ranked, current, REPO, model, "B200", gpus, engine))
                 alone.setdefault((model, engine, gpus), []).append((len(rows), elapsed))
     end = os.getloadavg()
     flags = f"--runs {args.runs}" + (" --alone" if args.alone else "")
@@ -101,8 +107,9 @@ def main() -> None:
     print(f"Machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, Python "
           f"{platform.python_version()}; load average (1, 5, 15 min) {', '.join(f'{x:.2f}' for x in load)} at the "
           f"start, {', '.join(f'{x:.2f}' for x in end)} at the end. CPU seconds of `predict` (every valid layout "
-          f"predicted and ranked), {args.runs} run(s) per arm, the median shown; global batch = GPUs, 8,192-token "
-          "rows, B200.\n")
+          f"predicted and ranked, what `plan` does before it prints its top rows; the arms compared below also "
+          f"export every layout as `--json` does), {args.runs} run(s) per arm, the median shown; global batch = "
+          "GPUs, 8,192-token rows, B200.\n")
     if not args.alone:
         print(f"\"before\": the package at {args.baseline}; \"now\": this checkout; both with this checkout's "
               "calibration. Every layout both arms list has byte-identical `--json` objects.\n")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 
 from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, GIB
 from openrecipes.plan.layouts import Layout
@@ -253,7 +253,9 @@ def _peak_stage(shape: ModelShape, layout: Layout, params: tuple[tuple[float, fl
                            "runtime_reserve": reserve}, peak)
 
 
-@cache  # the distributed optimizer's states depend on these alone: a request's thousands of layouts share a few
+# The distributed optimizer's states depend on these alone: a request's thousands of layouts share a few thousand
+# (bounded, so a process planning many requests does not keep them all).
+@lru_cache(maxsize=2**16)
 def _sharded_states(dense_shards: int, expert_shards: int, grad_reduce_bf16: bool, offload_fraction: float,
                     non_expert: float, expert: float) -> tuple[dict[str, float], float]:
     sharded = non_expert / dense_shards + expert / expert_shards

@@ -148,9 +148,9 @@ def quantile(values: tuple[float, ...], share: float) -> float:
 
 def interval(engine: str, gpu_type: str, layout: Layout, tokens_per_s: float) -> Interval:
     """The range the held-out errors put around a prediction (measured = predicted / (1 + error)): the central 90% of
-    the errors of the narrowest group with enough points (MIN_GROUP); wider, the central 90% of the engine's errors on
-    every GPU type doubled, where fewer than two points of the engine were measured on this GPU type or the layout uses a
-    feature no measured point of the engine has."""
+    the errors of the narrowest group with enough points (MIN_GROUP); wider, the central 90% of the engine's errors
+    on every GPU type doubled, where fewer than two points of the engine were measured on this GPU type or the layout
+    uses a feature no measured point of the engine has."""
     high, low, basis, constrained = _error_bounds(engine, gpu_type, band_of(layout.gpus), layout_features(layout))
     return Interval(round(tokens_per_s / high, 1), round(tokens_per_s / low, 1), basis, constrained)
 
