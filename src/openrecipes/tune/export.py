@@ -166,8 +166,7 @@ def plan_scope(catalog: Catalog, model: str) -> Scope:
 def rows_shown(sizes: int) -> int:
     """Fitting layouts a table shows: PLAN_TOP, fewer where a page holds many GPU types and counts (a record model
     planned at every size its entries ran), so that the page stays within a phone's budget."""
-    full = PLANNED_SIZES_AT_FULL_LENGTH
-    return PLAN_TOP if sizes <= full else max(4, PLAN_TOP * full // sizes)
+    return PLAN_TOP if sizes <= PLANNED_SIZES_AT_FULL_LENGTH else max(4, PLAN_TOP * 4 // sizes)
 
 
 def command(request: PlanRequest, top: int = PLAN_TOP) -> str:
@@ -228,8 +227,9 @@ def table(request: PlanRequest, tables: ReferenceTables, root: Path, top: int = 
     ranked = predict(request, tables)
     fitting = [p for p in ranked if p.fits]
     not_fitting = ranked[len(fitting):]
-    # a page of many sizes shows fewer rows of each, and one miss of each kind
-    closest_count, fastest_count = (CLOSEST_MISSES, FASTEST_MISSES) if top >= PLAN_TOP else (1, 1)
+    # a page of many sizes shows fewer rows of each, and one miss of each kind beside layouts that fit (where none
+    # fits, the misses are the table, and all of them show)
+    closest_count, fastest_count = (CLOSEST_MISSES, FASTEST_MISSES) if top >= PLAN_TOP or not fitting else (1, 1)
     # With nothing fitting, the closest misses say how far off the count is; otherwise the fastest misses say
     # what stops the layouts that would win, and the two closest show where the memory boundary lies.
     closest = [MissRow(**dict(row), note="closest to fitting") for row in _distinct(
