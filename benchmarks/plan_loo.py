@@ -28,7 +28,7 @@ from openrecipes.plan.calibrate import (  # noqa: E402
     speed_points,  # noqa: E402
 )
 from openrecipes.plan.fit import fit, refits_without_each  # noqa: E402
-from openrecipes.plan.heldout import _predicted, leave_one_out, median_abs_error, rank_agreement  # noqa: E402
+from openrecipes.plan.heldout import leave_one_out, median_abs_error, predicted_with, rank_agreement  # noqa: E402
 from openrecipes.plan.predict import PlanRequest, predict  # noqa: E402
 
 # Each term off: the value at which it has no effect (left out of the fit).
@@ -60,7 +60,7 @@ def compare_with_exact_refits(every: int = 9) -> None:
     for i in range(0, len(points), every):
         point = points[i]
         exact = fit([p for p in points if p is not point], start=full)
-        gaps.append(abs(_predicted(point, exact) - _predicted(point, linear[i])) / point.tokens_per_s_per_gpu)
+        gaps.append(abs(predicted_with(point, exact) - predicted_with(point, linear[i])) / point.tokens_per_s_per_gpu)
     print(f"Leave-one-out refits against exact refits on {len(gaps)} of {len(points)} points: held-out errors "
           f"{max(gaps):.2%} apart at most, median {statistics.median(gaps):.3%}\n")
 

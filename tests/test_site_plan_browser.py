@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import pytest
 from site_helpers import served
-from test_site_browser import CHROMIUM, SCREENSHOTS, Browser
+from test_site_browser import CHROMIUM, SCREENSHOTS, Browser, chromium  # noqa: F401  (the fixture, one browser per module)
 
-sync_api = pytest.importorskip("playwright.sync_api")
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")]
 PAGES = ["plan/gpt-oss-20b.html", "plan/glm-5.2-744b-a40b.html", "plan/qwen3-1.7b.html", "plan/qwen3-8b.html",
@@ -19,16 +18,7 @@ PAGES = ["plan/gpt-oss-20b.html", "plan/glm-5.2-744b-a40b.html", "plan/qwen3-1.7
 WIDTHS = (390, 1280)
 
 
-@pytest.fixture(scope="module")
-def chromium():
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                             args=["--no-sandbox", "--disable-gpu"])
-        yield browser
-        browser.close()
-
-
-def test_plan_pages_answer_first_and_never_scroll_sideways(chromium, bundled_site):
+def test_plan_pages_answer_first_and_never_scroll_sideways(chromium, bundled_site):  # noqa: F811
     with served(bundled_site.out) as base:
         b = Browser(chromium, base)
         page = b.page
@@ -52,7 +42,7 @@ def test_plan_pages_answer_first_and_never_scroll_sideways(chromium, bundled_sit
         assert b.errors == [] and b.foreign == [] and b.dialogs == []
 
 
-def test_copy_as_recipe_copies_the_emit_command(chromium, bundled_site):
+def test_copy_as_recipe_copies_the_emit_command(chromium, bundled_site):  # noqa: F811
     with served(bundled_site.out) as base:
         b = Browser(chromium, base)
         page = b.page

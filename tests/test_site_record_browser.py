@@ -9,22 +9,12 @@ from __future__ import annotations
 
 import pytest
 from site_helpers import served
-from test_site_browser import AXE, CHROMIUM, Browser
+from test_site_browser import AXE, CHROMIUM, Browser, chromium  # noqa: F401  (the fixture, one browser per module)
 from test_site_record import BOARD, RECORD_PAGE, record_site  # noqa: F401  (the fixture, built once per module)
 
-sync_api = pytest.importorskip("playwright.sync_api")
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")]
 PAGES = [BOARD, RECORD_PAGE, "models/gpt-oss-20b/index.html", "models/mixtral-8x7b/index.html", "index.html"]
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                             args=["--no-sandbox", "--disable-gpu"])
-        yield browser
-        browser.close()
 
 
 def test_the_filters_narrow_the_public_record_and_count_what_shows(chromium, record_site):  # noqa: F811

@@ -22,7 +22,7 @@ from openrecipes.engines.registry import names as engine_names
 from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import allocator_gib, spearman
 from openrecipes.plan.calibrate import MeasuredPoint, measured_points, reference_tables, speed_points
-from openrecipes.plan.constants import calibration, links
+from openrecipes.plan.constants import Calibration, calibration, links
 from openrecipes.plan.fit import fit, refits_without_each
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.predict import context, predict_layout
@@ -47,7 +47,8 @@ def _describe(layout: Layout) -> str:
     return ", ".join(parts)
 
 
-def _predicted(point: MeasuredPoint, cal) -> float:
+def predicted_with(point: MeasuredPoint, cal: Calibration) -> float:
+    """The point's predicted tokens/s under another calibration (a refit with or without it)."""
     ctx = replace(context(point.request, reference_tables()), calibration=cal)
     return predict_layout(ctx, point.layout).tokens_per_s_per_gpu
 
@@ -59,8 +60,8 @@ def leave_one_out(root: Path | None = None, fixed: dict[str, float] | None = Non
     for point, without in zip(points, refits_without_each(points, full, fixed), strict=True):
         r = point.request
         rows.append(HeldOutPoint(point.slug, r.model, r.gpu_type, r.gpus, r.engine, _describe(point.layout),
-                                 point.tokens_per_s_per_gpu, round(_predicted(point, full), 2),
-                                 round(_predicted(point, without), 2)))
+                                 point.tokens_per_s_per_gpu, round(predicted_with(point, full), 2),
+                                 round(predicted_with(point, without), 2)))
     return rows
 
 

@@ -100,18 +100,13 @@ class TimeEffect:
     unmeasured: tuple[str, ...]  # levers whose time effect no pair of runs has measured on this GPU type
 
 
-def measured_factor(gpu_type: str, name: str) -> MeasuredFactor | None:
-    """A lever's factor measured on this GPU type, if any pair of our runs measured it there."""
-    return measured_factors().get((gpu_type, name))
-
-
 def time_effect(layout: Layout, gpu_type: str) -> TimeEffect:
     names = lever_names(layout)
     if not names:  # most layouts: the product of no factors, without reading them
         return TimeEffect(1, ())
-    found = {name: measured_factor(gpu_type, name) for name in names}
-    speedup = math.prod(factor.factor for factor in found.values() if factor is not None)
-    return TimeEffect(speedup, tuple(name for name, factor in found.items() if factor is None))
+    factors = measured_factors()
+    speedup = math.prod(factors[(gpu_type, name)].factor for name in names if (gpu_type, name) in factors)
+    return TimeEffect(speedup, tuple(name for name in names if (gpu_type, name) not in factors))
 
 
 def parse_levers(kernels: str | None, attention: str | None, float8: str | None) -> tuple[dict, LeverSearch]:

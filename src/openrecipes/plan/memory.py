@@ -195,15 +195,13 @@ def _fsdp_gathered(shape: ModelShape, layout: Layout, stage: int, non_expert: fl
     return {"fsdp_buffers": _largest_fsdp_unit(shape, layout) * FSDP_BUFFER_BYTES}
 
 
-def _states(shape: ModelShape, layout: Layout, stage: int, non_expert: float, expert: float) -> dict[str, float]:
-    dense_shards, expert_shards = layout.dp * layout.cp, layout.expert_data_parallel
-    sharded = non_expert / dense_shards + expert / expert_shards
-    if layout.rules.fsdp:
-        return {"weights": sharded * FP32_BYTES, "gradients": sharded * FP32_BYTES,
-                "optimizer_states": sharded * (FSDP_STATE_BYTES - 2 * FP32_BYTES),
-                **_fsdp_gathered(shape, layout, stage, non_expert, expert)}
-    return dict(_sharded_states(dense_shards, expert_shards, layout.grad_reduce_bf16, layout.offload_fraction,
-                                non_expert, expert)[0])
+def _fsdp_states(shape: ModelShape, layout: Layout, stage: int, non_expert: float, expert: float) -> dict[str, float]:
+    """FSDP's FP32 shards and Adam states, and the unsharded weights it gathers (which depend on more of the layout
+    than the distributed optimizer's states, so they are worked out per layout and stage)."""
+    sharded = non_expert / (layout.dp * layout.cp) + expert / layout.expert_data_parallel
+    return {"weights": sharded * FP32_BYTES, "gradients": sharded * FP32_BYTES,
+            "optimizer_states": sharded * (FSDP_STATE_BYTES - 2 * FP32_BYTES),
+            **_fsdp_gathered(shape, layout, stage, non_expert, expert)}
 
 
 def _bytes_per_logit(layout: Layout) -> int:
@@ -241,8 +239,8 @@ def _peak_stage(shape: ModelShape, layout: Layout, params: tuple[tuple[float, fl
     fsdp = layout.rules.fsdp
     sharding = (layout.dp * layout.cp, layout.expert_data_parallel, layout.grad_reduce_bf16, layout.offload_fraction)
     for stage, (non_expert, expert) in enumerate(params):
-        if fsdp:  # FSDP's gathered buffers depend on more of the layout: worked out each time
-            states = _states(shape, layout, stage, non_expert, expert)
+        if fsdp:
+            states = _fsdp_states(shape, layout, stage, non_expert, expert)
             states_sum = sum(states.values())
         else:
             states, states_sum = _sharded_states(*sharding, non_expert, expert)

@@ -22,7 +22,7 @@ from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import spearman
 from openrecipes.plan.constants import HERE
 from openrecipes.plan.layouts import LOW_PRECISIONS, Layout, stage_split
-from openrecipes.plan.levers import measured_factor
+from openrecipes.plan.levers import measured_factors
 from openrecipes.plan.predict import PlanRequest, context, predict_layout
 from openrecipes.plan.trust import band_of, read_derived, stored_points
 
@@ -93,7 +93,7 @@ def _expressible_precision(engine: str, precision: str, gpu_type: str) -> str | 
     if precision == "bf16":
         return None
     if engine == "torchtitan" and precision in ("fp8-tensorwise", "fp8-rowwise"):
-        if measured_factor(gpu_type, f"float8 {precision.removeprefix('fp8-')}") is not None:
+        if (gpu_type, f"float8 {precision.removeprefix('fp8-')}") in measured_factors():
             return None
         return f"{precision}: no pair of our runs measured its time on {gpu_type}"
     if engine == "megatron" and precision in LOW_PRECISIONS:

@@ -211,12 +211,12 @@ def _grouped_gemm_extra_flops(shape: ModelShape, layout: Layout, calibration: Ca
     return routed * (slowdown - 1)
 
 
-def _low_precision_flops_per_token(shape: ModelShape, layout: Layout, row_tokens: int, grouped_extra: float) -> float:
+def _low_precision_flops_per_token(shape: ModelShape, layout: Layout, row_tokens: int, recomputed: float,
+                                   grouped_extra: float) -> float:
     """The FLOPs a Megatron low precision runs faster: the decoder blocks' GEMMs (Transformer Engine's linear layers
-    and grouped experts), in every pass; attention scores, the embedding and the output head stay in BF16."""
-    if layout.low_precision is None:
-        return 0.0
-    recomputed = _recomputed_flops_per_token(shape, layout, row_tokens)
+    and grouped experts), in every pass; attention scores, the embedding and the output head stay in BF16.
+    `recomputed` and `grouped_extra`: the layout's recomputed and grouped-GEMM FLOPs per token, as the step counts
+    them."""
     if layout.recompute == "full":
         recomputed -= shape.attention_flops_per_token(row_tokens) / 3
     return 3 * 2 * shape.block_matmul_params + recomputed + grouped_extra
@@ -242,12 +242,13 @@ def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, peak_
     microbatches = layout.microbatches(global_batch)
     mean_rows = global_batch / layout.dp / microbatches  # the last microbatch may be short
     imbalance = max(layout.stage_layers) * layout.pp / shape.layers
+    recomputed = _recomputed_flops_per_token(shape, layout, row_tokens)
     grouped_extra = _grouped_gemm_extra_flops(shape, layout, calibration)
-    flops_per_token = (shape.step_flops_per_token(row_tokens) + _recomputed_flops_per_token(shape, layout, row_tokens)
-                       + grouped_extra)
+    flops_per_token = shape.step_flops_per_token(row_tokens) + recomputed + grouped_extra
     if layout.low_precision is not None:  # those GEMMs' FLOPs take 1/speed-up of their BF16 time
         speedup = calibration.low_precision_speedup[LOW_PRECISIONS[layout.low_precision]]
-        flops_per_token -= _low_precision_flops_per_token(shape, layout, row_tokens, grouped_extra) * (1 - 1 / speedup)
+        flops_per_token -= _low_precision_flops_per_token(shape, layout, row_tokens, recomputed, grouped_extra) * (
+            1 - 1 / speedup)
     rules = layout.rules
     if rules.ring_attention and layout.cp > 1:
         # Ring attention's score FLOPs at cp_attention_efficiency: counted as that many more FLOPs at the efficiency.

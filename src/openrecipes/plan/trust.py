@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
+import numpy as np
+
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import HERE
 from openrecipes.plan.layouts import Layout
@@ -137,13 +139,11 @@ def _errors(engine: str, gpu_type: str | None, band: str | None = None) -> tuple
                  and band in (None, band_of(p.gpus)))
 
 
-def quantile(values: tuple[float, ...], share: float) -> float:
-    """The share-quantile of values, interpolated between the two nearest (numpy's default)."""
-    ordered = sorted(values)
-    at = share * (len(ordered) - 1)
-    below = int(at)
-    above = min(below + 1, len(ordered) - 1)
-    return ordered[below] + (ordered[above] - ordered[below]) * (at - below)
+def _central(errors: tuple[float, ...]) -> tuple[float, float]:
+    """The central COVERAGE of the errors (numpy's linear quantiles), widened to hold 0: (low, high)."""
+    tail = (1 - COVERAGE) / 2
+    low, high = np.quantile(errors, [tail, 1 - tail])
+    return min(float(low), 0.0), max(float(high), 0.0)
 
 
 def interval(engine: str, gpu_type: str, layout: Layout, tokens_per_s: float) -> Interval:
@@ -157,8 +157,7 @@ def interval(engine: str, gpu_type: str, layout: Layout, tokens_per_s: float) ->
 
 def _group(engine: str, gpu_type: str, band: str) -> tuple[tuple[float, ...], str]:
     for errors, where in ((_errors(engine, gpu_type, band), f"on {gpu_type} at {band} GPUs"),
-                          (_errors(engine, None, band), f"on every GPU type at {band} GPUs"),
-                          (_errors(engine, gpu_type), f"on {gpu_type}")):
+                          (_errors(engine, None, band), f"on every GPU type at {band} GPUs")):
         if len(errors) >= MIN_GROUP:
             return errors, where
     return _errors(engine, gpu_type), f"on {gpu_type}"
@@ -174,13 +173,12 @@ def _error_bounds(engine: str, gpu_type: str, band: str, features: frozenset[str
         reasons.append(f"{len(same) or 'no'} measured {engine} run{'' if len(same) == 1 else 's'} on {gpu_type}")
     if missing:
         reasons.append(f"no measured {engine} layout with {', '.join(missing)}")
-    tail = (1 - COVERAGE) / 2
     if reasons:
-        low, high = min(quantile(errors, tail), 0.0), max(quantile(errors, 1 - tail), 0.0)
+        low, high = _central(errors)
         basis = (f"{'; '.join(reasons)}: the central {COVERAGE:.0%} of {engine}'s held-out errors on every GPU type "
                  f"({len(errors)} points, {low:+.1%} to {high:+.1%}) doubled")
         return 1 + high * UNCONSTRAINED_WIDENING, max(1 + low * UNCONSTRAINED_WIDENING, 0.05), basis, False
     group, where = _group(engine, gpu_type, band)
-    low, high = min(quantile(group, tail), 0.0), max(quantile(group, 1 - tail), 0.0)
+    low, high = _central(group)
     return (1 + high, 1 + low, f"central {COVERAGE:.0%} of the held-out errors of {len(group)} measured {engine} "
             f"points {where} ({low:+.1%} to {high:+.1%})", True)
