@@ -107,14 +107,9 @@ def test_a_job_on_fewer_nodes_than_the_recipe_stops_before_srun(tmp_path):
     assert not (record / "srun.args").exists()
 
 
-HOSTILE_NAMES = ["$(touch PWNED).yaml", "`touch PWNED`.yaml", "x'; touch PWNED; '.yaml", 'a"b;touch PWNED".yaml',
-                 "sp ace $HOME\\n.yaml"]
-
-
-@pytest.mark.parametrize("name", HOSTILE_NAMES)
-def test_names_and_values_reach_the_nodes_as_text_never_as_commands(tmp_path, name):
+def test_values_reach_the_nodes_as_text_never_as_commands(tmp_path):
     catalog, bin_dir, record = tmp_path / "catalog", tmp_path / "bin", tmp_path
-    recipe = two_node_recipe(catalog, name, env={"OPENRECIPES_NOTE": "$(touch${IFS}PWNED)`touch${IFS}PWNED`"})
+    recipe = two_node_recipe(catalog, "two.yaml", env={"OPENRECIPES_NOTE": "$(touch${IFS}PWNED)`touch${IFS}PWNED`"})
     rendered = openrecipes("launch", "--slurm", recipe.relative_to(catalog), "--probe", "gloo",
                            "--container-image", "img$(touch PWNED)';touch PWNED", cwd=catalog)
     assert rendered.returncode == 0, rendered.stderr
@@ -122,14 +117,71 @@ def test_names_and_values_reach_the_nodes_as_text_never_as_commands(tmp_path, na
     done = _run_script(rendered.stdout, catalog, bin_dir)
     assert done.returncode == 0, done.stderr
     assert not list(tmp_path.rglob("PWNED"))
-    run_dir = f"runs/{name.removesuffix('.yaml')}"
-    assert (catalog / run_dir).is_dir()
+    assert (catalog / "runs/two").is_dir()
     torchrun = (record / "torchrun.args").read_text().splitlines()
-    assert torchrun[-4:] == ["--backend", "gloo", "--out", run_dir]
+    assert torchrun[-4:] == ["--backend", "gloo", "--out", "runs/two"]
     srun = (record / "srun.args").read_text().splitlines()
-    assert f"--output={run_dir}/train.node%n.log" in srun
+    assert "--output=runs/two/train.node%n.log" in srun
     assert "--container-image=img$(touch PWNED)';touch PWNED" in srun
-    assert "\n#SBATCH --job-name=" in rendered.stdout and "PWNED" not in rendered.stdout.split("\n")[1].split("=")[0]
+    assert "\n#SBATCH --job-name=two\n" in rendered.stdout
+
+
+# File names whose stem would put the run folder, the job's slurm-N.out or launch.sbatch outside runs/<name>/, or
+# reach sbatch and the shell as something other than one word.
+HOSTILE_NAMES = ["...yaml", "..yaml", "a..b.yaml", ".hidden.yaml", "-x.yaml", "--help.yaml", "new\nline.yaml",
+                 "$(touch PWNED).yaml", "`touch PWNED`.yaml", "x'; touch PWNED; '.yaml", 'a"b;touch PWNED".yaml',
+                 "sp ace.yaml", "100%.yaml", "a" * 101 + ".yaml", "\u202eevil.yaml", "tab\there.yaml"]
+
+
+def _fake_sbatch(bin_dir: Path) -> None:
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text('#!/bin/bash\nprintf "%s\\n" "$@" > "$(dirname "$0")/sbatch.args"\n'
+                                    'echo "4242;openrecipes"\n')
+    (bin_dir / "sbatch").chmod(0o755)
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_a_recipe_file_name_that_is_not_a_plain_slug_is_refused_before_anything_is_written(tmp_path, name,
+                                                                                            monkeypatch):
+    bin_dir = tmp_path / "bin"
+    _fake_sbatch(bin_dir)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    catalog = tmp_path / "catalog"
+    recipe = two_node_recipe(catalog, name, nodes=1, per_node=2).relative_to(catalog)
+    before = _tree(tmp_path)
+    for args in (["launch", recipe, "--slurm"], ["launch", recipe, "--slurm", "--submit"],
+                 ["launch", recipe, "--slurm", "--out", "job.sbatch"], ["run", recipe, "--steps", "1"]):
+        result = openrecipes(*args, cwd=catalog)
+        assert result.returncode == 2, (args, result.stdout)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "is not a plain name" in lines[0] and "rename the file" in lines[0], lines
+        assert result.stdout == ""
+    assert _tree(tmp_path) == before and not (catalog / "runs").exists()
+    assert not (bin_dir / "sbatch.args").exists()
+
+
+@pytest.mark.parametrize("node", ["link", "file"])
+def test_a_run_folder_that_is_a_link_or_a_file_is_refused(tmp_path, node, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    _fake_sbatch(bin_dir)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    catalog = tmp_path / "catalog"
+    recipe = two_node_recipe(catalog, "two.yaml")
+    (catalog / "runs").mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if node == "link":
+        (catalog / "runs/two").symlink_to(elsewhere)
+    else:
+        (catalog / "runs/two").write_text("notes\n")
+    result = openrecipes("launch", recipe.relative_to(catalog), "--slurm", "--submit", cwd=catalog)
+    assert result.returncode == 2 and "runs/two: not a folder" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not list(elsewhere.iterdir()) and not (bin_dir / "sbatch.args").exists()
 
 
 @pytest.mark.parametrize(("args", "said"), [

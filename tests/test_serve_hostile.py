@@ -123,3 +123,61 @@ def test_ipv6_loopback(site):
         assert _status(_raw(server.server_address[1], b"GET / HTTP/1.1", host="::1")) == 200
     finally:
         server_cm.__exit__(None, None, None)
+
+
+SLOW_CLIENTS = 100
+
+
+def test_slow_clients_are_dropped_at_the_header_deadline_and_others_are_answered_meanwhile(site, monkeypatch):
+    """A hundred clients that send their request a byte at a time (a byte every 0.3 s resets any per-read timeout)
+    hold no thread past the header deadline, and a normal GET made while they are all connected is answered at
+    once. Bounded: 127.0.0.1 only, a hundred sockets, every client closed by the test within 8 s."""
+    deadline = 3.0
+    monkeypatch.setattr(serve.SiteServer, "header_deadline_s", deadline)
+    with serving(site) as server, contextlib.ExitStack() as stack:
+        started = time.monotonic()
+        slow = [stack.enter_context(socket.create_connection(server.server_address, timeout=5))
+                for _ in range(SLOW_CLIENTS)]
+        stop = threading.Event()
+        trickle = threading.Thread(target=_trickle, args=(slow, stop), daemon=True)
+        trickle.start()
+        try:
+            time.sleep(0.5)  # every slow client connected and trickling
+            asked = time.monotonic()
+            answer = _raw(server.server_address[1], b"GET / HTTP/1.1")
+            answered = time.monotonic()
+            closed_at = _hung_up_on(slow, until=started + deadline + 5)
+        finally:
+            stop.set()
+            trickle.join()
+    assert _status(answer) == 200 and b"All models" in answer
+    assert answered - asked < 2.0 and answered - started < deadline  # while every slow client was connected
+    assert len(closed_at) == SLOW_CLIENTS, f"{SLOW_CLIENTS - len(closed_at)} slow clients still connected"
+    assert min(closed_at) - started >= deadline - 0.5  # not before the deadline: the trickle kept them alive
+
+
+def _trickle(clients: list[socket.socket], stop: threading.Event) -> None:
+    """A request line sent one byte per client every 0.3 s, never finished; a client the server closed is left."""
+    line = b"GET /index.html HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 1000
+    sent = 0
+    while not stop.wait(0.3) and sent < len(line):
+        for client in clients:
+            with contextlib.suppress(OSError):
+                client.send(line[sent:sent + 1])
+        sent += 1
+
+
+def _hung_up_on(clients: list[socket.socket], until: float) -> list[float]:
+    """When the server closed each client (an end of stream or a reset), waiting no later than `until`."""
+    open_clients, closed_at = list(clients), []
+    while open_clients and time.monotonic() < until:
+        readable, _, _ = select.select(open_clients, [], [], 0.1)
+        for client in readable:
+            try:
+                data = client.recv(4096)
+            except OSError:
+                data = b""
+            if not data:
+                open_clients.remove(client)
+                closed_at.append(time.monotonic())
+    return closed_at

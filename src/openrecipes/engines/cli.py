@@ -58,8 +58,9 @@ def run_command(
     from openrecipes.catalog.paths import catalog_root
     from openrecipes.engines.execute import execute, report
     from openrecipes.engines.preflight import check_can_run
+    from openrecipes.engines.run_folder import run_folder
 
-    run_dir = out or Path("runs") / recipe_path.stem
+    run_dir = out or run_folder(recipe_path)
     # A bad --out (a link, a device, a file) is the one error told, before the checks import torch.
     check_output_folder(run_dir, "--out", lambda folder: (folder / "train.log").exists())
     check_can_run(recipe_path, recipe, launch)
@@ -93,9 +94,11 @@ def launch_command(
     node in runs/<name>/; --submit hands it to sbatch."""
     from openrecipes.atomic import check_output, write_output
     from openrecipes.engines import launch as slurm_launch
+    from openrecipes.engines.run_folder import run_folder
 
     if not slurm:
         raise UserError("name the scheduler: --slurm")
+    run_dir = run_folder(recipe_path)  # the job's name and every output of it, refused before anything is read
     if out is not None:  # refused before the recipe is read, so a bad --out is the one error told
         check_output(out, "--out", _batch_script, force)
     options = slurm_launch.SlurmOptions(partition=partition, account=account, time=time, qos=qos,
@@ -104,12 +107,11 @@ def launch_command(
     if launch is None:
         raise UserError(f"{recipe_path}: not a torchtitan recipe (its run command does not start torchrun with "
                         "openrecipes.engines.torchtitan.train); `launch` starts torchtitan recipes only")
-    run_dir = Path("runs") / recipe_path.stem
     try:
         command = slurm_launch.recipe_command(recipe, launch, run_dir=str(run_dir), probe=probe)
     except UserError as bad:
         raise UserError(f"{recipe_path}: {bad}") from None
-    script = slurm_launch.sbatch_script(command, name=recipe_path.stem, run_dir=str(run_dir), options=options)
+    script = slurm_launch.sbatch_script(command, name=run_dir.name, run_dir=str(run_dir), options=options)
     if not submit:
         if out is None:
             print(script, end="")

@@ -9,8 +9,8 @@ log `openrecipes measure` reads, holds its lines. Each node's output goes to run
 rank that exits nonzero ends the job, nonzero (--kill-on-bad-exit).
 
 Everything the script embeds from outside (paths, names, values) is shell-quoted in its body; #SBATCH lines, which
-sbatch parses with its own rules, take only plain words (the job name is made one, an option value that is not one
-is refused).
+sbatch parses with its own rules, take only plain words (the job name is the recipe file's name, a plain slug by
+openrecipes.engines.run_folder; an option value that is not one is refused).
 """
 
 from __future__ import annotations
@@ -82,11 +82,6 @@ class SlurmOptions:
         return lines
 
 
-def job_name(text: str) -> str:
-    """`text` as one plain word for #SBATCH --job-name (the name is only a label in squeue)."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", text)[:100] or "openrecipes"
-
-
 def _arg_lines(args: Sequence[str]) -> list[str]:
     """`--flag value...` groups, one a line."""
     lines: list[list[str]] = []
@@ -98,10 +93,11 @@ def _arg_lines(args: Sequence[str]) -> list[str]:
 
 
 def sbatch_script(command: NodeCommand, *, name: str, run_dir: str, options: SlurmOptions = SlurmOptions()) -> str:
+    """The batch script; `name` is a plain slug (openrecipes.engines.run_folder.run_name), the job's name."""
     if command.nnodes < 1 or command.nproc_per_node < 1:
         raise UserError(f"{command.nnodes} node(s) x {command.nproc_per_node} GPU(s): gpu.count must be a whole "
                         "number (at least 1) of gpu.per_node")
-    directives = [f"#SBATCH --job-name={job_name(name)}", f"#SBATCH --nodes={command.nnodes}",
+    directives = [f"#SBATCH --job-name={name}", f"#SBATCH --nodes={command.nnodes}",
                   "#SBATCH --ntasks-per-node=1", "#SBATCH --exclusive", *options.directives()]
     if command.gpus:
         directives.insert(3, f"#SBATCH --gpus-per-node={command.nproc_per_node}")

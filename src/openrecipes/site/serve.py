@@ -1,18 +1,24 @@
 """Serving a built site: loopback by default, files under the site folder only, the CSP sent as a header too.
 
 A stranger's request must not crash, hang or exhaust the server: a bad path (a null byte, an over-long or
-undecodable one) gets a quiet 400, an idle connection is closed after CONNECTION_TIMEOUT_S, at most MAX_THREADS
-connections are served at once (more wait in the listen backlog), and nothing is logged unless asked for.
+undecodable one) gets a quiet 400; a client that has not sent its request line and headers HEADER_DEADLINE_S after
+it connected (or after its previous answer) is disconnected, however it trickles them (a per-read timeout alone is
+reset by every byte: a byte every few seconds would hold a thread for ever); a read or write that stalls for
+CONNECTION_TIMEOUT_S ends the connection; at most MAX_THREADS connections are served at once (more wait in the
+listen backlog), enough that a hundred slow clients leave threads for the others; nothing is logged unless asked
+for.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
 import posixpath
 import socket
 import threading
+import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -21,7 +27,8 @@ from openrecipes.site.build import CSP
 # The pages' own CSP (a <meta> tag) cannot forbid framing; only a header can.
 HEADER_CSP = f"{CSP}; frame-ancestors 'none'"
 CONNECTION_TIMEOUT_S = 10.0
-MAX_THREADS = 64
+HEADER_DEADLINE_S = 5.0  # a browser sends a request's line and headers in one packet
+MAX_THREADS = 256
 LISTEN_BACKLOG = 128
 MAX_PATH_CHARS = 1024  # the site's longest URL is under 200 characters
 
@@ -33,11 +40,24 @@ def _quiet() -> bool:
 class SiteRequestHandler(http.server.SimpleHTTPRequestHandler):
     """Static files from one folder. No directory listings, nothing outside the folder (symlinks included)."""
 
+    server: SiteServer
     timeout = CONNECTION_TIMEOUT_S  # socket timeout: a silent client is disconnected, its thread freed
     default_request_version = "HTTP/1.0"  # every answer, an error to a malformed request too, has a status line
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
                       ".yaml": "text/plain; charset=utf-8", ".json": "application/json",
                       ".js": "text/javascript; charset=utf-8", ".svg": "image/svg+xml"}
+
+    def handle_one_request(self) -> None:
+        self.server.deadlines.arm(self.connection)
+        try:
+            super().handle_one_request()
+        finally:
+            self.server.deadlines.disarm(self.connection)
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()  # reads the headers
+        self.server.deadlines.disarm(self.connection)  # the answer may take longer (a large file, a slow reader)
+        return parsed
 
     def end_headers(self) -> None:
         self.send_header("Content-Security-Policy", HEADER_CSP)
@@ -85,17 +105,58 @@ class SiteRequestHandler(http.server.SimpleHTTPRequestHandler):
             super().log_message(format, *args)
 
 
+class HeaderDeadlines:
+    """One thread that shuts down every connection still reading its request line and headers at its deadline
+    (the handler's blocked read then ends, and its thread is freed)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._due: dict[socket.socket, float] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="serve-header-deadlines", daemon=True)
+        self._thread.start()
+
+    def arm(self, connection: socket.socket) -> None:
+        with self._lock:
+            self._due[connection] = time.monotonic() + self.seconds
+
+    def disarm(self, connection: socket.socket) -> None:
+        with self._lock:
+            self._due.pop(connection, None)
+
+    def _watch(self) -> None:
+        while not self._stop.wait(min(0.25, self.seconds / 4)):
+            now = time.monotonic()
+            with self._lock:
+                late = [connection for connection, due in self._due.items() if due <= now]
+                for connection in late:
+                    del self._due[connection]
+                    with contextlib.suppress(OSError):  # the client left already
+                        connection.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 class SiteServer(http.server.ThreadingHTTPServer):
     """A threading server with a bounded number of threads, a real listen backlog, and IPv6 when the host is one."""
 
     request_queue_size = LISTEN_BACKLOG
     daemon_threads = True
     block_on_close = False  # no list of finished threads kept (it would grow with every connection)
+    header_deadline_s = HEADER_DEADLINE_S
 
     def __init__(self, address: tuple[str, int], handler) -> None:  # noqa: ANN001 (socketserver's signature)
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self._slots = threading.BoundedSemaphore(MAX_THREADS)
         super().__init__(address, handler)
+        self.deadlines = HeaderDeadlines(self.header_deadline_s)  # after the bind: a refused address starts none
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.deadlines.close()
 
     def process_request(self, request, client_address) -> None:  # noqa: ANN001
         self._slots.acquire()  # at MAX_THREADS, further connections wait in the listen backlog
