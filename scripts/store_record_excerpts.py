@@ -26,10 +26,28 @@ DGXC_TAGS = ("v24.11.1", "v25.01.1", "v25.02", "v25.04", "v25.05", "v25.05.01", 
 DGXC_FILES = re.compile(r"^(llama3\.1|nemotron|grok1|nemo_megatron)/README[^/]*\.md$")
 # MLPerf: the MLLOG keys the importer reads and the config variables that hold the layout.
 MLLOG_KEYS = ("global_batch_size", "max_sequence_length", "submission_benchmark", "submission_division",
-              "submission_org", "submission_platform", "submission_status", "block_start", "block_stop",
-              "gradient_accumulation_steps")
+              "submission_org", "submission_platform", "submission_status", "block_start", "block_stop", "eval_start",
+              "eval_accuracy", "gradient_accumulation_steps")
 MLPERF_BENCHMARKS = ("llama31_8b", "llama31_405b")
-CONFIG_LINE = re.compile(r"^\s*(export\s+)?[A-Z][A-Z0-9_]*=")
+KEPT_BLOCKS = 6  # the first block is warm-up; five more measure the run and keep the excerpts small
+
+
+def _first_blocks(wanted: re.Pattern[str]):
+    """A line filter keeping the wanted MLLOG lines until the KEPT_BLOCKS-th eval_accuracy line."""
+    evaluations = 0
+
+    def keep(line: str) -> bool:
+        nonlocal evaluations
+        if evaluations >= KEPT_BLOCKS or not wanted.search(line):
+            return False
+        evaluations += '"key": "eval_accuracy"' in line
+        return True
+    return keep
+
+
+CONFIG_LINE = re.compile(r"^\s*(export\s+)?[A-Z][A-Z0-9_]*=|^\s*(source|\.)\s")
+SYSTEM_KEYS = re.compile(r'^\s*"(accelerator_model_name|accelerator_memory_capacity|accelerators_per_node|'
+                         r'number_of_nodes|submitter|division|system_name|framework)"\s*:')
 
 
 def _git(gitdir: str, *args: str) -> str:
@@ -71,12 +89,19 @@ def store_mlperf(gitdir: str, version: str) -> None:
                 and re.fullmatch(r"result_\d+\.txt", parts[4])):
             text = _git(gitdir, "show", f"{commit}:{path}")
             _write(OUT / "mlperf-training" / version / f"{path}.txt", repository, path, commit, text,
-                   lambda line: bool(wanted.search(line)), "the MLLOG lines of the keys the importer reads")
+                   _first_blocks(wanted), f"the MLLOG lines of the keys the importer reads, up to the "
+                   f"{KEPT_BLOCKS}th eval_accuracy (the first {KEPT_BLOCKS} training blocks)")
         elif (len(parts) >= 5 and parts[1] == "benchmarks" and parts[2] in MLPERF_BENCHMARKS
               and re.fullmatch(r"config_.*\.sh", parts[-1])):
             text = _git(gitdir, "show", f"{commit}:{path}")
             _write(OUT / "mlperf-training" / version / f"{path}.txt", repository, path, commit, text,
-                   lambda line: bool(CONFIG_LINE.match(line)), "every variable assignment")
+                   lambda line: bool(CONFIG_LINE.match(line)), "every variable assignment and sourced file")
+    systems = {f"{parts[0]}/systems/{parts[2]}.json" for parts in (p.split("/") for p in files)
+               if len(parts) == 5 and parts[1] == "results" and parts[3] in MLPERF_BENCHMARKS}
+    for path in sorted(systems & set(files)):
+        text = _git(gitdir, "show", f"{commit}:{path}")
+        _write(OUT / "mlperf-training" / version / f"{path}.txt", repository, path, commit, text,
+               lambda line: bool(SYSTEM_KEYS.match(line)), "the system's accelerators, nodes and submitter")
 
 
 if __name__ == "__main__":

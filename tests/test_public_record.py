@@ -4,6 +4,7 @@ broken entry (a copy of a real imported entry with one thing changed)."""
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import replace
 
 import pytest
@@ -72,6 +73,9 @@ def test_every_figure_is_the_one_in_its_source_row(catalog):
             job = run.derivation.published_tokens_per_s
             assert job is not None and round(job / item.entry.gpu.count, 2) == shown, item.slug
             assert f"{job:.10g}" in cells, (item.slug, job, run.reference.row)
+            continue
+        if run.derivation is not None:  # MLPerf: the median of the runs, each derived from its MLLOG
+            assert round(statistics.median(run.derivation.run_tokens_per_s_per_gpu), 2) == shown, item.slug
             continue
         assert any(f"{shown:g}" in cell for cell in cells), (item.slug, shown, run.reference.row)
         if run.model_tflops_per_gpu is not None:

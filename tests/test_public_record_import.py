@@ -167,7 +167,7 @@ def test_the_committed_record_is_what_the_importers_write(tmp_path, capsys):
     committed = {p: b for p, b in _files(root).items() if p.name.startswith("record-")}
     for path in committed:
         (root / path).unlink()
-    for module in (MEGATRON, TORCHTITAN, _script("import_dgxc_benchmarking")):
+    for module in (MEGATRON, TORCHTITAN, _script("import_dgxc_benchmarking"), _script("import_mlperf_training")):
         code, out, _ = _run(module, root, capsys)
         assert code == 0 and "skipped" in out
     assert {p: b for p, b in _files(root).items() if p.name.startswith("record-")} == committed

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from openrecipes.audit.evidence import Finding
-from openrecipes.catalog import record_dgxc
+from openrecipes.catalog import record_dgxc, record_mlperf
 from openrecipes.catalog.model import PublishedSummary
 from openrecipes.catalog.yamlio import YamlDocument
 from openrecipes.errors import UserError
@@ -26,7 +26,7 @@ def excerpt_findings(entry: PublishedSummary, doc: YamlDocument, path: Path, roo
         if run.derivation.method == "table-throughput":
             problems = record_dgxc.rederive(data, path.stem, root)
         else:
-            problems = [f"no re-derivation for the method {run.derivation.method}"]
+            problems = record_mlperf.rederive(data, path.stem, root)
     except UserError as error:
         problems = [f"the excerpt no longer parses: {error}"]
     return [Finding("published.derivation", None, None, f"not re-derived from {run.derivation.excerpt}: {problem}")

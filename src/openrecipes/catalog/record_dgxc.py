@@ -27,10 +27,13 @@ from openrecipes.catalog.record_sources import (
     Decimal,
     Excerpt,
     cells,
+    differences,
     optional_degree,
     parse_count,
     parse_decimal,
     parse_percent,
+    pin_problem,
+    read_excerpt,
 )
 from openrecipes.errors import UserError
 
@@ -377,18 +380,14 @@ def uncarded(excerpt: Excerpt) -> Skipped | None:
 
 def rederive(data: dict[str, Any], stem: str, root: Path) -> list[str]:
     """What differs between a stored dgxc entry and the entry its excerpt gives today (empty: it holds)."""
-    from openrecipes.catalog.record_sources import read_excerpt
-
     derivation = data["published"]["derivation"]
+    if (problem := pin_problem(root, derivation)) is not None:
+        return [problem]
     excerpt = read_excerpt(root, derivation["excerpt"])
-    if excerpt.sha256 != derivation["excerpt_sha256"]:
-        return [f"the excerpt {excerpt.shown} has sha256 {excerpt.sha256[:12]}..., the entry pins "
-                f"{derivation['excerpt_sha256'][:12]}..."]
     for cell in parse(excerpt, []):
         path, derived = entry(cell)
         if path.stem == stem:
-            return [f"{key}: stored {data.get(key)!r} != derived {derived[key]!r}" for key in derived
-                    if derived[key] != data.get(key)]
+            return differences(data, derived)
     return [f"no cell of {excerpt.shown} gives this entry"]
 
 

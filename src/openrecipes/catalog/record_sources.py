@@ -13,6 +13,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from openrecipes.errors import UserError
 from openrecipes.textfile import MIB, read_text
@@ -33,6 +34,7 @@ class Excerpt:
     commit: str
     sha256: str  # the excerpt's own sha256 (the entry pins it)
     lines: dict[int, str]  # line number in the public file -> its text
+    file_sha256: str  # the whole public file's, as the header names it
 
     def where(self, line: int) -> str:
         return f"{self.shown}:{line}"
@@ -58,7 +60,8 @@ def read_excerpt(root: Path, relative: str) -> Excerpt:
     if len(origin) != 2 or not re.fullmatch(r"[0-9a-f]{40}", header.get("commit", "")):
         raise UserError(f"{relative}:1: the header needs '# origin: <owner/repo> <path>' and '# commit: <40 hex>'; "
                         "re-store the excerpt")
-    return Excerpt(relative, origin[0], origin[1], header["commit"], hashlib.sha256(text.encode()).hexdigest(), lines)
+    return Excerpt(relative, origin[0], origin[1], header["commit"], hashlib.sha256(text.encode()).hexdigest(), lines,
+                   header.get("file sha256", ""))
 
 
 def excerpt_files(root: Path, source: str) -> list[str]:
@@ -117,3 +120,18 @@ def parse_percent(cell: str, where: str, what: str) -> Decimal:
 def optional_degree(cell: str, where: str, what: str) -> int | None:
     """A parallel degree, or None where the source writes NA or n/a."""
     return None if cell.lower() in ("na", "n/a") else parse_count(cell, where, what)
+
+
+def pin_problem(root: Path, derivation: dict[str, Any]) -> str | None:
+    """Why an entry's pinned excerpt is not the stored one (its sha256 differs), or None."""
+    excerpt = read_excerpt(root, derivation["excerpt"])
+    if excerpt.sha256 == derivation["excerpt_sha256"]:
+        return None
+    return (f"the excerpt {excerpt.shown} has sha256 {excerpt.sha256[:12]}..., the entry pins "
+            f"{derivation['excerpt_sha256'][:12]}...")
+
+
+def differences(stored: dict[str, Any], derived: dict[str, Any]) -> list[str]:
+    """Each top-level field the stored entry writes otherwise than its excerpt gives it."""
+    return [f"{key}: stored {stored.get(key)!r} != derived {value!r}" for key, value in derived.items()
+            if value != stored.get(key)]
