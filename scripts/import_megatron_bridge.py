@@ -28,6 +28,7 @@ from openrecipes.catalog.record_import import (
     number,
     run_script,
     source_file,
+    with_variants,
     write_entries,
 )
 from openrecipes.errors import UserError
@@ -218,7 +219,7 @@ def import_megatron_bridge(root: Path) -> ImportResult:
             _rows(release, table, experts, imported, skipped)
     comment = (f"Imported by scripts/import_megatron_bridge.py from {REPOSITORY}; figures copied exactly, never edited "
                "by hand:\nre-run the script to refresh (docs/public-record.md).")
-    return write_entries(root, TAG, imported, skipped, comment, tables)
+    return write_entries(root, TAG, with_variants(imported, tables), skipped, comment, tables)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from openrecipes.catalog.record_import import (
     number,
     run_script,
     source_file,
+    with_variants,
     write_entries,
 )
 from openrecipes.errors import UserError
@@ -211,7 +212,7 @@ def import_torchtitan(root: Path) -> ImportResult:
                                    f"the same row as {moved_to} (torchtitan moved the table there)"))
     comment = (f"Imported by scripts/import_torchtitan.py from {REPOSITORY}; figures copied exactly, never edited by "
                "hand:\nre-run the script to refresh (docs/public-record.md).")
-    return write_entries(root, TAG, imported, skipped, comment, tables)
+    return write_entries(root, TAG, with_variants(imported, tables), skipped, comment, tables)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from openrecipes import figures
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
-from openrecipes.catalog.hardware import ReferenceTables
+from openrecipes.catalog.hardware import ReferenceTables, variant_issue
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import catalog_root, evidence_problem
 from openrecipes.catalog.yamlio import YamlDocument
@@ -55,11 +55,12 @@ def check_reference_rows(ctx: Context) -> Iterator[Issue]:
             f"is {recipe.result.active_params.count:,} but the model card {tables.model_files[recipe.model].name} "
             f"says {card.active_params.count:,}; expected {card.active_params.count}",
         )
-    gpu = tables.gpus.get(recipe.gpu.type)
-    if gpu is None:
+    if recipe.gpu.type not in tables.gpus:
         yield Issue("gpu.type", f"unknown GPU type '{recipe.gpu.type}'; known: {', '.join(tables.gpus)}")
-    elif gpu.memory_gb != recipe.gpu.memory_gb:
-        yield Issue("gpu.memory_gb", f"is {recipe.gpu.memory_gb} but a {recipe.gpu.type} has {gpu.memory_gb} GB; "
+    elif issue := variant_issue(recipe.gpu.type, recipe.gpu.variant, tables):
+        yield Issue("gpu.variant", issue)
+    elif (gpu := tables.variants[recipe.gpu.variant]).memory_gb != recipe.gpu.memory_gb:
+        yield Issue("gpu.memory_gb", f"is {recipe.gpu.memory_gb} but a {recipe.gpu.variant} has {gpu.memory_gb} GB; "
                     f"expected {gpu.memory_gb}")
     instance = tables.instances.get(recipe.gpu.instance)
     if instance is None:
@@ -171,7 +172,7 @@ def check_published_figures(ctx: Context) -> Iterator[Issue]:
         yield Issue("result.window_tokens", f"is {res.window_tokens} but (last - first + 1) * global batch * row "
                     f"tokens = ({last} - {first} + 1) * {r.workload.global_batch} * {r.workload.row_tokens}; "
                     f"expected {expected_tokens}")
-    gpu = ctx.tables.gpus.get(r.gpu.type)
+    gpu = ctx.tables.variants.get(r.gpu.variant)
     if gpu is not None:
         mfu = figures.mfu(res.active_params.count, res.tokens_per_s_per_gpu, gpu.peak_bf16_flops)
         yield from _compare_published("result.mfu", mfu, raw, "6 * N * tokens/s/GPU / peak")

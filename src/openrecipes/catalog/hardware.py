@@ -22,6 +22,10 @@ class _Row(BaseModel):
 
 
 class GpuSpec(_Row):
+    """One hardware variant: a part a figure ran on (hardware/gpus.yaml)."""
+
+    type: str  # the family (H100, H200, ...) instance prices and recipe folders name
+    default: bool = False  # the variant the type means on its own: the part a user rents
     name: str
     peak_bf16_flops: float = Field(gt=0, le=1e18, strict=True)
     peak_fp8_flops: float | None = Field(None, gt=0, le=1e18, strict=True)  # shown beside an FP8 recipe's MFU
@@ -32,6 +36,9 @@ class GpuSpec(_Row):
     nvlink_gb_s: float | None = Field(None, gt=0, le=1e5, strict=True)  # NVLink bandwidth of one GPU, both ways
     nvlink_domain: Degree | None = None  # GPUs one NVLink fabric joins: 8 (HGX/DGX node) or 72 (NVL72 rack)
     scale_out_gbit_s: float | None = Field(None, gt=0, le=1e5, strict=True)  # network per GPU between domains
+    power_w: float | None = Field(None, gt=0, le=1e5, strict=True)  # board power it runs at: TDP or its cap
+    published_as: list[str] = Field(default_factory=list)  # system names sources write for it
+    reported_as: list[str] = Field(default_factory=list)  # device names the driver prints for it
     source: str
     date: datetime.date
 
@@ -158,7 +165,8 @@ class ModelCard(_Row):
 
 @dataclass(frozen=True)
 class ReferenceTables:
-    gpus: dict[str, GpuSpec]
+    gpus: dict[str, GpuSpec]  # by type: the type's default variant (the part a user rents)
+    variants: dict[str, GpuSpec]  # by variant id: every part of hardware/gpus.yaml
     instances: dict[str, InstanceSpec]
     models: dict[str, ModelCard]  # by model name
     model_files: dict[str, Path]  # model name -> card path (its stem is the recipes/ folder name)
@@ -185,6 +193,70 @@ def _reference_dir(root: Path, name: str) -> Path:
     return own if own.is_dir() else bundled_root() / name
 
 
+def _defaults_by_type(variants: dict[str, GpuSpec], path: Path) -> dict[str, GpuSpec]:
+    """Each type's default variant, in the file's order; a type with none, or with two, is an error of the file."""
+    defaults: dict[str, GpuSpec] = {}
+    for variant_id, spec in variants.items():
+        if spec.default:
+            if spec.type in defaults:
+                raise UserError(f"{path}: {variant_id}: default: a second default variant of {spec.type}; mark one "
+                                "variant of each type `default: true`")
+            defaults[spec.type] = spec
+    types = {spec.type for spec in variants.values()}
+    if missing := sorted(types - set(defaults)):
+        raise UserError(f"{path}: no default variant of {', '.join(missing)}; mark the part a user rents "
+                        "`default: true`")
+    return {t: defaults[t] for t in dict.fromkeys(spec.type for spec in variants.values())}
+
+
+def variant_id(spec: GpuSpec, tables: ReferenceTables) -> str:
+    return next(key for key, row in tables.variants.items() if row is spec)
+
+
+def variants_of(gpu_type: str, tables: ReferenceTables) -> list[str]:
+    return [key for key, row in tables.variants.items() if row.type == gpu_type]
+
+
+def variant_issue(gpu_type: str, variant: str, tables: ReferenceTables) -> str | None:
+    """Why an entry's gpu.variant is wrong for its gpu.type (None when it is right)."""
+    spec = tables.variants.get(variant)
+    if spec is None:
+        known = variants_of(gpu_type, tables) or list(tables.variants)
+        return f"unknown GPU variant '{variant}'; known for {gpu_type}: {', '.join(known)} (hardware/gpus.yaml)"
+    if spec.type != gpu_type:
+        return (f"'{variant}' is a {spec.type}, not a {gpu_type}; known for {gpu_type}: "
+                f"{', '.join(variants_of(gpu_type, tables))} (hardware/gpus.yaml)")
+    return None
+
+
+def resolve_gpu(name: str, tables: ReferenceTables | None = None) -> tuple[str, str]:
+    """(type, variant id) of a GPU named by its type (its default variant) or by a variant id; a name that is
+    neither is a UserError listing both."""
+    tables = tables or load_reference_tables()
+    if name in tables.variants:
+        return tables.variants[name].type, name
+    by_type = {t.lower(): t for t in tables.gpus}
+    if name.lower() in by_type:
+        gpu_type = by_type[name.lower()]
+        return gpu_type, variant_id(tables.gpus[gpu_type], tables)
+    raise UserError(f"unknown GPU '{name}'; give a type ({', '.join(tables.gpus)}) or a variant "
+                    f"({', '.join(tables.variants)}) of hardware/gpus.yaml")
+
+
+def variant_of_system(system: str, tables: ReferenceTables) -> str:
+    """The variant a source's system name stands for (its `published_as` in hardware/gpus.yaml)."""
+    for key, spec in tables.variants.items():
+        if system in spec.published_as:
+            return key
+    raise UserError(f"no variant of hardware/gpus.yaml is published as '{system}'; add the name to the published_as "
+                    "of the part it ran on")
+
+
+def variant_of_device(device: str, tables: ReferenceTables) -> str | None:
+    """The variant a driver's device name stands for (its `reported_as`), None when no row lists it."""
+    return next((key for key, spec in tables.variants.items() if device in spec.reported_as), None)
+
+
 @lru_cache(maxsize=8)
 def load_reference_tables(root: Path | None = None) -> ReferenceTables:
     root = Path(root) if root else bundled_root()
@@ -200,19 +272,20 @@ def load_reference_tables(root: Path | None = None) -> ReferenceTables:
             raise UserError(f"{card_path}:{doc.line_of(field)}: {field}: {first['msg']}") from None
         models[card.name] = card
         model_files[card.name] = card_path
+    variants = _load_table(hardware / "gpus.yaml", GpuSpec)
     return ReferenceTables(
-        gpus=_load_table(hardware / "gpus.yaml", GpuSpec),
+        gpus=_defaults_by_type(variants, hardware / "gpus.yaml"),
+        variants=variants,
         instances=_load_table(hardware / "instances.yaml", InstanceSpec),
         models=models,
         model_files=model_files,
     )
 
 
-def peak_flops(gpu_type: str, tables: ReferenceTables | None = None) -> float:
+def peak_flops(gpu: str, tables: ReferenceTables | None = None) -> float:
+    """The dense BF16 peak of a variant, or of a type's default variant."""
     tables = tables or load_reference_tables()
-    if gpu_type not in tables.gpus:
-        raise UserError(f"unknown GPU type '{gpu_type}'; known: {', '.join(tables.gpus)} (hardware/gpus.yaml)")
-    return tables.gpus[gpu_type].peak_bf16_flops
+    return tables.variants[resolve_gpu(gpu, tables)[1]].peak_bf16_flops
 
 
 def precision_peak_flops(spec: GpuSpec, precision: str) -> float | None:

@@ -29,7 +29,9 @@ class Strict(BaseModel):
 
 
 class Gpu(Strict):
-    type: str = Field(description="GPU type, a key of hardware/gpus.yaml (e.g. H200, B200)")
+    type: str = Field(description="GPU type, the `type` of a row of hardware/gpus.yaml (e.g. H200, B200)")
+    variant: str = Field(description="the hardware variant it ran on, a key of hardware/gpus.yaml of that type "
+                         "(e.g. H200-SXM-141GB)")
     memory_gb: Degree = Field(description="memory of one GPU in GB, as the vendor states it")
     count: Degree = Field(description="GPUs the run used")
     per_node: Degree = Field(description="GPUs per node")
@@ -323,7 +325,9 @@ class Recipe(Strict):
 
 
 class SummaryGpu(Strict):
-    type: str = Field(description="GPU type, a key of hardware/gpus.yaml")
+    type: str = Field(description="GPU type, the `type` of a row of hardware/gpus.yaml")
+    variant: str = Field(description="the hardware variant it ran on, a key of hardware/gpus.yaml of that type "
+                         "(e.g. H100-SXM5-80GB)")
     count: Degree = Field(description="GPUs")
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from openrecipes import figures
 from openrecipes.catalog.checks import Issue
-from openrecipes.catalog.hardware import ModelCard, ReferenceTables, precision_peak_flops
+from openrecipes.catalog.hardware import ModelCard, ReferenceTables, precision_peak_flops, variant_issue
 from openrecipes.catalog.model import PublishedRun, PublishedSummary
 from openrecipes.thresholds import PUBLISHED_FLOPS
 
@@ -86,7 +86,7 @@ def published_figures(entry: PublishedSummary, tables: ReferenceTables) -> Publi
     """The derived figures of an entry with a structured block whose model and GPU are known; else None."""
     run = entry.published
     card = tables.models.get(entry.model)
-    spec = tables.gpus.get(entry.gpu.type)
+    spec = tables.variants.get(entry.gpu.variant)
     if run is None or card is None or spec is None:
         return None
     if not card.architecture.keys() >= ATTENTION_FIELDS:
@@ -162,12 +162,18 @@ def check_published(entry: PublishedSummary, tables: ReferenceTables) -> tuple[l
     if entry.gpu.type not in tables.gpus:
         errors.append(Issue("gpu.type", f"unknown GPU type '{entry.gpu.type}'; known: {', '.join(tables.gpus)} "
                             "(hardware/gpus.yaml)"))
+    elif issue := variant_issue(entry.gpu.type, entry.gpu.variant, tables):
+        errors.append(Issue("gpu.variant", issue))
     run = entry.published
     if run is None:
         return errors, findings
     if run.layout.vp is not None and run.layout.vp > 1 and run.layout.pp == 1:
         errors.append(Issue("published.layout.vp", f"VP {run.layout.vp} needs PP > 1 (virtual stages split a "
                             "pipeline)"))
+    named = [key for key, spec in tables.variants.items() if run.system_as_published in spec.published_as]
+    if named and entry.gpu.variant not in named:
+        errors.append(Issue("gpu.variant", f"is {entry.gpu.variant}, but hardware/gpus.yaml lists the system "
+                            f"'{run.system_as_published}' as {named[0]}; expected {named[0]}"))
     rules = _torchtitan_layout if run.engine == "torchtitan" else _megatron_layout
     errors.extend(rules(run, entry.gpu.count))
     if run.engine != "torchtitan":

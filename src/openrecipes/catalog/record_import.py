@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 import yaml
 from pydantic import ValidationError
 
-from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
+from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables, variant_of_system
 from openrecipes.catalog.model import PublishedSummary
 from openrecipes.catalog.paths import bundled_root
 from openrecipes.catalog.published import check_published
@@ -218,6 +218,16 @@ def _render(data: dict[str, Any], comment: str) -> str:
     """The entry's fields as the importer read them (6667 stays 6667, not the model's float 6667.0)."""
     body = yaml.safe_dump(data, sort_keys=False, width=116, allow_unicode=True)
     return "".join(f"# {line}\n" for line in comment.splitlines()) + body
+
+
+def with_variants(imported: list[Imported], tables: ReferenceTables) -> list[Imported]:
+    """Each entry's gpu block with the variant its source's system name stands for (hardware/gpus.yaml
+    published_as), written right after the type."""
+    for item in imported:
+        gpu = item.data["gpu"]
+        variant = variant_of_system(item.data["published"]["system_as_published"], tables)
+        item.data["gpu"] = {"type": gpu["type"], "variant": variant, **{k: v for k, v in gpu.items() if k != "type"}}
+    return imported
 
 
 def write_entries(root: Path, source_tag: str, imported: list[Imported], skipped: list[Skipped],

@@ -113,7 +113,7 @@ def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
     table.add_column()
     stack = "; ".join(f"{name} {value}" for name, value in facts.stack_items(r))
     rows = [("Author", r.author.name + (f" ({r.author.url})" if r.author.url else "")),
-            ("Workload", facts.workload(r)), *facts.recipe_facts(r, catalog.tables.gpus.get(r.gpu.type)),
+            ("Workload", facts.workload(r)), *facts.recipe_facts(r, catalog.tables.variants.get(r.gpu.variant)),
             ("Stack", stack)]
     for key, value in rows:
         table.add_row(key, escape(value))  # recipe text is shown as written, never read as rich markup

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from openrecipes.catalog.checks import read_command, run_checks
 from openrecipes.catalog.command import ParsedRun
-from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
+from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables, variants_of
 from openrecipes.catalog.model import PublishedSummary, Recipe
 from openrecipes.catalog.published import check_published
 from openrecipes.catalog.yamlio import YamlDocument, read_yaml
@@ -50,7 +50,17 @@ def _loc(loc: tuple) -> str:
     return ".".join(str(part) for part in loc)
 
 
-def _schema_errors(error: ValidationError, doc: YamlDocument) -> list[FieldError]:
+def _missing_hint(dotted: str, doc: YamlDocument, tables: ReferenceTables) -> str:
+    """What to add for a missing field where the reference tables know the choices (gpu.variant)."""
+    if dotted != "gpu.variant":
+        return ""
+    gpu = doc.data.get("gpu") if isinstance(doc.data, dict) else None
+    gpu_type = gpu.get("type") if isinstance(gpu, dict) else None
+    known = variants_of(str(gpu_type), tables) or list(tables.variants)
+    return f"; the variant it ran on, one of: {', '.join(known)} (hardware/gpus.yaml)"
+
+
+def _schema_errors(error: ValidationError, doc: YamlDocument, tables: ReferenceTables) -> list[FieldError]:
     out = []
     for item in error.errors(include_url=False):
         # Union/tagged members add their type name to the location; a user knows only the YAML keys.
@@ -58,7 +68,7 @@ def _schema_errors(error: ValidationError, doc: YamlDocument) -> list[FieldError
         dotted = _loc(loc)
         message = item["msg"]
         if item["type"] == "missing":
-            message = "is missing; add it (see schema/recipe.schema.yaml)"
+            message = f"is missing; add it (see schema/recipe.schema.yaml){_missing_hint(dotted, doc, tables)}"
         elif item["type"] == "extra_forbidden":
             message = "is not a field of the schema; remove it or fix its spelling (see schema/recipe.schema.yaml)"
         elif "input" in item and not isinstance(item["input"], (dict, list)):
@@ -84,7 +94,7 @@ def validate_document(doc: YamlDocument, tables: ReferenceTables) -> FileReport:
     try:
         entry = parse_entry(doc)
     except ValidationError as error:
-        report.errors.extend(_schema_errors(error, doc))
+        report.errors.extend(_schema_errors(error, doc, tables))
         return report
     report.entry = entry
     if isinstance(entry, Recipe):

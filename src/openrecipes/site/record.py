@@ -123,7 +123,7 @@ def scaling_points(catalog: Catalog, model: str, folder: str, rows: list[RecordR
         recipe: Recipe = entry.entry
         if recipe.model != model:
             continue
-        spec = catalog.tables.gpus.get(recipe.gpu.type)
+        spec = catalog.tables.variants.get(recipe.gpu.variant)
         result = recipe.result
         mfu = figures.mfu(result.active_params.count, result.tokens_per_s_per_gpu, spec.peak_bf16_flops) \
             if spec else None

@@ -14,7 +14,7 @@ from openrecipes import figures
 from openrecipes.atomic import check_output, starts_with
 from openrecipes.audit.record import recipe_text, write_recipe
 from openrecipes.catalog.command import parse_run
-from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
+from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables, variant_id
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root, relative_path
 from openrecipes.catalog.store import load_catalog, load_recipe
@@ -76,9 +76,10 @@ def retargeted(base: Recipe, request: PlanRequest, tables: ReferenceTables) -> R
             raise UserError(f"--emit-recipe: no priced {request.gpu_type} instance in hardware/instances.yaml to put "
                             "in the recipe; add one")
         per_node = min(request.gpus, tables.instances[priced[0]].gpus)
-        gpu = base.gpu.model_copy(update=dict(type=request.gpu_type, count=request.gpus, per_node=per_node,
-                                              instance=priced[0],
-                                              memory_gb=tables.gpus[request.gpu_type].memory_gb))
+        spec = tables.gpus[request.gpu_type]  # the part the priced instance rents
+        gpu = base.gpu.model_copy(update=dict(type=request.gpu_type, variant=variant_id(spec, tables),
+                                              count=request.gpus, per_node=per_node, instance=priced[0],
+                                              memory_gb=spec.memory_gb))
     workload = base.workload.model_copy(update=dict(row_tokens=request.row_tokens,
                                                     global_batch=request.global_batch))
     return base.model_copy(update=dict(gpu=gpu, workload=workload))
@@ -100,7 +101,7 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, request: 
                                                    f"#{rank} predicted by `openrecipes plan`"),
         "highlights": f"planned: {candidate.label}"})
     tokens = round(prediction.tokens_per_s_per_gpu, 1)
-    gpu, instance = tables.gpus[base.gpu.type], tables.instances[base.gpu.instance]
+    gpu, instance = tables.variants[base.gpu.variant], tables.instances[base.gpu.instance]
     per_gpu_hour = figures.usd_per_gpu_hour(instance.usd_per_hour, instance.gpus)
     steps = base.result.steps_per_run
     result = composed.result.model_copy(update=dict(
