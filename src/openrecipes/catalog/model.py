@@ -401,7 +401,6 @@ class ExcerptDerivation(Strict):
     sweep: str | None = Field(None, description="the scale sweep the entry belongs to: one layout at growing counts")
     submitter: str | None = Field(None, description="who submitted or published the run")
     division: Literal["closed", "open"] | None = Field(None, description="MLPerf division")
-    variant: str | None = Field(None, description="the GPU's hardware variant, until gpu.variant exists")
     audited: bool = Field(False, description="the figure passed an independent review (MLPerf closed division)")
 
 

@@ -334,7 +334,7 @@ def entry(cell: Cell) -> tuple[Path, dict[str, Any]]:
                       {"tp": lay.tp, "pp": lay.pp, "cp": cell.layout.cp, "vp": lay.vp}, [f"gbs{lay.gbs}"])
     data: dict[str, Any] = {
         "schema_version": 1, "kind": "published_summary", "model": model,
-        "gpu": {"type": gpu_type, "count": cell.gpus},
+        "gpu": {"type": gpu_type, "variant": variant, "count": cell.gpus},
         "result": {"tokens_per_s_per_gpu": per_gpu, "usd_per_million_tokens": None},
         "source": f"{REPOSITORY} {cell.excerpt.path} (commit {cell.excerpt.commit}, release {cell.release}), line "
                   f"{cell.tokens_line}, in: {text[cell.header_line].strip()}",
@@ -361,7 +361,7 @@ def entry(cell: Cell) -> tuple[Path, dict[str, Any]]:
                             f"checked against {SEQ_LENGTH} x GBS {lay.gbs} / step time {cell.step_time.text} s"),
                 "lines": list(cell.lines), "step_time_s": cell.step_time.number,
                 "published_tokens_per_s": cell.tokens_per_s.number, "published_mfu_percent": cell.mfu.number,
-                "sweep": sweep_id(cell), "submitter": "NVIDIA", "variant": variant,
+                "sweep": sweep_id(cell), "submitter": "NVIDIA",
             },
         },
     }

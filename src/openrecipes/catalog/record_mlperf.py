@@ -375,7 +375,7 @@ def entry(sub: Submission) -> tuple[Path, dict[str, Any]]:
                        re.sub(r"[^a-z0-9.]+", "", system_name.lower())])
     data: dict[str, Any] = {
         "schema_version": 1, "kind": "published_summary", "model": model,
-        "gpu": {"type": gpu_type, "count": gpus},
+        "gpu": {"type": gpu_type, "variant": variant, "count": gpus},
         "result": {"tokens_per_s_per_gpu": median, "usd_per_million_tokens": None},
         "source": f"mlcommons/training_results_{sub.version} {shown} (commit {first.excerpt.commit}): "
                   f"{len(sub.runs)} result files, MLPerf Training {sub.version} {first.division} division",
@@ -405,7 +405,7 @@ def entry(sub: Submission) -> tuple[Path, dict[str, Any]]:
                 "run_files": [run.excerpt.shown for run in sub.runs],
                 "sweep": f"mlperf-{sub.version}-{model}-{lay.precision}-{gpu_type}-tp{lay.tp}pp{lay.pp}cp{lay.cp}"
                          f"vp{lay.vp or 1}",
-                "submitter": sub.submitter, "division": first.division, "variant": variant,
+                "submitter": sub.submitter, "division": first.division,
                 "audited": first.division == "closed",
             },
         },
