@@ -162,11 +162,12 @@ def test_the_committed_record_is_what_the_importers_write(tmp_path, capsys):
     """The entries in recipes/ are exactly a re-run of both importers over the stored copies: none edited by hand."""
     root = tmp_path / "catalog"
     shutil.copytree(REPO / "data/public-record", root / "data/public-record")
+    shutil.copytree(REPO / "data/record-sources", root / "data/record-sources")
     shutil.copytree(REPO / "recipes", root / "recipes")
     committed = {p: b for p, b in _files(root).items() if p.name.startswith("record-")}
     for path in committed:
         (root / path).unlink()
-    for module in (MEGATRON, TORCHTITAN):
+    for module in (MEGATRON, TORCHTITAN, _script("import_dgxc_benchmarking"), _script("import_mlperf_training")):
         code, out, _ = _run(module, root, capsys)
         assert code == 0 and "skipped" in out
     assert {p: b for p, b in _files(root).items() if p.name.startswith("record-")} == committed

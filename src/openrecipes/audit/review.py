@@ -12,11 +12,12 @@ from pathlib import Path
 
 from openrecipes.audit.duplicates import DuplicateIndex, Entry
 from openrecipes.audit.evidence import AuditReport, Finding
+from openrecipes.audit.excerpts import excerpt_findings
 from openrecipes.audit.pins import COMMAND_NAME
 from openrecipes.audit.rederive import AuditInputs, check_logged_recipe, check_reproductions
 from openrecipes.audit.rows import RowsRebuilder
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
-from openrecipes.catalog.model import Recipe
+from openrecipes.catalog.model import PublishedSummary, Recipe
 from openrecipes.catalog.paths import evidence_problem, relative_path
 from openrecipes.catalog.store import Catalog
 from openrecipes.catalog.validate import FileReport, recipe_files, validate_document
@@ -115,7 +116,12 @@ def audit(root: Path, paths: list[Path] | None = None, rebuild_rows: bool = Fals
         findings = [Finding(e.field, doc.raw.get(e.field), None, e.message) for e in report.errors]
         if isinstance(report.entry, Recipe):
             reports.append(reviewer.review(path, report.entry, doc, findings))
-        else:  # a published summary (two figures copied from a seed page), or a file whose schema failed
+        elif isinstance(report.entry, PublishedSummary):  # copied from a source; from an excerpt, re-derived
+            findings += excerpt_findings(report.entry, doc, path, root)
+            derivation = report.entry.published.derivation if report.entry.published else None
+            reports.append(AuditReport(Path(relative_path(path, root)), has_logs=False, findings=tuple(findings),
+                                       audited=bool(derivation and derivation.audited)))
+        else:  # a file whose schema failed
             reports.append(AuditReport(Path(relative_path(path, root)), has_logs=False, findings=tuple(findings)))
     return reports
 

@@ -342,7 +342,7 @@ class SummaryResult(Strict):
 PublishedPrecision = Literal["bf16", "fp8", "fp8-current-scaling", "fp8-delayed-scaling", "fp8-blockwise",
                              "fp8-tensorwise", "fp8-rowwise", "mxfp8", "nvfp4"]
 PUBLISHED_PRECISIONS: tuple[str, ...] = get_args(PublishedPrecision)
-Engine = Literal["megatron-bridge", "torchtitan"]
+Engine = Literal["megatron-bridge", "torchtitan", "nemo"]
 ENGINES: tuple[str, ...] = get_args(Engine)
 OptionalDegree = Annotated[int | None, Field(ge=1, le=MAX_DEGREE, strict=True)]
 
@@ -381,6 +381,29 @@ class PublishedReference(Strict):
     line: PositiveInt = Field(description="line of the row in the file at that commit")
 
 
+class ExcerptDerivation(Strict):
+    """How an entry's tokens/s per GPU follows from the lines of its source kept in a stored excerpt
+    (data/record-sources/), with the raw numbers it used: `openrecipes audit` re-derives it from the excerpt."""
+
+    excerpt: str = Field(description="the stored excerpt, relative to the catalog root")
+    excerpt_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] = Field(description="sha256 of the excerpt")
+    method: Literal["table-throughput", "mllog-blocks"] = Field(
+        description="table-throughput: a table's tokens/s over its GPUs, checked against sequence length x global "
+        "batch / step time; mllog-blocks: MLPerf samples over block time x sequence length / GPUs, median of runs")
+    formula: str = Field(description="the derivation in words")
+    lines: list[PositiveInt] = Field(description="the source's lines the figures were read from")
+    step_time_s: Figure | None = Field(None, description="published seconds per step, as written")
+    published_tokens_per_s: Figure | None = Field(None, description="published tokens/s of the whole job")
+    published_mfu_percent: Figure | None = Field(None, description="published model FLOPs utilisation in percent")
+    run_tokens_per_s_per_gpu: list[Figure] = Field(
+        default_factory=list, description="MLPerf: each run's tokens/s per GPU, the entry taking their median")
+    run_files: list[str] = Field(default_factory=list, description="MLPerf: each run's result file")
+    sweep: str | None = Field(None, description="the scale sweep the entry belongs to: one layout at growing counts")
+    submitter: str | None = Field(None, description="who submitted or published the run")
+    division: Literal["closed", "open"] | None = Field(None, description="MLPerf division")
+    audited: bool = Field(False, description="the figure passed an independent review (MLPerf closed division)")
+
+
 class PublishedRun(Strict):
     """The structured part of a published figure: how it was run, and exactly where it was published."""
 
@@ -407,6 +430,8 @@ class PublishedRun(Strict):
         description="published model TFLOP/s per GPU (the source's own FLOPs count); null where not published")
     memory_gib: Figure | None = Field(None, description="published peak memory per GPU in GiB, where published")
     reference: PublishedReference = Field(description="the exact source of the figures")
+    derivation: ExcerptDerivation | None = Field(
+        None, description="how the figure follows from a stored excerpt of its source; null where copied whole")
 
 
 class PublishedSummary(Strict):

@@ -176,7 +176,7 @@ def check_published(entry: PublishedSummary, tables: ReferenceTables) -> tuple[l
                             f"'{run.system_as_published}' as {named[0]}; expected {named[0]}"))
     rules = _torchtitan_layout if run.engine == "torchtitan" else _megatron_layout
     errors.extend(rules(run, entry.gpu.count))
-    if run.engine == "megatron-bridge":
+    if run.engine != "torchtitan":
         findings.extend(_gradient_accumulation(run, entry.gpu.count))
     derived = published_figures(entry, tables)
     ratio = derived.tflops_ratio if derived else None

@@ -27,7 +27,7 @@ from openrecipes.plan.predict import PlanRequest, context, predict_layout
 from openrecipes.plan.trust import band_of, read_derived, stored_points
 
 SUMMARY_FILE = HERE / "public_record.json"
-ENGINES = {"megatron-bridge": "megatron", "torchtitan": "torchtitan"}
+ENGINES = {"megatron-bridge": "megatron", "torchtitan": "torchtitan", "nemo": "megatron"}  # NeMo runs Megatron Core
 WITHIN = 0.20  # the share of entries within this relative error is reported
 RANKED_GROUP = 4  # entries of one model, engine and GPU type needed for a rank agreement
 
