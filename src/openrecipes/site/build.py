@@ -49,7 +49,7 @@ from openrecipes.site.pages import (
     relative_url,
     site_pages,
 )
-from openrecipes.site.plan import model_plans, plan_page_path
+from openrecipes.site.plan import model_plans, plan_page_path, precision_family, prediction_precision
 from openrecipes.site.record import RecordRow, record_path, record_row_path
 from openrecipes.site.running import running_steps
 from openrecipes.site.runs import run_plots
@@ -89,7 +89,8 @@ def _environment() -> jinja2.Environment:
     env.globals.update(csp=CSP, fmt=fmt, citations=citations(), page_of=recipe_page_path, yaml_of=recipe_yaml_path,
                        plan_of=lambda section: plan_page_path(section.folder), reproductions_of=reproduction_summary,
                        evidence_levels=EVIDENCE_LEVELS, pareto_svg=_pareto_svg, scaling_svg=_scaling_svg,
-                       running_of=lambda board_page: board_page.running_path)
+                       running_of=lambda board_page: board_page.running_path, precision_of=prediction_precision,
+                       precision_family=precision_family)
     return env
 
 

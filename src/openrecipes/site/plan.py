@@ -21,11 +21,13 @@ from openrecipes.plan.export_model import (
     ModelPlanExport,
     PlannedRecipeOffer,
     PlanTable,
+    PredictedLayout,
     PublishedNeighbour,
 )
 from openrecipes.site.record import record_path
 
 PLANS_FOLDER = "plans"  # in the catalog root
+BF16 = "BF16"
 EXPORT_FIX = "re-export it with `openrecipes plan export --out plans`"
 
 
@@ -42,6 +44,35 @@ class TableView:
     def recipe_path(self, offer: PlannedRecipeOffer) -> str:
         """The site path of a row's planned recipe YAML."""
         return f"plan/{self.folder}/{self.anchor}-planned-{offer.rank}.yaml"
+
+    @property
+    def bases(self) -> list[str]:
+        """The distinct bases of the table's ranges, in the order its rows first give them: each range cell names
+        its basis by number and the table lists them once beneath, so a long basis is not repeated per row."""
+        rows: list[PredictedLayout] = [*self.table.data.rows, *self.table.data.misses]
+        return list(dict.fromkeys(row.interval.basis for row in rows))
+
+    def basis_number(self, row: PredictedLayout) -> int:
+        return self.bases.index(row.interval.basis) + 1
+
+    @property
+    def precision(self) -> str:
+        """The precision of the table's predictions (its best row's; BF16 where nothing is predicted)."""
+        rows: list[PredictedLayout] = [*self.table.data.rows, *self.table.data.misses]
+        return prediction_precision(rows[0]) if rows else BF16
+
+
+def prediction_precision(row: PredictedLayout) -> str:
+    """The precision a prediction is made for: torchtitan's float8 training, Megatron's Transformer Engine GEMM
+    precision, or BF16."""
+    if row.float8:
+        return "FP8"
+    return row.low_precision.upper() if row.low_precision else BF16
+
+
+def precision_family(precision: str) -> str:
+    """A published precision's family as predictions name theirs: fp8-current-scaling and fp8 are both FP8."""
+    return precision.split("-")[0].upper()
 
 
 @dataclass
@@ -68,6 +99,19 @@ class ModelPlan:
     downloads: dict[str, str] = field(default_factory=dict)  # site path -> a planned recipe's YAML
     # published entry slug -> its model's record page on its GPU type, and its row's anchor there
     record_links: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    @property
+    def precision(self) -> str:
+        """The precision of the page's predictions, for the sizes the planner could not plan."""
+        return self.tables[0].precision if self.tables else BF16
+
+    @property
+    def answer_bases(self) -> list[str]:
+        """The distinct bases of the short answer's ranges, numbered as its cells name them."""
+        return list(dict.fromkeys(answer.best.interval.basis for answer in self.answers if answer.best))
+
+    def answer_basis_number(self, row: PredictedLayout) -> int:
+        return self.answer_bases.index(row.interval.basis) + 1
 
 
 def plan_page_path(folder: str) -> str:

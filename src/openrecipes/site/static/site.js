@@ -321,7 +321,20 @@
     if (options.length) { update(); }
   }
 
+  // A link to a folded section (a Plan page's GPU type and count) opens it, so the link never lands on nothing.
+  function openTarget() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    if (!target) { return; }
+    var folded = target.querySelector("details") || target.closest("details");
+    if (target.tagName === "SECTION" && folded) { folded.open = true; }
+    for (var node = target.closest("details"); node; node = node.parentElement.closest("details")) { node.open = true; }
+    target.scrollIntoView();
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    openTarget();
+    window.addEventListener("hashchange", openTarget);
     initCopyButtons();
     initSortableTables();
     initFilters();
