@@ -151,9 +151,10 @@ def test_the_page_shows_them_author_reported_and_linked_to_the_record(bundled_si
     summary = html[html.index('id="plan-summary"'):html.index("</section>", html.index('id="plan-summary"'))]
     answer = re.search(r'<tr data-gpu="H100" data-gpus="64">(.*?)</tr>', summary, re.S).group(1)
     nearest = table.published[0]
-    assert _cells(answer)[-1].startswith(f"{nearest.published:,.1f} · 64 × H100 · {nearest.precision} author-reported")
+    assert _cells(answer)[-1].startswith(f"{nearest.published:,.1f} · 64 × H100 · {nearest.precision}")
+    assert "<th>Nearest published (author-reported)</th>" in summary
     if nearest.precision.split("-")[0] != "bf16":  # beside a BF16 prediction, a figure of another precision says so
-        assert _cells(answer)[-1].endswith(f"{nearest.precision.split('-')[0].upper()}, not the BF16 of the prediction")
+        assert _cells(answer)[-1].endswith(f"{nearest.precision.split('-')[0].upper()}: not the predicted BF16")
     assert f'title="{nearest.name}"' in answer
     assert "Fastest recipe or run" not in summary  # nothing of Llama 3.1 70B is measured: no empty column
     # the index links the new page as it links the others

@@ -96,6 +96,11 @@ class BoardPage:
                                                                            f" in {precision.upper()}")
 
     @property
+    def csv_path(self) -> str:
+        """The whole board, every rank, as CSV (beside its first page)."""
+        return self.page_paths[0].removesuffix(".html") + ".csv"
+
+    @property
     def running_path(self) -> str:
         """The board's "Running a recipe" page, written with its best recipe's paths."""
         return self.page_paths[0].removesuffix(".html") + "-running.html"

@@ -46,16 +46,6 @@ class TableView:
         return f"plan/{self.folder}/{self.anchor}-planned-{offer.rank}.yaml"
 
     @property
-    def bases(self) -> list[str]:
-        """The distinct bases of the table's ranges, in the order its rows first give them: each range cell names
-        its basis by number and the table lists them once beneath, so a long basis is not repeated per row."""
-        rows: list[PredictedLayout] = [*self.table.data.rows, *self.table.data.misses]
-        return list(dict.fromkeys(row.interval.basis for row in rows))
-
-    def basis_number(self, row: PredictedLayout) -> int:
-        return self.bases.index(row.interval.basis) + 1
-
-    @property
     def precision(self) -> str:
         """The precision of the table's predictions (its best row's; BF16 where nothing is predicted)."""
         rows: list[PredictedLayout] = [*self.table.data.rows, *self.table.data.misses]
@@ -99,6 +89,7 @@ class ModelPlan:
     downloads: dict[str, str] = field(default_factory=dict)  # site path -> a planned recipe's YAML
     # published entry slug -> its model's record page on its GPU type, and its row's anchor there
     record_links: dict[str, tuple[str, str]] = field(default_factory=dict)
+    _numbers: dict[str, int] = field(default_factory=dict, repr=False)  # basis -> its number, worked out once
 
     @property
     def precision(self) -> str:
@@ -106,12 +97,21 @@ class ModelPlan:
         return self.tables[0].precision if self.tables else BF16
 
     @property
-    def answer_bases(self) -> list[str]:
-        """The distinct bases of the short answer's ranges, numbered as its cells name them."""
-        return list(dict.fromkeys(answer.best.interval.basis for answer in self.answers if answer.best))
+    def bases(self) -> list[str]:
+        """The distinct bases of the page's ranges, in the order the short answer and then the tables first give
+        them: each range cell names its basis by number and the page lists them once, so a long basis is written
+        once however many rows share it."""
+        rows: list[PredictedLayout] = [answer.best for answer in self.answers if answer.best]
+        rows += [row for view in self.tables for row in (*view.table.data.rows, *view.table.data.misses)]
+        return list(dict.fromkeys(row.interval.basis for row in rows))
 
-    def answer_basis_number(self, row: PredictedLayout) -> int:
-        return self.answer_bases.index(row.interval.basis) + 1
+    def basis_number(self, row: PredictedLayout) -> int:
+        return self._basis_numbers()[row.interval.basis]
+
+    def _basis_numbers(self) -> dict[str, int]:
+        if not self._numbers:
+            self._numbers.update((basis, number) for number, basis in enumerate(self.bases, start=1))
+        return self._numbers
 
 
 def plan_page_path(folder: str) -> str:
