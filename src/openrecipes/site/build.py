@@ -309,14 +309,25 @@ def _recipe(write: _Writer, site: Site, entry: RecipeEntry) -> None:
     run_files = recipe_files(site.catalog.root, entry)
     for file in run_files:
         write.bytes(file.path, file.data)
-    ranked = board_page.board.ranked
-    partner = ranked[1] if rank == 1 and len(ranked) > 1 else ranked[0]
+    partner = _compare_partner(site, entry, board_page, rank)
     write.page(recipe_page_path(entry), "recipe.html", site=site, section=section, board_page=board_page,
                rank=rank, entry=entry, recipe=recipe, yaml_text=yaml_text, run_images=run_images, run_files=run_files,
                compare_partner=partner, inputs=run_inputs(site.catalog, entry),
                title=f"{entry.name} · {recipe.model} on {recipe.gpu.type}")
     write.bytes(compare_data_path(entry), compare_script(compare_record(entry, board_page, rank,
-                                                                            site.usd_values[entry.slug])))
+                                                                            site.usd_values[entry.slug],
+                                                                            site.evidence(entry))))
+
+
+def _compare_partner(site: Site, entry: RecipeEntry, board_page, rank: int) -> RecipeEntry | None:
+    """Whom a recipe page's compare link sets it against: its board's best (the runner-up for the best); on a board
+    of one, the fastest recipe of the same model and GPU type on another board; never the recipe itself."""
+    ranked = board_page.board.ranked
+    if len(ranked) > 1:
+        return ranked[1] if rank == 1 else ranked[0]
+    others = [p.board.ranked[0] for p in site.section(entry.entry.model).boards
+              if p.board.gpu_type == entry.entry.gpu.type and p.board is not board_page.board]
+    return others[0] if others else None
 
 
 def _plot_links(section: ModelSection) -> dict[int, tuple[str, str]]:
