@@ -85,13 +85,26 @@ def test_running_steps_use_the_recipes_own_format_rows_and_paths(catalog):
 
 
 def test_site_yaml_sets_or_hides_the_repository(tmp_path):
-    assert read_repository(tmp_path).url == tmp_path.resolve().as_uri()  # default: the catalog's own folder
+    assert read_repository(tmp_path) is None  # no site.yaml: no repository link, never a file:// address
+    (tmp_path / "site.yaml").write_text("repository: .\n")
+    with pytest.raises(UserError, match="site.yaml: repository: '.' is not an https address"):
+        read_repository(tmp_path)  # a served site cannot open a folder's file:// address
     (tmp_path / "site.yaml").write_text("repository: none\n")
     assert read_repository(tmp_path) is None
     (tmp_path / "site.yaml").write_text("repository: https://github.com/o/r/\nfiles: https://github.com/o/r/blob/main/{path}\n")
     repo = read_repository(tmp_path)
     assert repo.url == "https://github.com/o/r" and repo.file("recipes/a b.yaml") == \
         "https://github.com/o/r/blob/main/recipes/a%20b.yaml"
+    (tmp_path / "site.yaml").write_text("repository: https://github.com/o/r\n")  # pinned: {commit} by default
+    assert read_repository(tmp_path).file("recipes/a.yaml", 3) == "https://github.com/o/r/blob/main/recipes/a.yaml#L3"
+    assert read_repository(REPO).files.startswith(f"https://github.com/openrecipes/openrecipes/blob/{_head()}/")
     (tmp_path / "site.yaml").write_text("repository: javascript:alert(1)\n")
     with pytest.raises(UserError, match="site.yaml: repository"):
         read_repository(tmp_path)
+
+
+def _head() -> str:
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()

@@ -4,7 +4,7 @@ the measured recipes next to the planner's prediction of their own layout, and n
 from __future__ import annotations
 
 import re
-from html import unescape
+from html import escape, unescape
 
 import pytest
 from site_helpers import REPO
@@ -31,8 +31,7 @@ def _section(site, page: str, anchor: str) -> str:
 
 
 def _rows(html: str, table_class: str) -> list[str]:
-    body = html[html.index(f'class="data sortable {table_class}"' if table_class == "plan-rows"
-                           else f'class="data {table_class}"'):]
+    body = html[re.search(rf'class="data[^"]* {table_class}[ "]', html).start():]
     body = body[body.index("<tbody>"):body.index("</tbody>")]
     return re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)
 
@@ -68,24 +67,27 @@ def test_every_row_is_plan_tables(bundled_site, h200_rows):
     """Each shown row against plan_table's object for gpt-oss-20b on 8 x H200 (GLM's tables come from the same
     code; planning GLM on 64 GPUs again here would cost the test 4 s)."""
     section = _section(bundled_site, GPTOSS_PAGE, "plan-h200-8")
+    page = (bundled_site.out / GPTOSS_PAGE).read_text(encoding="utf-8")
     expected = [r for r in h200_rows if r.fits][:export.PLAN_TOP]
     shown = _rows(section, "plan-rows")
     assert len(shown) == export.PLAN_TOP
     for row, want in zip(shown, expected, strict=False):
-        assert _cells(row)[1:3] == [want.label, want.recompute]
+        assert _cells(row)[1:4] == [want.label, "BF16", want.recompute]  # every prediction says its precision
         usd = "" if want.usd_per_million_tokens is None else str(want.usd_per_million_tokens)
         figures = ("offload_fraction", "max_tokens_per_gpu", "memory_gib", "headroom_gib", "tokens_per_s_per_gpu",
                    "mfu")
         assert _values(row)[1:] == [str(getattr(want, k)) for k in figures] + [usd]
         interval = want.interval
-        assert f"{interval.low:,.1f}–{interval.high:,.1f}" in _cells(row)[8]
+        assert f"{interval.low:,.1f}–{interval.high:,.1f}" in _cells(row)[9]
+        number = re.search(r'href="#range-basis-(\d+)"', row).group(1)  # the basis of the range, named
+        assert f'<li id="range-basis-{number}">Basis {number}: {escape(interval.basis)}</li>' in page
     misses = _rows(section, "plan-misses")
     not_fitting = {(r.label, r.recompute, r.offload_fraction, r.max_tokens_per_gpu): r
                    for r in h200_rows if not r.fits}
     assert misses
     for row in misses:
         cells = _cells(row)
-        want = not_fitting[(cells[0], cells[1], float(_values(row)[0]), int(_values(row)[1]))]
+        want = not_fitting[(cells[0], cells[2], float(_values(row)[0]), int(_values(row)[1]))]
         assert cells[-1] == want.reason and _values(row)[4] == str(want.tokens_per_s_per_gpu)
 
 
@@ -97,8 +99,9 @@ def test_the_short_answer_comes_first_with_the_best_measured_beside_it(bundled_s
     row = re.search(r'<tr data-gpu="H200" data-gpus="8">(.*?)</tr>', summary, re.S).group(1)
     best = next(r for r in h200_rows if r.fits)
     cells = _cells("<tr>" + row + "</tr>")
-    assert cells[1].startswith(best.label) and cells[2] == f"{best.tokens_per_s_per_gpu:,.1f}"
-    assert "attune-tp1-pp1-ep4" in cells[5] and "10,483.9" in cells[5]
+    assert cells[1].startswith(best.label) and cells[2] == "BF16" and cells[3] == f"{best.tokens_per_s_per_gpu:,.1f}"
+    assert "attune-tp1-pp1-ep4" in cells[6] and "10,483.9" in cells[6]
+    assert cells[6].endswith("author-reported")  # a seed: its evidence level, never "measured"
 
 
 def test_torchtitan_rows_offer_the_planned_recipe(bundled_site):

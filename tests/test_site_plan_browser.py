@@ -38,7 +38,8 @@ def test_plan_pages_answer_first_and_never_scroll_sideways(chromium, bundled_sit
                 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(SCREENSHOTS / f"plan-{path.split('/')[-1].removesuffix('.html')}-{width}.png"),
                                 timeout=30000)
-        assert page.locator("td.memory .parts").first.is_visible()
+        page.goto(base + "plan/qwen3-8b.html#plan-h200-2")  # a link to a folded size opens it
+        assert page.locator("#plan-h200-2 td.memory .parts").first.is_visible()
         assert b.errors == [] and b.foreign == [] and b.dialogs == []
 
 
@@ -47,6 +48,7 @@ def test_copy_as_recipe_copies_the_emit_command(chromium, bundled_site):  # noqa
         b = Browser(chromium, base)
         page = b.page
         page.goto(base + "plan/qwen3-8b.html")
+        page.locator("#plan-h200-2 > details > summary").click()  # the size opens on a click
         row = page.locator("#plan-h200-2 table.plan-rows tbody tr").first
         row.locator("summary", has_text="Copy as recipe").click()
         command = row.locator("pre.code").inner_text()

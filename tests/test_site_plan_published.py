@@ -136,7 +136,7 @@ def test_the_page_shows_them_author_reported_and_linked_to_the_record(bundled_si
     start = html.index('id="plan-h100-64"')
     section = html[start:html.index("</section>", start)]
     assert "Nearest published entries" in section and "author-reported" in section
-    body = section[section.index('class="data published-points"'):]
+    body = section[section.index('class="data published-points'):]
     rows = re.findall(r"<tr data-slug=\"([^\"]+)\">(.*?)</tr>", body, re.S)
     assert [slug for slug, _ in rows] == [n.slug for n in table.published]
     record = (bundled_site.out / "models/llama-3.1-70b/h100/public-record.html").read_text(encoding="utf-8")
@@ -151,9 +151,12 @@ def test_the_page_shows_them_author_reported_and_linked_to_the_record(bundled_si
     summary = html[html.index('id="plan-summary"'):html.index("</section>", html.index('id="plan-summary"'))]
     answer = re.search(r'<tr data-gpu="H100" data-gpus="64">(.*?)</tr>', summary, re.S).group(1)
     nearest = table.published[0]
-    assert _cells(answer)[-1] == f"{nearest.published:,.1f} · 64 × H100 · {nearest.precision}"
+    assert _cells(answer)[-1].startswith(f"{nearest.published:,.1f} · 64 × H100 · {nearest.precision}")
+    assert "<th>Nearest published (author-reported)</th>" in summary
+    if nearest.precision.split("-")[0] != "bf16":  # beside a BF16 prediction, a figure of another precision says so
+        assert _cells(answer)[-1].endswith(f"{nearest.precision.split('-')[0].upper()}: not the predicted BF16")
     assert f'title="{nearest.name}"' in answer
-    assert "Best measured" not in summary  # nothing of Llama 3.1 70B is measured: no empty column
+    assert "Fastest recipe or run" not in summary  # nothing of Llama 3.1 70B is measured: no empty column
     # the index links the new page as it links the others
     assert 'href="plan/llama-3.1-70b.html"' in (bundled_site.out / "index.html").read_text(encoding="utf-8")
 

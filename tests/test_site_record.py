@@ -111,7 +111,9 @@ def test_a_model_page_plots_measured_and_published_runs_with_a_table_of_every_po
     assert re.findall(r'data-measured="(\w+)"', table) == ["yes", "no"]
     entry = next(e for e in catalog.record if e.slug == FIXTURE_RUN)
     assert f"{published_figures(entry.entry, catalog.tables).mfu_bf16:.1%}" in table
-    assert "measured · author-reported" in table  # the seed recipe: ours to rank, its figures not re-derived
+    # the seed recipe is ours to rank but its figures are not re-derived: author-reported, as the published run
+    assert table.count('<td class="evidence">author-reported</td>') == 2
+    assert "measured (ours)" not in html and "filled markers are re-derived recipes" in html
 
 
 def test_recipes_json_carries_the_record_with_source_evidence_and_derived_figures(record_site):

@@ -40,6 +40,7 @@ from openrecipes.site import format as fmt
 from openrecipes.site import notes, plots
 from openrecipes.site.before_run import run_inputs
 from openrecipes.site.compare import compare_record, compare_script
+from openrecipes.site.evidence_files import board_csv, evidence_path, log_files, recipe_files
 from openrecipes.site.pages import (
     ModelSection,
     Site,
@@ -49,7 +50,7 @@ from openrecipes.site.pages import (
     relative_url,
     site_pages,
 )
-from openrecipes.site.plan import model_plans, plan_page_path
+from openrecipes.site.plan import model_plans, plan_page_path, precision_family, prediction_precision
 from openrecipes.site.record import RecordRow, record_path, record_row_path
 from openrecipes.site.running import running_steps
 from openrecipes.site.runs import run_plots
@@ -89,7 +90,9 @@ def _environment() -> jinja2.Environment:
     env.globals.update(csp=CSP, fmt=fmt, citations=citations(), page_of=recipe_page_path, yaml_of=recipe_yaml_path,
                        plan_of=lambda section: plan_page_path(section.folder), reproductions_of=reproduction_summary,
                        evidence_levels=EVIDENCE_LEVELS, pareto_svg=_pareto_svg, scaling_svg=_scaling_svg,
-                       running_of=lambda board_page: board_page.running_path)
+                       running_of=lambda board_page: board_page.running_path, precision_of=prediction_precision,
+                       precision_family=precision_family, evidence_of=evidence_path,
+                       board_csv_of=lambda board_page: board_page.csv_path)
     return env
 
 
@@ -213,7 +216,9 @@ class _Writer:
 
     def page(self, site_path: str, template: str, **context) -> None:
         def url(target: str) -> str:
-            return quote(relative_url(site_path, target))
+            # A fragment stays a fragment: "page.html#row" must not become "page.html%23row", a file that is not there.
+            path, hash_mark, fragment = target.partition("#")
+            return quote(relative_url(site_path, path)) + hash_mark + quote(fragment, safe="")
 
         html = _environment().get_template(template).render(url=url, page_path=site_path, **context)
         data = html.encode("utf-8")
@@ -270,6 +275,9 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
             write.page(board_page.path, "board.html", site=site, section=section, page=board_page,
                        title=board_page.title)
         for board_page in section.boards:
+            write.bytes(board_page.csv_path, board_csv(
+                [(rank, entry, site.evidence(entry), site.usd_values.get(entry.slug),
+                  recipe_page_path(entry)) for rank, entry in enumerate(board_page.board.ranked, start=1)]))
             write.page(board_page.running_path, "running.html", site=site, board_page=board_page, section=section,
                        steps=running_steps(board_page.board.ranked[0]),
                        title=f"Running {section.name} on {board_page.board.gpu_type}")
@@ -282,6 +290,9 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
                    recipe_pages=recipe_pages, title=f"Plan {plan.model}")
         for path, text in plan.downloads.items():
             write.bytes(path, text.encode("utf-8"))
+        for log in sorted({run.log for view in plan.tables for run in view.table.runs}):
+            for file in log_files(catalog.root, log, "run"):
+                write.bytes(file.path, file.data)
     write.bytes("recipes.json", export_json(site).encode("utf-8"))
     return report
 
@@ -295,14 +306,28 @@ def _recipe(write: _Writer, site: Site, entry: RecipeEntry) -> None:
     run_images = run_plots(site.catalog.root, entry)
     for image in run_images:
         write.bytes(image.path, image.svg)
-    ranked = board_page.board.ranked
-    partner = ranked[1] if rank == 1 and len(ranked) > 1 else ranked[0]
+    run_files = recipe_files(site.catalog.root, entry)
+    for file in run_files:
+        write.bytes(file.path, file.data)
+    partner = _compare_partner(site, entry, board_page, rank)
     write.page(recipe_page_path(entry), "recipe.html", site=site, section=section, board_page=board_page,
-               rank=rank, entry=entry, recipe=recipe, yaml_text=yaml_text, run_images=run_images,
+               rank=rank, entry=entry, recipe=recipe, yaml_text=yaml_text, run_images=run_images, run_files=run_files,
                compare_partner=partner, inputs=run_inputs(site.catalog, entry),
                title=f"{entry.name} · {recipe.model} on {recipe.gpu.type}")
     write.bytes(compare_data_path(entry), compare_script(compare_record(entry, board_page, rank,
-                                                                            site.usd_values[entry.slug])))
+                                                                            site.usd_values[entry.slug],
+                                                                            site.evidence(entry))))
+
+
+def _compare_partner(site: Site, entry: RecipeEntry, board_page, rank: int) -> RecipeEntry | None:
+    """Whom a recipe page's compare link sets it against: its board's best (the runner-up for the best); on a board
+    of one, the fastest recipe of the same model and GPU type on another board; never the recipe itself."""
+    ranked = board_page.board.ranked
+    if len(ranked) > 1:
+        return ranked[1] if rank == 1 else ranked[0]
+    others = [p.board.ranked[0] for p in site.section(entry.entry.model).boards
+              if p.board.gpu_type == entry.entry.gpu.type and p.board is not board_page.board]
+    return others[0] if others else None
 
 
 def _plot_links(section: ModelSection) -> dict[int, tuple[str, str]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from openrecipes.audit.noise import noise_band_percent
 from openrecipes.catalog.command import CommandError, parse_run
 from openrecipes.catalog.store import RecipeEntry
 from openrecipes.site import format as fmt
@@ -41,14 +42,16 @@ def _classes(flags: dict[str, str], exports: dict[str, str]) -> dict[str, str]:
     return {name: rule.klass.replace("_", " ") for name, rule in found.items() if rule is not None}
 
 
-# The figures the compare page subtracts, each with the direction that is better (+1: higher is better).
+# The figures the compare page subtracts, each with the direction that is better (+1: higher is better). Speed and
+# the cost worked out from it carry the recipe's noise band: a difference inside it is "within noise", not a win.
 def _figures(recipe, usd_value: float) -> list[dict]:
     result = recipe.result
+    noise = noise_band_percent(result.step_time_cv_percent)
     return [
         {"label": "Tokens/s per GPU", "value": result.tokens_per_s_per_gpu, "text": fmt.tokens_detail(
-            result.tokens_per_s_per_gpu), "better": 1, "decimals": 2},
+            result.tokens_per_s_per_gpu), "better": 1, "decimals": 2, "noise_percent": noise},
         {"label": "$ / 1M tokens", "value": usd_value, "text": fmt.usd(result.usd_per_million_tokens), "better": -1,
-         "decimals": 4, "prefix": "$"},
+         "decimals": 4, "prefix": "$", "noise_percent": noise},
         {"label": "MFU", "value": round(result.mfu * 100, 2), "text": f"{result.mfu * 100:.1f}%", "better": 1,
          "decimals": 1, "suffix": " points"},
         {"label": "Step-time CV", "value": result.step_time_cv_percent, "text": f"{result.step_time_cv_percent}%",
@@ -57,7 +60,7 @@ def _figures(recipe, usd_value: float) -> list[dict]:
     ]
 
 
-def compare_record(entry: RecipeEntry, board_page: BoardPage, rank: int, usd_value: float) -> dict:
+def compare_record(entry: RecipeEntry, board_page: BoardPage, rank: int, usd_value: float, evidence: str) -> dict:
     recipe = entry.entry
     flags, exports = _arguments(recipe.run)
     facts = [("Model", recipe.model), ("Board", f"#{rank} on {board_page.title}"),
@@ -76,6 +79,7 @@ def compare_record(entry: RecipeEntry, board_page: BoardPage, rank: int, usd_val
         "board": board_page.title,
         "board_page": board_page.path,
         "rank": rank,
+        "evidence": evidence,
         "workload": board_page.board.workload.label,
         "figures": _figures(recipe, usd_value),
         "facts": facts,

@@ -37,6 +37,7 @@ class ParetoPoint:
     gpus: int
     gpu_type: str
     number: int = 0  # the point's number on the plot and in its key, 1 = fastest
+    precision: str = BF16  # a recipe's training precision; a published summary's BF16, as the summaries compare
 
     @property
     def label(self) -> str:
@@ -44,11 +45,13 @@ class ParetoPoint:
 
 
 def pareto_front(points: list[ParetoPoint]) -> list[ParetoPoint]:
-    """The points no other point beats on both axes (faster and cheaper), cheapest first.
+    """The BF16 points no other BF16 point beats on both axes (faster and cheaper), cheapest first: another
+    precision's recipes are plotted beside them but never on their front.
 
     Of several points with equal figures only the first (by slug) is kept: it stands for all of them.
     """
-    ordered = sorted(points, key=lambda p: (p.usd_per_million_tokens, -p.tokens_per_s_per_gpu, p.entry.slug))
+    ordered = sorted((p for p in points if p.precision == BF16),
+                     key=lambda p: (p.usd_per_million_tokens, -p.tokens_per_s_per_gpu, p.entry.slug))
     front: list[ParetoPoint] = []
     for point in ordered:
         if not front or point.tokens_per_s_per_gpu > front[-1].tokens_per_s_per_gpu:
@@ -57,12 +60,17 @@ def pareto_front(points: list[ParetoPoint]) -> list[ParetoPoint]:
 
 
 def pareto_points(catalog: Catalog, model: str) -> list[ParetoPoint]:
-    """Every entry of the model, numbered fastest first (ties: cheaper, then by slug)."""
-    entries = sorted((e for e in catalog.entries if e.entry.model == model and ranked_with_bf16(e)
+    """Every priced entry of the model, of every precision (each board's plot holds its own recipes), numbered
+    fastest first (ties: cheaper, then by slug)."""
+    entries = sorted((e for e in catalog.entries if e.entry.model == model
                       and e.entry.result.usd_per_million_tokens is not None),
                      key=lambda e: (-e.entry.result.tokens_per_s_per_gpu, usd_recomputed(catalog, e), e.slug))
     return [ParetoPoint(e, e.entry.result.tokens_per_s_per_gpu, usd_recomputed(catalog, e), e.entry.gpu.count,
-                        e.entry.gpu.type, number) for number, e in enumerate(entries, start=1)]
+                        e.entry.gpu.type, number, _precision(e)) for number, e in enumerate(entries, start=1)]
+
+
+def _precision(entry: CatalogEntry) -> str:
+    return entry.entry.workload.precision if isinstance(entry.entry, Recipe) else BF16
 
 
 def usd_recomputed(catalog: Catalog, entry: CatalogEntry) -> float:
@@ -94,6 +102,11 @@ class BoardPage:
         precision = self.board.workload.precision
         return f"Training {self.board.model} on {self.board.gpu_type}" + ("" if precision == BF16 else
                                                                            f" in {precision.upper()}")
+
+    @property
+    def csv_path(self) -> str:
+        """The whole board, every rank, as CSV (beside its first page)."""
+        return self.page_paths[0].removesuffix(".html") + ".csv"
 
     @property
     def running_path(self) -> str:
@@ -250,10 +263,13 @@ def site_pages(catalog: Catalog) -> Site:
     site = Site(catalog, sections, board_of, read_repository(catalog.root),
                 audits=audit_catalog(catalog) | record_audits(catalog))
     for section in sections:
+        # A plot fills only what the audit re-derived: a recipe that only reports its figures is drawn as what it is.
+        section.scaling = [replace(point, evidence=site.evidence(point.entry)) for point in section.scaling]
         # Costs that tie at two decimals within a model are shown with the digits that rank them.
+        bf16 = [p for p in section.points if p.precision == BF16]  # another precision's cost ranks on its own board
         texts = facts.usd_ranked([(p.entry.entry.result.usd_per_million_tokens, p.usd_per_million_tokens)
-                                  for p in section.points])
-        for point, text in zip(section.points, texts, strict=True):
+                                  for p in bf16])
+        for point, text in zip(bf16, texts, strict=True):
             site.usd_texts[point.entry.slug] = text
             site.usd_values[point.entry.slug] = point.usd_per_million_tokens
     for entry in catalog.recipes:  # other precisions' recipes are no speed-against-cost points: their cost as it is

@@ -21,11 +21,13 @@ from openrecipes.plan.export_model import (
     ModelPlanExport,
     PlannedRecipeOffer,
     PlanTable,
+    PredictedLayout,
     PublishedNeighbour,
 )
 from openrecipes.site.record import record_path
 
 PLANS_FOLDER = "plans"  # in the catalog root
+BF16 = "BF16"
 EXPORT_FIX = "re-export it with `openrecipes plan export --out plans`"
 
 
@@ -42,6 +44,25 @@ class TableView:
     def recipe_path(self, offer: PlannedRecipeOffer) -> str:
         """The site path of a row's planned recipe YAML."""
         return f"plan/{self.folder}/{self.anchor}-planned-{offer.rank}.yaml"
+
+    @property
+    def precision(self) -> str:
+        """The precision of the table's predictions (its best row's; BF16 where nothing is predicted)."""
+        rows: list[PredictedLayout] = [*self.table.data.rows, *self.table.data.misses]
+        return prediction_precision(rows[0]) if rows else BF16
+
+
+def prediction_precision(row: PredictedLayout) -> str:
+    """The precision a prediction is made for: torchtitan's float8 training, Megatron's Transformer Engine GEMM
+    precision, or BF16."""
+    if row.float8:
+        return "FP8"
+    return row.low_precision.upper() if row.low_precision else BF16
+
+
+def precision_family(precision: str) -> str:
+    """A published precision's family as predictions name theirs: fp8-current-scaling and fp8 are both FP8."""
+    return precision.split("-")[0].upper()
 
 
 @dataclass
@@ -68,6 +89,29 @@ class ModelPlan:
     downloads: dict[str, str] = field(default_factory=dict)  # site path -> a planned recipe's YAML
     # published entry slug -> its model's record page on its GPU type, and its row's anchor there
     record_links: dict[str, tuple[str, str]] = field(default_factory=dict)
+    _numbers: dict[str, int] = field(default_factory=dict, repr=False)  # basis -> its number, worked out once
+
+    @property
+    def precision(self) -> str:
+        """The precision of the page's predictions, for the sizes the planner could not plan."""
+        return self.tables[0].precision if self.tables else BF16
+
+    @property
+    def bases(self) -> list[str]:
+        """The distinct bases of the page's ranges, in the order the short answer and then the tables first give
+        them: each range cell names its basis by number and the page lists them once, so a long basis is written
+        once however many rows share it."""
+        rows: list[PredictedLayout] = [answer.best for answer in self.answers if answer.best]
+        rows += [row for view in self.tables for row in (*view.table.data.rows, *view.table.data.misses)]
+        return list(dict.fromkeys(row.interval.basis for row in rows))
+
+    def basis_number(self, row: PredictedLayout) -> int:
+        return self._basis_numbers()[row.interval.basis]
+
+    def _basis_numbers(self) -> dict[str, int]:
+        if not self._numbers:
+            self._numbers.update((basis, number) for number, basis in enumerate(self.bases, start=1))
+        return self._numbers
 
 
 def plan_page_path(folder: str) -> str:

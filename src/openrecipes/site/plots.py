@@ -28,6 +28,8 @@ from matplotlib.lines import Line2D  # noqa: E402
 from openrecipes.site.pages import ParetoPoint  # noqa: E402
 from openrecipes.site.record import ScalingPoint  # noqa: E402
 
+REDERIVED = "re-derived"  # the one evidence level a plot draws filled
+
 plt.rcParams.update({
     "svg.fonttype": "path",
     "svg.hashsalt": "openrecipes",
@@ -142,17 +144,22 @@ def pareto_svg(points: list[ParetoPoint], front: list[ParetoPoint], link: dict[i
                          "svg.hashsalt": id_prefix}):
         figure, axes = plt.subplots(figsize=(7.2, 3.9))
         gpu_types = sorted({p.gpu_type for p in points})
+        precisions = sorted({p.precision for p in points}, key=lambda precision: (precision != "bf16", precision))
         for colour, gpu_type in zip(cycle(GPU_COLOURS), gpu_types):
             for summary in (False, True):
-                group = [p for p in points if p.gpu_type == gpu_type and p.entry.is_summary == summary]
-                if not group:
-                    continue
-                markers = axes.scatter([p.usd_per_million_tokens for p in group],
-                                       [p.tokens_per_s_per_gpu for p in group],
-                                       s=[_marker_area(p.gpus) for p in group], alpha=0.75, linewidths=1.2,
-                                       facecolors="none" if summary else colour, edgecolors=colour,
-                                       label=plain(f"{gpu_type}{' (published summary)' if summary else ''}"))
-                markers.set_urls([link[p.number][0] for p in group])
+                for precision in precisions:
+                    group = [p for p in points if p.gpu_type == gpu_type and p.entry.is_summary == summary
+                             and p.precision == precision]
+                    if not group:
+                        continue
+                    tag = "" if precision == "bf16" else f" {precision.upper()}"
+                    markers = axes.scatter([p.usd_per_million_tokens for p in group],
+                                           [p.tokens_per_s_per_gpu for p in group],
+                                           s=[_marker_area(p.gpus) for p in group], alpha=0.75, linewidths=1.2,
+                                           marker=_precision_marker(precision),
+                                           facecolors="none" if summary else colour, edgecolors=colour,
+                                           label=plain(f"{gpu_type}{tag}{' (published summary)' if summary else ''}"))
+                    markers.set_urls([link[p.number][0] for p in group])
         axes.plot([p.usd_per_million_tokens for p in front], [p.tokens_per_s_per_gpu for p in front],
                   color="#1a202c", linewidth=1, linestyle="--", label="Pareto front", zorder=1)
         costs = [p.usd_per_million_tokens for p in points]
@@ -190,7 +197,7 @@ def _precision_marker(precision: str) -> str:
 
 def scaling_svg(points: list[ScalingPoint], id_prefix: str) -> str:
     """Tokens/s per GPU (top) and MFU (bottom) against GPU count: one colour per GPU type, one marker per precision,
-    our measured recipes filled, author-reported published runs hollow; every marker a link to its run
+    re-derived recipes filled, everything else (author-reported, failed, audited) hollow; every marker a link to its run
     (ScalingPoint.href, relative to the site root). Inline SVG, as pareto_svg."""
     with plt.rc_context({"svg.fonttype": "none", "font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans"],
                          "svg.hashsalt": id_prefix}):
@@ -199,11 +206,11 @@ def scaling_svg(points: list[ScalingPoint], id_prefix: str) -> str:
         colours = dict(zip(gpu_types, cycle(GPU_COLOURS)))
         groups: defaultdict[tuple[str, str, bool], list[ScalingPoint]] = defaultdict(list)
         for point in points:
-            groups[(point.gpu_type, _precision_marker(point.precision), point.measured)].append(point)
-        for (gpu_type, marker, measured), group in groups.items():
+            groups[(point.gpu_type, _precision_marker(point.precision), point.evidence == REDERIVED)].append(point)
+        for (gpu_type, marker, rederived), group in groups.items():
             colour = colours[gpu_type]
             style = {"marker": marker, "s": 36, "linewidths": 1.2, "edgecolors": colour, "alpha": 0.8,
-                     "facecolors": colour if measured else "none"}
+                     "facecolors": colour if rederived else "none"}
             speed.scatter([p.gpus for p in group], [p.tokens_per_s_per_gpu for p in group], **style) \
                 .set_urls([p.href for p in group])
             with_mfu = [(p, p.mfu) for p in group if p.mfu is not None]
@@ -220,9 +227,9 @@ def scaling_svg(points: list[ScalingPoint], id_prefix: str) -> str:
         for axes in (speed, mfu):
             axes.margins(0.08, 0.12)
         handles = [Line2D([], [], linestyle="", marker="o", color=colours[g], label=plain(g)) for g in gpu_types]
-        handles += [Line2D([], [], linestyle="", marker="o", color="#4a5568", label="measured (ours)"),
-                    Line2D([], [], linestyle="", marker="o", color="#4a5568", markerfacecolor="none",
-                           label="author-reported")]
+        levels = sorted({p.evidence for p in points}, key=lambda level: (level != REDERIVED, level))
+        handles += [Line2D([], [], linestyle="", marker="o", color="#4a5568", label=level,
+                           markerfacecolor=None if level == REDERIVED else "none") for level in levels]
         shapes = {_precision_marker(p.precision) for p in points}
         handles += [Line2D([], [], linestyle="", marker=marker, color="#a0aec0", label=f"shape: {name.upper()}")
                     for name, marker in _PRECISION_MARKERS.items() if marker in shapes]

@@ -107,11 +107,11 @@ class ScalingPoint:
     mfu: float | None  # against the dense BF16 peak; None where no FLOPs count can be made
     measured: bool  # our measured recipe (True) or an author-reported published run
     href: str  # site path of the run's page (a recipe page, or its row on the record page)
+    evidence: str = "author-reported"  # the audit's level (site/pages.py sets each recipe's once audited)
 
     @property
     def label(self) -> str:
-        kind = "measured" if self.measured else "author-reported"
-        return f"{self.entry.name} on {self.gpus} {self.gpu_type} ({kind})"
+        return f"{self.entry.name} on {self.gpus} {self.gpu_type} ({self.evidence})"
 
 
 def scaling_points(catalog: Catalog, model: str, folder: str, rows: list[RecordRow],

@@ -1,13 +1,15 @@
 """The site's one setting file, `site.yaml` at the catalog root: where the "repository" links point.
 
-`repository:` is a web address (https://github.com/owner/openrecipes), a folder relative to the catalog root
-(default `.`: the checkout the site is built from, linked as a file:// address), or `none` to hide every
-repository link. `files:` optionally gives how one file is addressed, with `{path}` for its repository path
-(GitHub: https://github.com/owner/openrecipes/blob/main/{path}); by default a file is `repository/path`.
+`repository:` is the repository's https address (https://github.com/owner/openrecipes) or `none` to hide every
+repository link; a served site cannot open a file:// address, so a folder is refused. `files:` gives how one file
+is addressed, with `{path}` for its repository path and optionally `{commit}` for the commit the site is built from
+(the catalog's git HEAD, so every link is pinned); by default `repository/blob/{commit}/{path}`, GitHub's form.
+A catalog without site.yaml links no repository.
 """
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit
@@ -16,39 +18,48 @@ from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import UserError
 
 SETTINGS_FILE = "site.yaml"
-DEFAULT_REPOSITORY = "."
+UNPINNED = "main"  # the branch a link names where the catalog is not a git checkout
 
 
 @dataclass(frozen=True)
 class Repository:
     url: str  # the repository's own address
-    files: str  # a file's address, with {path}
+    files: str  # a file's address, with {path} (its {commit} filled in)
 
-    def file(self, path: str) -> str:
-        return self.files.replace("{path}", quote(path))
+    def file(self, path: str, line: int | None = None) -> str:
+        address = self.files.replace("{path}", quote(path))
+        return f"{address}#L{line}" if line else address
+
+
+def catalog_commit(catalog_root: Path) -> str:
+    """The commit the catalog is checked out at, for links pinned to it; `main` outside a git checkout."""
+    try:
+        done = subprocess.run(["git", "-C", str(catalog_root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return UNPINNED
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and len(commit) == 40 else UNPINNED
 
 
 def read_repository(catalog_root: Path) -> Repository | None:
-    """The repository the links point to, or None when site.yaml says `repository: none`."""
+    """The repository the links point to, or None when site.yaml says `repository: none` or is absent."""
     file = Path(catalog_root) / SETTINGS_FILE
-    data = read_yaml(file).data if file.exists() else {}
+    if not file.exists():
+        return None
+    data = read_yaml(file).data
     if not isinstance(data, dict) or set(data) - {"repository", "files"}:
         raise UserError(f"{file}: expected only the keys repository and files; see docs/site.md")
-    repository = str(data.get("repository", DEFAULT_REPOSITORY)).strip()
-    if repository.lower() in ("none", ""):
+    repository = str(data.get("repository") or "none").strip()
+    if repository.lower() == "none":
         return None
-    scheme = urlsplit(repository).scheme
-    if scheme in ("http", "https"):
-        url = repository.rstrip("/")
-    elif scheme:
-        raise UserError(f"{file}: repository: '{repository}' is neither an http(s) address, a folder nor none")
-    else:
-        folder = (Path(catalog_root) / repository).resolve()
-        if not folder.is_dir():
-            raise UserError(f"{file}: repository: '{repository}' is not a folder under {catalog_root}; "
-                            "give a folder, an https address or none")
-        url = folder.as_uri()
-    files = str(data.get("files") or url + "/{path}")
+    if urlsplit(repository).scheme != "https" or not urlsplit(repository).netloc:
+        raise UserError(f"{file}: repository: '{repository}' is not an https address; give the repository's "
+                        "address (https://github.com/OWNER/openrecipes) or none")
+    url = repository.rstrip("/")
+    files = str(data.get("files") or url + "/blob/{commit}/{path}")
     if "{path}" not in files:
-        raise UserError(f"{file}: files: '{files}' has no {{path}}; e.g. {url}/blob/main/{{path}}")
-    return Repository(url, files)
+        raise UserError(f"{file}: files: '{files}' has no {{path}}; e.g. {url}/blob/{{commit}}/{{path}}")
+    if urlsplit(files).scheme != "https":
+        raise UserError(f"{file}: files: '{files}' is not an https address; e.g. {url}/blob/{{commit}}/{{path}}")
+    return Repository(url, files.replace("{commit}", catalog_commit(catalog_root)))

@@ -170,7 +170,11 @@
     board.href = sitePath(base, record.board_page);
     board.textContent = record.board;
     summary.appendChild(board);
-    summary.appendChild(document.createTextNode(" · " + record.workload));
+    summary.appendChild(document.createTextNode(" · " + record.workload + " · evidence "));
+    var evidence = document.createElement("span");
+    evidence.className = "evidence";
+    evidence.textContent = record.evidence;
+    summary.appendChild(evidence);
   }
 
   function number(value, decimals) {
@@ -197,7 +201,11 @@
       cell(row, fa.value ? (delta >= 0 ? "+" : "−") + number(Math.abs(delta) / fa.value * 100, 1) + "%" : "—")
         .className = "num percent";
       var verdict = "—";
-      if (fa.better && delta) {
+      // A speed difference inside the wider of the two recipes' noise bands is no win for either.
+      var noise = Math.max(fa.noise_percent || 0, fb.noise_percent || 0);
+      if (fa.better && delta && noise && fa.value && Math.abs(delta) / fa.value * 100 <= noise) {
+        verdict = "within noise (±" + number(noise, 1) + "%)";
+      } else if (fa.better && delta) {
         var bWins = delta * fa.better > 0;
         verdict = (bWins ? "B" : "A") + " (" + (fa.better > 0 ? "higher" : "lower") + " is better)";
         (bWins ? cb : ca).className += " better";
@@ -321,7 +329,20 @@
     if (options.length) { update(); }
   }
 
+  // A link to a folded section (a Plan page's GPU type and count) opens it, so the link never lands on nothing.
+  function openTarget() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    if (!target) { return; }
+    var folded = target.querySelector("details") || target.closest("details");
+    if (target.tagName === "SECTION" && folded) { folded.open = true; }
+    for (var node = target.closest("details"); node; node = node.parentElement.closest("details")) { node.open = true; }
+    target.scrollIntoView();
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    openTarget();
+    window.addEventListener("hashchange", openTarget);
     initCopyButtons();
     initSortableTables();
     initFilters();

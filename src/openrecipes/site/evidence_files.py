@@ -1,0 +1,92 @@
+"""The evidence behind the site's figures, shipped with it as small text files so a reader can check a figure
+without the repository: each re-derived recipe's raw logs and commands, the steps our log reader read from them (as
+CSV), the logs of our runs the Plan pages set beside the planner, and every leaderboard as CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from openrecipes.catalog.store import RecipeEntry
+from openrecipes.errors import UserError
+from openrecipes.steptable import StepTable
+
+EVIDENCE_FOLDER = "evidence"  # in the site: the catalog's own paths beneath it
+COMMAND_FILE = "command.sh"  # the command a runs/ folder stores beside its log, shipped where present
+STEP_COLUMNS = ("step", "loss", "step_time_s", "grad_norm", "memory_gib")
+
+
+@dataclass(frozen=True)
+class EvidenceFile:
+    path: str  # site path
+    label: str  # what a link to it says
+    data: bytes
+
+
+def evidence_path(catalog_path: str) -> str:
+    """Where a file of the catalog (runs/.../train.log) lies in the site."""
+    return f"{EVIDENCE_FOLDER}/{catalog_path}"
+
+
+def _inside(root: Path, catalog_path: str) -> Path:
+    path = (root / catalog_path).resolve()
+    if not path.is_relative_to(root.resolve()):
+        raise UserError(f"'{catalog_path}' lies outside the catalog {root}; name a file under runs/")
+    return path
+
+
+def steps_csv(table: StepTable) -> bytes:
+    """The steps the one log reader (openrecipes.measure) read from a log, one row each; a figure it did not find
+    is an empty cell."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(STEP_COLUMNS)
+    for step in table.steps:
+        writer.writerow(["" if value is None else value for value in
+                         (step.step, step.loss, step.step_time_s, step.grad_norm, step.memory_gib)])
+    return out.getvalue().encode("utf-8")
+
+
+def log_files(root: Path, log: str, arm: str) -> list[EvidenceFile]:
+    """One run's files: its raw log, the command stored beside it, and the steps read from the log."""
+    from openrecipes.measure.formats import read_log
+
+    path = _inside(root, log)
+    folder = Path(log).parent.as_posix()
+    files = [EvidenceFile(evidence_path(log), f"{arm}: {path.name}", path.read_bytes())]
+    if (path.parent / COMMAND_FILE).is_file():
+        files.append(EvidenceFile(evidence_path(f"{folder}/{COMMAND_FILE}"), f"{arm}: {COMMAND_FILE}",
+                                  (path.parent / COMMAND_FILE).read_bytes()))
+    files.append(EvidenceFile(evidence_path(f"{folder}/{path.stem}-steps.csv"), f"{arm}: steps (CSV)",
+                              steps_csv(read_log(path))))
+    return files
+
+
+def recipe_files(root: Path, entry: RecipeEntry) -> list[EvidenceFile]:
+    """Every file behind a re-derived recipe's figures: both arms' logs, commands and steps, and each
+    reproduction's log stored in the catalog."""
+    recipe = entry.entry
+    logs = [(arm, f"{folder}/train.log") for arm, folder in
+            (("candidate", recipe.runs.candidate), ("reference", recipe.runs.reference))
+            if folder] if recipe.runs else []
+    logs += [(f"reproduction {r.date}", r.log) for r in recipe.reproductions if (root / r.log).is_file()]
+    return [file for arm, log in logs for file in log_files(root, log, arm)]
+
+
+BOARD_COLUMNS = ("rank", "recipe", "slug", "evidence", "gpu_type", "gpus", "layout", "tokens_per_s_per_gpu",
+                 "usd_per_million_tokens", "mfu", "measured", "author", "page")
+
+
+def board_csv(rows: list[tuple[int, RecipeEntry, str, float | None, str]]) -> bytes:
+    """A leaderboard as CSV, every rank: (rank, entry, evidence level, $ per 1M tokens, site path of its page)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(BOARD_COLUMNS)
+    for rank, entry, evidence, usd, page in rows:
+        recipe = entry.entry
+        writer.writerow([rank, entry.name, entry.slug, evidence, recipe.gpu.type, recipe.gpu.count,
+                         recipe.layout.label, recipe.result.tokens_per_s_per_gpu, "" if usd is None else usd,
+                         recipe.result.mfu, recipe.result.measured, recipe.author.name, page])
+    return out.getvalue().encode("utf-8")
