@@ -127,12 +127,14 @@ def test_index_to_board_to_recipe_to_compare(chromium, bundled_site):
         page.click("a.plan-link")
         page.wait_for_url("**/plan/gpt-oss-20b.html")
         assert "Predicted, not measured." in page.locator(".predicted-banner").inner_text()
+        page.click("#plan-summary a[href='#plan-h200-8']")  # the short answer's link opens the folded size
         measured = page.locator("#plan-h200-8 tr[data-slug='gpt-oss-20b/h200/attune-tp1-pp1-ep4']")
         assert measured.locator(".measured").inner_text() == "10,483.91"
         own = _plan_prediction(site.catalog.find("attune-tp1-pp1-ep4"))
         assert measured.locator(".predicted").inner_text() == fmt.tokens_board(own.tokens_per_s_per_gpu)
         assert page.locator("#plan-h200-8 table.plan-rows tbody tr").count() == PLAN_TOP
         b.screenshot("plan")
+        page.go_back()  # the short answer's link to the size
         page.go_back()
 
         first = board.board.ranked[0]

@@ -81,14 +81,17 @@ def test_without_javascript_every_row_shows_and_the_filters_wait_for_the_script(
 def test_the_index_lists_every_model_with_a_card_and_links_each_public_record(record_site):
     catalog, _ = record_site
     html = _page(record_site, "index.html")
-    models = set(re.findall(r'<tr data-model="([^"]+)"', html))
+    models = set(re.findall(r'<(?:tr|li) data-model="([^"]+)"', html))
     assert models == set(catalog.tables.models)
-    row = re.search(r'<tr data-model="llama-3.1-8b" data-gpu="H100">.*?</tr>', html, re.S).group(0)
-    assert f'href="{RECORD_PAGE}"' in row and "public record: 2 runs" in row and "no recipe yet" in row
-    board_row = re.search(r'<tr data-model="gpt-oss-20b" data-gpu="H200">.*?</tr>', html, re.S).group(0)
+    # published runs only: in their own list, author-reported, never in the leaderboards' columns
+    row = re.search(r'<li data-model="llama-3.1-8b" data-gpu="H100">.*?</li>', html, re.S).group(0)
+    assert f'href="{RECORD_PAGE}"' in row and "public record: 2 runs" in row and "author-reported" in row
+    assert html.index('id="models-table"') < html.index('<li data-model="llama-3.1-8b"')
+    board_row = re.search(r'<tr data-model="gpt-oss-20b" data-gpu="H200"[^>]*>.*?</tr>', html, re.S).group(0)
     assert f'href="{BOARD}"' in board_row and "models/gpt-oss-20b/h200/public-record.html" in board_row
-    card_only = re.search(r'<tr data-model="mixtral-8x7b" data-gpu="" class="card-only">.*?</tr>', html, re.S)
+    card_only = re.search(r'<li data-model="mixtral-8x7b">.*?</li>', html, re.S)
     assert card_only and "openrecipes plan mixtral-8x7b" in card_only.group(0)
+    assert "no recipe yet" not in html[:html.index('id="published-only"')]  # no wall of empty rows on top
 
 
 def test_a_card_only_model_page_says_what_is_known_and_points_to_the_planner(record_site):

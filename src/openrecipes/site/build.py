@@ -51,6 +51,7 @@ from openrecipes.site.pages import (
     site_pages,
 )
 from openrecipes.site.plan import model_plans, plan_page_path, precision_family, prediction_precision
+from openrecipes.site.question import ANSWERS_PATH, answers_script
 from openrecipes.site.record import RecordRow, record_path, record_row_path
 from openrecipes.site.running import running_steps
 from openrecipes.site.runs import run_plots
@@ -263,6 +264,7 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
                                                   f"plot-{section.folder}")
         if section.scaling:  # one plot per model, whatever the number of its runs
             section.scaling_svg = plots.scaling_svg(section.scaling, f"scaling-{section.folder}")
+    write.bytes(ANSWERS_PATH, answers_script(site, plans))
     write.page("index.html", "index.html", site=site, title="All models")
     write.page("running.html", "running.html", site=site, title="Running a recipe", steps=None, board_page=None,
                section=None)

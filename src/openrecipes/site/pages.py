@@ -15,7 +15,7 @@ from openrecipes.catalog import facts
 from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.leaderboard import BF16, Board, GpuBest, best_per_gpu, boards, models, ranked_with_bf16
 from openrecipes.catalog.model import Recipe
-from openrecipes.catalog.store import Catalog, CatalogEntry, SummaryEntry
+from openrecipes.catalog.store import Catalog, CatalogEntry, RecipeEntry, SummaryEntry
 from openrecipes.errors import UserError
 from openrecipes.site.record import (
     RecordRow,
@@ -190,6 +190,21 @@ class Site:
     def evidence(self, entry: CatalogEntry) -> str:
         """The entry's evidence level, computed by `openrecipes audit` for this build."""
         return self.audits[entry.slug].evidence
+
+    @property
+    def board_gpu_types(self) -> list[str]:
+        """The GPU types with a leaderboard, in hardware/gpus.yaml's order: the index's GPU-type filter."""
+        present = {p.board.gpu_type for s in self.sections for p in s.boards}
+        return [gpu_type for gpu_type in self.catalog.tables.gpus if gpu_type in present]
+
+    @property
+    def board_gpu_counts(self) -> list[int]:
+        """Every GPU count a ranked recipe runs on: the index's GPU-count filter."""
+        return sorted({e.entry.gpu.count for s in self.sections for p in s.boards for e in p.board.ranked})
+
+    def cheapest_on(self, board_page: BoardPage) -> RecipeEntry:
+        """The board's lowest $ per 1M tokens, by the full-precision cost."""
+        return min(board_page.board.ranked, key=lambda e: (self.usd_values[e.slug], e.slug))
 
     def usd_text(self, entry: CatalogEntry) -> str:
         """$ per 1M tokens as shown: ranked digits where costs tie, else as published ("not published" if none)."""

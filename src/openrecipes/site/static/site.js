@@ -129,6 +129,13 @@
     return base + path.split("/").map(encodeURIComponent).join("/");
   }
 
+  // A site path with a fragment (a page's row): the path encoded, the fragment kept a fragment.
+  function siteHref(base, path) {
+    var at = path.indexOf("#");
+    return at === -1 ? sitePath(base, path) : sitePath(base, path.slice(0, at)) + "#" +
+      encodeURIComponent(path.slice(at + 1));
+  }
+
   function load(base, slug, done) {
     if (records[slug]) { done(records[slug]); return; }
     if (waiting[slug]) { waiting[slug].push(done); return; }
@@ -329,6 +336,147 @@
     if (options.length) { update(); }
   }
 
+  // The index's filters: a board row shows when its GPU type and one of its GPU counts match.
+  function initIndexFilters() {
+    var tools = document.getElementById("index-filters");
+    if (!tools) { return; }
+    tools.hidden = false;
+    var gpu = tools.querySelector("[data-index-filter=gpu]"), gpus = tools.querySelector("[data-index-filter=gpus]");
+    var rows = Array.prototype.slice.call(document.querySelectorAll("#models-table tbody tr"));
+    function apply() {
+      var shown = 0;
+      rows.forEach(function (row) {
+        var show = (!gpu.value || row.getAttribute("data-gpu") === gpu.value) &&
+          (!gpus.value || row.getAttribute("data-gpus").indexOf(" " + gpus.value + " ") !== -1);
+        row.hidden = !show;
+        if (show) { shown += 1; }
+      });
+      // A model's name cell spans its rows: it moves to the first row still shown.
+      rows.forEach(function (row) {
+        var head = row.querySelector("th.model-cell");
+        if (!head) { return; }
+        var model = row.getAttribute("data-model");
+        var mine = rows.filter(function (r) { return r.getAttribute("data-model") === model; });
+        var visible = mine.filter(function (r) { return !r.hidden; });
+        head.rowSpan = Math.max(visible.length, 1);
+        if (visible.length && visible[0] !== row) { visible[0].insertBefore(head, visible[0].firstChild); }
+      });
+      tools.querySelector("[data-index-count]").textContent = shown + " of " + rows.length + " boards";
+    }
+    gpu.addEventListener("change", apply);
+    gpus.addEventListener("change", apply);
+    apply();
+  }
+
+  // The home page's question: model, GPU type, GPU count and precision, answered from what is known in the order
+  // measured recipes, published entries, the planner; every line names its evidence level.
+  var SOURCE_TITLES = { recipe: "Measured recipe", published: "Published entry", plan: "Planner" };
+
+  function unique(values) {
+    return values.filter(function (v, i) { return values.indexOf(v) === i; });
+  }
+
+  function fillSelect(select, values, keep, anyLabel) {
+    var previous = select.value;
+    select.textContent = "";
+    if (anyLabel) { values = [""].concat(values); }
+    values.forEach(function (value) {
+      var option = document.createElement("option");
+      option.value = String(value);
+      option.textContent = value === "" ? anyLabel : String(value);
+      select.appendChild(option);
+    });
+    if (keep && values.map(String).indexOf(previous) !== -1) { select.value = previous; }
+  }
+
+  function answerLine(base, known) {
+    var line = document.createElement("p");
+    line.className = "answer-line source-" + known.source;
+    var head = document.createElement("strong");
+    head.textContent = SOURCE_TITLES[known.source] + ": ";
+    line.appendChild(head);
+    var figure = number(known.tokens, 1) + " tokens/s per GPU";
+    if (known.low !== null) { figure += " (likely " + number(known.low, 1) + "–" + number(known.high, 1) + ")"; }
+    line.appendChild(document.createTextNode(figure + " · " + known.gpus + " × " + known.gpu_type + " · " +
+      known.precision + " · "));
+    var link = document.createElement("a");
+    link.href = siteHref(base, known.href);
+    link.textContent = known.name;
+    line.appendChild(link);
+    line.appendChild(document.createTextNode(" · evidence "));
+    var evidence = document.createElement("span");
+    evidence.className = "evidence";
+    evidence.textContent = known.evidence;
+    line.appendChild(evidence);
+    return line;
+  }
+
+  function initQuestion() {
+    var section = document.getElementById("question");
+    var data = window.openrecipesAnswers;
+    if (!section || !data) { return; }
+    var base = document.querySelector("link[rel=stylesheet]").getAttribute("href").replace(/static\/site\.css$/, "");
+    var model = document.getElementById("ask-model"), gpu = document.getElementById("ask-gpu");
+    var gpus = document.getElementById("ask-gpus"), precision = document.getElementById("ask-precision");
+    var answer = document.getElementById("answer");
+    section.hidden = false;
+    fillSelect(model, data.models, false);
+    function ofModel() { return data.known.filter(function (k) { return k.model === model.value; }); }
+    function refill(level) {
+      var known = ofModel();
+      if (level <= 0) { fillSelect(gpu, unique(known.map(function (k) { return k.gpu_type; })), true); }
+      var onGpu = known.filter(function (k) { return k.gpu_type === gpu.value; });
+      if (level <= 1) {
+        fillSelect(gpus, unique(onGpu.map(function (k) { return k.gpus; })).sort(function (a, b) { return a - b; }), true);
+      }
+      if (level <= 2) {
+        fillSelect(precision, unique(onGpu.filter(function (k) { return String(k.gpus) === gpus.value; })
+          .map(function (k) { return k.precision; })), true, "any");
+      }
+      render();
+    }
+    function render() {
+      answer.textContent = "";
+      var matching = ofModel().filter(function (k) {
+        return k.gpu_type === gpu.value && String(k.gpus) === gpus.value &&
+          (!precision.value || k.precision === precision.value);
+      });
+      var heading = document.createElement("p");
+      heading.className = "answer-question";
+      heading.textContent = model.value + (gpu.value ? " on " + gpus.value + " × " + gpu.value : "") +
+        (precision.value ? " in " + precision.value : "") + ":";
+      answer.appendChild(heading);
+      var lines = 0;
+      ["recipe", "published", "plan"].forEach(function (source) {
+        var best = matching.filter(function (k) { return k.source === source; })
+          .sort(function (a, b) { return b.tokens - a.tokens; })[0];
+        if (best) { answer.appendChild(answerLine(base, best)); lines += 1; }
+      });
+      if (!lines) {
+        var none = document.createElement("p");
+        none.className = "answer-none";
+        none.textContent = "Nothing measured, published or planned for " + model.value + " yet. Predict which layouts " +
+          "fit and how fast: openrecipes plan " + model.value + " --gpu H100 --gpus 8";
+        answer.appendChild(none);
+      }
+      var plan = data.plans[model.value];
+      if (plan) {
+        var more = document.createElement("p");
+        more.className = "small";
+        var link = document.createElement("a");
+        link.href = sitePath(base, plan);
+        link.textContent = "Plan " + model.value + ": every GPU type and count the planner exported ›";
+        more.appendChild(link);
+        answer.appendChild(more);
+      }
+    }
+    model.addEventListener("change", function () { refill(0); });
+    gpu.addEventListener("change", function () { refill(1); });
+    gpus.addEventListener("change", function () { refill(2); });
+    precision.addEventListener("change", render);
+    refill(0);
+  }
+
   // A link to a folded section (a Plan page's GPU type and count) opens it, so the link never lands on nothing.
   function openTarget() {
     var id = decodeURIComponent(window.location.hash.slice(1));
@@ -343,6 +491,8 @@
   document.addEventListener("DOMContentLoaded", function () {
     openTarget();
     window.addEventListener("hashchange", openTarget);
+    initIndexFilters();
+    initQuestion();
     initCopyButtons();
     initSortableTables();
     initFilters();
