@@ -21,8 +21,9 @@ from dataclasses import dataclass
 
 from openrecipes import figures
 from openrecipes.catalog.checks import Issue
-from openrecipes.catalog.hardware import ModelCard, ReferenceTables, precision_peak_flops
+from openrecipes.catalog.hardware import ReferenceTables, precision_peak_flops
 from openrecipes.catalog.model import PublishedRun, PublishedSummary
+from openrecipes.catalog.plausibility import ATTENTION_FIELDS, Claim, flops_per_token, implausible
 from openrecipes.thresholds import PUBLISHED_FLOPS
 
 
@@ -45,41 +46,11 @@ class PublishedFigures:
         return self.published_tflops_per_gpu / self.implied_tflops_per_gpu
 
 
-# What flops_per_token reads from every card (head widths come from kv_channels, the MLA fields or hidden / heads).
-ATTENTION_FIELDS = frozenset({"layers", "hidden_size", "attention_heads", "padded_vocab_size"})
-
-
 def data_parallel(run: PublishedRun, gpus: int) -> float:
     layout = run.layout
     if run.engine == "torchtitan":
         return float(layout.fsdp or 1)
     return figures.data_parallel_size(gpus, layout.tp, layout.pp, layout.cp)
-
-
-def flops_per_token(card: ModelCard, seq_length: int, frozen_weights: bool = False) -> float:
-    """Our count for one token of training: 6 x the active matmul parameters (4 for LoRA's frozen weights) plus the
-    causal attention matmuls, a sliding window where the card has one (on all but every window_attn_skip_freq-th
-    layer)."""
-    arch = card.architecture
-    heads = int(arch["attention_heads"])
-    if "qk_head_dim" in arch:  # multi-latent attention: the score uses the no-position and rotary parts
-        qk_dim = int(arch["qk_head_dim"]) + int(arch.get("qk_pos_emb_head_dim", 0))
-        v_dim = int(arch["v_head_dim"])
-    else:
-        qk_dim = v_dim = int(arch.get("kv_channels") or int(arch["hidden_size"]) // heads)
-    layers = int(arch["layers"])
-    window = arch.get("window_size")
-    windowed = 0.0
-    if window is not None:
-        skip = arch.get("window_attn_skip_freq")
-        windowed = layers * (1 - 1 / int(skip)) if skip else float(layers)
-    attention = (figures.attention_flops_per_token(layers - windowed, heads, qk_dim, v_dim,
-                                                   figures.causal_context(seq_length))
-                 + figures.attention_flops_per_token(windowed, heads, qk_dim, v_dim,
-                                                     figures.causal_context(seq_length, int(window or 0) + 1)))
-    params = figures.matmul_params(card.active_params.count, int(arch["padded_vocab_size"]),
-                                   int(arch["hidden_size"]), bool(arch.get("untied_embeddings", True)))
-    return figures.training_flops_per_token(params, attention, frozen_weights)
 
 
 def published_figures(entry: PublishedSummary, tables: ReferenceTables) -> PublishedFigures | None:
@@ -163,6 +134,11 @@ def check_published(entry: PublishedSummary, tables: ReferenceTables) -> tuple[l
         errors.append(Issue("gpu.type", f"unknown GPU type '{entry.gpu.type}'; known: {', '.join(tables.gpus)} "
                             "(hardware/gpus.yaml)"))
     run = entry.published
+    refusal = implausible(Claim(entry.gpu, entry.precision, "published.precision", entry.result.tokens_per_s_per_gpu,
+                                run.seq_length if run else None, run is not None and run.task == "lora"),
+                          tables.models.get(entry.model), tables)
+    if refusal is not None:
+        errors.append(Issue(refusal.field, refusal.message))
     if run is None:
         return errors, findings
     if run.layout.vp is not None and run.layout.vp > 1 and run.layout.pp == 1:
