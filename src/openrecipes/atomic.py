@@ -177,3 +177,30 @@ def swap_folders(new: Path, old: Path) -> None:
 
 _AT_FDCWD = -100  # renameat2: paths relative to the working directory
 _RENAME_EXCHANGE = 2
+
+
+def write_all_or_none(files: list[tuple[Path, str]]) -> None:
+    """Write each (path, text) in order, each in one rename (write_atomic), as one publish: when one fails, those
+    written before it get their earlier bytes back (or are removed where they were new), and folders made for them
+    are removed, so the files are all new or all as they were. A file that already holds its text is left as is."""
+    done: list[tuple[Path, bytes | None]] = []
+    made: list[Path] = []
+    try:
+        for path, text in files:
+            missing = [folder for folder in (path.parent, *path.parent.parents) if not os.path.lexists(folder)]
+            for folder in reversed(missing):
+                folder.mkdir()
+                made.append(folder)
+            before = path.read_bytes() if os.path.lexists(path) else None
+            if before != text.encode("utf-8"):
+                write_atomic(path, text)
+                done.append((path, before))
+    except BaseException:
+        for path, before in reversed(done):
+            if before is None:
+                path.unlink(missing_ok=True)
+            else:
+                write_atomic(path, before)
+        for folder in reversed(made):
+            folder.rmdir()
+        raise
