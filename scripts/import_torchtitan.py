@@ -134,7 +134,8 @@ def _entries(source: SourceFile, short: str, table: Table, version: str, tables:
         for column, tokens, row_techniques, row_precision in _runs(table, row, where, tables):
             techniques = list(dict.fromkeys([*caption_techniques, *row_techniques]))
             precision = row_precision or (FLOAT8 if "Float8" in techniques else "bf16")
-            seq = parse_count(seq_cell, f"{where}: Sequence Length", most=MAX_COUNT) if seq_cell else DEFAULT_SEQ
+            seq = (parse_count(seq_cell, f"{where}: Sequence Length", most=MAX_COUNT) if seq_cell is not None
+                   else DEFAULT_SEQ)
             notes = [f"Copied from torchtitan's published benchmarks ({version}); the layout and figures are as "
                      "published. No log or loss curve is published, so this entry is never ranked with measured "
                      "recipes. The GPUs are H100 SXM with 96 GB HBM2e held at 500 W, slower than the 700 W H100 SXM "
@@ -142,7 +143,7 @@ def _entries(source: SourceFile, short: str, table: Table, version: str, tables:
             if column != "TPS/GPU":
                 notes.append(f"The figure is the row's '{column}' column; the table's tokens/sec are per GPU (the "
                              "same 70B layout reads 829-876 TPS/GPU in the December 2024 tables).")
-            if not seq_cell:
+            if seq_cell is None:
                 notes.append(DEFAULT_SEQ_NOTE)
             if precision == FLOAT8 and row_precision is None:
                 notes.append("'Float8' is torchao's dynamic tensorwise FP8 scaling, the float8 recipe torchtitan "
@@ -174,7 +175,7 @@ def _entries(source: SourceFile, short: str, table: Table, version: str, tables:
                     "recompute": recompute, "techniques": [t for t in techniques if t not in ("FSDP", "2D")],
                     "model_tflops_per_gpu": None,
                     "memory_gib": (parse_figure(memory, f"{where}: Memory(GiB)")
-                                   if memory and column == "TPS/GPU" else None),
+                                   if memory is not None and column == "TPS/GPU" else None),
                     "reference": {"repository": source.repository, "path": source.path, "commit": source.commit,
                                   "table": caption, "row": row.text, "line": row.line},
                 },

@@ -92,7 +92,7 @@ def implausible(claim: Claim, card: ModelCard | None, tables: ReferenceTables) -
         return None
     stated = f"the {claim.precision.upper()}" if claim.precision else "its fastest"
     return Refusal("result.tokens_per_s_per_gpu",
-                   f"is {claim.tokens_per_s_per_gpu:,.6g}: x {per_token / 1e9:,.4g} GFLOP per token of {card.name} "
-                   f"that is {implied / 1e12:,.0f} model TFLOP/s per GPU, above {stated} dense peak of a {peak.gpu}, "
-                   f"{peak.flops / 1e12:,.0f} TFLOP/s (hardware/gpus.yaml {peak.column}); no GPU runs above its "
-                   "peak: check the figure, the GPU count and the model")
+                   f"is {claim.tokens_per_s_per_gpu:,.6g}, which at {per_token / 1e9:,.4g} GFLOP per token of "
+                   f"{card.name} is {implied / 1e12:,.0f} model TFLOP/s per GPU, above {stated} dense peak of a "
+                   f"{peak.gpu}, {peak.flops / 1e12:,.0f} TFLOP/s (hardware/gpus.yaml {peak.column}); no GPU runs "
+                   "above its peak: check the figure, the GPU count and the model")
