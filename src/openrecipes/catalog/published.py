@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from openrecipes import figures
 from openrecipes.catalog.checks import Issue
-from openrecipes.catalog.hardware import ReferenceTables, precision_peak_flops
+from openrecipes.catalog.hardware import ReferenceTables, entry_peak
 from openrecipes.catalog.model import PublishedRun, PublishedSummary
 from openrecipes.catalog.plausibility import ATTENTION_FIELDS, Claim, flops_per_token, implausible
 from openrecipes.thresholds import PUBLISHED_FLOPS
@@ -57,21 +57,20 @@ def published_figures(entry: PublishedSummary, tables: ReferenceTables) -> Publi
     """The derived figures of an entry with a structured block whose model and GPU are known; else None."""
     run = entry.published
     card = tables.models.get(entry.model)
-    spec = tables.gpus.get(entry.gpu.type)
-    if run is None or card is None or spec is None:
+    bf16, peak = entry_peak(entry.gpu, "bf16", tables), entry_peak(entry.gpu, run.precision if run else None, tables)
+    if run is None or card is None or bf16 is None or bf16.flops is None or peak is None:
         return None
     if not card.architecture.keys() >= ATTENTION_FIELDS:
         return None  # a card without the attention shape gives no FLOPs count (and no TFLOP/s check)
     tps = entry.result.tokens_per_s_per_gpu
     per_token = flops_per_token(card, run.seq_length, frozen_weights=run.task == "lora")
-    peak = precision_peak_flops(spec, run.precision)
     return PublishedFigures(
         data_parallel=data_parallel(run, entry.gpu.count),
         flops_per_token=per_token,
         implied_tflops_per_gpu=figures.tflops_per_gpu(per_token, tps),
         published_tflops_per_gpu=run.model_tflops_per_gpu,
-        mfu_bf16=figures.utilisation(per_token, tps, spec.peak_bf16_flops),
-        mfu_precision=figures.utilisation(per_token, tps, peak) if peak else None,
+        mfu_bf16=figures.utilisation(per_token, tps, bf16.flops),
+        mfu_precision=figures.utilisation(per_token, tps, peak.flops) if peak.flops else None,
     )
 
 
