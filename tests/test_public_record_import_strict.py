@@ -164,3 +164,16 @@ def test_the_cell_parsers(tmp_path):
         parse_precision("FP8", "H900", "w", {"FP8": "fp8"})
     with pytest.raises(UserError, match="gives A100 no peak_fp8_flops"):
         parse_precision("FP8", "A100", "w", {"FP8": "fp8"})
+
+
+def test_a_catalog_without_recipes_gets_one_and_a_linked_recipes_is_refused(tmp_path, capsys):
+    root = _catalog(tmp_path, _summary(GOOD_ROW))
+    (root / "recipes").rmdir()
+    assert _run(MEGATRON, root, capsys)[0] == 0 and len(list((root / "recipes").rglob("*.yaml"))) == 1
+    elsewhere = tmp_path / "elsewhere"
+    (root / "recipes").rename(elsewhere)
+    (root / "recipes").symlink_to(elsewhere)
+    before = sorted(p.name for p in elsewhere.rglob("*"))
+    code, _, err = _run(MEGATRON, root, capsys)
+    assert code == 2 and "is a symbolic link" in err and sorted(p.name for p in elsewhere.rglob("*")) == before
+    assert (root / "recipes").is_symlink()

@@ -302,6 +302,7 @@ def write_entries(root: Path, source_tag: str, imported: list[Imported], skipped
             raise UserError(f"{item.source_line}: the same entry name as {chosen[item.path][0].source_line} "
                             f"({item.path}); the import names entries by model, GPU and layout")
         chosen[item.path] = (item, entry)
+    (root / "recipes").mkdir(exist_ok=True)  # a new catalog: an empty recipes/ to swap with
     if (root / "recipes").is_symlink():
         raise UserError(f"{root / 'recipes'}: is a symbolic link; an import replaces recipes/ as a whole, so give the "
                         "catalog whose recipes/ is a folder")
