@@ -246,6 +246,8 @@ class EntryPeak:
 
 
 class GpuBlock(Protocol):
+    """An entry's `gpu:` block as entry_peak reads it (a recipe's Gpu, a published entry's SummaryGpu)."""
+
     @property
     def type(self) -> str: ...
 
