@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from openrecipes.catalog.hardware import ReferenceTables
+from openrecipes.catalog.model import MAX_COUNT, MAX_DEGREE
 from openrecipes.catalog.record_import import (
     Imported,
     ImportResult,
@@ -25,7 +27,10 @@ from openrecipes.catalog.record_import import (
     TableRow,
     entry_name,
     markdown_tables,
-    number,
+    parse_count,
+    parse_figure,
+    parse_optional_count,
+    parse_precision,
     run_script,
     source_file,
     with_variants,
@@ -55,16 +60,15 @@ MODELS: dict[str, tuple[str, str | None]] = {
     "Qwen3_235B_a22B": ("qwen3-235b-a22b", None),
     "Kimi_K2": ("kimi-k2", None),
 }
+# Cells that name one thing for both runs of an "A (B)" row: a GPU cell reading "256 (512)" is refused, not split.
+ONE_VALUE = ("#-GPUs", "System")
 _VARIANT = re.compile(r"^(\S+)\s+\((\S+)\)$")
 _FOOTNOTE = re.compile(r"\[\^([^\]]+)\]")
 
 
-def _precision(published: str, gpu: str) -> str:
-    if published == "FP8-MX":
-        return "fp8-blockwise" if gpu == "H100" else "mxfp8"
-    if published not in PRECISIONS:
-        raise KeyError(published)
-    return PRECISIONS[published]
+def _precision(cell: str, gpu: str, where: str, tables: ReferenceTables) -> str:
+    spellings = {**PRECISIONS, "FP8-MX": "fp8-blockwise" if gpu == "H100" else "mxfp8"}
+    return parse_precision(cell, gpu, f"{where}: Precision", spellings, tables)
 
 
 def _variants(table: Table, row: TableRow, model_column: str | None) -> list[dict[str, str]]:
@@ -74,7 +78,7 @@ def _variants(table: Table, row: TableRow, model_column: str | None) -> list[dic
     split = False
     for name, cell in zip(table.header, row.cells, strict=True):
         plain = _FOOTNOTE.sub("", cell).strip()
-        match = _VARIANT.match(plain) if name != model_column else None
+        match = _VARIANT.match(plain) if name not in (model_column, *ONE_VALUE) else None
         if match:
             split = True
             first[name], second[name] = match.group(1), match.group(2)
@@ -83,8 +87,15 @@ def _variants(table: Table, row: TableRow, model_column: str | None) -> list[dic
     return [first, second] if split else [first]
 
 
-def _optional(cell: str, where: str) -> int | None:
-    return None if cell.lower() == "n/a" else int(number(cell, where))
+def _count(cells: dict[str, str], column: str, where: str, least: int = 1) -> int:
+    return parse_count(cells[column], f"{where}: {column}", least, MAX_COUNT if column in BATCHES else MAX_DEGREE)
+
+
+def _optional(cells: dict[str, str], column: str, where: str) -> int | None:
+    return parse_optional_count(cells.get(column, "n/a"), f"{where}: {column}")
+
+
+BATCHES = ("GBS", "MBS", "GA", "Sequence Length")  # counts up to 2^53; GPUs and degrees up to 2^20
 
 
 class _Release:
@@ -105,8 +116,9 @@ class _Release:
         return None
 
 
-def _rows(release: _Release, table: Table, experts: dict[str, int], imported: list[Imported],
+def _rows(release: _Release, table: Table, tables: ReferenceTables, imported: list[Imported],
           skipped: list[Skipped]) -> None:
+    experts = {name: int(card.architecture.get("experts") or 0) for name, card in tables.models.items()}
     source = release.source
     version = next((m.group(1) for h in table.headings if (m := re.match(r"^([0-9.]+) NeMo Container$", h))), None)
     task = next((TASKS[h] for h in table.headings if h in TASKS), None)
@@ -137,11 +149,7 @@ def _rows(release: _Release, table: Table, experts: dict[str, int], imported: li
             if system not in SYSTEMS:
                 raise UserError(f"{where}: unknown system '{system}'; known: {', '.join(SYSTEMS)}")
             gpu = SYSTEMS[system]
-            try:
-                precision = _precision(cells["Precision"], gpu)
-            except KeyError:
-                raise UserError(f"{where}: unknown precision '{cells['Precision']}'; known: "
-                                f"{', '.join([*PRECISIONS, 'FP8-MX'])}") from None
+            precision = _precision(cells["Precision"], gpu, where, tables)
             imported.append(_entry(release, table, row, cells, index if len(variants) > 1 else None, model,
                                    alias_note, gpu, precision, version, task, published_model, system, where,
                                    experts[model] > 0))
@@ -151,13 +159,13 @@ def _entry(release: _Release, table: Table, row: TableRow, cells: dict[str, str]
            alias_note: str | None, gpu: str, precision: str, version: str, task: str, published_model: str,
            system: str, where: str, moe_model: bool) -> Imported:
     source = release.source
-    gpus = int(number(cells["#-GPUs"], where))
+    gpus = _count(cells, "#-GPUs", where)
     layout = {
-        "tp": int(number(cells["TP"], where)), "pp": int(number(cells["PP"], where)),
-        "vp": _optional(cells.get("VP", "n/a"), where), "cp": int(number(cells["CP"], where)),
-        "ep": _optional(cells.get("EP", "n/a"), where), "etp": None,
-        "fsdp": int(number(cells["FSDP"], where)) if "FSDP" in cells else None,
+        "tp": _count(cells, "TP", where), "pp": _count(cells, "PP", where), "vp": _optional(cells, "VP", where),
+        "cp": _count(cells, "CP", where), "ep": _optional(cells, "EP", where), "etp": None,
+        "fsdp": _count(cells, "FSDP", where, least=0) if "FSDP" in cells else None,
     }
+    global_batch, micro_batch = _count(cells, "GBS", where), _count(cells, "MBS", where)
     tflops = cells.get("Model TFLOP / sec / GPU")
     section = " > ".join(table.headings)
     notes = [f"Copied from Megatron-Bridge's performance summary for the NeMo {version} container ({system}, "
@@ -180,22 +188,23 @@ def _entry(release: _Release, table: Table, row: TableRow, cells: dict[str, str]
             notes.append(f"The source's footnote: \"{release.footnotes[key]}\"")
     name = entry_name(TAG, version, task, precision, gpus,
                       {key: layout[key] for key in ("tp", "pp", "cp", "vp", "ep", "fsdp")},
-                      [f"gbs{cells['GBS']}", f"mbs{cells['MBS']}", *(["mtp"] if "w/ MTP" in published_model else [])])
+                      [f"gbs{global_batch}", f"mbs{micro_batch}", *(["mtp"] if "w/ MTP" in published_model else [])])
     data: dict[str, Any] = {
         "schema_version": 1, "kind": "published_summary", "model": model,
         "gpu": {"type": gpu, "count": gpus},
-        "result": {"tokens_per_s_per_gpu": number(cells["Tokens / sec / GPU"], where), "usd_per_million_tokens": None},
+        "result": {"tokens_per_s_per_gpu": parse_figure(cells["Tokens / sec / GPU"], f"{where}: Tokens / sec / GPU"),
+                   "usd_per_million_tokens": None},
         "source": source.cite(section, row.line),
         "note": " ".join(notes),
         "published": {
             "engine": "megatron-bridge", "engine_version": f"NeMo container {version}", "task": task,
             "model_as_published": published_model, "system_as_published": system, "precision": precision,
-            "precision_as_published": cells["Precision"], "seq_length": int(number(cells["Sequence Length"], where)),
-            "global_batch": int(number(cells["GBS"], where)), "micro_batch": int(number(cells["MBS"], where)),
+            "precision_as_published": cells["Precision"], "seq_length": _count(cells, "Sequence Length", where),
+            "global_batch": global_batch, "micro_batch": micro_batch,
             "local_batch": None,
-            "gradient_accumulation": int(number(cells["GA"], where)) if "GA" in cells else None,
+            "gradient_accumulation": _count(cells, "GA", where) if "GA" in cells else None,
             "layout": layout, "recompute": None, "techniques": [],
-            "model_tflops_per_gpu": number(tflops, where) if tflops else None,
+            "model_tflops_per_gpu": parse_figure(tflops, f"{where}: Model TFLOP / sec / GPU") if tflops else None,
             "reference": {"repository": source.repository, "path": source.path, "commit": source.commit,
                           "table": section, "row": row.text, "line": row.line},
         },
@@ -210,13 +219,12 @@ def import_megatron_bridge(root: Path) -> ImportResult:
     tables = load_reference_tables(root)
     imported: list[Imported] = []
     skipped: list[Skipped] = []
-    experts = {name: int(card.architecture.get("experts") or 0) for name, card in tables.models.items()}
     for path in FILES:
         source = source_file(root, REPOSITORY, path)
         text = source.text()
         release = _Release(source, text)
         for table in markdown_tables(text, Path(source.shown)):
-            _rows(release, table, experts, imported, skipped)
+            _rows(release, table, tables, imported, skipped)
     comment = (f"Imported by scripts/import_megatron_bridge.py from {REPOSITORY}; figures copied exactly, never edited "
                "by hand:\nre-run the script to refresh (docs/public-record.md).")
     return write_entries(root, TAG, with_variants(imported, tables), skipped, comment, tables)

@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from openrecipes.catalog.hardware import load_reference_tables
+from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
+from openrecipes.catalog.model import MAX_COUNT, MAX_DEGREE
 from openrecipes.catalog.record_import import (
     Imported,
     ImportResult,
@@ -27,7 +28,9 @@ from openrecipes.catalog.record_import import (
     TableRow,
     entry_name,
     markdown_tables,
-    number,
+    parse_count,
+    parse_figure,
+    parse_precision,
     run_script,
     source_file,
     with_variants,
@@ -58,9 +61,10 @@ FLOAT8 = "fp8-tensorwise"
 THROUGHPUT = ("TPS/GPU", "Vanilla TP tokens/sec", "Async TP tokens/sec")
 
 
-def _match(pattern: str, text: str) -> int | None:
+def _match(pattern: str, text: str, where: str, most: int = MAX_DEGREE) -> int | None:
+    """The count `pattern` finds in a caption or cell, read strictly (parse_count); None where it finds none."""
     found = re.search(pattern, text)
-    return int(found.group(1)) if found else None
+    return parse_count(found.group(1), where, most=most) if found else None
 
 
 def _versions(tables: list[Table]) -> str:
@@ -76,7 +80,8 @@ def _versions(tables: list[Table]) -> str:
     raise UserError("the file has no versions table (| repo | commit | date |) naming torchtitan; fix the file")
 
 
-def _runs(table: Table, row: TableRow, where: str) -> list[tuple[str, int | float, list[str], str | None]]:
+def _runs(table: Table, row: TableRow, where: str,
+          tables: ReferenceTables) -> list[tuple[str, int | float, list[str], str | None]]:
     """(column, tokens/s per GPU, row techniques, precision from the row) for each throughput column of the row."""
     first = row.cells[0]
     runs = []
@@ -91,20 +96,19 @@ def _runs(table: Table, row: TableRow, where: str) -> list[tuple[str, int | floa
             techniques.append("AsyncTP")
         precision = None
         if table.header[0] == "Quantization":
-            if first not in QUANTIZATION:
-                raise UserError(f"{where}: unknown quantization '{first}'; known: {', '.join(QUANTIZATION)}")
-            precision = QUANTIZATION[first]
-        runs.append((column, number(value, where), techniques, precision))
+            precision = parse_precision(first, "H100", f"{where}: Quantization", QUANTIZATION, tables)
+        runs.append((column, parse_figure(value, f"{where}: {column}"), techniques, precision))
     if not runs:
         raise UserError(f"{where}: the table has no throughput column ({', '.join(THROUGHPUT)}); fix the header")
     return runs
 
 
-def _entries(source: SourceFile, short: str, table: Table, version: str, tables_models: set[str],
+def _entries(source: SourceFile, short: str, table: Table, version: str, tables: ReferenceTables,
              skipped: list[Skipped]) -> list[Imported]:
     caption = table.caption or table.headings[-1]
     model_size = re.search(r"Llama ?3(?:\.1)? (\d+)[Bb]", caption)
-    gpus = _match(r"(\d+) (?:GPUs|H100s)", caption)
+    at_caption = f"{source.shown}:{table.line}: caption"
+    gpus = _match(r"(\d+) (?:GPUs|H100s)", caption, at_caption)
     if model_size is None or gpus is None:
         raise UserError(f"{source.shown}:{table.line}: the caption '{caption}' names no Llama 3 model size or GPU "
                         "count; fix the caption")
@@ -115,22 +119,24 @@ def _entries(source: SourceFile, short: str, table: Table, version: str, tables_
     out = []
     for row in table.rows:
         where = f"{source.shown}:{row.line}"
-        if model not in tables_models:
+        if model not in tables.models:
             skipped.append(Skipped(model, where, f"the card {model} is not in models/ yet"))
             continue
         parallel = row.cells[0] if table.header[0] == "Parallelism" else ""
-        tp = _match(r"TP[ =]?(\d+)", caption) or 1
-        pp = _match(r"PP ?(\d+)", caption) or 1
-        cp = _match(r"CP (\d+)", parallel) or _match(r"CP[ =](\d+)", caption) or 1
-        fsdp = _match(r"FSDP (\d+)", parallel) or _match(r"FSDP[ =](\d+)", caption)
+        at_cell = f"{where}: Parallelism"
+        tp = _match(r"TP[ =]?(\d+)", caption, at_caption) or 1
+        pp = _match(r"PP ?(\d+)", caption, at_caption) or 1
+        cp = _match(r"CP (\d+)", parallel, at_cell) or _match(r"CP[ =](\d+)", caption, at_caption) or 1
+        fsdp = _match(r"FSDP (\d+)", parallel, at_cell) or _match(r"FSDP[ =](\d+)", caption, at_caption)
         if fsdp is None:  # "1D Parallelism (FSDP)" on N GPUs: every GPU is an FSDP rank
             fsdp = gpus // (tp * pp * cp)
         seq_cell = table.column(row, "Sequence Length")
         memory = table.column(row, "Memory(GiB)")
-        for column, tokens, row_techniques, row_precision in _runs(table, row, where):
+        for column, tokens, row_techniques, row_precision in _runs(table, row, where, tables):
             techniques = list(dict.fromkeys([*caption_techniques, *row_techniques]))
             precision = row_precision or (FLOAT8 if "Float8" in techniques else "bf16")
-            seq = int(number(seq_cell, where)) if seq_cell else DEFAULT_SEQ
+            seq = (parse_count(seq_cell, f"{where}: Sequence Length", most=MAX_COUNT) if seq_cell is not None
+                   else DEFAULT_SEQ)
             notes = [f"Copied from torchtitan's published benchmarks ({version}); the layout and figures are as "
                      "published. No log or loss curve is published, so this entry is never ranked with measured "
                      "recipes. The GPUs are H100 SXM with 96 GB HBM2e held at 500 W, slower than the 700 W H100 SXM "
@@ -138,7 +144,7 @@ def _entries(source: SourceFile, short: str, table: Table, version: str, tables_
             if column != "TPS/GPU":
                 notes.append(f"The figure is the row's '{column}' column; the table's tokens/sec are per GPU (the "
                              "same 70B layout reads 829-876 TPS/GPU in the December 2024 tables).")
-            if not seq_cell:
+            if seq_cell is None:
                 notes.append(DEFAULT_SEQ_NOTE)
             if precision == FLOAT8 and row_precision is None:
                 notes.append("'Float8' is torchao's dynamic tensorwise FP8 scaling, the float8 recipe torchtitan "
@@ -161,13 +167,16 @@ def _entries(source: SourceFile, short: str, table: Table, version: str, tables_
                     "model_as_published": model_size.group(0), "system_as_published": SYSTEM,
                     "precision": precision, "precision_as_published": row.cells[0] if row_precision else
                     ("Float8" if "Float8" in techniques else "no Float8 (BF16)"),
-                    "seq_length": seq, "global_batch": _match(r"global batch size (\d+)", caption),
-                    "micro_batch": None, "local_batch": _match(r"[Ll]ocal batch size (\d+)", caption),
+                    "seq_length": seq,
+                    "global_batch": _match(r"global batch size (\d+)", caption, at_caption, MAX_COUNT),
+                    "micro_batch": None, "local_batch": _match(r"[Ll]ocal batch size (\d+)", caption,
+                                                                       at_caption, MAX_COUNT),
                     "gradient_accumulation": None,
                     "layout": {"tp": tp, "pp": pp, "vp": None, "cp": cp, "ep": None, "etp": None, "fsdp": fsdp},
                     "recompute": recompute, "techniques": [t for t in techniques if t not in ("FSDP", "2D")],
                     "model_tflops_per_gpu": None,
-                    "memory_gib": number(memory, where) if memory and column == "TPS/GPU" else None,
+                    "memory_gib": (parse_figure(memory, f"{where}: Memory(GiB)")
+                                   if memory is not None and column == "TPS/GPU" else None),
                     "reference": {"repository": source.repository, "path": source.path, "commit": source.commit,
                                   "table": caption, "row": row.text, "line": row.line},
                 },
@@ -198,7 +207,7 @@ def import_torchtitan(root: Path) -> ImportResult:
         for table in benchmark_tables:
             for row in table.rows:
                 rows_by_key[(table.caption, row.text)] = f"{source.shown}:{row.line}"
-            imported.extend(_entries(source, short, table, version, set(tables.models), skipped))
+            imported.extend(_entries(source, short, table, version, tables, skipped))
     earlier = source_file(root, REPOSITORY, EARLIER_COPY[0])
     for table in markdown_tables(earlier.text(), Path(earlier.shown)):
         for row in table.rows if any(c in table.header for c in THROUGHPUT) else []:

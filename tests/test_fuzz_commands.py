@@ -4,7 +4,8 @@ relies on — exit 0, 1 or 2 (the exits its input allows); one `error: ...` line
 under 30 s; under 1 GiB (the worker's address space is capped there); and every path a case names as kept (an
 output pointed at a FIFO, a device, a link, a recipe) exactly as it was.
 
-The cases run in two worker processes (tests/fuzz/run.py); `python tests/fuzz/run.py` prints the same totals.
+The importers (scripts/import_*.py) run in the same workers, as scripts. The cases run in two worker processes
+(tests/fuzz/run.py); `python tests/fuzz/run.py` prints the same totals.
 Over a thousand command runs take minutes on a CPU: the module is `slow` (CI runs it; the quick loop does not).
 """
 
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.slow
 COMMANDS = ["validate", "list", "show", "run --dry-run", "run", "site build", "serve", "plan", "plan export", "tune",
             "measure", "check convergence", "check config", "rows build", "rows demo", "tokenizer export", "audit",
             "reproduce", "record", "launch", "schema", "check component optimizer-offload",
-            "model add", "refresh"]
+            "model add", "refresh", "import megatron-bridge", "import torchtitan"]
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +60,8 @@ def test_the_committed_corpus_is_what_make_corpus_writes(tmp_path):
     assert made.keys() == committed.keys() and made == committed, "run tests/fuzz/make_corpus.py and commit"
 
 
-def test_the_corpus_holds_over_2500_malformed_inputs_over_every_command(outcomes):
-    assert sum(len(runs) for runs in outcomes.values()) >= 2500
+def test_the_corpus_holds_over_3500_malformed_inputs_over_every_command(outcomes):
+    assert sum(len(runs) for runs in outcomes.values()) >= 3500
     assert set(COMMANDS) <= set(outcomes)
 
 

@@ -11,7 +11,9 @@ the same rule one level up: a new folder, an empty one, or one the command fille
 
 from __future__ import annotations
 
+import ctypes
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Callable
@@ -132,3 +134,73 @@ def current_umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def copy_folder(source: Path, target: Path) -> None:
+    """A copy of the folder `source` at the new path `target`: its folders, regular files (with their permissions)
+    and symbolic links (as links, never followed). Anything else in it (a FIFO, a device, a socket) is a UserError,
+    since reading one could block forever or never end."""
+    for folder, names, files in os.walk(source, onerror=_unreadable):
+        here = Path(folder)
+        into = target / here.relative_to(source)
+        into.mkdir(mode=os.lstat(here).st_mode & 0o777)
+        for name in sorted(files + [n for n in names if (here / n).is_symlink()]):
+            path = here / name
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                os.symlink(os.readlink(path), into / name)
+            elif stat.S_ISREG(mode):
+                shutil.copy2(path, into / name)
+            else:
+                raise UserError(f"{path}: is {_node_kind(mode)}, not a file or folder; remove it from {source}")
+
+
+def _unreadable(error: OSError) -> None:
+    raise error  # a folder the copy cannot list would be left out of it
+
+
+def swap_folders(new: Path, old: Path) -> None:
+    """Put the folder `new` at `old` in one step, and `old`'s tree at `new` (for the caller to remove): a reader of
+    `old` sees the whole old tree or the whole new one, never a mix. Both lie on one file system. Linux exchanges
+    them in one rename (renameat2 RENAME_EXCHANGE); where the kernel or file system cannot, three renames do it,
+    and a crash between them leaves `old` missing with both trees whole beside it (never a partial one)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    exchange = getattr(libc, "renameat2", None)
+    if exchange is not None and exchange(_AT_FDCWD, os.fsencode(new), _AT_FDCWD, os.fsencode(old),
+                                         _RENAME_EXCHANGE) == 0:
+        return
+    aside = new.with_name(f"{new.name}.old")
+    os.rename(old, aside)
+    os.rename(new, old)
+    os.rename(aside, new)
+
+
+_AT_FDCWD = -100  # renameat2: paths relative to the working directory
+_RENAME_EXCHANGE = 2
+
+
+def write_all_or_none(files: list[tuple[Path, str]]) -> None:
+    """Write each (path, text) in order, each in one rename (write_atomic), as one publish: when one fails, those
+    written before it get their earlier bytes back (or are removed where they were new), and folders made for them
+    are removed, so the files are all new or all as they were. A file that already holds its text is left as is."""
+    done: list[tuple[Path, bytes | None]] = []
+    made: list[Path] = []
+    try:
+        for path, text in files:
+            missing = [folder for folder in (path.parent, *path.parent.parents) if not os.path.lexists(folder)]
+            for folder in reversed(missing):
+                folder.mkdir()
+                made.append(folder)
+            before = path.read_bytes() if os.path.lexists(path) else None
+            if before != text.encode("utf-8"):
+                write_atomic(path, text)
+                done.append((path, before))
+    except BaseException:
+        for path, before in reversed(done):
+            if before is None:
+                path.unlink(missing_ok=True)
+            else:
+                write_atomic(path, before)
+        for folder in reversed(made):
+            folder.rmdir()
+        raise

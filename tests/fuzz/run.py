@@ -32,6 +32,7 @@ class Case:
     expect: tuple[int, ...] = (0, 1, 2)  # exit codes the contract allows for this input
     xfail: str | None = None  # a known failure another change owns
     keep: tuple[str, ...] = ()  # paths the command must leave exactly as they were (outputs pointed at them)
+    script: str | None = None  # a script run instead of `openrecipes` (the importers): argv are its arguments
 
 
 @dataclass
@@ -86,7 +87,8 @@ class _Worker:
         self.report = os.fdopen(read, "r")
 
     def run(self, case: Case, seconds: float) -> dict | None:
-        self.process.stdin.write(json.dumps({"id": case.id, "argv": case.argv, "cwd": case.cwd}) + "\n")
+        self.process.stdin.write(json.dumps({"id": case.id, "argv": case.argv, "cwd": case.cwd,
+                                             "script": case.script}) + "\n")
         self.process.stdin.flush()
         ready, _, _ = select.select([self.report], [], [], seconds + 30)
         line = self.report.readline() if ready else ""

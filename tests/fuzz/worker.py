@@ -1,6 +1,7 @@
 """Runs fuzz cases through `openrecipes` in this one process, one after the other, under the contract's limits.
 
-Reads one JSON case a line on stdin ({"id", "argv", "cwd"}) and writes its result as one JSON line to the file
+Reads one JSON case a line on stdin ({"id", "argv", "cwd", "script"}: a script such as an importer is run in place of
+`openrecipes`) and writes its result as one JSON line to the file
 descriptor FUZZ_REPORT_FD (not stdout: a command's child processes may write there).
 The process's address space is capped (FUZZ_MEMORY_BYTES, 1 GiB), so a case that tries to hold more fails with
 MemoryError instead of growing; each case has FUZZ_SECONDS (30 s) on a timer, so a hang becomes a result, not a
@@ -14,6 +15,7 @@ import io
 import json
 import os
 import resource
+import runpy
 import signal
 import sys
 import time
@@ -34,12 +36,16 @@ def run_case(case: dict, seconds: float) -> dict:
     out, err = io.StringIO(), io.StringIO()
     code, failure = None, None
     os.chdir(case["cwd"])
-    sys.argv = ["openrecipes", *case["argv"]]
+    script = case.get("script")
+    sys.argv = [script or "openrecipes", *case["argv"]]
     started = time.monotonic()
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            main()
+            if script:  # an importer, run as `python SCRIPT ARGS` runs it
+                runpy.run_path(script, run_name="__main__")
+            else:
+                main()
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
     except CaseTimeout:

@@ -15,6 +15,7 @@ from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
 from openrecipes.catalog.hardware import ReferenceTables, variant_issue
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import catalog_root, evidence_problem
+from openrecipes.catalog.plausibility import Claim, implausible
 from openrecipes.catalog.yamlio import YamlDocument
 from openrecipes.engines.knowledge import FlagField
 from openrecipes.engines.registry import engine_of
@@ -136,6 +137,9 @@ def check_layout(ctx: Context) -> Iterator[Issue]:
     if (lay.tp * lay.cp * lay.dp) % (lay.ep * lay.etp):
         yield Issue("layout.ep", f"EP*ETP = {lay.ep}*{lay.etp} = {lay.ep * lay.etp} does not divide TP*CP*DP = "
                     f"{lay.tp * lay.cp * lay.dp}; choose EP*ETP among its divisors")
+    if lay.fsdp is not None and lay.dp % lay.fsdp:
+        yield Issue("layout.fsdp", f"FSDP {lay.fsdp} does not divide DP {lay.dp} (torchtitan shards within the "
+                    "data-parallel ranks, DP = replicas x FSDP); choose a divisor of layout.dp")
     if r.gpu.count > r.gpu.per_node and r.gpu.count % r.gpu.per_node:
         yield Issue("gpu.count", f"{r.gpu.count} GPUs is not a whole number of {r.gpu.per_node}-GPU nodes")
     expected_rows = figures.rows_per_microbatch(lay.max_tokens_per_gpu, lay.cp, r.workload.row_tokens)
@@ -182,6 +186,16 @@ def check_published_figures(ctx: Context) -> Iterator[Issue]:
         usd = figures.usd_per_million_tokens(per_gpu_hour, res.tokens_per_s_per_gpu)
         yield from _compare_published("result.usd_per_million_tokens", usd, raw,
                                       f"${per_gpu_hour:.4f}/GPU-hour / (tokens/s/GPU * 3600) * 1e6")
+
+
+def check_plausible(ctx: Context) -> Iterator[Issue]:
+    """The measured tokens/s per GPU within what the GPU can do at the recipe's precision (plausibility.py)."""
+    r = ctx.recipe
+    claim = Claim(r.gpu, r.workload.precision, "workload.precision", r.result.tokens_per_s_per_gpu,
+                  r.workload.row_tokens, frozen_weights=False)
+    refusal = implausible(claim, ctx.tables.models.get(r.model), ctx.tables)
+    if refusal is not None:
+        yield Issue(refusal.field, refusal.message)
 
 
 def _compare_published(field: str, recomputed: float, raw: dict[str, str], formula: str) -> Iterator[Issue]:
@@ -349,6 +363,7 @@ CHECKS: tuple[Callable[[Context], Iterator[Issue]], ...] = (
     check_dates,
     check_layout,
     check_published_figures,
+    check_plausible,
     check_command,
     check_correctness,
 )

@@ -6,7 +6,7 @@ import datetime
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -288,16 +288,58 @@ def peak_flops(gpu: str, tables: ReferenceTables | None = None) -> float:
     return tables.variants[resolve_gpu(gpu, tables)[1]].peak_bf16_flops
 
 
+# The gpus.yaml column of the dense peak each precision's matmuls run at. FP16 runs at the BF16 rate on every part
+# listed; FP32 runs no faster, so the BF16 peak bounds it; every FP8 scaling recipe runs at the FP8 tensor-core rate.
+_PEAK_COLUMNS = {"bf16": "peak_bf16_flops", "fp16": "peak_bf16_flops", "fp32": "peak_bf16_flops",
+                 "mxfp8": "peak_mxfp8_flops", "nvfp4": "peak_nvfp4_flops"}
+_FP8_COLUMN = "peak_fp8_flops"
+_ALL_COLUMNS = ("peak_bf16_flops", "peak_fp8_flops", "peak_mxfp8_flops", "peak_nvfp4_flops")
+
+
+def peak_column(precision: str) -> str:
+    """The hardware/gpus.yaml column that holds the dense peak of a training precision."""
+    return _PEAK_COLUMNS.get(precision, _FP8_COLUMN)
+
+
 def precision_peak_flops(spec: GpuSpec, precision: str) -> float | None:
     """The dense peak of the tensor-core format a precision runs its matmuls in; None where the vendor publishes
     none for this GPU (FP8 on an A100, NVFP4 on a Hopper)."""
-    if precision == "bf16":
-        return spec.peak_bf16_flops
-    if precision == "nvfp4":
-        return spec.peak_nvfp4_flops
-    if precision == "mxfp8":
-        return spec.peak_mxfp8_flops
-    return spec.peak_fp8_flops  # every FP8 scaling recipe runs at the FP8 tensor-core rate
+    value: float | None = getattr(spec, peak_column(precision))
+    return value
+
+
+@dataclass(frozen=True)
+class EntryPeak:
+    """The dense peak an entry's figures are held to: its GPU row, the gpus.yaml column and the value (None where
+    the part has no tensor cores for the precision)."""
+
+    gpu: str  # the hardware/gpus.yaml row
+    column: str
+    flops: float | None
+
+
+class GpuBlock(Protocol):
+    """An entry's `gpu:` block as entry_peak reads it (a recipe's Gpu, a published entry's SummaryGpu)."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def variant(self) -> str: ...
+
+
+def entry_peak(gpu: GpuBlock, precision: str | None, tables: ReferenceTables) -> EntryPeak | None:
+    """The dense peak of the GPU an entry's `gpu:` block names, at the entry's precision; an entry that states no
+    precision is held to the fastest peak the part has. None where gpus.yaml has no such GPU (a finding of its own).
+    Every plausibility check looks its peak up here, so the row an entry names is found in one place."""
+    spec = tables.variants.get(gpu.variant)
+    if spec is None or spec.type != gpu.type:
+        return None
+    if precision is None:
+        column = max((c for c in _ALL_COLUMNS if getattr(spec, c) is not None), key=lambda c: getattr(spec, c))
+    else:
+        column = peak_column(precision)
+    return EntryPeak(gpu.variant, column, getattr(spec, column))
 
 
 def usd_per_gpu_hour(instance: str, tables: ReferenceTables | None = None) -> float:

@@ -24,7 +24,11 @@ from openrecipes.textfile import MIB, json_depth, read_text, shown
 MAX_CONFIG_BYTES = 1 * MIB  # a config.json is a few KB; anything near this is not one
 MAX_DEPTH = 32  # configs nest two or three levels (rope_scaling, quantization_config)
 MAX_LAYERS = 100_000  # layers are walked one by one; published models have a few hundred at most
-NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")  # a card's name and file stem: matched whole (fullmatch), no newline
+# Every key a family spells its experts with: one a family does not read is a config of another architecture.
+MOE_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
+            "n_shared_experts", "first_k_dense_replace", "decoder_sparse_step", "mlp_only_layers")
+LAYER_TYPES = ("full_attention", "sliding_attention")
 
 
 @dataclass(frozen=True)
@@ -182,9 +186,7 @@ class _Reader:
         value = self.data.get(key, default)
         if value is None:
             raise self.fail(key, f"missing; add the model's {key} from its published config.json")
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, bool) or not isinstance(value, int):  # 8.0 too: transformers builds no layer of 8.0
             raise self.fail(key, f"{value!r} is not a whole number; write it as an integer")
         if not minimum <= value <= maximum:
             raise self.fail(key, f"{value} is out of range; it must be between {minimum} and {maximum}")
@@ -265,6 +267,7 @@ def read_shape(path: Path, data: dict[str, Any]) -> Shape:
         q_lora = data.get("q_lora_rank")
         mla = Mla(read.count("q_lora_rank") if q_lora is not None else None, read.count("kv_lora_rank"),
                   read.count("qk_nope_head_dim"), read.count("qk_rope_head_dim"), read.count("v_head_dim"))
+    _refuse_other_moe_keys(read, model_type, family)
     moe = _read_moe(read, family, layers) if family.moe else None
     dense = layers - (moe.moe_layers if moe else 0)
     window, windowed = _read_window(read, family, layers)
@@ -295,26 +298,80 @@ def _read_moe(read: _Reader, family: Family, layers: int) -> Moe:
         read.require(first <= layers, keys.first_dense, f"{first} dense layers is more than the {layers} layers")
         dense_layers = set(range(first))
     if keys.sparse_step:
-        step = read.count("decoder_sparse_step", 1)
-        only = read.data.get("mlp_only_layers") or []
-        read.require(isinstance(only, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in only),
-                     "mlp_only_layers", "expected a list of layer numbers")
+        step = read.count("decoder_sparse_step", 1, maximum=layers)
+        only = _layer_numbers(read, "mlp_only_layers", layers)
         dense_layers = set(only) | {i for i in range(layers) if (i + 1) % step}
     shared = read.count(keys.shared_experts, 0, minimum=0) if keys.shared_experts else 0
+    moe_layers = layers - len(dense_layers)
+    dense_keys = keys.first_dense or "mlp_only_layers and decoder_sparse_step"
+    read.require(moe_layers > 0, keys.first_dense or "mlp_only_layers",
+                 f"no layer of the {layers} has experts ({dense_keys} make every layer dense); a mixture of experts "
+                 "needs at least one MoE layer")
     return Moe(experts=experts, topk=topk, expert_ffn=read.count(keys.expert_ffn), shared_experts=shared,
-               moe_layers=layers - len(dense_layers & set(range(layers))), biases=keys.biases)
+               moe_layers=moe_layers, biases=keys.biases)
+
+
+def _layer_numbers(read: _Reader, key: str, layers: int) -> list[int]:
+    """A list of distinct layer numbers, each from 0 to layers - 1 ([] where the key is absent or null)."""
+    value = read.data.get(key)
+    if value is None:
+        return []
+    read.require(isinstance(value, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in value),
+                 key, f"{_short(value)} is not a list of layer numbers; write e.g. [] or [0, 3]")
+    wrong = [i for i in value if not 0 <= i < layers]
+    read.require(not wrong, key, f"layer {wrong[0] if wrong else 0} is not one of the {layers} layers (0 to "
+                 f"{layers - 1}); fix the list or num_hidden_layers")
+    read.require(len(set(value)) == len(value), key, "names a layer twice; list each layer once")
+    return list(value)
+
+
+def _refuse_other_moe_keys(read: _Reader, model_type: str, family: Family) -> None:
+    """A mixture-of-experts key the family does not read: the config is of another architecture, and counting it
+    as this one would leave its experts out."""
+    keys = family.moe
+    own = {"num_experts_per_tok"} if keys else set()
+    if keys:
+        own |= {keys.experts, keys.expert_ffn, keys.shared_experts or "", keys.first_dense or ""}
+        own |= {"decoder_sparse_step", "mlp_only_layers"} if keys.sparse_step else set()
+    for key in MOE_KEYS:
+        if key not in own and read.data.get(key) not in (None, [], 0):
+            raise read.fail(key, f"{_short(read.data[key])} is a mixture-of-experts setting that {model_type} "
+                            f"({family.architecture}) does not read; fix model_type or remove the key")
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _read_window(read: _Reader, family: Family, layers: int) -> tuple[int | None, int]:
-    if family.window_key is None or read.data.get(family.window_key) is None:
+    if family.window_key is None:
+        read.require(not read.flag("use_sliding_window", False), "use_sliding_window",
+                     f"true, but a sliding window of {family.name} is not counted here; set it false or write the "
+                     "card by hand")
+        return None, 0
+    if read.data.get(family.window_key) is None:
         return None, 0
     window = read.count(family.window_key)
+    read.require(window >= 2, family.window_key, "1 attends to no token before the one it reads; a window is at least "
+                 "2 tokens (the token itself included)")
     types = read.data.get("layer_types")
     if types is None:
         return window, layers
     read.require(isinstance(types, list) and len(types) == layers, "layer_types",
                  f"expected one entry per layer ({layers}); fix the list or num_hidden_layers")
-    return window, sum(1 for kind in types if kind == "sliding_attention")
+    unknown = [kind for kind in types if kind not in LAYER_TYPES]
+    read.require(not unknown, "layer_types", f"{_short(unknown[0] if unknown else '')} is not one of "
+                 f"{', '.join(LAYER_TYPES)}")
+    full = [i for i, kind in enumerate(types) if kind == "full_attention"]
+    if full and len(full) < layers:
+        # The card says "every k-th layer attends fully" (Megatron's window_attn_skip_freq): other patterns it
+        # cannot state, so their FLOPs could not be counted exactly.
+        every = layers // len(full)
+        read.require(layers % len(full) == 0 and full == list(range(every - 1, layers, every)), "layer_types",
+                     f"the full-attention layers {_short(full)} are not every k-th layer (k-1, 2k-1, ...); the card "
+                     "counts only that pattern")
+    return window, layers - len(full)
 
 
 # --- the counts -----------------------------------------------------------------------------------------------------

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 from pydantic import ValidationError
 
-from openrecipes.atomic import write_atomic
+from openrecipes.atomic import write_all_or_none
 from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.hf_config import NAME, card_data, load_config, read_shape, sha256_of
 from openrecipes.catalog.yamlio import parse_yaml, read_yaml
@@ -29,9 +30,9 @@ class Added:
 
 def add_model(config: Path, name: str, out: Path, origin: str | None) -> Added:
     """Derive the card of the model `config` describes; write the config beside it, then the card."""
-    if not NAME.match(name):
-        raise UserError(f"--name {name!r}: use a lowercase slug of letters, digits, '.', '-' or '_' "
-                        "(e.g. llama-3.1-70b)")
+    if not NAME.fullmatch(name):
+        raise UserError(f"--name {ascii(name)[:60]}: use a lowercase slug of letters, digits, '.', '-' or '_' that "
+                        "starts with a letter or digit (e.g. llama-3.1-70b); nothing was written")
     source_text, data = load_config(config)
     shape = read_shape(config, data)
     kept = out.parent / CONFIGS / f"{name}.json"
@@ -40,15 +41,14 @@ def add_model(config: Path, name: str, out: Path, origin: str | None) -> Added:
     text = HEADER + yaml.safe_dump(card_dict, sort_keys=False, width=110, allow_unicode=True)
     try:  # the text as the catalog will read it back
         card = ModelCard.model_validate(parse_yaml(text, out).data)
-    except ValidationError as error:  # a config this module accepted must make a valid card: our bug, said plainly
-        raise AssertionError(f"derived card for {name} does not validate: {error}") from error
+    except ValidationError as error:  # a config read_shape accepted always makes a valid card; said in one line
+        first = error.errors()[0]
+        raise UserError(f"{shown(config)}: the card derived from it: {'.'.join(map(str, first['loc']))}: "
+                        f"{first['msg']}; this config cannot be counted exactly") from None
     _may_replace(out)
-    if kept.exists() and not kept.is_file():
+    if os.path.lexists(kept) and (kept.is_symlink() or not kept.is_file()):
         raise UserError(f"{shown(kept)}: exists and is not a regular file; move it away")
-    kept.parent.mkdir(parents=True, exist_ok=True)
-    if not kept.is_file() or kept.read_text(encoding="utf-8") != source_text:
-        write_atomic(kept, source_text)
-    write_atomic(out, text)
+    write_all_or_none([(kept, source_text), (out, text)])
     return Added(card, out, kept)
 
 

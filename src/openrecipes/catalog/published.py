@@ -21,8 +21,9 @@ from dataclasses import dataclass
 
 from openrecipes import figures
 from openrecipes.catalog.checks import Issue
-from openrecipes.catalog.hardware import ModelCard, ReferenceTables, precision_peak_flops, variant_issue
+from openrecipes.catalog.hardware import ReferenceTables, entry_peak, variant_issue
 from openrecipes.catalog.model import PublishedRun, PublishedSummary
+from openrecipes.catalog.plausibility import ATTENTION_FIELDS, Claim, flops_per_token, implausible
 from openrecipes.thresholds import PUBLISHED_FLOPS
 
 
@@ -45,10 +46,6 @@ class PublishedFigures:
         return self.published_tflops_per_gpu / self.implied_tflops_per_gpu
 
 
-# What flops_per_token reads from every card (head widths come from kv_channels, the MLA fields or hidden / heads).
-ATTENTION_FIELDS = frozenset({"layers", "hidden_size", "attention_heads", "padded_vocab_size"})
-
-
 def data_parallel(run: PublishedRun, gpus: int) -> float:
     layout = run.layout
     if run.engine == "torchtitan":
@@ -56,51 +53,24 @@ def data_parallel(run: PublishedRun, gpus: int) -> float:
     return figures.data_parallel_size(gpus, layout.tp, layout.pp, layout.cp)
 
 
-def flops_per_token(card: ModelCard, seq_length: int, frozen_weights: bool = False) -> float:
-    """Our count for one token of training: 6 x the active matmul parameters (4 for LoRA's frozen weights) plus the
-    causal attention matmuls, a sliding window where the card has one (on all but every window_attn_skip_freq-th
-    layer)."""
-    arch = card.architecture
-    heads = int(arch["attention_heads"])
-    if "qk_head_dim" in arch:  # multi-latent attention: the score uses the no-position and rotary parts
-        qk_dim = int(arch["qk_head_dim"]) + int(arch.get("qk_pos_emb_head_dim", 0))
-        v_dim = int(arch["v_head_dim"])
-    else:
-        qk_dim = v_dim = int(arch.get("kv_channels") or int(arch["hidden_size"]) // heads)
-    layers = int(arch["layers"])
-    window = arch.get("window_size")
-    windowed = 0.0
-    if window is not None:
-        skip = arch.get("window_attn_skip_freq")
-        windowed = layers * (1 - 1 / int(skip)) if skip else float(layers)
-    attention = (figures.attention_flops_per_token(layers - windowed, heads, qk_dim, v_dim,
-                                                   figures.causal_context(seq_length))
-                 + figures.attention_flops_per_token(windowed, heads, qk_dim, v_dim,
-                                                     figures.causal_context(seq_length, int(window or 0) + 1)))
-    params = figures.matmul_params(card.active_params.count, int(arch["padded_vocab_size"]),
-                                   int(arch["hidden_size"]), bool(arch.get("untied_embeddings", True)))
-    return figures.training_flops_per_token(params, attention, frozen_weights)
-
-
 def published_figures(entry: PublishedSummary, tables: ReferenceTables) -> PublishedFigures | None:
     """The derived figures of an entry with a structured block whose model and GPU are known; else None."""
     run = entry.published
     card = tables.models.get(entry.model)
-    spec = tables.variants.get(entry.gpu.variant)
-    if run is None or card is None or spec is None:
+    bf16, peak = entry_peak(entry.gpu, "bf16", tables), entry_peak(entry.gpu, run.precision if run else None, tables)
+    if run is None or card is None or bf16 is None or bf16.flops is None or peak is None:
         return None
     if not card.architecture.keys() >= ATTENTION_FIELDS:
         return None  # a card without the attention shape gives no FLOPs count (and no TFLOP/s check)
     tps = entry.result.tokens_per_s_per_gpu
     per_token = flops_per_token(card, run.seq_length, frozen_weights=run.task == "lora")
-    peak = precision_peak_flops(spec, run.precision)
     return PublishedFigures(
         data_parallel=data_parallel(run, entry.gpu.count),
         flops_per_token=per_token,
         implied_tflops_per_gpu=figures.tflops_per_gpu(per_token, tps),
         published_tflops_per_gpu=run.model_tflops_per_gpu,
-        mfu_bf16=figures.utilisation(per_token, tps, spec.peak_bf16_flops),
-        mfu_precision=figures.utilisation(per_token, tps, peak) if peak else None,
+        mfu_bf16=figures.utilisation(per_token, tps, bf16.flops),
+        mfu_precision=figures.utilisation(per_token, tps, peak.flops) if peak.flops else None,
     )
 
 
@@ -165,6 +135,11 @@ def check_published(entry: PublishedSummary, tables: ReferenceTables) -> tuple[l
     elif issue := variant_issue(entry.gpu.type, entry.gpu.variant, tables):
         errors.append(Issue("gpu.variant", issue))
     run = entry.published
+    refusal = implausible(Claim(entry.gpu, entry.precision, "published.precision", entry.result.tokens_per_s_per_gpu,
+                                run.seq_length if run else None, run is not None and run.task == "lora"),
+                          tables.models.get(entry.model), tables)
+    if refusal is not None:
+        errors.append(Issue(refusal.field, refusal.message))
     if run is None:
         return errors, findings
     if run.layout.vp is not None and run.layout.vp > 1 and run.layout.pp == 1:

@@ -3,19 +3,20 @@ entries into the catalog all at once.
 
 An importer (scripts/import_*.py) reads a stored copy named in data/public-record/manifest.yaml, turns each table
 row into a `PublishedSummary`, and hands them to `write_entries`, which validates every entry like `openrecipes
-validate` does, writes them all into a temporary folder and only then moves them into recipes/. A malformed row or
-an invalid entry is a `UserError` (exit 2) naming the source file and line; nothing in recipes/ changes.
+validate` does, builds the whole new recipes/ in a temporary folder and only then swaps it in. A malformed cell or
+an invalid entry is a `UserError` (exit 2) naming the source file, line and cell; nothing in recipes/ changes.
+Every cell is read by a strict parser here (`parse_count`, `parse_figure`, `parse_precision`), which every importer
+uses.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -23,8 +24,9 @@ from typing import Any, NoReturn
 import yaml
 from pydantic import ValidationError
 
-from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables, variant_of_system
-from openrecipes.catalog.model import PublishedSummary
+from openrecipes.atomic import copy_folder, swap_folders
+from openrecipes.catalog.hardware import ReferenceTables, entry_peak, load_reference_tables, variant_id, variant_of_system
+from openrecipes.catalog.model import MAX_DEGREE, PUBLISHED_PRECISIONS, PublishedSummary, SummaryGpu
 from openrecipes.catalog.paths import bundled_root
 from openrecipes.catalog.published import check_published
 from openrecipes.catalog.yamlio import read_yaml
@@ -167,14 +169,72 @@ def markdown_tables(text: str, where: Path) -> list[Table]:
     return tables
 
 
+_FOOTNOTE_MARK = re.compile(r"\[\^[^\]]*\]")
+_COUNT = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})*|[0-9]+")
+_FIGURE = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})*(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?")
+MAX_FIGURE_DIGITS = 16  # the schema's bounds: counts at most 2^53, figures at most 10^15
+
+
+def _shown_cell(cell: str) -> str:
+    """A cell as a message quotes it: escaped, and cut to 40 characters."""
+    text = ascii(cell)[1:-1]
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def parse_count(cell: str, where: str, least: int = 1, most: int = MAX_DEGREE) -> int:
+    """A whole number as a table writes it ('1,024', '8[^a]': a footnote marker after it is dropped), from `least`
+    to `most` (GPUs and parallel degrees: 2^20). Anything else ('256 (512)', '8/../x', '1.5', forty digits) is a
+    UserError naming `where` (the file, line and column) and the cell."""
+    text = _FOOTNOTE_MARK.sub("", cell).strip()
+    if not _COUNT.fullmatch(text) or len(text) > MAX_FIGURE_DIGITS or not least <= int(text.replace(",", "")) <= most:
+        raise UserError(f"{where}: '{_shown_cell(cell)}' is not a whole number from {least} to {most:,}; fix the cell")
+    return int(text.replace(",", ""))
+
+
+def parse_optional_count(cell: str, where: str, least: int = 1, most: int = MAX_DEGREE) -> int | None:
+    """parse_count, or None for a cell that reads n/a."""
+    return None if cell.strip().lower() == "n/a" else parse_count(cell, where, least, most)
+
+
+def parse_figure(cell: str, where: str) -> int | float:
+    """A published figure as written ('6,667' -> 6667, '597.3' -> 597.3; a footnote marker after it is dropped):
+    positive, at most 10^15 (the schema's bound on a figure); anything else is a UserError naming `where` and the
+    cell."""
+    text = _FOOTNOTE_MARK.sub("", cell).strip()
+    plain = text.replace(",", "")
+    if not _FIGURE.fullmatch(text) or len(plain.partition(".")[0]) > MAX_FIGURE_DIGITS:
+        raise UserError(f"{where}: '{_shown_cell(cell)}' is not a number (digits, at most {MAX_FIGURE_DIGITS} "
+                        "before the point); fix the cell")
+    value = float(plain) if "." in plain else int(plain)
+    if not 0 < value <= 1e15:
+        raise UserError(f"{where}: '{_shown_cell(cell)}' is not a figure above 0 and at most 10^15; fix the cell")
+    return value
+
+
 def number(cell: str, where: str) -> int | float:
-    """A published figure as written ('6,667' -> 6667, '597.3' -> 597.3); a footnote marker after it is dropped."""
-    text = re.sub(r"\[\^[^\]]*\]", "", cell).replace(",", "").strip()
-    if re.fullmatch(r"[0-9]+", text):
-        return int(text)
-    if re.fullmatch(r"[0-9]+\.[0-9]+", text):
-        return float(text)
-    raise UserError(f"{where}: '{cell}' is not a number; fix the row")
+    """A published figure as written; parse_figure under its earlier name."""
+    return parse_figure(cell, where)
+
+
+def parse_precision(cell: str, gpu: str, where: str, spellings: Mapping[str, str],
+                    tables: ReferenceTables | None = None) -> str:
+    """The precision a source's `cell` names, by its `spellings` (as written -> as the record names it), which the
+    GPU type `gpu` must have tensor cores for (hardware/gpus.yaml: NVFP4 on an H100 is refused). Unknown spellings,
+    unknown GPUs and precisions the part lacks are UserErrors naming `where` and the cell."""
+    tables = tables or load_reference_tables()
+    precision = spellings.get(cell.strip())
+    if precision is None or precision not in PUBLISHED_PRECISIONS:
+        raise UserError(f"{where}: unknown precision '{_shown_cell(cell)}'; known: {', '.join(spellings)}")
+    default = tables.gpus.get(gpu)  # the type's default part: every variant of a type has its tensor-core formats
+    peak = None if default is None else entry_peak(
+        SummaryGpu(type=gpu, variant=variant_id(default, tables), count=1), precision, tables)
+    if peak is None:
+        raise UserError(f"{where}: unknown GPU type '{_shown_cell(gpu)}'; known: {', '.join(tables.gpus)} "
+                        "(hardware/gpus.yaml)")
+    if peak.flops is None:
+        raise UserError(f"{where}: precision '{_shown_cell(cell)}' ({precision}) on {gpu}: the GPU has no tensor cores "
+                        f"for it (hardware/gpus.yaml gives {gpu} no {peak.column}); fix the cell or the system")
+    return precision
 
 
 @dataclass(frozen=True)
@@ -254,20 +314,27 @@ def write_entries(root: Path, source_tag: str, imported: list[Imported], skipped
             raise UserError(f"{item.source_line}: the same entry name as {chosen[item.path][0].source_line} "
                             f"({item.path}); the import names entries by model, GPU and layout")
         chosen[item.path] = (item, entry)
+    (root / "recipes").mkdir(exist_ok=True)  # a new catalog: an empty recipes/ to swap with
+    if (root / "recipes").is_symlink():
+        raise UserError(f"{root / 'recipes'}: is a symbolic link; an import replaces recipes/ as a whole, so give the "
+                        "catalog whose recipes/ is a folder")
     old = set(p.relative_to(root) for p in (root / "recipes").rglob(f"{prefix}*.yaml"))
-    # Everything is written beside the catalog first; only then does each file take its place by one rename (the
-    # same file system), and the source's files that no row produces any more go last.
+    # The whole of recipes/ is built beside the catalog (a copy, this source's files replaced by the new ones), then
+    # swapped in by one exchange of the two folders: a reader, or an import killed half-way, sees the catalog as it
+    # was or as the import leaves it, never a part of each.
     with tempfile.TemporaryDirectory(dir=root, prefix=".import-") as scratch:
-        staged = Path(scratch)
-        for path, (item, _) in chosen.items():
-            (staged / path).parent.mkdir(parents=True, exist_ok=True)
-            (staged / path).write_text(_render(item.data, comment), encoding="utf-8")
-        for path in sorted(chosen):
-            (root / path).parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staged / path, root / path)
+        staged = Path(scratch) / "recipes"
+        copy_folder(root / "recipes", staged)
+        for stale in old - set(chosen):
+            (staged / stale.relative_to("recipes")).unlink()
+        for path, (item, _) in sorted(chosen.items()):
+            target = staged / path.relative_to("recipes")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.is_symlink():  # an entry of this source's that someone made a link: the link goes, not its target
+                target.unlink()
+            target.write_text(_render(item.data, comment), encoding="utf-8")
             result.written.append(path)
-    for stale in sorted(old - set(chosen)):
-        (root / stale).unlink()
+        swap_folders(staged, root / "recipes")
     return result
 
 
