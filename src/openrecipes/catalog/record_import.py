@@ -25,7 +25,13 @@ import yaml
 from pydantic import ValidationError
 
 from openrecipes.atomic import copy_folder, swap_folders
-from openrecipes.catalog.hardware import ReferenceTables, entry_peak, load_reference_tables, variant_id, variant_of_system
+from openrecipes.catalog.hardware import (
+    ReferenceTables,
+    entry_peak,
+    load_reference_tables,
+    variant_id,
+    variant_of_system,
+)
 from openrecipes.catalog.model import MAX_DEGREE, PUBLISHED_PRECISIONS, PublishedSummary, SummaryGpu
 from openrecipes.catalog.paths import bundled_root
 from openrecipes.catalog.published import check_published
