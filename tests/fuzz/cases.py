@@ -318,5 +318,6 @@ def all_cases(scratch_root: Path, tokenizer: Path | None = None) -> list[Case]:
     if tokenizer is not None:
         cases += rows_cases(scratch, tokenizer, special)
     from hostile_cases import hostile_cases  # noqa: PLC0415 (it imports this module's helpers)
+    from refresh_launch_cases import refresh_launch_cases  # noqa: PLC0415 (the same)
 
-    return cases + hostile_cases(scratch, tokenizer)
+    return cases + hostile_cases(scratch, tokenizer) + refresh_launch_cases(scratch)
