@@ -11,7 +11,7 @@ import pytest
 from conftest import openrecipes
 
 from openrecipes.catalog.store import load_catalog
-from openrecipes.tune.export import fingerprint
+from openrecipes.tune.fingerprint import fingerprint, seal_problem
 
 REPO = Path(__file__).resolve().parents[1]
 PLANS = REPO / "plans"
@@ -25,8 +25,8 @@ def test_committed_plans_are_current():
     models = with_runs & set(catalog.tables.models)
     assert {p.stem for p in PLANS.glob("*.json")} == models
     for path in PLANS.glob("*.json"):
-        assert json.loads(path.read_text())["fingerprint"] == stamp, (
-            f"{path.name} is stale: run `openrecipes plan export --out plans`")
+        assert seal_problem(path.read_text(encoding="utf-8"), stamp, path.stem) is None, (
+            f"{path.name} is stale: run `openrecipes refresh`")
 
 
 @pytest.fixture(scope="module")

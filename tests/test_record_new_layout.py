@@ -74,7 +74,7 @@ def test_refresh_check_names_the_stale_file_and_the_command(catalog, monkeypatch
     plan.write_text(plan.read_text().replace('"fingerprint": "', '"fingerprint": "0', 1))
     done = openrecipes("refresh", "--check", cwd=catalog)
     assert done.returncode == 1
-    assert done.stdout == f"{catalog / 'plans'}: stale: qwen3-8b\n"
+    assert done.stdout == f"{catalog / 'plans'}: stale: qwen3-8b.json (not a plan file the export wrote)\n"
     assert "run `openrecipes refresh`" in done.stderr
     assert "0" + json.loads((REPO / "plans/qwen3-8b.json").read_text())["fingerprint"] in plan.read_text()  # unwritten
 

@@ -181,3 +181,11 @@ def _hung_up_on(clients: list[socket.socket], until: float) -> list[float]:
                 open_clients.remove(client)
                 closed_at.append(time.monotonic())
     return closed_at
+
+
+def test_an_address_in_use_is_an_os_error_and_starts_no_thread(site):
+    """`serve` turns the OSError into one line; the server must not fail on its own half-made state first."""
+    before = threading.active_count()
+    with serving(site) as server, pytest.raises(OSError):
+        serve.make_server(site, "127.0.0.1", server.server_address[1])
+    assert threading.active_count() <= before + 1

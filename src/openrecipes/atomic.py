@@ -41,7 +41,7 @@ def holds(*names: str) -> Ours:
     return lambda folder: any(os.path.lexists(folder / name) for name in names)
 
 
-def _node_kind(mode: int) -> str | None:
+def node_kind(mode: int) -> str | None:
     """What a non-regular node is, in words; None for a regular file."""
     for test, kind in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a device"),
                        (stat.S_ISBLK, "a device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
@@ -65,7 +65,7 @@ def check_output(path: Path, option: str, ours: Ours | None, force: bool = False
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return
-    kind = _node_kind(mode)
+    kind = node_kind(mode)
     if kind is not None:
         raise UserError(f"{path}: {option} is {kind}, not a regular file; give the path of a new file "
                         "(nothing is ever written through a link or over a device, FIFO or folder)")
@@ -85,7 +85,7 @@ def check_output_folder(folder: Path, option: str, ours: Ours) -> None:
     except FileNotFoundError:
         return
     if not stat.S_ISDIR(mode):
-        raise UserError(f"{folder}: {option} is {_node_kind(mode) or 'a file'}, not a folder; give a new folder")
+        raise UserError(f"{folder}: {option} is {node_kind(mode) or 'a file'}, not a folder; give a new folder")
     if any(folder.iterdir()) and not ours(folder):
         raise UserError(f"{folder}: {option} is a folder holding files this command did not write; give a new or "
                         "empty folder")
@@ -93,7 +93,7 @@ def check_output_folder(folder: Path, option: str, ours: Ours) -> None:
 
 def check_regular(path: Path, option: str) -> None:
     """A file updated in place (`measure --write`, `reproduce --write`) must be a regular file, not a link."""
-    kind = _node_kind(os.lstat(path).st_mode)
+    kind = node_kind(os.lstat(path).st_mode)
     if kind is not None:
         raise UserError(f"{path}: {option} updates a recipe file, and this is {kind}; give the recipe's own path")
 
@@ -114,8 +114,8 @@ def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None
         current = os.lstat(path).st_mode
     except FileNotFoundError:
         current = None
-    if current is not None and _node_kind(current) is not None:
-        raise UserError(f"{path}: is {_node_kind(current)}, not a regular file; it was left as it is")
+    if current is not None and node_kind(current) is not None:
+        raise UserError(f"{path}: is {node_kind(current)}, not a regular file; it was left as it is")
     if mode is None:
         mode = current & 0o777 if current is not None else 0o666 & ~current_umask()
     open_mode, encoding = ("wb", None) if isinstance(data, bytes) else ("w", "utf-8")

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from openrecipes.catalog.hardware import GpuSpec
-from openrecipes.catalog.yamlio import read_yaml
+from openrecipes.catalog.yamlio import YamlDocument, read_yaml
 from openrecipes.errors import UserError
 
 HERE = Path(__file__).parent
@@ -107,9 +109,75 @@ def links(gpu_type: str, gpu: GpuSpec) -> Links:
                  row["network_gb_per_s"] * GB, row.get("gpus_per_node", row["gpus_per_nvlink_domain"]))
 
 
+CALIBRATION_FILE = HERE / "calibration.yaml"
+# A fitted value is pulled towards its prior with a spread of about one in log units: a value a hundred times its
+# prior (or a hundredth of it) is no fit but an edit.
+MAX_FROM_PRIOR = 100.0
+# Shares that cannot exceed the whole: an efficiency (of peak FLOP/s, of a link's bandwidth), an exposed share.
+AT_MOST_ONE = ("efficiency", "exposed_communication")
+
+
+def calibration_problems(doc: YamlDocument) -> list[str]:
+    """Each value of calibration.yaml that is not a finite number in its range, as `file:line: field ...; fix`.
+    Fitted values, priors and spreads are positive, a fitted value within MAX_FROM_PRIOR of its prior; measured
+    and assumed values are at least 0; shares (AT_MOST_ONE) at most 1."""
+    problems: list[str] = []
+
+    def bad(dotted: str, why: str) -> None:
+        problems.append(f"{doc.path}:{doc.line_of(dotted)}: {dotted} {why}; fix it there (`git checkout` the file "
+                        "undoes an edit), then run `openrecipes refresh`")
+
+    def number(dotted: str, value: object, positive: bool) -> float | None:
+        share = any(word in dotted for word in AT_MOST_ONE)
+        written = doc.raw.get(dotted, repr(value))
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            hint = " (a decimal point makes it one: 1.0e+3, not 1e3)" if re.fullmatch(r"[-+]?\d+e[-+]?\d+", written,
+                                                                                      re.IGNORECASE) else ""
+            bad(dotted, f"is '{written}', not a number{hint}")
+        elif not math.isfinite(value) or value < 0 or (positive and value == 0) or (share and value > 1):
+            bad(dotted, f"is {written}, outside {'(0' if positive else '[0'}, {'1]' if share else 'inf)'}")
+        else:
+            return float(value)
+        return None
+
+    def mapping(value: object) -> dict:
+        return value if isinstance(value, dict) else {}
+
+    data = mapping(doc.data)
+    for section in ("fitted", "measured", "assumed"):
+        if not isinstance(data.get(section), dict):
+            bad(section, "is missing or not a mapping")
+    for name, row in mapping(data.get("fitted")).items():
+        where = f"fitted.{name}"
+        if not isinstance(row, dict) or "value" not in row or "prior" not in row:
+            bad(where, "needs a value and a prior")
+            continue
+        value, prior = number(f"{where}.value", row["value"], True), number(f"{where}.prior", row["prior"], True)
+        if "prior_sigma" in row:
+            number(f"{where}.prior_sigma", row["prior_sigma"], True)
+        if value is not None and prior is not None and not 1 / MAX_FROM_PRIOR <= value / prior <= MAX_FROM_PRIOR:
+            bad(f"{where}.value", f"is {doc.raw.get(where + '.value')}, more than {MAX_FROM_PRIOR:g} times off its "
+                f"prior {doc.raw.get(where + '.prior')}")
+    for name, row in mapping(data.get("measured")).items():
+        number(f"measured.{name}.value", mapping(row).get("value"), False)
+    pending = [(f"assumed.{key}", value) for key, value in mapping(data.get("assumed")).items()]
+    while pending:
+        dotted, value = pending.pop(0)
+        if isinstance(value, dict):
+            pending += [(f"{dotted}.{key}", inner) for key, inner in value.items()]
+        else:
+            number(dotted, value, dotted.endswith("sigma"))
+    return problems
+
+
 @lru_cache(maxsize=1)
 def calibration_document() -> dict:
-    return read_yaml(HERE / "calibration.yaml").data
+    """calibration.yaml, every value in its range (calibration_problems): the first problem is a UserError."""
+    doc = read_yaml(CALIBRATION_FILE)
+    problems = calibration_problems(doc)
+    if problems:
+        raise UserError(problems[0])
+    return doc.data
 
 
 def calibration() -> Calibration:

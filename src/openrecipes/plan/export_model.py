@@ -173,7 +173,7 @@ class ExportedMargin(Exported):
 
 class ModelPlanExport(Exported):
     """plans/<model>.json: everything one model's Plan page shows."""
-    fingerprint: str  # of every input (tune/export.py): a test fails when the committed file is stale
+    fingerprint: str  # the seal over every input and this content (tune/fingerprint.py): refresh --check checks it
     model: str
     settings: str  # the workload and engine the tables are planned for, in words
     planned_for: str  # which GPU types and counts are planned, and why, in words

@@ -14,11 +14,13 @@ import numpy as np
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import HERE
 from openrecipes.plan.layouts import Layout
+from openrecipes.textfile import MIB, read_text
 
 HELDOUT_FILE = HERE / "heldout.json"
 # Where nothing of an engine was measured on a GPU type, or a layout uses a feature no measured point of its engine
 # has, the interval is the central share (COVERAGE) of the engine's held-out errors widened by this factor.
 UNCONSTRAINED_WIDENING = 2.0
+DERIVED_MAX_BYTES = 64 * MIB  # heldout.json is about 100 KB
 
 
 @dataclass(frozen=True)
@@ -63,8 +65,8 @@ def input_digests() -> dict[str, str]:
 
 def read_derived(path: Path) -> dict:
     """A JSON file `openrecipes refresh` writes (heldout.json, public_record.json); unreadable: one line and the fix."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
+    try:  # a regular file only (a FIFO would block), of a bounded size
+        return json.loads(read_text(path, DERIVED_MAX_BYTES, "derived JSON file"))
     except (OSError, json.JSONDecodeError) as error:
         raise UserError(f"{path}: not what `openrecipes refresh` writes ({error}); run it to write the "
                         "file again") from None

@@ -115,6 +115,8 @@ class HeaderDeadlines:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="serve-header-deadlines", daemon=True)
+
+    def start(self) -> None:
         self._thread.start()
 
     def arm(self, connection: socket.socket) -> None:
@@ -137,7 +139,8 @@ class HeaderDeadlines:
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
 
 
 class SiteServer(http.server.ThreadingHTTPServer):
@@ -151,8 +154,12 @@ class SiteServer(http.server.ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], handler) -> None:  # noqa: ANN001 (socketserver's signature)
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self._slots = threading.BoundedSemaphore(MAX_THREADS)
+        self.deadlines = HeaderDeadlines(self.header_deadline_s)  # started once listening: a refused bind starts none
         super().__init__(address, handler)
-        self.deadlines = HeaderDeadlines(self.header_deadline_s)  # after the bind: a refused address starts none
+
+    def server_activate(self) -> None:
+        super().server_activate()
+        self.deadlines.start()
 
     def server_close(self) -> None:
         super().server_close()

@@ -6,14 +6,12 @@ held-out interval), notable layouts that do not fit, the catalog's measured reci
 beside the planner's prediction of their own layout and their held-out error, the model's nearest published entries
 of the public record (author-reported, beside the planner's held-out prediction of their own layout or the reason it
 cannot make one), and, for torchtitan tables with a recipe to compose from, each runnable row's planned recipe (the
-text `plan --emit-recipe` writes). The files record a fingerprint of every input (tests/test_plan_export.py fails
-when the committed ones are stale).
+text `plan --emit-recipe` writes). Each file is sealed with a fingerprint of every input and of its own content
+(openrecipes.tune.fingerprint): `refresh --check` fails when a committed one is stale or edited.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import re
 from collections import Counter
@@ -51,9 +49,9 @@ from openrecipes.plan.public_record import compared as record_compared
 from openrecipes.plan.trust import memory_margin, stored_points
 from openrecipes.tune.candidates import renderable
 from openrecipes.tune.emit import plan_command, planned_recipe
+from openrecipes.tune.fingerprint import fingerprint, sealed
 from openrecipes.tune.search import find_base
 
-EXPORT_VERSION = 2
 # Fitting layouts shown per table, best predicted tokens/s first (predict's order).
 PLAN_TOP = 15
 PLANNED_SIZES_AT_FULL_LENGTH = 4  # GPU types and counts a page shows PLAN_TOP rows of each
@@ -66,10 +64,6 @@ MEASURED_SHOWN = 10
 ONE_NODE = 8
 # Published entries of the public record shown beside each table, the nearest first.
 NEAREST_PUBLISHED = 3
-# The code and data a plan table depends on: the planner, and the recipe composition of its "copy as recipe" rows.
-SOURCES = (Path(__file__).resolve().parents[1] / "plan", Path(__file__).resolve().parent)
-# The engines' layout rules are the planner's input too (engines/<name>/layouts.py, through the registry).
-ENGINE_RULES = ("knowledge.py", "registry.py", "*/layouts.py")
 
 
 @dataclass(frozen=True)
@@ -355,7 +349,8 @@ def _calibration_rows() -> list[CalibrationRow]:
 
 
 def model_plan(catalog: Catalog, model: str, stamp: str) -> ModelPlanExport:
-    """Everything one model's Plan page shows, with the fingerprint `stamp` of the inputs."""
+    """Everything one model's Plan page shows, with `stamp` as its fingerprint (`export` writes it empty and seals
+    the file)."""
     tables = catalog.tables
     scope = plan_scope(catalog, model)
     settings = scope.settings
@@ -387,30 +382,6 @@ def model_plan(catalog: Catalog, model: str, stamp: str) -> ModelPlanExport:
                                                         basis=margin.basis))
 
 
-def fingerprint(catalog: Catalog) -> str:
-    """A hash of every input of the export: the planner's code and data, and the catalog's recipes, model cards and
-    hardware tables as the planner reads them (notes left out: they change no figure)."""
-    digest = hashlib.sha256(str(EXPORT_VERSION).encode())
-    for folder in SOURCES:
-        for path in sorted(p for p in folder.rglob("*") if p.suffix in (".py", ".yaml", ".json")):
-            digest.update(path.relative_to(folder.parent).as_posix().encode() + b"\0" + path.read_bytes())
-    engines = SOURCES[0].parent / "engines"
-    for pattern in ENGINE_RULES:
-        for path in sorted(engines.glob(pattern)):
-            digest.update(path.relative_to(engines.parent).as_posix().encode() + b"\0" + path.read_bytes())
-    tables = catalog.tables
-    inputs = {"entries": sorted(json.dumps(e.entry.model_dump(mode="json", exclude={"notes"}), sort_keys=True)
-                                for e in catalog.entries),
-              "record": sorted(json.dumps([e.slug, e.entry.model_dump(mode="json", exclude={"note"})], sort_keys=True)
-                               for e in catalog.record),
-              "models": {n: c.model_dump(mode="json", exclude={"notes", "notes_source"})
-                         for n, c in tables.models.items()},
-              "gpus": {n: g.model_dump(mode="json") for n, g in tables.gpus.items()},
-              "instances": {n: i.model_dump(mode="json") for n, i in tables.instances.items()}}
-    digest.update(json.dumps(inputs, sort_keys=True, default=str).encode())
-    return digest.hexdigest()
-
-
 def export(catalog: Catalog, out: Path) -> list[Path]:
     """One JSON file per model with recipes or published entries (`plan_models`): `<out>/<model>.json`; `out` is
     new, empty or a folder of them."""
@@ -420,7 +391,8 @@ def export(catalog: Catalog, out: Path) -> list[Path]:
     written = []
     for model in plan_models(catalog):
         path = out / f"{model}.json"
-        write_output(path, model_plan(catalog, model, stamp).model_dump_json(indent=1) + "\n", "--out", PLAN_FILE)
+        unsealed = model_plan(catalog, model, "").model_dump_json(indent=1) + "\n"
+        write_output(path, sealed(unsealed, stamp, model), "--out", PLAN_FILE)
         written.append(path)
     return written
 

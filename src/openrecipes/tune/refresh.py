@@ -6,7 +6,15 @@ follow it, in this order (each reads the ones before): the fitted values in the 
 the planner held against the public record, public_record.json (`openrecipes.plan.public_record`), and the Plan
 pages' tables plans/*.json (`openrecipes.tune.export`). Each step runs in a fresh interpreter, so that
 it reads the files the step before wrote rather than what this process loaded before. `--check` writes nothing,
-names every stale file and exits 1; CI runs it.
+names every stale file and exits 1; CI runs it. It recomputes what it checks: the fits and held-out tables are
+computed again and compared, and each plan file carries a seal over its inputs and its own content
+(`openrecipes.tune.fingerprint`), so an edited figure is as stale as an old one.
+
+Before any step, every file refresh reads or writes (the planner's data, plans/ and each plans/*.json) must be a
+regular file, never a symbolic link, a FIFO or a device (a FIFO would block a read for ever), and every value of
+calibration.yaml a finite number in its range (`openrecipes.plan.constants.calibration_problems`): otherwise
+`--check` fails naming each file (exit 1) and `refresh` refuses to start (exit 2), since no step could be trusted
+with them.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -23,10 +32,14 @@ from typing import Annotated
 import typer
 import yaml
 
-from openrecipes.atomic import write_atomic
+from openrecipes.atomic import node_kind, write_atomic
 from openrecipes.errors import EXIT_CHECK_FAILED, UserError
+from openrecipes.textfile import shown
 
 STEPS = ("calibration", "heldout", "public_record", "plans")
+# The planner's files refresh reads: kept by hand (restored from git when broken) or written by refresh itself.
+KEPT = ("calibration.yaml", "interconnect.yaml", "reference_points.yaml")
+WRITTEN = ("heldout.json", "public_record.json")
 # calibration.yaml's fitted values are written with four significant digits; a fit that moves one by less than
 # the tolerance its test allows (tests/test_plan_calibration.py) is not stale.
 SIGNIFICANT = 4
@@ -56,6 +69,14 @@ def refresh_command(
     from openrecipes.catalog.paths import default_catalog_root
 
     root = default_catalog_root().resolve()
+    problems = file_problems(root, _package_parent(root) / "openrecipes" / "plan")
+    if problems and not check:
+        raise UserError(f"{problems[0]} (refresh wrote nothing)")
+    if problems:
+        for problem in problems:
+            typer.echo(problem)
+        typer.echo("fix each file named above, then run `openrecipes refresh` and commit what it writes", err=True)
+        raise typer.Exit(EXIT_CHECK_FAILED)
     states = [_step(step, root, check) for step in STEPS]
     for state in states:
         said = (("stale: " if check else "rewritten, was stale: ") + state.stale if state.stale
@@ -66,11 +87,58 @@ def refresh_command(
         raise typer.Exit(EXIT_CHECK_FAILED)
 
 
+def _package_parent(root: Path) -> Path:
+    """A clone's own code when the catalog is a clone (its planner files are the ones to write), else this
+    package's. A clone's src/ counts only when it holds the package itself, not a planner folder alone: the steps
+    would import this package's code and write this package's files while the clone's were checked."""
+    own = root / "src" / "openrecipes"
+    if (own / "__init__.py").is_file() and (own / "tune" / "refresh.py").is_file() and (own / "plan").is_dir():
+        return own.parent
+    return Path(__file__).resolve().parents[2]
+
+
+def _node_problem(path: Path, fix: str) -> str | None:
+    """Why refresh may not read or write `path` (a link, FIFO, device, socket, folder), or None (regular, or
+    absent: refresh writes what is absent or says it is stale)."""
+    try:
+        kind = node_kind(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return f"{shown(path)}: cannot be read ({error.strerror}); {fix}"
+    if kind is None:
+        return None
+    return f"{shown(path)}: is {kind}, not a regular file; refresh reads and writes regular files only: {fix}"
+
+
+def file_problems(root: Path, planner: Path) -> list[str]:
+    """Every file refresh reads or writes that it may not (_node_problem), and each out-of-range value of
+    calibration.yaml, as one line naming the file and the fix."""
+    from openrecipes.catalog.yamlio import read_yaml
+    from openrecipes.plan.constants import calibration_problems
+
+    restore = "put the regular file back (`git checkout` it)"
+    rewrite = "remove it and run `openrecipes refresh`"
+    kept = {name: _node_problem(planner / name, restore) for name in KEPT}
+    problems = [p for p in kept.values() if p]
+    problems += [p for name in WRITTEN if (p := _node_problem(planner / name, rewrite))]
+    plans = root / "plans"
+    if os.path.lexists(plans) and not stat.S_ISDIR(os.lstat(plans).st_mode):
+        problems.append(f"{shown(plans)}: is {node_kind(os.lstat(plans).st_mode) or 'a file'}, not a folder; the "
+                        f"Plan pages' files are written into a plain folder: {rewrite}")
+    elif plans.is_dir():
+        problems += [p for path in sorted(plans.glob("*.json")) if (p := _node_problem(path, rewrite))]
+    if kept["calibration.yaml"] is None:
+        try:
+            problems += calibration_problems(read_yaml(planner / "calibration.yaml"))
+        except UserError as error:
+            problems.append(f"{error}; {restore}")
+    return problems
+
+
 def _step(step: str, root: Path, check: bool) -> StepState:
     """One step in a fresh interpreter (the same package, the same catalog), its state read back as JSON."""
-    # A clone's own code when the catalog is a clone (its planner files are the ones to write), else this package's.
-    own = root / "src"
-    package_parent = str(own if (own / "openrecipes" / "plan").is_dir() else Path(__file__).resolve().parents[2])
+    package_parent = str(_package_parent(root))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (package_parent, os.environ.get("PYTHONPATH"))))}
     argv = [sys.executable, "-m", "openrecipes.tune.refresh", step, str(root), "check" if check else "write"]
     done = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True)
@@ -155,24 +223,32 @@ def _public_record(root: Path, check: bool) -> StepState:
 
 def _plans(root: Path, check: bool) -> StepState:
     from openrecipes.catalog.store import load_catalog
-    from openrecipes.tune.export import export, fingerprint, plan_models
+    from openrecipes.textfile import read_text
+    from openrecipes.tune.export import export, plan_models
+    from openrecipes.tune.fingerprint import MAX_SOURCE_BYTES, fingerprint, seal_problem
 
     catalog = load_catalog(root)
     out = root / "plans"
     stamp = fingerprint(catalog)
     models = set(plan_models(catalog))
     held = {p.stem: p for p in out.glob("*.json")}
-    stale_names = sorted(set(models) ^ set(held)) + sorted(
-        name for name, path in held.items() if name in models
-        and json.loads(path.read_text(encoding="utf-8")).get("fingerprint") != stamp)
+    why: dict[str, list[str]] = {}
+    for name in sorted(models | set(held)):
+        problem = ("missing" if name not in held else "no model of the catalog plans it" if name not in models
+                   else seal_problem(read_text(held[name], MAX_SOURCE_BYTES, "plan file"), stamp, name))
+        if problem is not None:
+            why.setdefault(problem, []).append(f"{name}.json")
     if not check:
         for name in set(held) - models:  # a model that left the catalog leaves no Plan page behind
             held[name].unlink()
         export(catalog, out)
-    return StepState("plans", str(out), f"{', '.join(stale_names)}" if stale_names else None)
+    stale = "; ".join(f"{', '.join(names)} ({problem})" for problem, names in why.items())
+    return StepState("plans", str(out), stale or None)
 
 
 if __name__ == "__main__":  # one step, in the fresh interpreter `_step` starts
     name, where, mode = sys.argv[1:4]
+    if Path(__file__).resolve().parents[2] != _package_parent(Path(where)):  # the code the parent checked
+        sys.exit(f"this interpreter imports {Path(__file__).resolve().parents[1]}, not the catalog's own code")
     state = run_step(name, Path(where), mode == "check")
     print(json.dumps(state.__dict__))
