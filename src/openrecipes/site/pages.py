@@ -7,6 +7,7 @@ adds the Pareto front and gives every page its stable path.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from openrecipes.audit.evidence import AuditReport
@@ -184,6 +185,11 @@ class Site:
     usd_values: dict[str, float] = field(default_factory=dict)  # slug -> $ per 1M tokens to sort and compare by
     audits: dict[str, AuditReport] = field(default_factory=dict)  # entry slug -> its audit, once per build
 
+    @cached_property
+    def recipe_by_path(self) -> dict[str, RecipeEntry]:
+        """Every recipe by its repository path, for the notes' links: one lookup each, not a scan of the catalog."""
+        return {entry.path.as_posix(): entry for entry in self.catalog.recipes}
+
     def section(self, model: str) -> ModelSection:
         return next(s for s in self.sections if s.name == model)
 
@@ -215,7 +221,7 @@ class Site:
         the file in the repository, False), or None for a path that is not a file of the catalog."""
         if "\\" in path or path.startswith("/") or ".." in PurePosixPath(path).parts:
             return None
-        entry = next((e for e in self.catalog.recipes if e.path.as_posix() == path), None)
+        entry = self.recipe_by_path.get(path)
         if entry is not None:
             return recipe_page_path(entry), True
         file = (self.catalog.root / path).resolve()
