@@ -322,8 +322,8 @@ def test_compare_shows_deltas_the_better_side_and_warns_across_boards(chromium, 
     b.page.wait_for_selector("#compare-figures tbody tr")
     assert b.page.locator("#compare-warning").is_hidden()
     assert b.page.locator("#summary-a").inner_text() == \
-        f"gpt-oss-20b on H200 · #1 on Training gpt-oss-20b on H200 · {site.board_of[fast.slug][0].board.workload.label}" \
-        f" · evidence {site.evidence(fast)}"
+        f"gpt-oss-20b on H200 · #1 on Training gpt-oss-20b on H200 · " \
+        f"{site.board_of[fast.slug][0].board.workload.label} · evidence {site.evidence(fast)}"
     tokens = b.page.locator('#compare-figures tr[data-figure="Tokens/s per GPU"] td')
     a_value, b_value = (e.entry.result.tokens_per_s_per_gpu for e in (fast, slow))
     delta = b_value - a_value
