@@ -261,7 +261,11 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
     for section in site.sections:
         if section.points:
             section.pareto_svg = plots.pareto_svg(section.points, section.front, _plot_links(section),
-                                                  f"plot-{section.folder}")
+                                                  f"plot-{section.folder}",
+                                                  section.front if section.pareto_shared else None)
+            if section.pareto_shared:  # one file, its links made relative to its own folder
+                write.bytes(section.pareto_file, section.pareto_svg.replace('<a href="', '<a href="../')
+                            .encode("utf-8"))
         if section.scaling:  # one plot per model, whatever the number of its runs
             section.scaling_svg = plots.scaling_svg(section.scaling, f"scaling-{section.folder}")
     write.bytes(ANSWERS_PATH, answers_script(site, plans))

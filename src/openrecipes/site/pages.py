@@ -87,6 +87,8 @@ def usd_recomputed(catalog: Catalog, entry: CatalogEntry) -> float:
 
 # A leaderboard longer than this continues on further pages, so no page outgrows the 150 KB budget.
 BOARD_PAGE_ROWS = 100
+# A model's Pareto plot of more points than this is a shared file shown as an image, not inline in every page.
+INLINE_PLOT_POINTS = 200
 
 
 @dataclass
@@ -145,6 +147,26 @@ class ModelSection:
     record: dict[str, list[RecordRow]] = field(default_factory=dict)  # GPU type -> its public record, never ranked
     scaling: list[ScalingPoint] = field(default_factory=list)  # measured recipes and the record, by GPU count
     scaling_svg: str = ""  # the model page's plot of them, inline SVG like pareto_svg
+
+    @property
+    def pareto_shared(self) -> bool:
+        """A plot of more points than a page can carry inline is one file of its own that every page shows as an
+        image (drawn once, fetched once), each page keying only its own points."""
+        return len(self.points) > INLINE_PLOT_POINTS
+
+    @property
+    def pareto_file(self) -> str:
+        return f"plots/{self.folder}-pareto.svg"
+
+    def key_points(self, entries=None) -> list[ParetoPoint]:
+        """The points a page's plot key lists: every point of an inline plot; of a shared one, the given entries'
+        (a board page's rows) or else the front."""
+        if not self.pareto_shared:
+            return self.points
+        if entries is None:
+            return self.front
+        slugs = {entry.slug for entry in entries}
+        return [point for point in self.points if point.entry.slug in slugs]
 
     @property
     def path(self) -> str:
