@@ -47,6 +47,7 @@ print(json.dumps({"load_s": loaded - start, "build_s": built - loaded, "board": 
 
 def baseline_tree(folder: Path) -> Path:
     """BASELINE_COMMIT's package and the bundled tables it reads (models/, hardware/, rules/, schema/)."""
+    folder.mkdir(parents=True)
     archive = subprocess.run(["git", "archive", BASELINE_COMMIT, "src", "models", "hardware", "rules", "schema"],
                              cwd=REPO, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
+from openrecipes import figures
 from openrecipes.audit.evidence import AuditReport
 from openrecipes.audit.review import audit_catalog
 from openrecipes.catalog import facts
@@ -27,7 +28,7 @@ from openrecipes.site.record import (
     record_rows,
     scaling_points,
 )
-from openrecipes.site.settings import Repository, read_repository
+from openrecipes.site.settings import Repository, read_repository, read_token_budget
 
 
 @dataclass(frozen=True)
@@ -206,6 +207,7 @@ class Site:
     usd_texts: dict[str, str] = field(default_factory=dict)  # slug -> $ per 1M tokens as shown
     usd_values: dict[str, float] = field(default_factory=dict)  # slug -> $ per 1M tokens to sort and compare by
     audits: dict[str, AuditReport] = field(default_factory=dict)  # entry slug -> its audit, once per build
+    token_budget: int = 1_000_000_000  # the tokens time-to-train and cost are worked out for (site.yaml)
 
     @cached_property
     def recipe_by_path(self) -> dict[str, RecipeEntry]:
@@ -233,6 +235,18 @@ class Site:
     def cheapest_on(self, board_page: BoardPage) -> RecipeEntry:
         """The board's lowest $ per 1M tokens, by the full-precision cost."""
         return min(board_page.board.ranked, key=lambda e: (self.usd_values[e.slug], e.slug))
+
+    def training(self, entry: RecipeEntry) -> tuple[float, float | None]:
+        """Wall hours and $ (None: the instance is not priced) to train the token budget at the recipe's speed on
+        its GPUs, through figures.py from hardware/instances.yaml's price."""
+        recipe = entry.entry
+        speed = recipe.result.tokens_per_s_per_gpu
+        hours = figures.time_to_train_hours(self.token_budget, speed, recipe.gpu.count)
+        instance = self.catalog.tables.instances.get(recipe.gpu.instance)
+        if instance is None:
+            return hours, None
+        per_gpu_hour = figures.usd_per_gpu_hour(instance.usd_per_hour, instance.gpus)
+        return hours, figures.cost_to_train_usd(self.token_budget, speed, per_gpu_hour)
 
     def usd_text(self, entry: CatalogEntry) -> str:
         """$ per 1M tokens as shown: ranked digits where costs tie, else as published ("not published" if none)."""
@@ -304,7 +318,7 @@ def site_pages(catalog: Catalog) -> Site:
                     board_of[entry.slug] = (page, rank)
         sections.append(section)
     site = Site(catalog, sections, board_of, read_repository(catalog.root),
-                audits=audit_catalog(catalog) | record_audits(catalog))
+                audits=audit_catalog(catalog) | record_audits(catalog), token_budget=read_token_budget(catalog.root))
     for section in sections:
         # A plot fills only what the audit re-derived: a recipe that only reports its figures is drawn as what it is.
         section.scaling = [replace(point, evidence=site.evidence(point.entry)) for point in section.scaling]
