@@ -18,6 +18,8 @@ from openrecipes.errors import UserError
 from openrecipes.site.build import CSP, build_site
 
 PAGE_BUDGET_BYTES = 150 * 1024
+# A Plan page carries every GPU type and count's tables folded, each with its time and cost for the token budget.
+PLAN_PAGE_BUDGET_BYTES = 200 * 1024
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +33,7 @@ def test_every_page_carries_the_csp_and_no_inline_script_or_style(bundled_site):
             "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.html"} <= set(bundled_site.pages)
     for page, size in bundled_site.pages.items():
         html = (bundled_site.out / page).read_text(encoding="utf-8")
-        assert size <= PAGE_BUDGET_BYTES, page
+        assert size <= (PLAN_PAGE_BUDGET_BYTES if page.startswith("plan/") else PAGE_BUDGET_BYTES), page
         assert f'<meta http-equiv="Content-Security-Policy" content="{CSP.replace(chr(39), "&#39;")}">' in html, page
         assert not re.search(r"<script(?![^>]*\bsrc=)", html), page
         assert not re.search(r"<style|\sstyle=|\son[a-z]+=", html), page

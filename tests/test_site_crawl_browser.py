@@ -99,3 +99,17 @@ def test_the_index_filters_boards_by_gpu_type_and_count(chromium, bundled_site):
         page.select_option("[data-index-filter=gpus]", "2")
         assert all(" 2 " in g for g in shown.evaluate_all("rs => rs.map(r => r.dataset.gpus)"))
         assert b.errors == []
+
+
+def test_a_new_token_budget_scales_every_time_and_cost(chromium, bundled_site):  # noqa: F811
+    with served(bundled_site.out) as base:
+        b = Browser(chromium, base)
+        page = b.page
+        page.goto(base + "models/qwen3-8b/h200/rows8192-gb16-bf16.html")
+        cell = page.locator("#leaderboard td.train-time").first
+        hours = float(cell.get_attribute("data-train-hours"))
+        page.fill("[data-budget-input]", "2")
+        assert page.locator("[data-budget-text]").first.inner_text() == "2B"
+        assert float(cell.get_attribute("data-value")) == pytest.approx(2 * hours, rel=1e-6)
+        assert cell.inner_text() == (f"{2 * hours:,.1f} h" if 2 * hours < 48 else f"{2 * hours / 24:,.1f} days")
+        assert b.errors == []

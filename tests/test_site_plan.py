@@ -9,9 +9,13 @@ from html import escape, unescape
 import pytest
 from site_helpers import REPO
 
+from openrecipes import figures
 from openrecipes.catalog.store import load_catalog
 from openrecipes.plan.predict import plan_table
 from openrecipes.plan.trust import stored_points
+from openrecipes.site import format as fmt
+from openrecipes.site.plan import read_plan
+from openrecipes.site.settings import read_token_budget
 from openrecipes.tune import export
 
 GPTOSS_PAGE = "plan/gpt-oss-20b.html"
@@ -100,8 +104,14 @@ def test_the_short_answer_comes_first_with_the_best_measured_beside_it(bundled_s
     best = next(r for r in h200_rows if r.fits)
     cells = _cells("<tr>" + row + "</tr>")
     assert cells[1].startswith(best.label) and cells[2] == "BF16" and cells[3] == f"{best.tokens_per_s_per_gpu:,.1f}"
-    assert "attune-tp1-pp1-ep4" in cells[6] and "10,483.9" in cells[6]
-    assert cells[6].endswith("author-reported")  # a seed: its evidence level, never "measured"
+    # the wall time and cost of site.yaml's token budget at the predicted speed, through figures.py
+    table = next(t for t in read_plan(REPO, "gpt-oss-20b").tables if (t.gpu_type, t.gpus) == ("H200", 8))
+    budget = read_token_budget(REPO)
+    hours = figures.time_to_train_hours(budget, best.tokens_per_s_per_gpu, 8)
+    cost = figures.cost_to_train_usd(budget, best.tokens_per_s_per_gpu, table.usd_per_gpu_hour)
+    assert cells[6] == f"{fmt.duration(hours)} · {fmt.usd_total(cost)}"
+    assert "attune-tp1-pp1-ep4" in cells[7] and "10,483.9" in cells[7]
+    assert cells[7].endswith("author-reported")  # a seed: its evidence level, never "measured"
 
 
 def test_torchtitan_rows_offer_the_planned_recipe(bundled_site):

@@ -28,6 +28,16 @@ def usd_per_million_tokens(usd_per_gpu_hour: float, tokens_per_s_per_gpu: float)
     return usd_per_gpu_hour / (tokens_per_s_per_gpu * SECONDS_PER_HOUR) * 1e6
 
 
+def time_to_train_hours(tokens: float, tokens_per_s_per_gpu: float, gpus: int) -> float:
+    """Wall time to train `tokens` at a layout's speed: tokens / (tokens/s/GPU * GPUs) / 3600."""
+    return tokens / (tokens_per_s_per_gpu * gpus) / 3600
+
+
+def cost_to_train_usd(tokens: float, tokens_per_s_per_gpu: float, usd_per_gpu_hour_: float) -> float:
+    """$ to train `tokens`: GPU-hours (every GPU for the wall time) * $/GPU-hour, i.e. tokens / 1M * $ per 1M."""
+    return tokens / 1e6 * usd_per_million_tokens(usd_per_gpu_hour_, tokens_per_s_per_gpu)
+
+
 def window_tokens(first_step: int, last_step: int, global_batch: int, row_tokens: int) -> int:
     """Tokens trained in a window of steps; both ends are included."""
     return (last_step - first_step + 1) * global_batch * row_tokens

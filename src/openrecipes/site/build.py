@@ -50,7 +50,7 @@ from openrecipes.site.pages import (
     relative_url,
     site_pages,
 )
-from openrecipes.site.plan import model_plans, plan_page_path, precision_family, prediction_precision
+from openrecipes.site.plan import model_plans, plan_page_path, precision_family, prediction_precision, training
 from openrecipes.site.question import ANSWERS_PATH, answers_script
 from openrecipes.site.record import RecordRow, record_path, record_row_path
 from openrecipes.site.running import running_steps
@@ -92,7 +92,7 @@ def _environment() -> jinja2.Environment:
                        plan_of=lambda section: plan_page_path(section.folder), reproductions_of=reproduction_summary,
                        evidence_levels=EVIDENCE_LEVELS, pareto_svg=_pareto_svg, scaling_svg=_scaling_svg,
                        running_of=lambda board_page: board_page.running_path, precision_of=prediction_precision,
-                       precision_family=precision_family, evidence_of=evidence_path,
+                       precision_family=precision_family, evidence_of=evidence_path, training_of=training,
                        board_csv_of=lambda board_page: board_page.csv_path)
     return env
 
@@ -261,7 +261,11 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
     for section in site.sections:
         if section.points:
             section.pareto_svg = plots.pareto_svg(section.points, section.front, _plot_links(section),
-                                                  f"plot-{section.folder}")
+                                                  f"plot-{section.folder}",
+                                                  section.front if section.pareto_shared else None)
+            if section.pareto_shared:  # one file, its links made relative to its own folder
+                write.bytes(section.pareto_file, section.pareto_svg.replace('<a href="', '<a href="../')
+                            .encode("utf-8"))
         if section.scaling:  # one plot per model, whatever the number of its runs
             section.scaling_svg = plots.scaling_svg(section.scaling, f"scaling-{section.folder}")
     write.bytes(ANSWERS_PATH, answers_script(site, plans))

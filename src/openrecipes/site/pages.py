@@ -7,8 +7,10 @@ adds the Pareto front and gives every page its stable path.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 
+from openrecipes import figures
 from openrecipes.audit.evidence import AuditReport
 from openrecipes.audit.review import audit_catalog
 from openrecipes.catalog import facts
@@ -26,7 +28,7 @@ from openrecipes.site.record import (
     record_rows,
     scaling_points,
 )
-from openrecipes.site.settings import Repository, read_repository
+from openrecipes.site.settings import Repository, read_repository, read_token_budget
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ def usd_recomputed(catalog: Catalog, entry: CatalogEntry) -> float:
 
 # A leaderboard longer than this continues on further pages, so no page outgrows the 150 KB budget.
 BOARD_PAGE_ROWS = 100
+# A model's Pareto plot of more points than this is a shared file shown as an image, not inline in every page.
+INLINE_PLOT_POINTS = 200
 
 
 @dataclass
@@ -146,6 +150,26 @@ class ModelSection:
     scaling_svg: str = ""  # the model page's plot of them, inline SVG like pareto_svg
 
     @property
+    def pareto_shared(self) -> bool:
+        """A plot of more points than a page can carry inline is one file of its own that every page shows as an
+        image (drawn once, fetched once), each page keying only its own points."""
+        return len(self.points) > INLINE_PLOT_POINTS
+
+    @property
+    def pareto_file(self) -> str:
+        return f"plots/{self.folder}-pareto.svg"
+
+    def key_points(self, entries=None) -> list[ParetoPoint]:
+        """The points a page's plot key lists: every point of an inline plot; of a shared one, the given entries'
+        (a board page's rows) or else the front."""
+        if not self.pareto_shared:
+            return self.points
+        if entries is None:
+            return self.front
+        slugs = {entry.slug for entry in entries}
+        return [point for point in self.points if point.entry.slug in slugs]
+
+    @property
     def path(self) -> str:
         """The model's page: its card, its runs by GPU count and type, and links to its boards and record."""
         return model_page_path(self.folder)
@@ -183,6 +207,12 @@ class Site:
     usd_texts: dict[str, str] = field(default_factory=dict)  # slug -> $ per 1M tokens as shown
     usd_values: dict[str, float] = field(default_factory=dict)  # slug -> $ per 1M tokens to sort and compare by
     audits: dict[str, AuditReport] = field(default_factory=dict)  # entry slug -> its audit, once per build
+    token_budget: int = 1_000_000_000  # the tokens time-to-train and cost are worked out for (site.yaml)
+
+    @cached_property
+    def recipe_by_path(self) -> dict[str, RecipeEntry]:
+        """Every recipe by its repository path, for the notes' links: one lookup each, not a scan of the catalog."""
+        return {entry.path.as_posix(): entry for entry in self.catalog.recipes}
 
     def section(self, model: str) -> ModelSection:
         return next(s for s in self.sections if s.name == model)
@@ -206,6 +236,18 @@ class Site:
         """The board's lowest $ per 1M tokens, by the full-precision cost."""
         return min(board_page.board.ranked, key=lambda e: (self.usd_values[e.slug], e.slug))
 
+    def training(self, entry: RecipeEntry) -> tuple[float, float | None]:
+        """Wall hours and $ (None: the instance is not priced) to train the token budget at the recipe's speed on
+        its GPUs, through figures.py from hardware/instances.yaml's price."""
+        recipe = entry.entry
+        speed = recipe.result.tokens_per_s_per_gpu
+        hours = figures.time_to_train_hours(self.token_budget, speed, recipe.gpu.count)
+        instance = self.catalog.tables.instances.get(recipe.gpu.instance)
+        if instance is None:
+            return hours, None
+        per_gpu_hour = figures.usd_per_gpu_hour(instance.usd_per_hour, instance.gpus)
+        return hours, figures.cost_to_train_usd(self.token_budget, speed, per_gpu_hour)
+
     def usd_text(self, entry: CatalogEntry) -> str:
         """$ per 1M tokens as shown: ranked digits where costs tie, else as published ("not published" if none)."""
         return self.usd_texts.get(entry.slug) or facts.usd(entry.entry.result.usd_per_million_tokens)
@@ -215,7 +257,7 @@ class Site:
         the file in the repository, False), or None for a path that is not a file of the catalog."""
         if "\\" in path or path.startswith("/") or ".." in PurePosixPath(path).parts:
             return None
-        entry = next((e for e in self.catalog.recipes if e.path.as_posix() == path), None)
+        entry = self.recipe_by_path.get(path)
         if entry is not None:
             return recipe_page_path(entry), True
         file = (self.catalog.root / path).resolve()
@@ -276,7 +318,7 @@ def site_pages(catalog: Catalog) -> Site:
                     board_of[entry.slug] = (page, rank)
         sections.append(section)
     site = Site(catalog, sections, board_of, read_repository(catalog.root),
-                audits=audit_catalog(catalog) | record_audits(catalog))
+                audits=audit_catalog(catalog) | record_audits(catalog), token_budget=read_token_budget(catalog.root))
     for section in sections:
         # A plot fills only what the audit re-derived: a recipe that only reports its figures is drawn as what it is.
         section.scaling = [replace(point, evidence=site.evidence(point.entry)) for point in section.scaling]

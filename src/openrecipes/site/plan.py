@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from openrecipes import figures
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.errors import UserError
 from openrecipes.plan.export_model import (
@@ -52,6 +53,14 @@ class TableView:
         return prediction_precision(rows[0]) if rows else BF16
 
 
+def training(budget: int, tokens_per_s_per_gpu: float, gpus: int,
+             usd_per_gpu_hour: float | None) -> tuple[float, float | None]:
+    """Wall hours and $ (None: no priced instance) to train `budget` tokens at a predicted speed on `gpus` GPUs."""
+    hours = figures.time_to_train_hours(budget, tokens_per_s_per_gpu, gpus)
+    cost = figures.cost_to_train_usd(budget, tokens_per_s_per_gpu, usd_per_gpu_hour) if usd_per_gpu_hour else None
+    return hours, cost
+
+
 def prediction_precision(row: PredictedLayout) -> str:
     """The precision a prediction is made for: torchtitan's float8 training, Megatron's Transformer Engine GEMM
     precision, or BF16."""
@@ -76,6 +85,7 @@ class Answer:
     measured_entry: CatalogEntry | None  # its recipe, where it is one
     measured_tokens: float | None
     nearest: PublishedNeighbour | None  # the nearest published entry of the public record (author-reported)
+    usd_per_gpu_hour: float | None  # the priced instance's, for the cost of the token budget
 
 
 @dataclass
@@ -139,7 +149,8 @@ def _answer(view: TableView, entries: dict[str, CatalogEntry]) -> Answer:
     best_measured = max(candidates, key=lambda c: c[0], default=(None, None, None))
     rows = table.data.rows
     return Answer(table.gpu_type, table.gpus, view.anchor, rows[0] if rows else None, best_measured[1],
-                  best_measured[2], best_measured[0], table.published[0] if table.published else None)
+                  best_measured[2], best_measured[0], table.published[0] if table.published else None,
+                  table.usd_per_gpu_hour)
 
 
 def model_plans(catalog: Catalog, sections) -> list[ModelPlan]:

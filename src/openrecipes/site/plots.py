@@ -101,12 +101,14 @@ class _Taken:
         return any(_overlaps(box, other) for cell in self._cells(box) for other in self.cells.get(cell, ()))
 
 
-def _place_labels(axes, points: list[ParetoPoint]) -> list[tuple[float, float]]:
-    """Each point's label centre as an offset in points from its marker, clear of every other label and marker
-    (greedy, fastest point first): two recipes with equal figures get two labels, so each stays a link."""
+def _place_labels(axes, points: list[ParetoPoint], numbered: list[ParetoPoint]) -> list[tuple[float, float]]:
+    """Each numbered point's label centre as an offset in points from its marker, clear of every other label and
+    of every marker (greedy, fastest point first): two recipes with equal figures get two labels, so each stays a
+    link."""
     to_points = 72.0 / axes.figure.dpi
-    centres = [axes.transData.transform((p.usd_per_million_tokens, p.tokens_per_s_per_gpu)) * to_points
-               for p in points]
+    # One transform of every point at once: one call per point is most of a large plot's placement.
+    centres = list(axes.transData.transform([(p.usd_per_million_tokens, p.tokens_per_s_per_gpu) for p in points])
+                   * to_points)
     radii = [(_marker_area(p.gpus) ** 0.5) / 2 for p in points]
     bbox = axes.get_window_extent()
     frame = (bbox.x0 * to_points, bbox.y0 * to_points, bbox.x1 * to_points, bbox.y1 * to_points)
@@ -114,7 +116,9 @@ def _place_labels(axes, points: list[ParetoPoint]) -> list[tuple[float, float]]:
     for (x, y), r in zip(centres, radii, strict=True):
         taken.add((x - r, y - r, x + r, y + r))
     offsets = []
-    for point, (x, y), radius in zip(points, centres, radii, strict=True):
+    where = {id(p): (centre, radius) for p, centre, radius in zip(points, centres, radii, strict=True)}
+    for point in numbered:
+        (x, y), radius = where[id(point)]
         text = str(point.number)
         half_w, half_h = (_label_box(0, 0, text)[2], _label_box(0, 0, text)[3])
         choice = None
@@ -136,10 +140,13 @@ def _place_labels(axes, points: list[ParetoPoint]) -> list[tuple[float, float]]:
 
 
 def pareto_svg(points: list[ParetoPoint], front: list[ParetoPoint], link: dict[int, tuple[str, str]],
-               id_prefix: str) -> str:
+               id_prefix: str, numbered: list[ParetoPoint] | None = None) -> str:
     """Tokens/s per GPU against $ per 1M tokens, one colour per GPU type, area by GPU count, summaries hollow;
-    every point numbered (its number in the key below the plot), and marker and number links to `link[number]`
-    = (href, accessible name). Returned as inline SVG markup (links in an <img> could not be followed)."""
+    every point of `numbered` (default: all) numbered (its number in the key below the plot), and marker and
+    number links to `link[number]` = (href, accessible name). Returned as inline SVG markup (links in an <img>
+    could not be followed). A plot of thousands of points numbers its front only: thousands of numbers would
+    cover each other and cost most of the drawing."""
+    numbered = points if numbered is None else numbered
     with plt.rc_context({"svg.fonttype": "none", "font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans"],
                          "svg.hashsalt": id_prefix}):
         figure, axes = plt.subplots(figsize=(7.2, 3.9))
@@ -173,7 +180,7 @@ def pareto_svg(points: list[ParetoPoint], front: list[ParetoPoint], link: dict[i
         axes.autoscale_view()  # fixes the axes' limits (margins, log scale), which the label placement reads
         # Every point lies inside the axes (the limits are the data's, with margins): annotation_clip=False skips
         # checking that each time a label is measured or drawn.
-        for point, (dx, dy) in zip(points, _place_labels(axes, points), strict=True):
+        for point, (dx, dy) in zip(numbered, _place_labels(axes, points, numbered), strict=True):
             axes.annotate(str(point.number), (point.usd_per_million_tokens, point.tokens_per_s_per_gpu),
                           textcoords="offset points", xytext=(dx, dy), ha="center", va="center",
                           fontsize=_LABEL_FONT, fontweight="bold", color="#1a202c", url=link[point.number][0],

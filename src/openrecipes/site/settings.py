@@ -18,6 +18,7 @@ from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import UserError
 
 SETTINGS_FILE = "site.yaml"
+DEFAULT_TOKEN_BUDGET = 1_000_000_000  # the tokens the pages' time-to-train and cost are worked out for
 UNPINNED = "main"  # the branch a link names where the catalog is not a git checkout
 
 
@@ -42,14 +43,25 @@ def catalog_commit(catalog_root: Path) -> str:
     return commit if done.returncode == 0 and len(commit) == 40 else UNPINNED
 
 
+def read_token_budget(catalog_root: Path) -> int:
+    """The token budget the boards and Plan pages work time-to-train and cost out for (site.yaml token_budget:)."""
+    file = Path(catalog_root) / SETTINGS_FILE
+    data = read_yaml(file).data if file.exists() else {}
+    budget = data.get("token_budget", DEFAULT_TOKEN_BUDGET) if isinstance(data, dict) else DEFAULT_TOKEN_BUDGET
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+        raise UserError(f"{file}: token_budget: '{budget}' is not a whole number of tokens above 0; "
+                        "e.g. token_budget: 1000000000")
+    return budget
+
+
 def read_repository(catalog_root: Path) -> Repository | None:
     """The repository the links point to, or None when site.yaml says `repository: none` or is absent."""
     file = Path(catalog_root) / SETTINGS_FILE
     if not file.exists():
         return None
     data = read_yaml(file).data
-    if not isinstance(data, dict) or set(data) - {"repository", "files"}:
-        raise UserError(f"{file}: expected only the keys repository and files; see docs/site.md")
+    if not isinstance(data, dict) or set(data) - {"repository", "files", "token_budget"}:
+        raise UserError(f"{file}: expected only the keys repository, files and token_budget; see docs/site.md")
     repository = str(data.get("repository") or "none").strip()
     if repository.lower() == "none":
         return None

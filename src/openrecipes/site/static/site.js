@@ -477,6 +477,49 @@
     refill(0);
   }
 
+  // The token budget: the page's wall times and costs are for site.yaml's budget; a new one scales each of them
+  // (both grow in proportion to the tokens), written as the build writes them (site/format.py).
+  function duration(hours) {
+    if (hours < 1) { return number(hours * 60, 0) + " min"; }
+    return hours < 48 ? number(hours, 1) + " h" : number(hours / 24, 1) + " days";
+  }
+
+  function usdTotal(usd) {
+    return "$" + number(usd, usd >= 100 ? 0 : 2);
+  }
+
+  function tokensCount(tokens) {
+    var units = [[1e12, "T"], [1e9, "B"], [1e6, "M"]];
+    for (var i = 0; i < units.length; i += 1) {
+      if (tokens >= units[i][0]) { return String(+(tokens / units[i][0]).toPrecision(6)) + units[i][1]; }
+    }
+    return number(tokens, 0);
+  }
+
+  function initTokenBudget() {
+    var holder = document.querySelector("[data-budget]");
+    if (!holder) { return; }
+    var base = parseFloat(holder.getAttribute("data-budget"));
+    var input = holder.querySelector("[data-budget-input]");
+    holder.querySelector(".budget-control").hidden = false;
+    input.addEventListener("input", function () {
+      var tokens = parseFloat(input.value) * 1e9;
+      if (!(tokens > 0)) { return; }
+      var scale = tokens / base;
+      document.querySelectorAll("[data-budget-text]").forEach(function (e) { e.textContent = tokensCount(tokens); });
+      document.querySelectorAll("[data-train-hours]").forEach(function (e) {
+        var hours = parseFloat(e.getAttribute("data-train-hours")) * scale;
+        if (e.hasAttribute("data-value")) { e.setAttribute("data-value", hours); }
+        e.textContent = duration(hours);
+      });
+      document.querySelectorAll("[data-train-usd]").forEach(function (e) {
+        var usd = parseFloat(e.getAttribute("data-train-usd")) * scale;
+        if (e.hasAttribute("data-value")) { e.setAttribute("data-value", usd); }
+        e.textContent = usdTotal(usd);
+      });
+    });
+  }
+
   // A link to a folded section (a Plan page's GPU type and count) opens it, so the link never lands on nothing.
   function openTarget() {
     var id = decodeURIComponent(window.location.hash.slice(1));
@@ -493,6 +536,7 @@
     window.addEventListener("hashchange", openTarget);
     initIndexFilters();
     initQuestion();
+    initTokenBudget();
     initCopyButtons();
     initSortableTables();
     initFilters();

@@ -1,0 +1,125 @@
+"""The site build at catalog scale: a synthetic catalog of 10,000 recipes (written by benchmarks/site_build.py's
+generator, timed here too) built by the site code before this round of changes (BASELINE_COMMIT, checked out of git
+into a temporary folder) and by this checkout, each arm in its own Python process, the arms taking turns on one
+catalog so a change in the machine's load hits both. Each arm reports its load-and-validate time, its build time,
+and the largest board page and the index, against the targets (a build of 30 s, no board page over 300 KB, an
+index under 500 KB).
+
+    .venv/bin/python benchmarks/site_scale.py [--recipes 10000] [--runs 1]   # prints a Markdown section
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BASELINE_COMMIT = "d373ade"  # the site code before readable Plan pages, shipped evidence and shared plots
+TARGET_BUILD_S = 30.0
+BOARD_BUDGET = 300 * 1024
+INDEX_BUDGET = 500 * 1024
+# What one arm runs: load and validate the catalog, build the site, report its timings and page sizes as JSON.
+ARM = """
+import json, sys, time
+from pathlib import Path
+from openrecipes.catalog.store import load_catalog
+from openrecipes.site.build import build_site
+start = time.perf_counter()
+catalog = load_catalog(Path(sys.argv[1]))
+loaded = time.perf_counter()
+report = build_site(catalog, Path(sys.argv[2]))
+built = time.perf_counter()
+boards = {p: n for p, n in report.pages.items() if p.startswith("models/") and "/rows" in p and "running" not in p}
+largest = max(boards.items(), key=lambda item: item[1])
+print(json.dumps({"load_s": loaded - start, "build_s": built - loaded, "board": largest,
+                  "index": report.pages["index.html"], "pages": len(report.pages)}))
+"""
+
+
+def baseline_tree(folder: Path) -> Path:
+    """BASELINE_COMMIT's package and the bundled tables it reads (models/, hardware/, rules/, schema/)."""
+    folder.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", BASELINE_COMMIT, "src", "models", "hardware", "rules", "schema"],
+                             cwd=REPO, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder / "src"
+
+
+def run_arm(source: Path, catalog: Path, out: Path) -> dict:
+    environment = {**os.environ, "PYTHONPATH": str(source)}
+    done = subprocess.run([sys.executable, "-c", ARM, str(catalog), str(out)], env=environment, capture_output=True,
+                          text=True, check=False, cwd=catalog)
+    if done.returncode:
+        raise SystemExit(f"{source}: the arm failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--recipes", type=int, default=10000)
+    parser.add_argument("--runs", type=int, default=1, help="builds of each arm, taken alternately")
+    arguments = parser.parse_args()
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from site_build import write_synthetic_catalog
+
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        start = time.perf_counter()
+        write_synthetic_catalog(work / "catalog", arguments.recipes)
+        generate_s = time.perf_counter() - start
+        arms = {"before": baseline_tree(work / "before"), "now": REPO / "src"}
+        results: dict[str, list[dict]] = {arm: [] for arm in arms}
+        for run in range(arguments.runs):
+            for arm, source in arms.items():
+                results[arm].append(run_arm(source, work / "catalog", work / f"site-{arm}-{run}"))
+    load_after = os.getloadavg()
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+
+    def median(arm: str, key: str) -> float:
+        return statistics.median(r[key] for r in results[arm])
+
+    def spread(arm: str, key: str) -> str:
+        values = [r[key] for r in results[arm]]
+        return f"{min(values):.1f}–{max(values):.1f}"
+
+    lines = [f"| {label} | {median('before', key):.1f} s ({spread('before', key)}) | {median('now', key):.1f} s "
+             f"({spread('now', key)}) | {median('before', key) / median('now', key):.2f}x |"
+             for label, key in (("load + validate", "load_s"), ("build", "build_s"))]
+    now = results["now"][-1]
+    before = results["before"][-1]
+    verdict = ("meets" if median("now", "build_s") <= TARGET_BUILD_S and now["board"][1] <= BOARD_BUDGET
+               and now["index"] < INDEX_BUDGET else "MISSES")
+    print(f"""
+## Site build at {arguments.recipes:,} recipes — {datetime.date.today()}
+(benchmarks/site_scale.py --runs {arguments.runs})
+
+Machine: {os.cpu_count()} CPUs (`nproc`), {cpu}, Python {platform.python_version()}; shared with other work while
+it ran: load average (1, 5, 15 min) {", ".join(f"{x:.2f}" for x in load_before)} before,
+{", ".join(f"{x:.2f}" for x in load_after)} after. Generator (benchmarks/site_build.py's, {arguments.recipes:,} YAML
+recipes from the 5 seeds through the typed model): {generate_s:.1f} s. Each arm in its own process, {arguments.runs}
+run(s) each, alternating; "before" is the site code of commit {BASELINE_COMMIT}, "now" this checkout.
+
+| step | before | now | before / now |
+|---|---:|---:|---:|
+{chr(10).join(lines)}
+
+Pages: {now['pages']:,}. Largest board page: before {before['board'][1] / 1024:,.0f} KB,
+now {now['board'][1] / 1024:,.0f} KB (budget 300 KB); index: before {before['index'] / 1024:,.0f} KB,
+now {now['index'] / 1024:,.0f} KB (budget 500 KB).
+Now {verdict} the targets (build ≤ {TARGET_BUILD_S:.0f} s, board ≤ 300 KB, index < 500 KB).
+""")
+
+
+if __name__ == "__main__":
+    main()
