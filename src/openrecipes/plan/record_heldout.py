@@ -59,7 +59,7 @@ def band_rows(rows: list[Compared]) -> list[BandRow]:
         errors = [e for e in (r.error for r in group) if e is not None]
         out.append(BandRow(source, band, len(group), len(errors),
                            round(statistics.median(abs(e) for e in errors), 4) if errors else None,
-                           round(max(errors, key=abs), 4) if errors else None,
+                           round(max(errors, key=lambda error: abs(error)), 4) if errors else None,
                            round(sum(abs(e) <= WITHIN for e in errors) / len(errors), 4) if errors else None))
     return out
 
