@@ -49,6 +49,11 @@ class SweepRow:
     predicted_loss: float | None  # the same from the held-out predictions; None where either is missing
 
 
+def _worst(errors: list[float]) -> float:
+    """The error of the largest magnitude, its sign kept."""
+    return sorted(errors, key=abs)[-1]
+
+
 def band_rows(rows: list[Compared]) -> list[BandRow]:
     groups: dict[tuple[str, str], list[Compared]] = {}
     for row in rows:
@@ -56,10 +61,10 @@ def band_rows(rows: list[Compared]) -> list[BandRow]:
     order = {label: i for i, (_, _, label) in enumerate(BANDS)}
     out = []
     for (source, band), group in sorted(groups.items(), key=lambda item: (item[0][0], order[item[0][1]])):
-        errors = [e for e in (r.error for r in group) if e is not None]
+        errors: list[float] = [e for e in (r.error for r in group) if e is not None]
         out.append(BandRow(source, band, len(group), len(errors),
                            round(statistics.median(abs(e) for e in errors), 4) if errors else None,
-                           round(max(errors, key=lambda error: abs(error)), 4) if errors else None,
+                           round(_worst(errors), 4) if errors else None,
                            round(sum(abs(e) <= WITHIN for e in errors) / len(errors), 4) if errors else None))
     return out
 
