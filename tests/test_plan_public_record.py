@@ -50,7 +50,11 @@ def test_summary_pins_the_accuracy_on_the_record():
     # no band of an engine and GPU type without a point: every group with entries has some the planner expresses
     groups = summary["groups"]
     assert {(g["engine"], g["band"]) for g in groups} >= {("megatron", band) for band in ("1-8", "9-64", "65+")}
-    assert all(g["expressed"] >= 1 for g in groups), [g for g in groups if not g["expressed"]]
+    # (a GPU type whose interconnect the planner does not know, AMD's MI355X, is listed entry by entry instead)
+    unknown = {e["name"] for e in summary["not_expressed"] if e["reason"].startswith("unknown: interconnect")}
+    assert all(g["expressed"] >= 1 or g["gpu_type"] == "MI355X" for g in groups), [g for g in groups
+                                                                                 if not g["expressed"]]
+    assert len(unknown) == sum(g["entries"] for g in groups if g["gpu_type"] == "MI355X")
 
 
 def test_ranges_hold_about_nine_in_ten_published_figures(rows):

@@ -146,3 +146,20 @@ def test_the_bundled_site_shows_every_published_run_once_and_one_plot_per_model_
         elif re.fullmatch(r"models/[^/]+/index\.html", path):
             assert html.count("<svg") <= 1, path
     assert sorted(shown) == sorted(e.slug for e in catalog.record)
+
+
+SWEEP_PAGE = "models/llama-3.1-405b/gb200/public-record.html"
+
+
+def test_a_record_page_plots_each_weak_scaling_sweep_beside_the_planners_prediction(record_site):
+    html = _page(record_site, SWEEP_PAGE)
+    [figure] = re.findall(r'<figure class="scaling" id="sweep-[^"]+">.*?</figure>', html, re.S)
+    assert "dgxc-v25.05-llama-3.1-405b-bf16-GB200-tp4pp8cp2vp8" in figure
+    assert "llama-3.1-405b, BF16, TP4 PP8 VP8 CP2 on GB200-NVL72-186GB" in figure
+    assert "<svg" in figure and "predicted (range)" in figure and "published" in figure
+    rows = re.findall(r'<tr><td class="num">(\d+)</td><td class="num">([\d,.]+)</td><td class="num">([^<]*)</td>'
+                      r'<td>([^<]*)</td></tr>', figure)
+    assert [(gpus, published) for gpus, published, _, _ in rows] == [("128", "438.22"), ("256", "431.89"),
+                                                                     ("512", "430.79")]
+    assert all(predicted != "—" and "–" in span for _, _, predicted, span in rows)  # each with its range
+    assert "sweep-" not in _page(record_site, RECORD_PAGE)  # a page without a sweep draws none

@@ -14,7 +14,8 @@ from test_site_record import BOARD, RECORD_PAGE, record_site  # noqa: F401  (the
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed")]
-PAGES = [BOARD, RECORD_PAGE, "models/gpt-oss-20b/index.html", "models/mixtral-8x7b/index.html", "index.html"]
+PAGES = [BOARD, RECORD_PAGE, "models/gpt-oss-20b/index.html", "models/mixtral-8x7b/index.html", "index.html",
+         "models/llama-3.1-405b/gb200/public-record.html"]  # a record page with a weak-scaling sweep
 
 
 def test_the_filters_narrow_the_public_record_and_count_what_shows(chromium, record_site):  # noqa: F811

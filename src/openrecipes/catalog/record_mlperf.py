@@ -403,8 +403,8 @@ def entry(sub: Submission) -> tuple[Path, dict[str, Any]]:
                             "median of the runs, rounded to 0.01"),
                 "lines": list(first.lines), "run_tokens_per_s_per_gpu": per_run,
                 "run_files": [run.excerpt.shown for run in sub.runs],
-                "sweep": f"mlperf-{sub.version}-{model}-{lay.precision}-{gpu_type}-tp{lay.tp}pp{lay.pp}cp{lay.cp}"
-                         f"vp{lay.vp or 1}",
+                "sweep": f"mlperf-{sub.version}-{re.sub(r'[^a-z0-9]+', '', sub.submitter.lower())}-{model}-"
+                         f"{lay.precision}-{gpu_type}-tp{lay.tp}pp{lay.pp}cp{lay.cp}vp{lay.vp or 1}",
                 "submitter": sub.submitter, "division": first.division,
                 "audited": first.division == "closed",
             },

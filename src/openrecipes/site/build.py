@@ -55,6 +55,7 @@ from openrecipes.site.question import ANSWERS_PATH, answers_script
 from openrecipes.site.record import RecordRow, record_path, record_row_path
 from openrecipes.site.running import running_steps
 from openrecipes.site.runs import run_plots
+from openrecipes.site.scaling import record_sweeps
 from openrecipes.textfile import MIB, read_text, shown
 
 HERE = Path(__file__).parent
@@ -276,7 +277,8 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
         write.page(section.path, "model.html", site=site, section=section, title=section.name)
         for gpu_type, rows in section.record.items():
             write.page(record_path(section.folder, gpu_type), "record.html", site=site, section=section,
-                       gpu_type=gpu_type, rows=rows, title=f"{section.name} on {gpu_type}: the public record")
+                       gpu_type=gpu_type, rows=rows, sweeps=record_sweeps(catalog, rows),
+                       title=f"{section.name} on {gpu_type}: the public record")
         for board_page in section.pages:
             write.page(board_page.path, "board.html", site=site, section=section, page=board_page,
                        title=board_page.title)

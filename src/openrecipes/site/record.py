@@ -90,8 +90,11 @@ def record_rows(catalog: Catalog, entries: list[SummaryEntry]) -> list[RecordRow
 
 
 def record_audits(catalog: Catalog) -> dict[str, AuditReport]:
-    """The record's evidence levels, as `openrecipes audit` gives every published entry: no logs, author-reported."""
-    return {entry.slug: AuditReport(entry.path, has_logs=False) for entry in catalog.record}
+    """The record's evidence levels, as `openrecipes audit` gives every published entry: no logs, author-reported,
+    or audited where the source reviewed it (MLPerf's closed division)."""
+    return {entry.slug: AuditReport(entry.path, has_logs=False, audited=bool(
+        entry.entry.published and entry.entry.published.derivation and entry.entry.published.derivation.audited))
+        for entry in catalog.record}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,105 @@
+"""Weak-scaling sweeps of the public record on the site: one layout of one model on one GPU variant at growing GPU
+counts (the entries sharing a `published.derivation.sweep` id), its published tokens/s per GPU against GPU count
+beside the planner's prediction of the same points, with the prediction's range.
+
+The published points are the entries' figures; the predictions are plan/public_record.py's `compare` of each entry
+(the planner's estimate of exactly that layout, labelled `predicted`), so the plot shows what `openrecipes plan`
+would say. A point the planner cannot express is drawn without its prediction, and the reason is listed under the
+plot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from openrecipes.catalog.store import Catalog
+from openrecipes.plan.public_record import Compared, compare
+from openrecipes.site.plots import _svg, inline_svg, plt
+from openrecipes.site.record import RecordRow
+
+MIN_POINTS = 2  # a sweep needs two GPU counts to show a slope
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    row: RecordRow
+    compared: Compared
+
+    @property
+    def gpus(self) -> int:
+        return self.row.gpus
+
+    @property
+    def published(self) -> float:
+        return self.row.entry.entry.result.tokens_per_s_per_gpu
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """The points of one sweep id, by GPU count."""
+
+    sweep_id: str
+    points: tuple[SweepPoint, ...]
+
+    @property
+    def title(self) -> str:
+        first = self.points[0].row
+        summary, run = first.entry.entry, first.run
+        source = (run.derivation.submitter if run.derivation else None) or run.reference.repository
+        return (f"{summary.model}, {run.precision.upper()}, {run.layout.label} on {summary.gpu.variant} "
+                f"({source}, {run.engine_version})")
+
+    @property
+    def anchor(self) -> str:
+        return f"sweep-{self.sweep_id}"
+
+    @property
+    def unexpressed(self) -> list[str]:
+        """'<GPUs> GPUs: <reason>' for each point the planner cannot predict."""
+        return [f"{p.gpus} GPUs: {p.compared.reason}" for p in self.points if p.compared.reason is not None]
+
+    def svg(self) -> str:
+        return sweep_svg(self.points, self.anchor)
+
+
+def record_sweeps(catalog: Catalog, rows: list[RecordRow]) -> list[Sweep]:
+    """Every sweep among the rows of one record page (a model on one GPU type) with at least two GPU counts."""
+    groups: dict[str, list[RecordRow]] = {}
+    for row in rows:
+        derivation = row.run.derivation
+        if derivation is not None and derivation.sweep is not None:
+            groups.setdefault(derivation.sweep, []).append(row)
+    sweeps = []
+    for sweep_id, group in sorted(groups.items()):
+        if len({row.gpus for row in group}) >= MIN_POINTS:
+            points = tuple(SweepPoint(row, compare(row.entry, catalog)) for row in sorted(group, key=lambda r: r.gpus))
+            sweeps.append(Sweep(sweep_id, points))
+    return sweeps
+
+
+def sweep_svg(points: tuple[SweepPoint, ...], id_prefix: str) -> str:
+    """Published tokens/s per GPU against GPU count (log 2 x), and the planner's prediction of each point with its
+    range as an error bar, labelled predicted. Inline SVG, as the model pages' plots."""
+    with plt.rc_context({"svg.fonttype": "none", "font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans"],
+                         "svg.hashsalt": id_prefix}):
+        figure, axes = plt.subplots(figsize=(6.4, 3.2))
+        counts = [p.gpus for p in points]
+        axes.plot(counts, [p.published for p in points], marker="o", color="#2b6cb0", label="published")
+        predicted = [p for p in points if p.compared.predicted is not None]
+        if predicted:
+            values = [p.compared.predicted or 0.0 for p in predicted]
+            below = [v - (p.compared.low if p.compared.low is not None else v)
+                     for v, p in zip(values, predicted, strict=True)]
+            above = [(p.compared.high if p.compared.high is not None else v) - v
+                     for v, p in zip(values, predicted, strict=True)]
+            axes.errorbar([p.gpus for p in predicted], values, yerr=[below, above], marker="s", linestyle="--",
+                          color="#c05621", capsize=3, label="predicted (range)")
+        axes.set_xscale("log", base=2)
+        axes.set_xticks(counts, [str(c) for c in counts])
+        axes.minorticks_off()
+        axes.set_xlabel("GPUs")
+        axes.set_ylabel("tokens/s per GPU")
+        axes.ticklabel_format(axis="y", style="plain", useOffset=False)
+        axes.set_ylim(bottom=0)
+        axes.legend(fontsize=7, frameon=False, loc="lower left")
+        return inline_svg(_svg(figure).decode("utf-8"), id_prefix, {})
