@@ -183,3 +183,26 @@ def test_the_numbers_of_a_crowded_plot_do_not_cover_each_other():
     boxes = [(x0 + 0.1, y0 + 0.1, x1 - 0.1, y1 - 0.1)
              for x0, y0, x1, y1 in (_label_box(float(x), float(y), text) for x, y, text in labels)]
     assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if _overlaps(a, b)]
+
+
+def test_a_model_of_many_runs_shares_its_plots_and_keys_each_page_its_own_points():
+    """Past INLINE_PLOT_POINTS a model's plots are files of their own: a board keys its own rows, the index the front,
+    and the model page's table holds one row per GPU type, count, precision and evidence level."""
+    from openrecipes.site.pages import INLINE_PLOT_POINTS, ModelSection, ParetoPoint
+    from openrecipes.site.record import ScalingPoint
+
+    entries = [_Entry(f"m/h200/r{i}") for i in range(INLINE_PLOT_POINTS + 1)]
+    points = [ParetoPoint(e, 100.0 + i, 1.0 + i, 8, "H200", i + 1) for i, e in enumerate(entries)]
+    section = ModelSection("m", "f", "m", [], "", None, points=points, front=points[:1],
+                           scaling=[ScalingPoint(e, "H200", 8 if i % 2 else 16, "bf16", "torchtitan", 100.0 + i, None,
+                                                 True, "x.html") for i, e in enumerate(entries)])
+    assert section.pareto_shared and section.scaling_shared
+    assert section.key_points() == points[:1]  # the index: the front
+    assert section.key_points(entries[:3]) == points[:3]  # a board page: its own rows
+    rows = section.scaling_rows
+    assert sorted((point.gpus, runs) for point, runs in rows) == [(8, INLINE_PLOT_POINTS // 2),
+                                                                   (16, INLINE_PLOT_POINTS // 2 + 1)]
+    fastest = {gpus: max(p.tokens_per_s_per_gpu for p in section.scaling if p.gpus == gpus) for gpus in (8, 16)}
+    assert all(point.tokens_per_s_per_gpu == fastest[point.gpus] for point, _ in rows)
+    small = ModelSection("m", "f", "m", [], "", None, points=points[:5], front=points[:1])
+    assert not small.pareto_shared and small.key_points() == points[:5]

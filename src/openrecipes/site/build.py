@@ -269,6 +269,9 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
                             .encode("utf-8"))
         if section.scaling:  # one plot per model, whatever the number of its runs
             section.scaling_svg = plots.scaling_svg(section.scaling, f"scaling-{section.folder}")
+            if section.scaling_shared:
+                write.bytes(section.scaling_file, section.scaling_svg.replace('<a href="', '<a href="../')
+                            .encode("utf-8"))
     write.bytes(ANSWERS_PATH, answers_script(site, plans))
     write.page("index.html", "index.html", site=site, title="All models")
     write.page("running.html", "running.html", site=site, title="Running a recipe", steps=None, board_page=None,

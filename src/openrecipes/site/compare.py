@@ -11,9 +11,10 @@ import json
 from functools import lru_cache
 
 from openrecipes.audit.noise import noise_band_percent
-from openrecipes.catalog.command import CommandError, parse_run
+from openrecipes.catalog.command import CommandError
 from openrecipes.catalog.store import RecipeEntry
 from openrecipes.site import format as fmt
+from openrecipes.site.before_run import parsed_run
 from openrecipes.site.pages import BoardPage, recipe_page_path
 from openrecipes.verify.config import load_rules
 
@@ -27,7 +28,7 @@ def _rules():
 def _arguments(run: str) -> tuple[dict[str, str], dict[str, str]]:
     """The launch flags and exports of a run script, each value as written ("on" for a switch)."""
     try:
-        parsed = parse_run(run)
+        parsed = parsed_run(run)
     except CommandError:
         return {}, {}  # the validator already accepted it; an unreadable script simply shows no arguments
     flags = {flag: " ".join(values) or "on" for flag, values in parsed.flags.items()}

@@ -159,6 +159,27 @@ class ModelSection:
     def pareto_file(self) -> str:
         return f"plots/{self.folder}-pareto.svg"
 
+    @property
+    def scaling_shared(self) -> bool:
+        """The model page's plot of more runs than a page can carry inline: a file of its own, shown as an image."""
+        return len(self.scaling) > INLINE_PLOT_POINTS
+
+    @property
+    def scaling_file(self) -> str:
+        return f"plots/{self.folder}-scaling.svg"
+
+    @property
+    def scaling_rows(self) -> list[tuple[ScalingPoint, int]]:
+        """The plot's text alternative: every point of an inline plot; of a shared one, the fastest point of each
+        GPU type, count, precision and evidence level with how many points it stands for, so the page stays small
+        however many runs the model has."""
+        if not self.scaling_shared:
+            return [(point, 1) for point in self.scaling]
+        groups: dict[tuple[str, int, str, str], list[ScalingPoint]] = {}
+        for point in self.scaling:
+            groups.setdefault((point.gpu_type, point.gpus, point.precision, point.evidence), []).append(point)
+        return [(max(group, key=lambda p: p.tokens_per_s_per_gpu), len(group)) for group in groups.values()]
+
     def key_points(self, entries=None) -> list[ParetoPoint]:
         """The points a page's plot key lists: every point of an inline plot; of a shared one, the given entries'
         (a board page's rows) or else the front."""

@@ -370,7 +370,7 @@
 
   // The home page's question: model, GPU type, GPU count and precision, answered from what is known in the order
   // measured recipes, published entries, the planner; every line names its evidence level.
-  var SOURCE_TITLES = { recipe: "Measured recipe", published: "Published entry", plan: "Planner" };
+  var SOURCE_TITLES = { recipe: "Recipe", published: "Published entry", plan: "Planner" };
 
   function unique(values) {
     return values.filter(function (v, i) { return values.indexOf(v) === i; });
