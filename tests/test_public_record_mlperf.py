@@ -124,3 +124,9 @@ def test_the_committed_mlperf_entries_reach_8192_gpus_and_an_amd_gpu(tmp_path):
     assert len(reports) >= 20 and all(r.evidence == "audited" for r in reports)
     assert any(r.path.parent.name == "mi355x" for r in reports)
     assert any("-8192gpu-" in r.path.name for r in reports)
+
+
+def test_a_config_line_the_parser_does_not_know_is_exit_2_naming_it(tmp_path, capsys):
+    code, out, err = _run(_catalog(tmp_path, config=CONFIG + "9: if [ -n x ]; then\n"), capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "config_MI355X_1x8x1_8b.sh.txt:9: neither an assignment nor a sourced file" in err

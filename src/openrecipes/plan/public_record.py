@@ -226,6 +226,9 @@ def summary(root: Path | None = None) -> dict:
         "groups": [asdict(g) for g in accuracy(rows)],
         "rank_agreement": {k: list(v) for k, v in rank_agreement(rows).items()},
         "not_expressed": [{"name": r.name, "reason": r.reason} for r in rows if r.reason is not None],
+        # each entry's prediction, which the site's weak-scaling plots read (the site never runs the predictor)
+        "predictions": {r.slug: {"predicted": r.predicted, "low": r.low, "high": r.high, "reason": r.reason}
+                        for r in rows},
     }
 
 

@@ -280,7 +280,7 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
         write.page(section.path, "model.html", site=site, section=section, title=section.name)
         for gpu_type, rows in section.record.items():
             write.page(record_path(section.folder, gpu_type), "record.html", site=site, section=section,
-                       gpu_type=gpu_type, rows=rows, sweeps=record_sweeps(catalog, rows),
+                       gpu_type=gpu_type, rows=rows, sweeps=record_sweeps(rows),
                        title=f"{section.name} on {gpu_type}: the public record")
         for board_page in section.pages:
             write.page(board_page.path, "board.html", site=site, section=section, page=board_page,

@@ -3,27 +3,51 @@ counts (the entries sharing a `published.derivation.sweep` id), its published to
 beside the planner's prediction of the same points, with the prediction's range.
 
 The published points are the entries' figures; the predictions are plan/public_record.py's `compare` of each entry
-(the planner's estimate of exactly that layout, labelled `predicted`), so the plot shows what `openrecipes plan`
-would say. A point the planner cannot express is drawn without its prediction, and the reason is listed under the
-plot.
+(the planner's estimate of exactly that layout, labelled `predicted`), read from the public_record.json that
+`openrecipes refresh` writes: the site never runs the predictor. A point the planner cannot express is drawn
+without its prediction, and the reason is shown in its row.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
-from openrecipes.catalog.store import Catalog
-from openrecipes.plan.public_record import Compared, compare
+from openrecipes.errors import UserError
+from openrecipes.plan.constants import HERE
 from openrecipes.site.plots import _svg, inline_svg, plt
 from openrecipes.site.record import RecordRow
 
 MIN_POINTS = 2  # a sweep needs two GPU counts to show a slope
+PREDICTIONS = HERE / "public_record.json"
+STALE = "no stored prediction: run `openrecipes refresh`"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The planner's prediction of one published entry's own layout, as public_record.json stores it."""
+
+    predicted: float | None
+    low: float | None
+    high: float | None
+    reason: str | None  # why the planner cannot express the entry
+
+
+@cache
+def stored_predictions(path: Path = PREDICTIONS) -> dict[str, Prediction]:
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))["predictions"]
+        return {slug: Prediction(p["predicted"], p["low"], p["high"], p["reason"]) for slug, p in stored.items()}
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise UserError(f"{path}: no readable predictions ({error}); run `openrecipes refresh`") from None
 
 
 @dataclass(frozen=True)
 class SweepPoint:
     row: RecordRow
-    compared: Compared
+    prediction: Prediction
 
     @property
     def gpus(self) -> int:
@@ -56,14 +80,15 @@ class Sweep:
     @property
     def unexpressed(self) -> list[str]:
         """'<GPUs> GPUs: <reason>' for each point the planner cannot predict."""
-        return [f"{p.gpus} GPUs: {p.compared.reason}" for p in self.points if p.compared.reason is not None]
+        return [f"{p.gpus} GPUs: {p.prediction.reason}" for p in self.points if p.prediction.reason is not None]
 
     def svg(self) -> str:
         return sweep_svg(self.points, self.anchor)
 
 
-def record_sweeps(catalog: Catalog, rows: list[RecordRow]) -> list[Sweep]:
+def record_sweeps(rows: list[RecordRow]) -> list[Sweep]:
     """Every sweep among the rows of one record page (a model on one GPU type) with at least two GPU counts."""
+    predictions = stored_predictions()
     groups: dict[str, list[RecordRow]] = {}
     for row in rows:
         derivation = row.run.derivation
@@ -72,7 +97,8 @@ def record_sweeps(catalog: Catalog, rows: list[RecordRow]) -> list[Sweep]:
     sweeps = []
     for sweep_id, group in sorted(groups.items()):
         if len({row.gpus for row in group}) >= MIN_POINTS:
-            points = tuple(SweepPoint(row, compare(row.entry, catalog)) for row in sorted(group, key=lambda r: r.gpus))
+            points = tuple(SweepPoint(row, predictions.get(row.entry.slug, Prediction(None, None, None, STALE)))
+                           for row in sorted(group, key=lambda r: r.gpus))
             sweeps.append(Sweep(sweep_id, points))
     return sweeps
 
@@ -85,12 +111,12 @@ def sweep_svg(points: tuple[SweepPoint, ...], id_prefix: str) -> str:
         figure, axes = plt.subplots(figsize=(6.4, 3.2))
         counts = [p.gpus for p in points]
         axes.plot(counts, [p.published for p in points], marker="o", color="#2b6cb0", label="published")
-        predicted = [p for p in points if p.compared.predicted is not None]
+        predicted = [p for p in points if p.prediction.predicted is not None]
         if predicted:
-            values = [p.compared.predicted or 0.0 for p in predicted]
-            below = [v - (p.compared.low if p.compared.low is not None else v)
+            values = [p.prediction.predicted or 0.0 for p in predicted]
+            below = [v - (p.prediction.low if p.prediction.low is not None else v)
                      for v, p in zip(values, predicted, strict=True)]
-            above = [(p.compared.high if p.compared.high is not None else v) - v
+            above = [(p.prediction.high if p.prediction.high is not None else v) - v
                      for v, p in zip(values, predicted, strict=True)]
             axes.errorbar([p.gpus for p in predicted], values, yerr=[below, above], marker="s", linestyle="--",
                           color="#c05621", capsize=3, label="predicted (range)")
