@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import copy
-import subprocess
 
 import pytest
-from conftest import GPTOSS_1, REPO, load_seed, write_recipe
+from conftest import GPTOSS_1, REPO, load_seed, openrecipes, write_recipe
 
 from openrecipes.catalog.hardware import load_reference_tables, resolve_gpu, variant_of_system
 from openrecipes.catalog.validate import recipe_files, validate_file
@@ -76,7 +75,6 @@ def test_validate_cli_names_the_file_and_field_of_a_missing_variant(tmp_path):
     data = copy.deepcopy(load_seed(RECORD_MBRIDGE))
     del data["gpu"]["variant"]
     path = write_recipe(tmp_path, data)
-    done = subprocess.run([str(REPO / ".venv/bin/openrecipes"), "validate", str(path)], capture_output=True,
-                          text=True, check=False)
+    done = openrecipes("validate", path)
     assert done.returncode == 1
     assert path.name in done.stdout + done.stderr and "gpu.variant" in done.stdout

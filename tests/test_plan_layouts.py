@@ -49,7 +49,8 @@ def test_every_enumerated_layout_is_valid(model, gpus, engine, global_batch, row
         assert lay.tp <= 8 and shape.attention_heads % lay.tp == 0 and shape.query_groups % lay.tp == 0
         assert sum(lay.stage_layers) == shape.layers and len(lay.stage_layers) == lay.pp
         # VP splits each middle stage evenly (uneven first and last stages take their own chunks)
-        assert min(lay.stage_layers) >= 1 and lay.stage_layers[len(lay.stage_layers) // 2] % lay.vpp == 0
+        split = lay.stage_layers  # VP divides a stage's layers, the embedding or the loss in the first or last's
+        assert min(split) >= 1 and any(n % lay.vpp == 0 for n in (*split, split[0] + 1, split[-1] + 1))
         assert global_batch % lay.dp == 0 and lay.rows_per_microbatch <= global_batch // lay.dp
         assert lay.max_tokens_per_gpu * lay.cp == lay.rows_per_microbatch * row_tokens
         assert lay.cp == 1 or row_tokens % (2 * lay.cp) == 0

@@ -49,7 +49,7 @@ def test_summary_pins_the_accuracy_on_the_record():
     assert summary["expressed"] >= 210
     # no band of an engine and GPU type without a point: every group with entries has some the planner expresses
     groups = summary["groups"]
-    assert {(g["engine"], g["band"]) for g in groups} >= {("megatron", band) for band in ("1-8", "9-64", "65+")}
+    assert {(g["engine"], g["band"]) for g in groups} >= {("megatron", band) for band in ("1-8", "9-64", "65-1,024")}
     # (a GPU type whose interconnect the planner does not know, AMD's MI355X, is listed entry by entry instead)
     unknown = {e["name"] for e in summary["not_expressed"] if e["reason"].startswith("unknown: interconnect")}
     assert all(g["expressed"] >= 1 or g["gpu_type"] == "MI355X" for g in groups), [g for g in groups
@@ -60,7 +60,9 @@ def test_summary_pins_the_accuracy_on_the_record():
 def test_ranges_hold_about_nine_in_ten_published_figures(rows):
     expressed = [r for r in rows if r.predicted is not None]
     inside = sum(r.low <= r.published <= r.high for r in expressed) / len(expressed)
-    assert 0.8 <= inside <= 0.97, inside
+    # each entry's own error is among those that set its range, and the split-conformal tails widen it: a held-out
+    # score is test_plan_heldout.py's (86-88% per band)
+    assert 0.8 <= inside <= 0.98, inside
 
 
 def test_compare_published_prints_every_entry_and_refuses_bad_input():

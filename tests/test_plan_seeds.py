@@ -28,7 +28,7 @@ def test_fp32_logits_of_an_8192_token_gpt_oss_microbatch_are_6_14_gib():
 
 def _on(point, gpu_type, recompute):
     """The seed's layout with another GPU type or recompute policy."""
-    moved = replace(point, request=replace(point.request, gpu_type=gpu_type),
+    moved = replace(point, request=replace(point.request, gpu_type=gpu_type, variant=None),
                     layout=replace(point.layout, recompute=recompute))
     return predict_layout(context(moved.request), moved.layout)
 

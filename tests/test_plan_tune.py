@@ -130,7 +130,7 @@ def _without_compile_gain(monkeypatch) -> None:
     from openrecipes.plan import predict
     from openrecipes.plan.constants import calibration
 
-    plain = calibration().with_values({"compute_efficiency.torchtitan/H200": 0.5374, "compile_speedup": 1.0,
+    plain = calibration().with_values({"compute_efficiency.torchtitan/H200-SXM-141GB": 0.5374, "compile_speedup": 1.0,
                                        "microbatch_overhead_s_per_layer": 0.0,
                                        "eager_sac_overhead_s_per_layer": 0.0})
     monkeypatch.setattr(predict, "calibration", lambda: plain)

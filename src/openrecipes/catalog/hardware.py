@@ -239,8 +239,8 @@ def resolve_gpu(name: str, tables: ReferenceTables | None = None) -> tuple[str, 
     if name.lower() in by_type:
         gpu_type = by_type[name.lower()]
         return gpu_type, variant_id(tables.gpus[gpu_type], tables)
-    raise UserError(f"unknown GPU '{name}'; give a type ({', '.join(tables.gpus)}) or a variant "
-                    f"({', '.join(tables.variants)}) of hardware/gpus.yaml")
+    raise UserError(f"unknown GPU type or variant '{name}'; known types: {', '.join(tables.gpus)}; known variants: "
+                    f"{', '.join(tables.variants)} (hardware/gpus.yaml)")
 
 
 def variant_of_system(system: str, tables: ReferenceTables) -> str:

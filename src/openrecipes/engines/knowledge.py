@@ -66,6 +66,9 @@ class LayoutRules:
     host_overhead_per_microbatch: bool  # a host-side cost per layer per microbatch
     ring_attention: bool  # CP attention scores at the calibrated CP efficiency
     compiles: bool  # torch.compile can run its blocks (at the calibrated compile speedup)
+    # Virtual pipeline stages per rank: None for every count a stage's layers allow (openrecipes.plan.layouts),
+    # else at most this many, each dividing a middle stage
+    max_virtual_stages: int | None = None
 
 
 @dataclass(frozen=True)

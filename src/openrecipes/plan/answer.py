@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 
+from openrecipes.catalog.hardware import load_reference_tables, variant_id
 from openrecipes.catalog.store import Catalog
 from openrecipes.plan.calibrate import engine_of, measured_point, request_of
 from openrecipes.plan.layouts import Layout
@@ -64,13 +65,20 @@ class MeasuredRecipe:
     tokens_per_s_per_gpu: float
 
 
+def _same_part(variant: str, request: PlanRequest) -> bool:
+    """A figure answers a request only on the variant asked for (None: the type's default, the rented part)."""
+    return variant == (request.variant or variant_id(load_reference_tables().gpus[request.gpu_type],
+                                                     load_reference_tables()))
+
+
 def measured_recipes(catalog: Catalog, request: PlanRequest) -> list[MeasuredRecipe]:
     """The catalog's measured recipes that answer this request (model, GPU type and count, workload, engine), fastest
     first."""
     found = []
     for entry in catalog.recipes:
         recipe = entry.entry
-        if (recipe.model, recipe.gpu.type, recipe.gpu.count) != (request.model, request.gpu_type, request.gpus):
+        if (recipe.model, recipe.gpu.type, recipe.gpu.count) != (request.model, request.gpu_type, request.gpus) \
+                or not _same_part(recipe.gpu.variant, request):
             continue
         asked = request_of(recipe)
         if (asked.row_tokens, asked.global_batch, asked.engine) == (request.row_tokens, request.global_batch,
@@ -101,7 +109,8 @@ def published_figures(catalog: Catalog, request: PlanRequest, ranked: list[Predi
     return [PublishedFigure(s.entry.source, s.entry.result.tokens_per_s_per_gpu,
                             best / s.entry.result.tokens_per_s_per_gpu)
             for s in catalog.summaries
-            if (s.entry.model, s.entry.gpu.type, s.entry.gpu.count) == (request.model, request.gpu_type, request.gpus)]
+            if (s.entry.model, s.entry.gpu.type, s.entry.gpu.count) == (request.model, request.gpu_type, request.gpus)
+            and _same_part(s.entry.gpu.variant, request)]
 
 
 def widened(interval: Interval, tokens_per_s: float, published: list[PublishedFigure]) -> Interval:

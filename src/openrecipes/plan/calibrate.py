@@ -82,16 +82,19 @@ def reference_tables() -> ReferenceTables:
 
 
 def reference_rows() -> list[dict]:
-    """Every point of reference_points.yaml: the published ones, then our own H200 runs (with log and window)."""
+    """Every point of reference_points.yaml: the published ones, then our own H200 runs (with log and window), each
+    with the hardware variant of its section."""
     doc = _reference_document()
-    return [*doc["points"], *doc["own_runs"]["points"]]
+    return [*({**row, "variant": doc["variant"]} for row in doc["points"]),
+            *({**row, "variant": doc["own_runs"]["variant"]} for row in doc["own_runs"]["points"])]
 
 
 def reference_points() -> dict[str, MeasuredPoint]:
     points = {}
     for row in reference_rows():
         model = reduced_depth_name(row["model"], row["layers"]) if "layers" in row else row["model"]
-        request = PlanRequest(model, row["gpu"], row["gpus"], row["row_tokens"], row["global_batch"], "torchtitan")
+        request = PlanRequest(model, row["gpu"], row["gpus"], row["row_tokens"], row["global_batch"], "torchtitan",
+                              variant=row["variant"])
         lay = row["layout"]
         layout = Layout(engine="torchtitan", tp=lay["tp"], pp=lay["pp"], vpp=1, cp=lay["cp"], ep=lay.get("ep", 1),
                         etp=1, dp=lay["dp"],
@@ -147,7 +150,7 @@ def request_of(recipe: Recipe) -> PlanRequest:
     """The planner's request a recipe answers: its model, GPUs, workload, engine and gradient-buffer precision."""
     grad_reduce_bf16 = parse_run(recipe.run).has(GRAD_REDUCE_BF16_FLAG)
     return PlanRequest(recipe.model, recipe.gpu.type, recipe.gpu.count, recipe.workload.row_tokens,
-                       recipe.workload.global_batch, engine_of(recipe), grad_reduce_bf16)
+                       recipe.workload.global_batch, engine_of(recipe), grad_reduce_bf16, variant=recipe.gpu.variant)
 
 
 def _model_layers(model: str) -> int:

@@ -23,6 +23,7 @@ FP32_BYTES = 4
 @dataclass(frozen=True)
 class Links:
     gpu_type: str
+    variant: str  # the hardware variant (hardware/gpus.yaml key)
     capacity_gib: float
     gpus_per_nvlink_domain: int
     nvlink_bytes_per_s: float  # one direction, per GPU
@@ -37,7 +38,7 @@ EXPOSED = "exposed_communication."  # prefix of the exposed shares of collective
 
 @dataclass(frozen=True)
 class Calibration:
-    compute_efficiency: dict[str, float]  # by engine, or "engine/GPU" where that GPU type has its own fit
+    compute_efficiency: dict[str, float]  # by "engine/variant", for each variant with measured points of the engine
     cpu_optimizer_params_per_s_per_gpu: float
     amp_composite_norm_s_per_element: float  # eager torchtitan under AMP: seconds per normalized element
     exposed_communication: dict[str, float]
@@ -45,6 +46,9 @@ class Calibration:
     network_bus_efficiency: float
     selective_recompute_time_factor: dict[str, float]  # by engine
     runtime_reserve_gib: float
+    # Share of a step's compute time memory-bound (norms, activations, softmax): what HBM bandwidth carries between
+    # variants of one chip (openrecipes.plan.variants)
+    memory_bound_share: float = 0.0
     compile_speedup: float = 1.0  # compiled torchtitan compute runs this much faster
     cp_attention_efficiency: float = 1.0  # torchtitan CP: attention scores at this fraction of the efficiency
     microbatch_overhead_s_per_layer: float = 0.0  # torchtitan: host cost per layer per microbatch
@@ -56,13 +60,6 @@ class Calibration:
     # Megatron's block GEMMs in a low precision (fp8, mxfp8, nvfp4) run this much faster than in BF16
     low_precision_speedup: dict[str, float] = field(default_factory=dict)
 
-    def efficiency(self, engine: str, gpu_type: str) -> float:
-        """The engine's efficiency fitted on this GPU type where there is one, else the engine's."""
-        return self.compute_efficiency.get(f"{engine}/{gpu_type}", self.compute_efficiency[engine])
-
-    def has_own_efficiency(self, engine: str, gpu_type: str) -> bool:
-        return f"{engine}/{gpu_type}" in self.compute_efficiency
-
     def fitted_values(self) -> dict[str, float]:
         """Every fitted value by its calibration.yaml name."""
         return {**{EFFICIENCY + key: value for key, value in self.compute_efficiency.items()},
@@ -70,6 +67,11 @@ class Calibration:
                 **{EXPOSED + key: value for key, value in self.exposed_communication.items()
                    if EXPOSED + key in calibration_document()["fitted"]},
                 **{name: getattr(self, name) for name in FITTED_FIELDS}}
+
+    def without(self, names: frozenset[str]) -> Calibration:
+        """This calibration without the named efficiencies (a variant left out of the fit: openrecipes.plan.fit)."""
+        kept = {key: value for key, value in self.compute_efficiency.items() if EFFICIENCY + key not in names}
+        return replace(self, compute_efficiency=kept)
 
     def with_values(self, values: dict[str, float]) -> Calibration:
         """This calibration with the named fitted values replaced."""
@@ -98,14 +100,16 @@ def interconnect_document() -> dict:
     return read_yaml(HERE / "interconnect.yaml").data
 
 
-def links(gpu_type: str, gpu: GpuSpec) -> Links:
+def links(variant: str, gpu: GpuSpec) -> Links:
     table = interconnect_document()
+    gpu_type = gpu.type
     if gpu_type not in table:
         raise UserError(f"unknown: interconnect of {gpu_type} (add it to src/openrecipes/plan/interconnect.yaml)")
     row = table[gpu_type]
-    # Without a measured memory.total, read the vendor's figure as decimal GB: the smaller, safe reading.
-    capacity = row.get("capacity_gib", gpu.memory_gb * GB / GIB)
-    return Links(gpu_type, capacity, row["gpus_per_nvlink_domain"], row["nvlink_gb_per_s"] * GB,
+    # Without a measured memory.total (measured on the type's default variant), read the vendor's figure as decimal
+    # GB: the smaller, safe reading.
+    capacity = row["capacity_gib"] if gpu.default and "capacity_gib" in row else gpu.memory_gb * GB / GIB
+    return Links(gpu_type, variant, capacity, row["gpus_per_nvlink_domain"], row["nvlink_gb_per_s"] * GB,
                  row["network_gb_per_s"] * GB, row.get("gpus_per_node", row["gpus_per_nvlink_domain"]))
 
 
@@ -192,6 +196,7 @@ def calibration() -> Calibration:
         network_bus_efficiency=assumed["network_bus_efficiency"],
         selective_recompute_time_factor=assumed["selective_recompute_time_factor"],
         runtime_reserve_gib=assumed["runtime_reserve_gib"],
+        memory_bound_share=assumed["memory_bound_share"],
     )
     return base.with_values({name: row["value"] for name, row in doc["fitted"].items()})
 

@@ -21,12 +21,14 @@ class ExportedInterval(Exported):
     low: float  # tokens/s per GPU
     high: float
     basis: str  # which held-out errors set it, and why it is wide where it is
-    constrained: bool  # False: no measured point of this engine on this GPU type, or a feature none has
+    constrained: bool  # False: the layout uses a feature no measured point of its engine has
+    basis_kind: str  # held-out on this variant, transferred from other variants, or from other scale bands
 
 
 class PredictedLayout(Exported):
     """One layout as the planner predicts it: the object `openrecipes plan --json` prints."""
     engine: str
+    variant: str  # the hardware variant predicted for (hardware/gpus.yaml)
     label: str
     tp: int
     pp: int
@@ -139,6 +141,7 @@ class PublishedNeighbour(Exported):
 class PlanTable(Exported):
     """One GPU type and count."""
     gpu_type: str
+    variant: str  # the type's default variant: the part the table predicts (hardware/gpus.yaml)
     gpus: int
     command: str  # the `openrecipes plan` command that prints the table
     instance: str | None  # the priced instance

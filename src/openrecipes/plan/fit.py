@@ -61,10 +61,14 @@ class _Problem:
             jacobian[:, j] = (self.residuals(moved) - residual) / DERIVATIVE_STEP
         return jacobian
 
-    def step(self, log_values: np.ndarray, residual: np.ndarray, jacobian: np.ndarray) -> np.ndarray:
-        """The Gauss-Newton step of these rows of the points (and every prior)."""
-        stacked = np.vstack([jacobian / self.noise, np.diag(1 / self.sigma)])
-        target = -np.concatenate([residual / self.noise, (log_values - self.prior_log) / self.sigma])
+    def step(self, log_values: np.ndarray, residual: np.ndarray, jacobian: np.ndarray,
+             columns: np.ndarray | None = None) -> np.ndarray:
+        """The Gauss-Newton step of these rows of the points (and every prior), in these values (`columns`; all
+        of them when None)."""
+        cols = np.arange(len(self.names)) if columns is None else columns
+        sigma = self.sigma[cols]
+        stacked = np.vstack([jacobian[:, cols] / self.noise, np.diag(1 / sigma)])
+        target = -np.concatenate([residual / self.noise, (log_values[cols] - self.prior_log[cols]) / sigma])
         return np.clip(np.linalg.lstsq(stacked, target, rcond=None)[0], -STEP_LIMIT, STEP_LIMIT)
 
     def calibration(self, log_values: np.ndarray) -> Calibration:
@@ -112,4 +116,27 @@ def refits_without_each(points: list[SpeedPoint], full: Calibration,
             shifted = residual[keep] + jacobian[keep] @ (moved - log_values)
             moved = moved + problem.step(moved, shifted, jacobian[keep])
         refits.append(problem.calibration(moved))
+    return refits
+
+
+def refits_without_groups(points: list[SpeedPoint], full: Calibration,
+                          groups: Sequence[tuple[Sequence[int], frozenset[str]]]) -> list[Calibration]:
+    """For each group (the indices of its points, the fitted values only they constrain), the calibration refitted
+    without its points and without those values: Gauss-Newton steps from the fit on every point, as
+    `refits_without_each`. A dropped efficiency is absent from the refit, so its variant's points are predicted as a
+    variant never measured is: carried from a neighbour (openrecipes.plan.variants)."""
+    problem = _problem(points, full, None)
+    log_values = np.log([full.fitted_values()[n] for n in problem.names])
+    residual = problem.residuals(log_values)
+    jacobian = problem.jacobian(log_values, residual)
+    refits = []
+    for rows, dropped in groups:
+        keep = np.ones(len(points), dtype=bool)
+        keep[list(rows)] = False
+        columns = np.array([j for j, name in enumerate(problem.names) if name not in dropped])
+        moved = log_values.copy()
+        for _ in range(LINEAR_REFIT_STEPS):
+            shifted = residual[keep] + jacobian[keep][:, columns] @ (moved[columns] - log_values[columns])
+            moved[columns] = moved[columns] + problem.step(moved, shifted, jacobian[keep], columns)
+        refits.append(problem.calibration(moved).without(dropped))
     return refits

@@ -17,22 +17,25 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from openrecipes.atomic import write_atomic
+from openrecipes.catalog.hardware import variant_id
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.engines.registry import names as engine_names
 from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import allocator_gib, spearman
-from openrecipes.plan.calibrate import MeasuredPoint, measured_points, reference_tables, speed_points
-from openrecipes.plan.constants import Calibration, calibration, links
-from openrecipes.plan.fit import fit, refits_without_each
+from openrecipes.plan.calibrate import MeasuredPoint, SpeedPoint, measured_points, reference_tables, speed_points
+from openrecipes.plan.constants import EFFICIENCY, Calibration, calibration, links
+from openrecipes.plan.fit import fit, refits_without_each, refits_without_groups
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.predict import context, predict_layout
 from openrecipes.plan.trust import (
     HELDOUT_FILE,
     HeldOutPoint,
     MemoryMargin,
+    band_of,
     input_digests,
     layout_features,
     margin_key,
+    precision_class,
 )
 
 # A model and GPU type needs this many measured layouts before its rank agreement is reported.
@@ -53,15 +56,49 @@ def predicted_with(point: MeasuredPoint, cal: Calibration) -> float:
     return predict_layout(ctx, point.layout).tokens_per_s_per_gpu
 
 
+def _variant(point: MeasuredPoint) -> str:
+    tables = reference_tables()
+    return point.request.variant or variant_id(tables.gpus[point.request.gpu_type], tables)
+
+
+def _left_out_groups(points: list[SpeedPoint]) -> tuple[list[tuple[list[int], frozenset[str]]], list[int], list[int]]:
+    """The groups refitted without: each engine's variants (with the efficiency only they constrain) and each
+    engine's scale bands; and for each point, the index of its variant's group and of its band's."""
+    keys: dict[tuple[str, ...], int] = {}
+    groups: list[tuple[list[int], frozenset[str]]] = []
+    by_variant: list[int] = []
+    by_band: list[int] = []
+    for i, point in enumerate(points):
+        engine = point.request.engine
+        for key, dropped, found in (
+                (("variant", engine, _variant(point)), frozenset({f"{EFFICIENCY}{engine}/{_variant(point)}"}),
+                 by_variant),
+                (("band", engine, band_of(point.request.gpus)), frozenset(), by_band)):
+            if key not in keys:
+                keys[key] = len(groups)
+                groups.append(([], dropped))
+            groups[keys[key]][0].append(i)
+            found.append(keys[key])
+    return groups, by_variant, by_band
+
+
 def leave_one_out(root: Path | None = None, fixed: dict[str, float] | None = None) -> list[HeldOutPoint]:
+    """Each point predicted with every value fitted on all points (in-sample), without it (held out), without its
+    engine's points on its variant (transferred from other variants) and without its engine's points in its scale
+    band (transferred from other bands)."""
     points = speed_points(root)
     full = fit(points, fixed=fixed)
+    groups, by_variant, by_band = _left_out_groups(points)
+    refits = refits_without_groups(points, full, groups)
     rows = []
-    for point, without in zip(points, refits_without_each(points, full, fixed), strict=True):
+    for i, (point, without) in enumerate(zip(points, refits_without_each(points, full, fixed), strict=True)):
         r = point.request
         rows.append(HeldOutPoint(point.slug, r.model, r.gpu_type, r.gpus, r.engine, _describe(point.layout),
                                  point.tokens_per_s_per_gpu, round(predicted_with(point, full), 2),
-                                 round(predicted_with(point, without), 2)))
+                                 round(predicted_with(point, without), 2), _variant(point),
+                                 precision_class(point.layout),
+                                 round(predicted_with(point, refits[by_variant[i]]), 2),
+                                 round(predicted_with(point, refits[by_band[i]]), 2)))
     return rows
 
 
@@ -106,7 +143,8 @@ def memory_margins(root: Path | None = None) -> list[MemoryMargin]:
     arms = _arms(root)  # tune and the sweeps run torchtitan
     out_of_memory = [(arm, gpu) for arm, gpu in arms if arm["oom"]]
     for arm, gpu in out_of_memory:
-        capacity = links(gpu, reference_tables().gpus[gpu]).capacity_gib
+        spec = reference_tables().gpus[gpu]  # tune and the sweeps ran on the type's default variant (our H200)
+        capacity = links(variant_id(spec, reference_tables()), spec).capacity_gib
         needed = (capacity - reserve) / allocator_gib(arm["predicted_memory_gib"], reserve) - 1
         ratios.setdefault("torchtitan", []).append((needed, arm["slug"]))
     margins = []

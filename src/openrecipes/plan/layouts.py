@@ -25,7 +25,6 @@ Recompute = Literal["none", "selective", "full"]
 RECOMPUTE_POLICIES: tuple[Recompute, ...] = ("none", "selective", "full")
 # Rows per microbatch the enumeration tries (the seeds use 1, 6 and 8).
 ROWS_PER_MICROBATCH = (1, 2, 3, 4, 6, 8, 12, 16)
-MAX_VPP = 4
 # Megatron's low precisions by family: each family's GEMM speed-up is one fitted value (calibration.yaml). FP8 with
 # delayed and with current scaling run the same FP8 GEMMs (the record's Llama 3.1 70B on 64 x H100: 719 and 728-736
 # TFLOP/s per GPU).
@@ -155,12 +154,19 @@ def _expert_sizes(shape: ModelShape, tp: int, cp: int, dp: int, rules: LayoutRul
                 yield ep, etp
 
 
-def _vpp_sizes(split: tuple[int, ...], pp: int) -> list[int]:
-    """Virtual stages per pipeline rank: each middle stage's layers split evenly (an uneven first or last stage
-    takes its own share of chunks, as Megatron's --pipeline-model-parallel-layout allows)."""
+def _vpp_sizes(split: tuple[int, ...], pp: int, rules: LayoutRules) -> list[int]:
+    """Virtual stages per pipeline rank. Megatron: every count that splits a stage's layers evenly, down to one layer
+    a chunk, the first and last stages' counted with the embedding or the loss in one layer's slot (VP 5 for Llama
+    3.1 70B at PP 4: 20 layers a stage; DeepSeek-V3's 61 layers at PP 2 split 30 and 31, and with the loss 32, so VP
+    4 and 8; Llama 3.1 405B's 126 at PP 16 split 7, 8 x 14, 7, with the embedding and the loss 8 each, so VP 8);
+    the other stages take their own share of chunks, as Megatron's --pipeline-model-parallel-layout
+    allows). An engine with max_virtual_stages: up to that many, each dividing a middle stage."""
     if pp == 1:
         return [1]
-    return [v for v in range(1, MAX_VPP + 1) if split[len(split) // 2] % v == 0]
+    if rules.max_virtual_stages is not None:
+        return [v for v in range(1, rules.max_virtual_stages + 1) if split[len(split) // 2] % v == 0]
+    slots = {*split, split[0] + 1, split[-1] + 1}
+    return sorted({v for layers in slots for v in divisors(layers)})
 
 
 def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batch: int, engine: Engine,
@@ -186,7 +192,7 @@ def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batc
                 for ep, etp in _expert_sizes(shape, tp, cp, dp, rules):
                     for rows in (r for r in ROWS_PER_MICROBATCH if r <= rows_per_rank and (r * row_tokens) % cp == 0):
                         microbatches = math.ceil(rows_per_rank / rows)
-                        for vpp in _vpp_sizes(split, pp):
+                        for vpp in _vpp_sizes(split, pp, rules):
                             if vpp > 1 and microbatches % pp:
                                 continue  # the interleaved schedule runs microbatches in groups of PP
                             for recompute in RECOMPUTE_POLICIES:

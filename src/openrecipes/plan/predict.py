@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from openrecipes import figures
-from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables, precision_peak_flops
+from openrecipes.catalog.hardware import (
+    ReferenceTables,
+    load_reference_tables,
+    precision_peak_flops,
+    variant_id,
+    variant_issue,
+)
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import GIB, Calibration, Links, calibration, links
 from openrecipes.plan.export_model import PredictedLayout
@@ -42,6 +48,8 @@ class PlanRequest:
     search: LeverSearch = LeverSearch()
     # Megatron: Transformer Engine's precision of every layout's block GEMMs (fp8, mxfp8, nvfp4; None: BF16)
     low_precision: str | None = None
+    # the hardware variant (a key of hardware/gpus.yaml of gpu_type); None: the type's default, the part a user rents
+    variant: str | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,7 @@ class Prediction:
     mfu: float
     usd_per_million_tokens: float | None
     gpu_type: str
+    variant: str
     margin_gib: float  # the memory margin on this layout's predicted allocator peak
     # Worked out once and read many times while layouts are ranked and exported (fields: cheaper than properties).
     headroom_gib: float = field(init=False, repr=False, compare=False)
@@ -87,7 +96,7 @@ class Prediction:
 
     @property
     def interval(self) -> Interval:
-        return interval(self.layout.engine, self.gpu_type, self.layout, self.tokens_per_s_per_gpu)
+        return interval(self.layout.engine, self.variant, self.layout, self.tokens_per_s_per_gpu)
 
     @property
     def _largest_part(self) -> str:
@@ -112,7 +121,7 @@ class Prediction:
         Validated from one dict (the interval nested in it): a single pass of pydantic's validator."""
         layout, interval = self.layout, self.interval
         return PredictedLayout.model_validate({
-            "engine": layout.engine, "label": layout.label,
+            "engine": layout.engine, "variant": self.variant, "label": layout.label,
             "tp": layout.tp, "pp": layout.pp, "vpp": layout.vpp, "cp": layout.cp, "ep": layout.ep, "etp": layout.etp,
             "dp": layout.dp, "sequence_parallel": layout.sequence_parallel, "stage_layers": list(layout.stage_layers),
             "recompute": layout.recompute, "offload_fraction": layout.offload_fraction,
@@ -128,7 +137,7 @@ class Prediction:
             "step_time_s": round(self.step.total_s, 4), "step_parts_s": self.step.parts_s(),
             "tokens_per_s_per_gpu": round(self.tokens_per_s_per_gpu, 1),
             "interval": {"low": interval.low, "high": interval.high, "basis": interval.basis,
-                         "constrained": interval.constrained},
+                         "constrained": interval.constrained, "basis_kind": interval.basis_kind},
             "mfu": round(self.mfu, 4),
             "usd_per_million_tokens": (round(self.usd_per_million_tokens, 4)
                                        if self.usd_per_million_tokens is not None else None),
@@ -154,7 +163,11 @@ def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Cont
         raise UserError(f"unknown model '{request.model}'; known: {', '.join(sorted(tables.models))} (models/*.yaml)")
     if request.gpu_type not in tables.gpus:
         raise UserError(f"unknown GPU type '{request.gpu_type}'; known: {', '.join(tables.gpus)} (hardware/gpus.yaml)")
-    gpu_links = links(request.gpu_type, tables.gpus[request.gpu_type])
+    variant = request.variant or variant_id(tables.gpus[request.gpu_type], tables)
+    if problem := variant_issue(request.gpu_type, variant, tables):
+        raise UserError(problem)
+    spec = tables.variants[variant]
+    gpu_links = links(variant, spec)
     node = gpu_links.gpus_per_node
     if request.gpus < 1 or (request.gpus > node and request.gpus % node):
         raise UserError(f"--gpus {request.gpus}: not a whole number of {node}-GPU {request.gpu_type} nodes "
@@ -165,7 +178,7 @@ def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Cont
     price = (figures.usd_per_gpu_hour(tables.instances[priced[0]].usd_per_hour, tables.instances[priced[0]].gpus)
              if priced else None)
     return Context(request, model_shape(tables.models[request.model]), gpu_links,
-                   tables.gpus[request.gpu_type].peak_bf16_flops, price, calibration(),
+                   spec.peak_bf16_flops, price, calibration(),
                    memory_margin(request.engine).margin, memory_margin(request.engine + WITH_KERNELS).margin)
 
 
@@ -211,6 +224,7 @@ def _prediction(ctx: Context, layout: Layout, memory: MemoryEstimate, step: Step
         usd_per_million_tokens=(figures.usd_per_million_tokens(ctx.usd_per_gpu_hour, throughput)
                                 if ctx.usd_per_gpu_hour else None),
         gpu_type=request.gpu_type,
+        variant=ctx.links.variant,
         margin_gib=_margin_gib(ctx, layout, memory),
     )
 
@@ -246,7 +260,7 @@ def _check_low_precision(request: PlanRequest, tables: ReferenceTables) -> None:
         raise UserError(f"--precision {precision}: not one of {', '.join(LOW_PRECISIONS)}")
     if request.engine != "megatron":
         raise UserError(f"--precision is Megatron's (Transformer Engine); {request.engine}'s FP8 is --float8")
-    spec = tables.gpus[request.gpu_type]
+    spec = tables.variants[request.variant] if request.variant else tables.gpus[request.gpu_type]
     if precision_peak_flops(spec, precision) is None:
         raise UserError(f"--precision {precision}: {request.gpu_type} has no {precision} tensor cores "
                         "(hardware/gpus.yaml gives no peak for it)")
@@ -256,10 +270,10 @@ def plan_table(model: str, gpu_type: str, gpus: int, row_tokens: int = 8192, glo
                engine: Engine = "megatron", grad_reduce_bf16: bool = False, top: int | None = None,
                root: Path | None = None, kernels: tuple[str, ...] = (), attention: str | None = None,
                float8: str | None = None, search: LeverSearch | None = None,
-               low_precision: str | None = None) -> list[PredictedLayout]:
+               low_precision: str | None = None, variant: str | None = None) -> list[PredictedLayout]:
     """The ranked predictions as exported: one `--json` object per layout, the first `top` (None: all)."""
     request = PlanRequest(model, gpu_type, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, kernels,
-                          attention, float8, search or LeverSearch(), low_precision)
+                          attention, float8, search or LeverSearch(), low_precision, variant)
     ranked = predict(request, load_reference_tables(root))
     with _collector_paused():
         return [p.exported() for p in ranked[:top]]

@@ -125,7 +125,7 @@ def compare(entry: SummaryEntry, catalog: Catalog) -> Compared:
     try:
         layout, global_batch = _layout(entry, engine, card.layers)
         request = PlanRequest(summary.model, summary.gpu.type, summary.gpu.count, run.seq_length, global_batch,
-                              engine)
+                              engine, variant=summary.gpu.variant)
         prediction = predict_layout(context(request, catalog.tables), layout)
     except (UserError, KeyError, ZeroDivisionError, ValueError) as error:
         return row(reason=str(error).strip("'"))
@@ -152,7 +152,8 @@ def record_points(catalog: Catalog) -> list[RecordPoint]:
             continue
         engine = ENGINES[run.engine]
         layout, global_batch = _layout(entry, engine, card.layers)
-        request = PlanRequest(summary.model, summary.gpu.type, summary.gpu.count, run.seq_length, global_batch, engine)
+        request = PlanRequest(summary.model, summary.gpu.type, summary.gpu.count, run.seq_length, global_batch, engine,
+                              variant=summary.gpu.variant)
         found.append(RecordPoint(entry.slug, request, layout, summary.result.tokens_per_s_per_gpu))
     return found
 

@@ -20,6 +20,7 @@ from openrecipes.plan.layouts import LOW_PRECISIONS, Layout
 from openrecipes.plan.levers import time_effect
 from openrecipes.plan.memory import amp_composite_norms, stage_params_per_gpu
 from openrecipes.plan.shape import ModelShape
+from openrecipes.plan.variants import efficiency as variant_efficiency
 
 PASSES = {"none": 2, "selective": 2, "full": 3}  # forward, [recomputed forward], backward
 # The FP32 composite norms of eager AMP (openrecipes.plan.memory.AMP_COMPOSITE_NORM_BYTES) are memory-bound
@@ -254,7 +255,7 @@ def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, peak_
         # Ring attention's score FLOPs at cp_attention_efficiency: counted as that many more FLOPs at the efficiency.
         flops_per_token += shape.attention_flops_per_token(row_tokens) * (1 / calibration.cp_attention_efficiency - 1)
     flops = mean_rows * row_tokens * flops_per_token * imbalance / (layout.tp * layout.cp * layout.pp)
-    efficiency = calibration.efficiency(layout.engine, links.gpu_type)
+    efficiency = variant_efficiency(calibration, layout.engine, links.variant)
     if rules.compiles and layout.compile:
         efficiency *= calibration.compile_speedup
     seconds = flops / (peak_flops * efficiency)

@@ -30,15 +30,18 @@ from openrecipes.plan.answer import (
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.levers import lever_text, parse_levers
 from openrecipes.plan.predict import PlanRequest, Prediction, predict
-from openrecipes.plan.trust import check_current, memory_margin
+from openrecipes.plan.trust import HELD_OUT, OTHER_BANDS, OTHER_VARIANTS, check_current, memory_margin
 
 # Non-fitting layouts shown under the fitting ones: enough to see what stops the next-larger layouts.
 NON_FITTING_SHOWN = 5
 MAX_GPUS = 2**20  # the largest GPU count the planner enumerates
 # Terminals narrower than this get the narrow table: fewer columns, the layout cell wrapped (never cut short).
 WIDE_TABLE = 150
-WIDE_COLUMNS = ("#", "Layout", "Tokens/GPU", "GiB", "Headroom", "Tokens/s/GPU", "Range", "MFU", "$/1M", "Fit")
-NARROW_COLUMNS = ("#", "Layout", "tok/s/GPU", "Range", "GiB", "Fit")
+WIDE_COLUMNS = ("#", "Layout", "Tokens/GPU", "GiB", "Headroom", "Tokens/s/GPU", "Range", "Basis", "MFU", "$/1M",
+                "Fit")
+NARROW_COLUMNS = ("#", "Layout", "tok/s/GPU", "Range", "Basis", "GiB", "Fit")
+# The Basis column: what a row's range is calibrated on, in a word (the caption has the whole sentence).
+BASIS_WORDS = {HELD_OUT: "held out", OTHER_VARIANTS: "other variants", OTHER_BANDS: "other bands"}
 # The text columns share the width the figures leave (which never wrap), the layout the larger part.
 COLUMN_RATIOS = {"Layout": 3, "Fit": 2}
 MAX_STEPS = 1_000_000  # a measuring run is short; a larger count is a typo (and overflows the run's fields)
@@ -52,7 +55,9 @@ def register(app: typer.Typer) -> None:
 def plan(
     model: Annotated[str, typer.Argument(
         help="model name, as in models/*.yaml (e.g. gpt-oss-20b); or `export` to write the Plan pages' tables")],
-    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU type, a key of hardware/gpus.yaml (e.g. H200)")] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU type (its default variant, the part a user rents: "
+                                            "H100, H200) or a variant id of hardware/gpus.yaml "
+                                            "(H100-SXM-96GB-500W)")] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", help="GPU count")] = None,
     row_tokens: Annotated[int | None, typer.Option(
         "--row-tokens", min=1, max=2**24, help="tokens per training row (default: the model's recipes', else 8192)")
@@ -104,7 +109,7 @@ def plan(
     check_current()
     if gpu is None or gpus is None:
         raise UserError("give --gpu TYPE and --gpus N (e.g. openrecipes plan gpt-oss-20b --gpu H200 --gpus 8)")
-    model, gpu = _names(model, gpu)
+    model, gpu, variant = _names(model, gpu)
     if not 1 <= gpus <= MAX_GPUS:
         raise UserError(f"--gpus {gpus}: give 1 to {MAX_GPUS:,} GPUs (2^20)")
     if engine is not None and engine not in engine_names():
@@ -115,7 +120,8 @@ def plan(
     workload = default_workload(catalog, model, choice.engine)
     levers, search = parse_levers(kernels, attention, float8)
     request = PlanRequest(model, gpu, gpus, row_tokens or workload.row_tokens, global_batch or workload.global_batch,
-                          choice.engine, grad_reduce_bf16, **levers, search=search, low_precision=precision)
+                          choice.engine, grad_reduce_bf16, **levers, search=search, low_precision=precision,
+                          variant=variant)
     if row_tokens is None or global_batch is None:
         choice = EngineChoice(choice.engine, f"{choice.reason}; {workload.reason}")
     if emit_recipe is not None:
@@ -178,14 +184,25 @@ def _emit(request: PlanRequest, rank: int, out: Path | None, top: int | None, as
           f"`openrecipes run {out}`")
 
 
-def _names(model: str, gpu: str) -> tuple[str, str]:
-    """The canonical spellings of a model and a GPU type as typed (any case, `-` or `_`, or the card's file name),
-    among the planner's tables (the catalog's and its reference points')."""
+def _names(model: str, gpu: str) -> tuple[str, str, str]:
+    """The canonical spellings of a model and a GPU as typed (any case, `-` or `_`, or the card's file name), among
+    the planner's tables (the catalog's and its reference points'): the model, the GPU type and its variant (a
+    type means its default variant, the part a user rents; a variant id selects that variant)."""
+    from openrecipes.catalog.hardware import resolve_gpu
     from openrecipes.catalog.names import gpu_name, model_name
     from openrecipes.plan.calibrate import reference_tables
 
     tables = reference_tables()
-    return model_name(model, tables), gpu_name(gpu, tables)
+    by_id = {name.lower(): name for name in tables.variants}
+    if gpu.lower() in by_id:
+        gpu_type, variant = resolve_gpu(by_id[gpu.lower()], tables)
+    else:
+        try:
+            gpu_type, variant = resolve_gpu(gpu_name(gpu, tables), tables)
+        except UserError:
+            resolve_gpu(gpu, tables)  # raises, listing every type and variant
+            raise
+    return model_name(model, tables), gpu_type, variant
 
 
 def _export(out: Path | None) -> None:
@@ -206,7 +223,7 @@ def _print_table(console: Console, request: PlanRequest, choice: EngineChoice, r
     margin = memory_margin(request.engine)
     bases = sorted({p.interval.basis for p in rows})
     narrow = console.width < WIDE_TABLE
-    table = Table(title=f"{request.model} on {request.gpus} x {request.gpu_type}, {request.engine} ({choice.reason}): "
+    table = Table(title=f"{request.model} on {request.gpus} x {ranked[0].variant}, {request.engine} ({choice.reason}): "
                         f"{len(fitting):,} of {len(ranked):,} valid layouts fit; predicted, not measured",
                   caption=f"{request.row_tokens:,}-token rows, global batch {request.global_batch}; GiB: predicted "
                           f"peak of {ranked[0].capacity_gib:.1f} GiB; fits: leaves {margin.margin:.1%} of the "
@@ -228,7 +245,7 @@ def _print_table(console: Console, request: PlanRequest, choice: EngineChoice, r
                  "Offload": f"{lay.offload_fraction:g}", "Tokens/GPU": f"{lay.max_tokens_per_gpu:,}",
                  "GiB": f"{p.memory.total_gib:.1f}", "Headroom": f"{p.headroom_gib:.1f}",
                  "Tokens/s/GPU": f"{p.tokens_per_s_per_gpu:,.1f}", "tok/s/GPU": f"{p.tokens_per_s_per_gpu:,.0f}",
-                 "Range": span, "MFU": f"{p.mfu:.1%}",
+                 "Range": span, "Basis": BASIS_WORDS[interval.basis_kind], "MFU": f"{p.mfu:.1%}",
                  "$/1M": f"{p.usd_per_million_tokens:.2f}" if p.usd_per_million_tokens is not None else "-",
                  "Fit": "yes" if p.fits else p.short_reason}
         table.add_row(*(cells[h] for h in headers))

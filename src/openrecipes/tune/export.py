@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from openrecipes.atomic import check_output_folder, starts_with, write_output
-from openrecipes.catalog.hardware import ReferenceTables
+from openrecipes.catalog.hardware import ReferenceTables, variant_id
 from openrecipes.catalog.store import Catalog, RecipeEntry, SummaryEntry, load_recipe
 from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import allocator_gib
@@ -259,7 +259,10 @@ class Compared:
 
 def _compared(point: MeasuredPoint, request: PlanRequest, ranked: RankedTable, tables: ReferenceTables) -> Compared:
     prediction = predict_layout(context(point.request, tables), point.layout).exported()
-    same = point.request == request
+    # the same request on the same part: a table asked for by type plans the type's default variant
+    default = variant_id(tables.gpus[request.gpu_type], tables)
+    same = replace(point.request, variant=point.request.variant or default) == replace(
+        request, variant=request.variant or default)
     return Compared(prediction, same, _rank(ranked, prediction) if same else None,
                     round(allocator_gib(prediction.memory_gib, calibration().runtime_reserve_gib), 2))
 
@@ -370,7 +373,8 @@ def model_plan(catalog: Catalog, model: str, stamp: str) -> ModelPlanExport:
         ranked = table(request, tables, catalog.root, top)
         measured, total = _measured(catalog, request, ranked, errors)
         instance = min((n for n, row in tables.instances.items() if row.gpu == gpu_type), default=None)
-        planned.append(PlanTable(gpu_type=gpu_type, gpus=gpus, command=command(request, top), instance=instance,
+        planned.append(PlanTable(gpu_type=gpu_type, variant=ctx.links.variant, gpus=gpus,
+                                 command=command(request, top), instance=instance,
                                  usd_per_gpu_hour=ctx.usd_per_gpu_hour, data=ranked.data, measured=measured,
                                  measured_total=total, runs=_runs(catalog, request, ranked, errors),
                                  published=nearest))

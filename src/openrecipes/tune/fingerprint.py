@@ -140,7 +140,7 @@ def fingerprint(catalog: Catalog) -> str:
                                for e in catalog.record),
               "models": {n: c.model_dump(mode="json", exclude={"notes", "notes_source"})
                          for n, c in tables.models.items()},
-              "gpus": {n: g.model_dump(mode="json") for n, g in tables.gpus.items()},
+              "gpus": {n: g.model_dump(mode="json") for n, g in tables.variants.items()},
               "instances": {n: i.model_dump(mode="json") for n, i in tables.instances.items()}}
     digest.update(json.dumps(inputs, sort_keys=True, default=str).encode())
     return digest.hexdigest()

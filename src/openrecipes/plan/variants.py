@@ -1,0 +1,97 @@
+"""The compute efficiency of an engine on a hardware variant: its own fitted value where the variant has measured
+points, else a neighbour's carried over by physics (docs/planning.md, "Hardware variants").
+
+Two variants of one chip (the same dense peak: H100 SXM5 at 700 W, H100 96 GB held at 500 W, H200) differ in what
+limits a step's compute: the sustained clock under the board's power, and the HBM bandwidth its memory-bound kernels
+(norms, activations, softmax, optimizer) stream at. Dynamic power grows about as the cube of the clock (P ~ f V^2 with
+V ~ f), so a part held below its chip's full power sustains (P / P_full)^(1/3) of the clock; a share
+`memory_bound_share` of the neighbour's compute time scales with its HBM bandwidth instead. A variant of another chip
+carries the neighbour's fraction of peak as it is (another chip is a transfer no term models; its range says so).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+
+from openrecipes.catalog.hardware import GpuSpec, load_reference_tables
+from openrecipes.errors import UserError
+from openrecipes.plan.constants import Calibration
+
+CLOCK_POWER_EXPONENT = 1 / 3  # sustained clock ~ power^(1/3): dynamic power ~ f V^2, V ~ f
+
+
+@dataclass(frozen=True)
+class Carried:
+    """Where a variant's efficiency comes from: its own fitted value (source is the variant itself) or a neighbour's
+    times the physical ratio."""
+
+    variant: str
+    source: str  # the variant whose fitted value it is
+    ratio: float  # physics: the efficiency on `variant` over that on `source`
+
+    @property
+    def own(self) -> bool:
+        return self.source == self.variant
+
+
+def _same_chip(a: GpuSpec, b: GpuSpec) -> bool:
+    return a.peak_bf16_flops == b.peak_bf16_flops and a.peak_fp8_flops == b.peak_fp8_flops
+
+
+def _full_power(spec: GpuSpec, specs: dict[str, GpuSpec]) -> float | None:
+    powers = [s.power_w for s in specs.values() if _same_chip(s, spec) and s.power_w]
+    return max(powers) if powers else None
+
+
+def _clock(spec: GpuSpec, specs: dict[str, GpuSpec]) -> float:
+    """The sustained clock of a variant as a share of its chip's at full power (1 where the power is not known)."""
+    full = _full_power(spec, specs)
+    return (spec.power_w / full) ** CLOCK_POWER_EXPONENT if spec.power_w and full else 1.0
+
+
+def physical_ratio(target: GpuSpec, source: GpuSpec, specs: dict[str, GpuSpec], share: float) -> float:
+    """Efficiency on `target` over efficiency on `source`: the clock and HBM terms for one chip, 1 across chips."""
+    if not _same_chip(target, source):
+        return 1.0
+    clock = _clock(source, specs) / _clock(target, specs)
+    bandwidth = (source.memory_bandwidth_tb_s / target.memory_bandwidth_tb_s
+                 if source.memory_bandwidth_tb_s and target.memory_bandwidth_tb_s else 1.0)
+    return 1 / ((1 - share) * clock + share * bandwidth)
+
+
+@cache
+def carried(engine: str, variant: str, measured: frozenset[str], share: float) -> Carried:
+    """The source of `variant`'s efficiency among the variants `measured` (those with a fitted value for the
+    engine): itself, else the one of the same chip whose physical correction is smallest (H100 SXM5 at 700 W from
+    H200, the same clock and power, rather than from the H100 held at 500 W), else one of another chip, the same
+    type first."""
+    if variant in measured:
+        return Carried(variant, variant, 1.0)
+    specs = load_reference_tables().variants
+    if not measured:
+        raise UserError(f"no {engine} efficiency is fitted on any GPU variant; add a measured {engine} point")
+    target = specs[variant]
+
+    def distance(name: str) -> tuple[bool, float, bool, str]:
+        ratio = physical_ratio(target, specs[name], specs, share)
+        return (not _same_chip(target, specs[name]), abs(math.log(ratio)), specs[name].type != target.type, name)
+
+    source = min(measured, key=distance)
+    return Carried(variant, source, physical_ratio(target, specs[source], specs, share))
+
+
+def measured_variants(calibration: Calibration, engine: str) -> frozenset[str]:
+    prefix = f"{engine}/"
+    return frozenset(key[len(prefix):] for key in calibration.compute_efficiency if key.startswith(prefix))
+
+
+def efficiency_source(calibration: Calibration, engine: str, variant: str) -> Carried:
+    return carried(engine, variant, measured_variants(calibration, engine), calibration.memory_bound_share)
+
+
+def efficiency(calibration: Calibration, engine: str, variant: str) -> float:
+    """The engine's fraction of dense peak inside a microbatch on this variant (own value or carried)."""
+    source = efficiency_source(calibration, engine, variant)
+    return calibration.compute_efficiency[f"{engine}/{source.source}"] * source.ratio
