@@ -152,7 +152,7 @@ def copy_folder(source: Path, target: Path) -> None:
             elif stat.S_ISREG(mode):
                 shutil.copy2(path, into / name)
             else:
-                raise UserError(f"{path}: is {_node_kind(mode)}, not a file or folder; remove it from {source}")
+                raise UserError(f"{path}: is {node_kind(mode)}, not a file or folder; remove it from {source}")
 
 
 def _unreadable(error: OSError) -> None:
