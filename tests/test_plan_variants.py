@@ -74,3 +74,9 @@ def test_an_unknown_variant_exits_2_listing_the_known_ones():
     result = openrecipes("plan", "qwen3-1.7b", "--gpu", "H100-PCIe-40GB", "--gpus", "1")
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert "H100-SXM5-80GB" in result.stderr and "H100-SXM-96GB-500W" in result.stderr
+
+
+def test_emit_recipe_refuses_a_variant_no_instance_rents(tmp_path):
+    result = openrecipes("plan", "qwen3-1.7b", "--gpu", "H100-SXM-96GB-500W", "--gpus", "1", "--engine", "torchtitan",
+                         "--emit-recipe", "1", "--out", tmp_path / "planned.yaml")
+    assert result.returncode == 2 and "plan --gpu H100" in result.stderr and not (tmp_path / "planned.yaml").exists()

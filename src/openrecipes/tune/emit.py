@@ -156,6 +156,10 @@ def emit_recipe(request: PlanRequest, rank: int, out: Path, root: Path | None = 
                         "here (leave --engine out or give --engine torchtitan)")
     if request.grad_reduce_bf16:
         raise UserError("--emit-recipe: --grad-reduce-bf16 is Megatron's; torchtitan's recipes reduce in FP32")
+    tables = load_reference_tables(root)
+    if request.variant and not tables.variants[request.variant].default:
+        raise UserError(f"--emit-recipe: a recipe runs on a priced instance, which rents the {request.gpu_type} "
+                        f"default variant, not {request.variant}; plan --gpu {request.gpu_type}")
     base_path = emit_base(request.model, request.gpu_type, request.gpus, root)
     ranked = runnable_predictions(request, root)
     if not 1 <= rank <= len(ranked):
