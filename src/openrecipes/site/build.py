@@ -39,7 +39,7 @@ from openrecipes.errors import UserError
 from openrecipes.site import format as fmt
 from openrecipes.site import notes, plots
 from openrecipes.site.before_run import run_inputs
-from openrecipes.site.compare import compare_record, compare_script
+from openrecipes.site.compare import compare_record, compare_script, picker_script
 from openrecipes.site.evidence_files import board_csv, evidence_path, log_files, recipe_files
 from openrecipes.site.pages import (
     ModelSection,
@@ -294,6 +294,11 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
                        title=f"Running {section.name} on {board_page.board.gpu_type}")
     for entry in catalog.recipes:
         _recipe(write, site, entry)
+    write.bytes("compare/index.js", picker_script(
+        [(f"{page.title} · {page.board.workload.label}",
+          [(entry.slug, f"#{rank} {entry.name} ({entry.entry.model}, {entry.entry.gpu.type})")
+           for rank, entry in enumerate(page.board.ranked, start=1)])
+         for section in site.sections for page in section.boards]))
     write.page("compare.html", "compare.html", site=site, title="Compare two recipes")
     recipe_pages = {entry.slug: recipe_page_path(entry) for entry in catalog.recipes}
     for plan in plans:

@@ -89,6 +89,14 @@ def compare_record(entry: RecipeEntry, board_page: BoardPage, rank: int, usd_val
     }
 
 
+def picker_script(groups: list[tuple[str, list[tuple[str, str]]]]) -> bytes:
+    """The compare page's recipe list, one group per board: (label, [(slug, option text)]), for site.js to fill
+    both pickers with (as text): a page listing every recipe would grow with the catalog."""
+    payload = json.dumps([{"label": label, "options": options} for label, options in groups], ensure_ascii=True,
+                         separators=(",", ":")).replace("<", "\\u003c")
+    return f"window.openrecipesCompareIndex = {payload};\n".encode("ascii")
+
+
 def compare_script(record: dict) -> bytes:
     # ensure_ascii also escapes U+2028/2029; "<" is escaped so no "</script>" can appear even if inlined one day.
     payload = json.dumps(record, ensure_ascii=True, separators=(",", ":")).replace("<", "\\u003c")

@@ -289,7 +289,19 @@
     var pickA = document.getElementById("pick-a"), pickB = document.getElementById("pick-b");
     if (!pickA || !pickB) { return; }
     var base = document.getElementById("compare-status").getAttribute("data-base");
-    Array.prototype.forEach.call(pickA.children, function (child) { pickB.appendChild(child.cloneNode(true)); });
+    (window.openrecipesCompareIndex || []).forEach(function (group) {
+      [pickA, pickB].forEach(function (select) {
+        var optgroup = document.createElement("optgroup");
+        optgroup.label = group.label;
+        group.options.forEach(function (pair) {
+          var option = document.createElement("option");
+          option.value = pair[0];
+          option.textContent = pair[1];
+          optgroup.appendChild(option);
+        });
+        select.appendChild(optgroup);
+      });
+    });
     var options = Array.prototype.map.call(pickA.options, function (o) { return o.value; });
     var params = new URLSearchParams(window.location.search);
     var unknown = [];
