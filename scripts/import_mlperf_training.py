@@ -6,7 +6,8 @@ entries, one per submission (the median of its runs), from the stored excerpts i
     PYTHONPATH=src python scripts/import_mlperf_training.py [--root CATALOG]
 
 Each submission becomes
-recipes/<model>/<gpu>/record-mlperf-<round>-<precision>-<GPUs>-<layout>-<submitter>-<system>.yaml.
+recipes/<model>/<gpu>/record-mlperf-<round>-<precision>-<GPUs>-<layout>-<submitter>-<system tag>.yaml (the tag: six hex digits
+of the system's folder name).
 The parsing and the entry live in openrecipes.catalog.record_mlperf, which `openrecipes audit` uses to re-derive
 every entry from its excerpts.
 """

@@ -14,6 +14,7 @@ from openrecipes.catalog.model import SummaryGpu
 from openrecipes.catalog.validate import recipe_files, validate_file
 
 MEGATRON_H100 = REPO / "recipes/llama-3.1-405b/h100/record-mbridge-26.06-fp8-1024gpu-tp8pp8cp2vp8-gbs1536-mbs1.yaml"
+DEFAULT_VARIANT = {"H100": "H100-SXM5-80GB", "A100": "A100-SXM4-80GB"}
 TORCHTITAN_H100 = REPO / "recipes/llama-3.1-70b/h100/record-titan-202412-fp8tw-256gpu-fsdp32tp8.yaml"
 SUMMARY = next(p for p in recipe_files([REPO / "recipes"]) if "published:" not in p.read_text(encoding="utf-8")
                and "published_summary" in p.read_text(encoding="utf-8"))
@@ -47,7 +48,7 @@ def test_every_bundled_entry_is_within_its_gpus_peak():
 def test_a_record_entry_above_the_peak_is_refused_with_the_figure_and_the_limit(tmp_path, tokens):
     errors = _errors(_entry(tmp_path, MEGATRON_H100, result__tokens_per_s_per_gpu=tokens))
     message = errors["result.tokens_per_s_per_gpu"]
-    assert "model TFLOP/s per GPU, above the FP8 dense peak of a H100, 1,979 TFLOP/s" in message
+    assert "model TFLOP/s per GPU, above the FP8 dense peak of a H100-SXM5-80GB, 1,979 TFLOP/s" in message
     assert "peak_fp8_flops" in message
 
 
@@ -68,8 +69,9 @@ def test_just_under_the_peak_passes_the_rule_and_just_over_is_refused(tmp_path):
                                                           ("A100", "fp8", "peak_fp8_flops"),
                                                           ("A100", "nvfp4", "peak_nvfp4_flops")])
 def test_a_precision_the_gpu_lacks_is_refused(tmp_path, gpu, precision, column):
-    errors = _errors(_entry(tmp_path, MEGATRON_H100, gpu__type=gpu, published__precision=precision))
-    assert f"is {precision}, but a {gpu} has no tensor cores for it" in errors["published.precision"]
+    errors = _errors(_entry(tmp_path, MEGATRON_H100, gpu__type=gpu, gpu__variant=DEFAULT_VARIANT[gpu],
+                            published__precision=precision))
+    assert f"is {precision}, but a {DEFAULT_VARIANT[gpu]} has no tensor cores for it" in errors["published.precision"]
     assert column in errors["published.precision"]
 
 
@@ -78,7 +80,7 @@ def test_a_summary_without_a_precision_is_held_to_the_fastest_peak(tmp_path):
     peak = entry_peak(SummaryGpu.model_validate(data["gpu"]), None, load_reference_tables())
     assert peak is not None and peak.column == max(
         ("peak_bf16_flops", "peak_fp8_flops", "peak_mxfp8_flops", "peak_nvfp4_flops"),
-        key=lambda c: getattr(load_reference_tables().gpus[peak.gpu], c) or 0)
+        key=lambda c: getattr(load_reference_tables().variants[peak.gpu], c) or 0)
     assert validate_file(SUMMARY).ok
     errors = _errors(_entry(tmp_path, SUMMARY, result__tokens_per_s_per_gpu=1e12))
     assert "its fastest dense peak" in errors["result.tokens_per_s_per_gpu"]
@@ -88,15 +90,15 @@ def test_a_recipe_above_the_peak_is_refused(tmp_path):
     data = copy.deepcopy(load_seed(GPTOSS_1))
     data["result"]["tokens_per_s_per_gpu"] = 1e7
     errors = _errors(validate_file(write_recipe(tmp_path, data)))
-    assert "above the BF16 dense peak of a H200, 989 TFLOP/s (hardware/gpus.yaml peak_bf16_flops)" in errors[
+    assert "above the BF16 dense peak of a H200-SXM-141GB, 989 TFLOP/s (hardware/gpus.yaml peak_bf16_flops)" in errors[
         "result.tokens_per_s_per_gpu"]
 
 
 def test_an_fp8_recipe_on_an_a100_is_refused(tmp_path):
     data = copy.deepcopy(load_seed(GPTOSS_1))
-    data["gpu"]["type"], data["workload"]["precision"] = "A100", "fp8"
+    data["gpu"]["type"], data["gpu"]["variant"], data["workload"]["precision"] = "A100", "A100-SXM4-80GB", "fp8"
     errors = _errors(validate_file(write_recipe(tmp_path, data)))
-    assert "is fp8, but a A100 has no tensor cores for it" in errors["workload.precision"]
+    assert "is fp8, but a A100-SXM4-80GB has no tensor cores for it" in errors["workload.precision"]
 
 
 def test_an_fsdp_degree_that_does_not_divide_dp_is_refused(tmp_path):

@@ -22,7 +22,7 @@ BASE = "recipes/qwen3-1.7b/h200/openrecipes-compile-noac-mb4.yaml"
 
 @pytest.fixture
 def catalog(tmp_path):
-    for name in ("recipes", "models", "hardware", "rules", "schema", "runs", "plans"):
+    for name in ("recipes", "models", "hardware", "rules", "schema", "runs", "plans", "data"):
         shutil.copytree(REPO / name, tmp_path / name)
     shutil.copytree(FIXTURE / "candidate", tmp_path / "runs/mine")
     shutil.copytree(FIXTURE / "reference", tmp_path / "runs/stock")

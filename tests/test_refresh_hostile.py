@@ -6,6 +6,7 @@ write (exit 2, one line); neither follows a link, blocks on a FIFO, or changes a
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -135,17 +136,25 @@ ABSURD = [("1e308", "is '1e308', not a number (a decimal point makes it one"), (
           ("1.0e-9", "is 1.0e-9, more than 100 times off its prior 0.5")]
 
 
+def _first_fitted(text: str) -> re.Match[str]:
+    """The calibration's first fitted efficiency (its key and value line): every refit changes the value."""
+    found = re.search(r"^  (compute_efficiency\.\S+):\n(    value: \S+)\n    prior: 0.5$", text, re.MULTILINE)
+    assert found is not None
+    return found
+
+
 @pytest.mark.parametrize(("value", "said"), ABSURD)
 def test_an_absurd_calibration_value_is_a_failed_check_naming_the_value_and_line(clone, value, said):
     path = clone / CALIBRATION
     text = path.read_text(encoding="utf-8")
-    line = text[:text.index("    value: 0.5091")].count("\n") + 1
-    path.write_text(text.replace("    value: 0.5091", f"    value: {value}", 1), encoding="utf-8")
-    _refused(clone, f"{path}:{line}: fitted.compute_efficiency.megatron.value {said}")
+    first = _first_fitted(text)
+    line = text[:first.start(2)].count("\n") + 1
+    path.write_text(text[:first.start(2)] + f"    value: {value}" + text[first.end(2):], encoding="utf-8")
+    _refused(clone, f"{path}:{line}: fitted.{first[1]}.value {said}")
 
 
 @pytest.mark.parametrize(("old", "new", "said"), [
-    ("    prior: 0.5\n", "    prior: -1.0\n", "fitted.compute_efficiency.megatron.prior is -1.0, outside (0, 1]"),
+    ("    prior: 0.5\n", "    prior: -1.0\n", "compute_efficiency.megatron/B200-SXM-180GB.prior is -1.0, outside"),
     ("  runtime_reserve_gib: 4.0", "  runtime_reserve_gib: -4.0", "assumed.runtime_reserve_gib is -4.0, outside"),
     ("    dp: 0.2", "    dp: 2.0", "assumed.exposed_communication.dp is 2.0, outside [0, 1]"),
     ("  measurement_sigma: 0.03", "  measurement_sigma: 0.0", "assumed.measurement_sigma is 0.0, outside (0, inf)"),

@@ -61,14 +61,15 @@ def test_each_table_carries_the_nearest_published_entries_same_gpu_type_first(ca
 
 
 def test_equally_near_entries_are_the_newest_releases(catalog):
-    """Five NVIDIA entries of Llama 3.1 70B on 64 x H100 (NeMo containers 25.11 to 26.04.01): the three newest."""
+    """NVIDIA's entries of Llama 3.1 70B on 64 x H100 (NeMo containers 25.11 to 26.04.01, dgxc-benchmarking
+    v24.11.1 to v25.04): the three newest."""
     plan = read_plan(REPO, "llama-3.1-70b")
     table = next(t for t in plan.tables if (t.gpu_type, t.gpus) == ("H100", 64))
     same = [e for e in _published(catalog, "llama-3.1-70b") if (e.entry.gpu.type, e.entry.gpu.count) == ("H100", 64)]
     assert len(same) > export.NEAREST_PUBLISHED
 
     def version(entry):
-        return tuple(int(part) for part in entry.entry.published.engine_version.split()[-1].split("."))
+        return export._release(entry.entry.published.engine_version)
 
     newest = sorted(same, key=version, reverse=True)[:export.NEAREST_PUBLISHED]
     assert [n.slug for n in table.published] == [e.slug for e in newest]

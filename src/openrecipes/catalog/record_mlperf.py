@@ -13,6 +13,7 @@ the logged global batch. Where none or several differing scripts fit, the submis
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 import statistics
@@ -356,6 +357,12 @@ def submissions(root: Path, skipped: list[Skipped]) -> list[Submission]:
     return out
 
 
+def _system_tag(system_name: str) -> str:
+    """Six hex digits of the system's folder name: two systems of one submitter at the same size and layout get
+    different files, and the name still fits an 80-column terminal (the entry names the system in full)."""
+    return hashlib.sha256(system_name.encode()).hexdigest()[:6]
+
+
 def entry(sub: Submission) -> tuple[Path, dict[str, Any]]:
     """The published entry of one submission: the median of its runs."""
     first = sub.runs[0]
@@ -371,8 +378,7 @@ def entry(sub: Submission) -> tuple[Path, dict[str, Any]]:
     scripts = [Path(c.excerpt.path).name for c in sub.configs]
     name = entry_name(TAG, sub.version.replace(".", ""), "pretrain", lay.precision, gpus,
                       {"tp": lay.tp, "pp": lay.pp, "cp": lay.cp, "vp": lay.vp},
-                      [re.sub(r"[^a-z0-9]+", "", sub.submitter.lower())[:12],
-                       re.sub(r"[^a-z0-9.]+", "", system_name.lower())])
+                      [re.sub(r"[^a-z0-9]+", "", sub.submitter.lower())[:10], _system_tag(system_name)])
     data: dict[str, Any] = {
         "schema_version": 1, "kind": "published_summary", "model": model,
         "gpu": {"type": gpu_type, "variant": variant, "count": gpus},

@@ -310,12 +310,13 @@ def _runs(catalog: Catalog, request: PlanRequest, ranked: RankedTable,
 
 
 def _release(engine_version: str) -> tuple[int, ...]:
-    """When an entry's software was released, as far as its version says: NeMo container YY.MM[.patch], or the
-    date torchtitan's versions carry (YYYY/MM/DD); () where neither is written."""
+    """When an entry's software was released, as far as its version says: NeMo container YY.MM[.patch], the
+    dgxc-benchmarking release vYY.MM[.patch] it ran as, or the date torchtitan's versions carry (YYYY/MM/DD); ()
+    where none is written."""
     date = re.search(r"\((\d{4})/(\d{2})/(\d{2})\)", engine_version)
     if date:
         return tuple(map(int, date.groups()))
-    container = re.search(r"container (\d{2})\.(\d{2})(?:\.(\d+))?", engine_version)
+    container = re.search(r"(?:container |dgxc-benchmarking v)(\d{2})\.(\d{2})(?:\.(\d+))?", engine_version)
     if container:
         year, month, patch = container.groups()
         return 2000 + int(year), int(month), int(patch or 0)
@@ -340,8 +341,10 @@ def nearest_published(entries: list[SummaryEntry], rows: dict[str, RecordCompare
     def distance(entry: SummaryEntry) -> tuple:
         run = entry.entry.published
         assert run is not None
-        negated = tuple(-part for part in _release(run.engine_version))
-        return (entry.entry.gpu.type != gpu_type, abs(math.log(entry.entry.gpu.count / gpus)), negated, entry.slug)
+        release = _release(run.engine_version)
+        newest_first = (not release, tuple(-part for part in release))  # an entry of unknown release last
+        return (entry.entry.gpu.type != gpu_type, abs(math.log(entry.entry.gpu.count / gpus)), newest_first,
+                entry.slug)
 
     return [_neighbour(e, rows[e.slug]) for e in sorted(entries, key=distance)[:NEAREST_PUBLISHED]]
 
