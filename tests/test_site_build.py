@@ -19,8 +19,11 @@ from openrecipes.site.build import CSP, build_site
 
 # A model page draws its plot inline up to 200 points (Llama 3.1 405B's, with the record's sweeps, is about 160 KB).
 PAGE_BUDGET_BYTES = 200 * 1024
-# A Plan page carries every GPU type and count's tables folded, each with its time and cost for the token budget.
-PLAN_PAGE_BUDGET_BYTES = 200 * 1024
+# A Plan page carries every GPU type and count's tables folded, each with its time and cost for the token budget
+# (Llama 3.1 405B's, planned at every count its published entries ran at, 8 to 8,192 GPUs: about 240 KB).
+PLAN_PAGE_BUDGET_BYTES = 300 * 1024
+# A record page draws one weak-scaling plot per sweep (Llama 3.1 405B on H100: 19 of them, about 250 KB).
+RECORD_PAGE_BUDGET_BYTES = 300 * 1024
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +37,9 @@ def test_every_page_carries_the_csp_and_no_inline_script_or_style(bundled_site):
             "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.html"} <= set(bundled_site.pages)
     for page, size in bundled_site.pages.items():
         html = (bundled_site.out / page).read_text(encoding="utf-8")
-        assert size <= (PLAN_PAGE_BUDGET_BYTES if page.startswith("plan/") else PAGE_BUDGET_BYTES), page
+        budget = (PLAN_PAGE_BUDGET_BYTES if page.startswith("plan/") else
+                  RECORD_PAGE_BUDGET_BYTES if page.endswith("/public-record.html") else PAGE_BUDGET_BYTES)
+        assert size <= budget, page
         assert f'<meta http-equiv="Content-Security-Policy" content="{CSP.replace(chr(39), "&#39;")}">' in html, page
         assert not re.search(r"<script(?![^>]*\bsrc=)", html), page
         assert not re.search(r"<style|\sstyle=|\son[a-z]+=", html), page
