@@ -25,7 +25,7 @@ def test_every_catalog_recipe_is_claimed_by_exactly_one_engine():
 
 
 def test_a_command_no_engine_starts_is_claimed_by_none():
-    assert engine_of(parse_run("python3 -m openrecipes.engines.torchtitan.train --training.steps 3")) is None
+    assert engine_of(parse_run("python3 -m openrecipes.launch.torchtitan.train --training.steps 3")) is None
 
 
 def test_the_validator_names_a_command_no_engine_starts(tmp_path):

@@ -90,7 +90,7 @@ def test_each_node_starts_torchrun_with_its_slurm_node_rank(tmp_path):
     assert torchrun[:8] == ["--rdzv_backend", "static", "--node_rank", "0", "--master_addr", "127.0.0.1",
                             "--master_port", str(20000 + 7)]
     assert torchrun[8:12] == ["--nnodes", "2", "--nproc_per_node", "2"]
-    assert torchrun[torchrun.index("-m") + 1] == "openrecipes.engines.torchtitan.train"
+    assert torchrun[torchrun.index("-m") + 1] == "openrecipes.launch.torchtitan.train"
     assert "--parallelism.data_parallel_shard_degree\n4" in "\n".join(torchrun)
     assert "--output=runs/two/train.node%n.log" in (record / "srun.args").read_text().splitlines()
 

@@ -13,28 +13,25 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "openrecipes"
 
 FLOORS = {
     "figures": 1, "thresholds": 1, "atomic": 1, "errors": 1, "jsonout": 1, "textfile": 1, "steptable": 1, "names": 1,
-    "__init__": 1, "__main__": 12,
-    "engine knowledge": 2,
-    "catalog": 3, "rows": 3,
-    "measure": 4,
-    "verify": 5,
-    "audit": 6,
-    "engines": 7,
-    "plan": 8,
-    "tune": 9,
-    "site": 10,
+    "digest": 1, "__init__": 1,
+    "rows": 2,
+    "engines": 3,
+    "catalog": 4,
+    "plan": 5,
+    "measure": 6,
+    "verify": 7,
+    "audit": 8,
+    "launch": 9,
+    "tune": 10, "site": 10,
     "cli": 11,
+    "__main__": 12,
 }
-# Engine knowledge lives in engines/ beside the runners, on its own floor: the package files, the registry, the
-# shared types, and in each engine's folder the files the rooms below the runners ask (docs/architecture.md).
-ENGINE_KNOWLEDGE = {"knowledge", "registry"}
-ENGINE_KNOWLEDGE_FILES = {"engine", "flags", "logs", "layouts"}
 
 # Rules beyond "downward only" (importer room -> rooms it must not import).
 FORBIDDEN = {
     "rows": {"catalog"},
-    "plan": {"engines", "measure", "verify", "audit"},
-    "site": {"engines", "tune"},
+    "site": {"launch", "tune"},
+    "tune": {"site"},
 }
 # The predictor: the site reads exported plan tables and never runs these.
 PREDICTOR = {"openrecipes.plan.predict", "openrecipes.plan.speed", "openrecipes.plan.memory",
@@ -43,18 +40,7 @@ PREDICTOR = {"openrecipes.plan.predict", "openrecipes.plan.speed", "openrecipes.
 
 def room_of(module: str) -> str:
     parts = module.split(".")
-    if len(parts) > 1 and parts[1] == "engines" and _is_engine_knowledge(parts[2:]):
-        return "engine knowledge"
     return parts[1] if len(parts) > 1 else "__init__"
-
-
-def _is_engine_knowledge(inside: list[str]) -> bool:
-    """`inside` is a module path under openrecipes.engines: a package, a shared file, or an engine's knowledge file."""
-    if not inside or inside[0] in ENGINE_KNOWLEDGE:
-        return True
-    if not (SRC / "engines" / inside[0]).is_dir():
-        return False  # a runner module of engines/ itself (cli, execute, launch)
-    return len(inside) == 1 or inside[1] in ENGINE_KNOWLEDGE_FILES
 
 
 def module_name(path: Path) -> str:
@@ -159,10 +145,10 @@ def test_the_checker_catches_an_upward_import(tmp_path, monkeypatch):
 def test_engine_knowledge_may_not_import_a_runner_nor_the_catalog(tmp_path, monkeypatch):
     fake = tmp_path / "openrecipes"
     (fake / "engines" / "newengine").mkdir(parents=True)
-    (fake / "engines" / "newengine" / "flags.py").write_text("from openrecipes.engines.newengine import render\n")
+    (fake / "engines" / "newengine" / "flags.py").write_text("from openrecipes.launch.newengine import render\n")
     (fake / "engines" / "newengine" / "logs.py").write_text("from openrecipes.catalog import model\n")
     (fake / "catalog").mkdir()
-    (fake / "catalog" / "checks.py").write_text("from openrecipes.engines.newengine.render import render\n"
+    (fake / "catalog" / "checks.py").write_text("from openrecipes.launch.newengine.render import render\n"
                                                 "from openrecipes.engines.newengine.flags import FLAGS\n")
     monkeypatch.setattr(__import__(__name__), "SRC", fake)
     found = violations()
@@ -174,11 +160,10 @@ def test_engine_knowledge_may_not_import_a_runner_nor_the_catalog(tmp_path, monk
 
 @pytest.mark.parametrize("module, room", [("openrecipes.tune.search", "tune"), ("openrecipes.plan.predict", "plan"),
                                           ("openrecipes.figures", "figures"),
-                                          ("openrecipes.engines.torchtitan.flags", "engine knowledge"),
-                                          ("openrecipes.engines.megatron.logs.read_slime", "engine knowledge"),
-                                          ("openrecipes.engines.registry", "engine knowledge"),
-                                          ("openrecipes.engines.torchtitan", "engine knowledge"),
-                                          ("openrecipes.engines.torchtitan.render", "engines"),
-                                          ("openrecipes.engines.cli", "engines")])
+                                          ("openrecipes.engines.torchtitan.flags", "engines"),
+                                          ("openrecipes.engines.megatron.logs.read_slime", "engines"),
+                                          ("openrecipes.engines.registry", "engines"),
+                                          ("openrecipes.launch.torchtitan.render", "launch"),
+                                          ("openrecipes.launch.cli", "launch")])
 def test_rooms_are_named_by_their_top_package(module, room):
     assert room_of(module) == room

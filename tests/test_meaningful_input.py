@@ -100,8 +100,8 @@ def test_tune_without_torchrun_leaves_no_run_folder(catalog, tmp_path, monkeypat
 
 
 def test_the_run_folder_tune_would_name_is_not_made_by_a_failing_run(tmp_path, monkeypatch):
-    from openrecipes.engines.execute import execute
     from openrecipes.errors import UserError
+    from openrecipes.launch.execute import execute
 
     class Launch:
         env: dict[str, str] = {}

@@ -12,9 +12,9 @@ import time
 import pytest
 from conftest import REPO, openrecipes
 
-from openrecipes.engines.cli import _recipe_and_launch
-from openrecipes.engines.execute import ATTEMPT, execute, prepare_run_dir
 from openrecipes.errors import UserError
+from openrecipes.launch.cli import _recipe_and_launch
+from openrecipes.launch.execute import ATTEMPT, execute, prepare_run_dir
 
 RECIPE = REPO / "recipes/qwen3-1.7b/h200/openrecipes-compile-noac-mb4.yaml"
 

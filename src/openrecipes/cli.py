@@ -12,8 +12,8 @@ from typer._click.core import Command
 
 from openrecipes.audit import cli as audit_cli
 from openrecipes.catalog import cli as catalog_cli
-from openrecipes.engines import cli as engines_cli
 from openrecipes.errors import EXIT_BAD_INPUT, UserError
+from openrecipes.launch import cli as launch_cli
 from openrecipes.measure import cli as measure_cli
 from openrecipes.rows import cli as rows_cli
 from openrecipes.site import cli as site_cli
@@ -31,7 +31,7 @@ app = typer.Typer(
 )
 
 
-for room in (catalog_cli, rows_cli, engines_cli, measure_cli, verify_cli, audit_cli, tune_cli, refresh_cli, site_cli):
+for room in (catalog_cli, rows_cli, launch_cli, measure_cli, verify_cli, audit_cli, tune_cli, refresh_cli, site_cli):
     room.register(app)
 
 

@@ -21,15 +21,15 @@ from pydantic import ValidationError
 
 from openrecipes.atomic import Ours, check_output
 from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
-from openrecipes.audit.pins import COMMAND_NAME, LOG_NAME, file_sha256
 from openrecipes.audit.review import audit, catalog_entries, reference_run
 from openrecipes.audit.stack import STACK_FIELDS
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.layout_reader import with_command_layout
 from openrecipes.catalog.model import Convergence, Correctness, Recipe, RunFolders
-from openrecipes.catalog.paths import relative_path
+from openrecipes.catalog.paths import RUN_COMMAND, RUN_LOG, relative_path
 from openrecipes.catalog.validate import validate_file
+from openrecipes.digest import file_sha256
 from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log_lines
 from openrecipes.measure.result import clip_window, measure, read_run, run_inputs
@@ -54,7 +54,7 @@ class MeasuredRun:
 
     @property
     def log(self) -> Path:
-        return self.folder / LOG_NAME
+        return self.folder / RUN_LOG
 
 
 @dataclass(frozen=True)
@@ -67,13 +67,13 @@ class Recorded:
 def run_arm(folder: Path, fallback_run: str | None = None) -> MeasuredRun:
     """A run folder as an arm: its command.sh, else `fallback_run` (the recipe it ran)."""
     folder = Path(folder)
-    if not (folder / LOG_NAME).is_file():
-        raise UserError(f"{folder}: no {LOG_NAME}; give the folder `openrecipes run --out` wrote")
-    script = folder / COMMAND_NAME
+    if not (folder / RUN_LOG).is_file():
+        raise UserError(f"{folder}: no {RUN_LOG}; give the folder `openrecipes run --out` wrote")
+    script = folder / RUN_COMMAND
     if script.is_file():
         return MeasuredRun(folder, read_text(script, MAX_SCRIPT_BYTES, "run script"))
     if fallback_run is None:
-        raise UserError(f"{folder}: no {COMMAND_NAME}; write the run's exact command there")
+        raise UserError(f"{folder}: no {RUN_COMMAND}; write the run's exact command there")
     return MeasuredRun(folder, fallback_run)
 
 

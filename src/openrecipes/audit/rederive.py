@@ -19,14 +19,14 @@ from pydantic import BaseModel
 
 from openrecipes import figures
 from openrecipes.audit.evidence import Figure, Finding
-from openrecipes.audit.pins import LOG_NAME, file_sha256
 from openrecipes.audit.reproduce import reproduce
 from openrecipes.audit.stack import compare_stack
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Recipe, Reproduction, RunFolders
-from openrecipes.catalog.paths import evidence_problem
+from openrecipes.catalog.paths import RUN_LOG, evidence_problem
 from openrecipes.catalog.yamlio import YamlDocument
+from openrecipes.digest import file_sha256
 from openrecipes.errors import UserError
 from openrecipes.measure.formats import detect_format, read_log_lines
 from openrecipes.measure.result import Measured, measure, read_run, run_inputs
@@ -86,7 +86,7 @@ def _as_figure(value: Figure | datetime.date | tuple[int, ...] | BaseModel) -> F
 
 
 def _log(ev: AuditInputs, folder: str) -> Path:
-    return ev.root / folder / LOG_NAME
+    return ev.root / folder / RUN_LOG
 
 
 def check_pins(ev: AuditInputs, runs: RunFolders) -> Iterator[Finding]:

@@ -13,13 +13,13 @@ import yaml
 from openrecipes.atomic import check_regular, write_atomic
 from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
 from openrecipes.audit.noise import delta_percent, noise_band_percent
-from openrecipes.audit.pins import LOG_NAME, file_sha256
 from openrecipes.audit.stack import compare_stack
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Recipe, Reproduction, ReproductionConvergence, ReproductionStack
-from openrecipes.catalog.paths import evidence_problem, relative_path
+from openrecipes.catalog.paths import RUN_LOG, evidence_problem, relative_path
 from openrecipes.catalog.validate import validate_document
 from openrecipes.catalog.yamlio import parse_yaml
+from openrecipes.digest import file_sha256
 from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log_lines
 from openrecipes.measure.result import clip_window, measure, read_run, run_inputs
@@ -69,7 +69,7 @@ def cited_logs(recipe: Recipe, root: Path, skip: int | None = None) -> list[tupl
              (("candidate", recipe.runs.candidate), ("reference", recipe.runs.reference))
              if folder is not None] if recipe.runs is not None else []
     cited += [(f"reproductions.{i}", entry.log, False) for i, entry in enumerate(recipe.reproductions) if i != skip]
-    return [(field, root / text / LOG_NAME if folder else root / text) for field, text, folder in cited
+    return [(field, root / text / RUN_LOG if folder else root / text) for field, text, folder in cited
             if evidence_problem(root, text, folder=folder) is None]
 
 
@@ -111,7 +111,7 @@ def reproduce(recipe: Recipe, logs: list[Path], root: Path, tables: ReferenceTab
                    "curve is not compared; its throughput is",)
     elif recipe.runs is not None:
         curve = {s.step: s.loss for s in table.steps if s.loss is not None}
-        convergence, reasons = reproduction_convergence(curve, root / recipe.runs.candidate / LOG_NAME)
+        convergence, reasons = reproduction_convergence(curve, root / recipe.runs.candidate / RUN_LOG)
     line = read_stack_line([text for log in logs for text in read_log_lines(log)])
     if measured.measured is None:
         raise UserError(f"{logs[0]}: no timestamps; the reproduction's date is read from its log")

@@ -13,12 +13,11 @@ from pathlib import Path
 from openrecipes.audit.duplicates import DuplicateIndex, Entry
 from openrecipes.audit.evidence import AuditReport, Finding
 from openrecipes.audit.excerpts import excerpt_findings
-from openrecipes.audit.pins import COMMAND_NAME
 from openrecipes.audit.rederive import AuditInputs, check_logged_recipe, check_reproductions
 from openrecipes.audit.rows import RowsRebuilder
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import PublishedSummary, Recipe
-from openrecipes.catalog.paths import evidence_problem, relative_path
+from openrecipes.catalog.paths import RUN_COMMAND, evidence_problem, relative_path
 from openrecipes.catalog.store import Catalog
 from openrecipes.catalog.validate import FileReport, recipe_files, validate_document
 from openrecipes.catalog.yamlio import YamlDocument, read_yaml
@@ -89,7 +88,7 @@ def reference_run(recipe: Recipe, root: Path, catalog: list[Entry]) -> str | Non
     for other in catalog:
         if other.recipe.runs is not None and other.recipe.runs.candidate == wanted:
             return other.recipe.run
-    script = root / wanted / COMMAND_NAME
+    script = root / wanted / RUN_COMMAND
     return read_text(script, MAX_SCRIPT_BYTES, "run script") if script.is_file() else None
 
 

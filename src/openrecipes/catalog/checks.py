@@ -220,7 +220,7 @@ def check_command(ctx: Context) -> Iterator[Issue]:
     engine = engine_of(command)
     if engine is None:
         yield Issue("run", f"the launch line starts {' '.join(command.argv[:3])}..., no engine's command; "
-                    "a torchtitan recipe runs `torchrun ... -m openrecipes.engines.torchtitan.train`")
+                    "a torchtitan recipe runs `torchrun ... -m openrecipes.launch.torchtitan.train`")
         return
     for row in engine.flags + tuple(row for row in engine.flags_when_present if command.has(row.flag)):
         yield from _compare_flag(ctx.recipe, command, row)

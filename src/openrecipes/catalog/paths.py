@@ -35,6 +35,7 @@ def relative_path(path: Path, root: Path) -> str:
 
 
 RUN_LOG = "train.log"  # the raw log every runs: folder holds
+RUN_COMMAND = "command.sh"  # the run's exact command, beside its log (`tune` and `record` write it)
 
 
 def evidence_problem(root: Path | None, text: str, *, folder: bool) -> str | None:

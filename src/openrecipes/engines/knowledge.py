@@ -3,14 +3,14 @@ flag carries which recipe field, how its training logs read, and which layout ru
 
 An engine folder (`engines/<name>/`) fills one `Engine` in its `engine.py` and `engines/registry.py` lists it.
 These modules sit on the engine-knowledge floor, below the catalog: they import only floor-1 modules, so the
-validator, the measure room and the planner can all ask them (the runners in engines/ sit higher).
+validator, the measure room and the planner can all ask them (the runners, in openrecipes.launch, sit higher).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -80,3 +80,5 @@ class Engine:
     node_flags: tuple[str, str]  # (nodes, GPUs per node): their product must be gpu.count
     log_formats: tuple[LogFormat, ...]
     layout: LayoutRules
+    # Launcher words that name the same program as another (a module that moved): commands compare as equal.
+    renamed: Mapping[str, str] = field(default_factory=dict)

@@ -28,3 +28,9 @@ def engine_named(name: str) -> Engine:
 
 def names() -> list[str]:
     return sorted(engine.name for engine in ENGINES)
+
+
+def current_words(words: list[str]) -> list[str]:
+    """A launcher's words with every engine's renamed modules under their current names."""
+    renamed = {old: new for engine in ENGINES for old, new in engine.renamed.items()}
+    return [renamed.get(word, word) for word in words]

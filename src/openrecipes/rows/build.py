@@ -7,7 +7,6 @@ permutation and one window's index, never the dataset or its tokens.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import multiprocessing
 import os
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from openrecipes.digest import file_sha256
 from openrecipes.errors import UserError
 from openrecipes.rows.encode import check_bundled_tokens, eos_token_for, make_encoder, parse_record, tokenizer_json_path
 from openrecipes.rows.formats import CHAT_FORMATS
@@ -175,7 +175,7 @@ def _write_rows(request: BuildRequest, eos: str, pool, on_progress: Callable[[Pr
     manifest = RowsManifest(
         name=request.name or f"{request.chat_format}-{request.conversations.stem}-fixed{request.row_tokens}",
         tokenizer=ManifestTokenizer(path=str(request.tokenizer),
-                                    tokenizer_json_sha256=_file_sha256(tokenizer_json_path(request.tokenizer))),
+                                    tokenizer_json_sha256=file_sha256(tokenizer_json_path(request.tokenizer))),
         chat_format=request.chat_format,
         loss_mask=request.chat_format,
         eos_token=eos,
@@ -279,10 +279,3 @@ def _pack(spill: _Spill, packer: RowPacker, progress: Progress, on_progress) -> 
         on_progress(progress)
         first = last
 
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as content:
-        for block in iter(lambda: content.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

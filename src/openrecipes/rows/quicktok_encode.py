@@ -11,7 +11,6 @@ check the two encoders give the same ids on every bundled conversation and on fu
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 import unicodedata
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from openrecipes.digest import file_sha256
 from openrecipes.errors import UserError
 from openrecipes.rows.encode import Encoder, PartsEncoder, role_tokens
 from openrecipes.rows.formats import FORMAT_SPECIALS, RENDERERS
@@ -35,11 +35,7 @@ QUICKTOK_ENCODING = {"gpt-oss": "o200k_harmony", "qwen3": "qwen3", "llama3": "ll
 
 def bundled_family(tokenizer_json: Path) -> str | None:
     """The family whose exported tokenizer.json this file is, byte for byte; None for any other tokenizer."""
-    digest = hashlib.sha256()
-    with tokenizer_json.open("rb") as content:
-        for block in iter(lambda: content.read(1 << 20), b""):
-            digest.update(block)
-    return EXPORTED_TOKENIZER_JSON.get(digest.hexdigest())
+    return EXPORTED_TOKENIZER_JSON.get(file_sha256(tokenizer_json))
 
 
 @functools.cache

@@ -13,8 +13,8 @@ from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import relative_path
-from openrecipes.engines.torchtitan.render import run_launch
 from openrecipes.errors import UserError
+from openrecipes.launch.torchtitan.render import run_launch
 from openrecipes.measure.result import RecipeMeasured
 from openrecipes.measure.stack import StackLine, read_stack_line
 from openrecipes.tune.candidates import CONFIDENCE_SIGMAS, OOM_MARKERS, WINDOW_FIRST_STEP, Candidate, Runner
@@ -75,7 +75,7 @@ def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner 
     openrecipes.measure over the steps after warm-up. An out-of-memory exit is a Measurement with oom set.
     Its minutes are the run's wall time from start to exit (torchrun, model build and compilation included). `env`
     (a lane's GPUs and inductor cache) joins the launch's environment; it changes nothing the run computes."""
-    from openrecipes.engines.execute import execute
+    from openrecipes.launch.execute import execute
     from openrecipes.measure.formats import read_log_lines
     from openrecipes.measure.result import measure, read_run, run_inputs
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.paths import relative_path
-from openrecipes.engines.torchtitan.render import run_launch
+from openrecipes.launch.torchtitan.render import run_launch
 from openrecipes.plan.levers import time_effect
 from openrecipes.tune.arms import arm_of, reference_arm
 from openrecipes.tune.candidates import (

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
 from openrecipes.catalog.yamlio import read_yaml
+from openrecipes.engines.registry import current_words
 from openrecipes.errors import UserError
 from openrecipes.textfile import MIB, read_text, shown
 
@@ -136,7 +137,7 @@ def reason(change: dict) -> str | None:
 
 def compare_runs(reference: ParsedRun, candidate: ParsedRun, rules: Rules) -> dict:
     changes = []
-    if reference.launcher != candidate.launcher:
+    if current_words(reference.launcher) != current_words(candidate.launcher):
         changes.append(_change("launch program", " ".join(reference.launcher), " ".join(candidate.launcher), None))
     for flag in sorted(set(reference.flags) | set(candidate.flags)):
         was, now = _flag_value(reference, flag), _flag_value(candidate, flag)

@@ -1,2 +1,1 @@
-"""torchtitan 0.2.2: its flags, log reader and layout rules (engine.py gathers them); recipe -> torchrun command
-(render), our rows.parquet dataloader (rows), torchrun entry (train)."""
+"""torchtitan 0.2.2: its flags, log reader and layout rules (engine.py gathers them)."""

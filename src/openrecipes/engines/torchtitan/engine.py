@@ -5,13 +5,23 @@ from __future__ import annotations
 from openrecipes.engines.knowledge import Engine, LaunchCommand
 from openrecipes.engines.torchtitan import flags, layouts, logs
 
-ENTRY_MODULE = "openrecipes.engines.torchtitan.train"  # the torchrun entry of engines/torchtitan/train.py
+ENTRY_MODULE = "openrecipes.launch.torchtitan.train"  # the torchrun entry of launch/torchtitan/train.py
+# The same entry under its former path: the command.sh files of runs recorded before 2026-12-03 name it, and a
+# reference arm's command is read back from them.
+FORMER_ENTRY_MODULE = "openrecipes.engines.torchtitan.train"
+ENTRY_MODULES = (ENTRY_MODULE, FORMER_ENTRY_MODULE)
+
+
+def entry_at(argv: list[str]) -> int | None:
+    """Where the entry module stands in a command's words, under either of its paths."""
+    return next((at for at, word in enumerate(argv) if word in ENTRY_MODULES), None)
 
 
 def is_recipe(run: LaunchCommand) -> bool:
     """A torchtitan recipe: its run command is torchrun starting our entry module."""
-    return bool(run.argv) and run.argv[0] == "torchrun" and ENTRY_MODULE in run.argv
+    return bool(run.argv) and run.argv[0] == "torchrun" and entry_at(list(run.argv)) is not None
 
 
 ENGINE = Engine(name="torchtitan", is_recipe=is_recipe, flags=flags.FLAGS, flags_when_present=flags.FLAGS_WHEN_PRESENT,
-                node_flags=flags.NODE_FLAGS, log_formats=(logs.FORMAT,), layout=layouts.RULES)
+                node_flags=flags.NODE_FLAGS, log_formats=(logs.FORMAT,), layout=layouts.RULES,
+                renamed={FORMER_ENTRY_MODULE: ENTRY_MODULE})

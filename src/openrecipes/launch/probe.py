@@ -1,4 +1,4 @@
-"""`torchrun ... -m openrecipes.engines.probe`: a launch's rendezvous and collectives without the model.
+"""`torchrun ... -m openrecipes.launch.probe`: a launch's rendezvous and collectives without the model.
 
 `openrecipes launch --slurm RECIPE --probe gloo|nccl` starts this module in place of the training entry, with the
 recipe's node and process counts, its env and the same sbatch script, to check an allocation before it spends GPU
@@ -29,7 +29,7 @@ def _say(text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m openrecipes.engines.probe")
+    parser = argparse.ArgumentParser(prog="python -m openrecipes.launch.probe")
     parser.add_argument("--backend", choices=("gloo", "nccl"), required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, required=True, help="folder for probe.json (rank 0)")

@@ -18,7 +18,7 @@ def _recipe_and_launch(recipe_path: Path, steps: int | None):
     from openrecipes.catalog.hardware import load_reference_tables
     from openrecipes.catalog.store import load_recipe_and_command
     from openrecipes.engines.torchtitan.engine import is_recipe
-    from openrecipes.engines.torchtitan.render import run_launch
+    from openrecipes.launch.torchtitan.render import run_launch
 
     recipe, parsed = load_recipe_and_command(recipe_path)
     if not is_recipe(parsed):
@@ -39,7 +39,7 @@ def run_command(
 ) -> None:
     """Run a recipe with torchrun: raw log and step,loss,step_time CSV under runs/, then measure and check it.
     Before starting it checks torchtitan, the CUDA GPU count and the rows file (with its sha256)."""
-    from openrecipes.engines.megatron.dry_run import dry_run_text
+    from openrecipes.launch.megatron.dry_run import dry_run_text
 
     recipe, parsed, launch = _recipe_and_launch(recipe_path, steps)
     if launch is None:
@@ -56,9 +56,9 @@ def run_command(
         raise UserError(f"{recipe_path}: {launch.nnodes} nodes; write a batch script with `openrecipes launch --slurm`")
     from openrecipes.atomic import check_output_folder
     from openrecipes.catalog.paths import catalog_root
-    from openrecipes.engines.execute import execute, report
-    from openrecipes.engines.preflight import check_can_run
-    from openrecipes.engines.run_folder import run_folder
+    from openrecipes.launch.execute import execute, report
+    from openrecipes.launch.preflight import check_can_run
+    from openrecipes.launch.run_folder import run_folder
 
     run_dir = out or run_folder(recipe_path)
     # A bad --out (a link, a device, a file) is the one error told, before the checks import torch.
@@ -78,7 +78,7 @@ def launch_command(
         "--submit", help="write the script to runs/<name>/launch.sbatch (or --out), sbatch it, print the job id",
     )] = False,
     probe: Annotated[str | None, typer.Option(
-        "--probe", metavar="gloo|nccl", help="start openrecipes.engines.probe (rendezvous and all-reduce on every "
+        "--probe", metavar="gloo|nccl", help="start openrecipes.launch.probe (rendezvous and all-reduce on every "
         "rank, no model) in place of training; gloo asks for no GPUs")] = None,
     partition: Annotated[str | None, typer.Option("--partition", help="sbatch --partition")] = None,
     account: Annotated[str | None, typer.Option("--account", help="sbatch --account")] = None,
@@ -93,8 +93,8 @@ def launch_command(
     """A batch script that starts the recipe on its nodes: one torchrun per node, node ranks from Slurm, one log per
     node in runs/<name>/; --submit hands it to sbatch."""
     from openrecipes.atomic import check_output, write_output
-    from openrecipes.engines import launch as slurm_launch
-    from openrecipes.engines.run_folder import run_folder
+    from openrecipes.launch import slurm as slurm_launch
+    from openrecipes.launch.run_folder import run_folder
 
     if not slurm:
         raise UserError("name the scheduler: --slurm")
@@ -106,7 +106,7 @@ def launch_command(
     recipe, _, launch = _recipe_and_launch(recipe_path, None)
     if launch is None:
         raise UserError(f"{recipe_path}: not a torchtitan recipe (its run command does not start torchrun with "
-                        "openrecipes.engines.torchtitan.train); `launch` starts torchtitan recipes only")
+                        "openrecipes.launch.torchtitan.train); `launch` starts torchtitan recipes only")
     try:
         command = slurm_launch.recipe_command(recipe, launch, run_dir=str(run_dir), probe=probe)
     except UserError as bad:

@@ -19,11 +19,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from openrecipes import figures
 from openrecipes.atomic import check_output_folder, write_atomic
-from openrecipes.audit.pins import COMMAND_NAME
 from openrecipes.catalog.model import Recipe
+from openrecipes.catalog.paths import RUN_COMMAND
 from openrecipes.catalog.render import command
-from openrecipes.engines.torchtitan.render import TorchtitanLaunch
 from openrecipes.errors import UserError
+from openrecipes.launch.torchtitan.render import TorchtitanLaunch
 from openrecipes.steptable import Step
 
 
@@ -46,7 +46,7 @@ def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int, ca
     prepare_run_dir(run_dir, catalog or default_catalog_root(), overwrite=overwrite)
     attempt = run_dir / ATTEMPT
     write_atomic(attempt, "running\n")  # until the run ends well: a folder holding it is a failed attempt of ours
-    write_atomic(run_dir / COMMAND_NAME, launch.script())  # what `record` reads the run's layout from
+    write_atomic(run_dir / RUN_COMMAND, launch.script())  # what `record` reads the run's layout from
     steps = launch.steps
     gpus = launch.nnodes * launch.nproc_per_node
     reader, table = TorchtitanReader(), []
@@ -79,14 +79,14 @@ def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int, ca
 
 
 ATTEMPT = ".openrecipes-attempt"  # beside train.log while a run of ours goes or after it failed
-OURS = {"train.log", "steps.csv", COMMAND_NAME, ATTEMPT}  # what a run folder of ours holds before it ends well
+OURS = {"train.log", "steps.csv", RUN_COMMAND, ATTEMPT}  # what a run folder of ours holds before it ends well
 
 
 def prepare_run_dir(run_dir: Path, catalog: Path, *, overwrite: bool) -> None:
     """An empty run folder for a new run. A folder holding only a failed attempt of `openrecipes run` is emptied
     with --overwrite; any other train.log is kept (a published run stays as it was measured), and so is any log a
     recipe of the catalog pins by sha256, whatever the folder holds."""
-    from openrecipes.audit.pins import file_sha256
+    from openrecipes.digest import file_sha256
 
     log = run_dir / "train.log"
     if not log.exists():

@@ -8,7 +8,7 @@ pytestmark = pytest.mark.usefixtures("torch")
 
 
 def test_kernels_come_back_in_canonical_order():
-    from openrecipes.engines.torchtitan.kernels import KERNELS, parse_kernels
+    from openrecipes.launch.torchtitan.kernels import KERNELS, parse_kernels
 
     assert parse_kernels("liger-rope,liger-rmsnorm") == ("liger-rmsnorm", "liger-rope")
     assert parse_kernels(",".join(reversed(KERNELS))) == KERNELS
@@ -16,14 +16,14 @@ def test_kernels_come_back_in_canonical_order():
 
 @pytest.mark.parametrize("value", ["liger-layernorm", "liger-rope,liger-rope", ""])
 def test_bad_kernel_lists_name_the_allowed_ones(value):
-    from openrecipes.engines.torchtitan.kernels import parse_kernels
+    from openrecipes.launch.torchtitan.kernels import parse_kernels
 
     with pytest.raises(SystemExit, match="liger-fused-linear-cross-entropy"):
         parse_kernels(value)
 
 
 def test_bad_attention_names_the_allowed_ones():
-    from openrecipes.engines.torchtitan.kernels import parse_attention
+    from openrecipes.launch.torchtitan.kernels import parse_attention
 
     assert parse_attention("sdpa-flash") == "sdpa-flash"
     with pytest.raises(SystemExit, match="sdpa-cudnn"):
@@ -31,7 +31,7 @@ def test_bad_attention_names_the_allowed_ones():
 
 
 def test_our_flags_leave_torchtitans_argv():
-    from openrecipes.engines.torchtitan.train import EntryOptions, pop_options
+    from openrecipes.launch.torchtitan.train import EntryOptions, pop_options
 
     argv = ["train", "--model.name", "qwen3", "--openrecipes.kernels=liger-swiglu,liger-rmsnorm",
             "--openrecipes.attention", "sdpa-flash", "--openrecipes.layers", "4", "--compile.enable"]

@@ -1,16 +1,11 @@
-"""sha256 pins of raw logs: a recipe names the digest of each log it was measured from, so a swapped or edited log
-is caught by `openrecipes audit`."""
+"""sha256 of a file, read in blocks: the pins of raw logs, rows files and tokenizers, checked by `audit`."""
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
 
-from openrecipes.catalog.paths import RUN_LOG
 from openrecipes.errors import UserError
-
-LOG_NAME = RUN_LOG  # the raw log in each runs/ folder
-COMMAND_NAME = "command.sh"  # the run's exact command, beside its log (`tune` and `record` write it)
 
 
 def file_sha256(path: Path) -> str:

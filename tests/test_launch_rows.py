@@ -9,7 +9,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def rows(torch):
-    from openrecipes.engines.torchtitan import rows
+    from openrecipes.launch.torchtitan import rows
 
     return rows
 
@@ -58,7 +58,7 @@ def test_rows_of_another_length_are_refused(tmp_path, rows):
 
 
 def test_layer_cut_flag_is_taken_out_of_torchtitans_argv(torch):
-    from openrecipes.engines.torchtitan.train import pop_layers
+    from openrecipes.launch.torchtitan.train import pop_layers
 
     argv = ["--model.name", "gpt_oss", "--openrecipes.layers", "4", "--training.steps", "6"]
     assert pop_layers(argv) == 4

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from openrecipes.catalog.command import ParsedRun
 from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.model import Recipe
-from openrecipes.engines.torchtitan.engine import ENTRY_MODULE, is_recipe
+from openrecipes.engines.torchtitan.engine import ENTRY_MODULE, entry_at, is_recipe
 from openrecipes.errors import UserError
 
 # The levers beyond the layout: our entry module's two flags (Liger-Kernel fused kernels, the attention backend) and
@@ -93,8 +93,9 @@ def split_command(command: ParsedRun) -> tuple[dict[str, list[str]], dict[str, l
     """(torchrun's options, torchtitan's flags) of a recipe's parsed `run` command."""
     if not is_recipe(command):
         raise UserError(f"the run command does not start {ENTRY_MODULE}; it is not a torchtitan recipe")
-    argv = command.argv
-    at = argv.index(ENTRY_MODULE)
+    argv = list(command.argv)
+    at = entry_at(argv)
+    assert at is not None  # is_recipe found it
     return _options(argv[1: at - 1]), _options(argv[at + 1:])
 
 

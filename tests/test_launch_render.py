@@ -9,8 +9,8 @@ from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import load_reference_tables
 from openrecipes.catalog.store import load_recipe
 from openrecipes.engines.registry import engine_of
-from openrecipes.engines.torchtitan.render import ENTRY_MODULE, layout_flags, render
 from openrecipes.errors import UserError
+from openrecipes.launch.torchtitan.render import ENTRY_MODULE, layout_flags, render
 
 QWEN3_8B = REPO / "recipes/qwen3-8b/h200/openrecipes-fsdp2-compile-noac-mb1.yaml"
 QWEN3_8B_STOCK = REPO / "recipes/qwen3-8b/h200/torchtitan-stock-fsdp2.yaml"
@@ -82,7 +82,7 @@ def test_seed_recipes_are_not_torchtitan():
 
 def test_each_one_node_run_gets_its_own_torchrun_port(monkeypatch):
     """Two one-node runs on one machine (a tune or sweep lane per GPU) must not both listen on torchrun's 29500."""
-    from openrecipes.engines.execute import launch_environment
+    from openrecipes.launch.execute import launch_environment
 
     recipe = load_recipe(REPO / "recipes/qwen3-1.7b/h200/torchtitan-stock.yaml")
     launch = render(recipe, load_reference_tables().models[recipe.model], parse_run(recipe.run), steps=10)

@@ -10,7 +10,7 @@ rank that exits nonzero ends the job, nonzero (--kill-on-bad-exit).
 
 Everything the script embeds from outside (paths, names, values) is shell-quoted in its body; #SBATCH lines, which
 sbatch parses with its own rules, take only plain words (the job name is the recipe file's name, a plain slug by
-openrecipes.engines.run_folder; an option value that is not one is refused).
+openrecipes.launch.run_folder; an option value that is not one is refused).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from pathlib import Path
 
 from openrecipes.catalog.model import Recipe
 from openrecipes.engines.torchtitan.engine import ENTRY_MODULE
-from openrecipes.engines.torchtitan.render import TorchtitanLaunch
 from openrecipes.errors import UserError
+from openrecipes.launch.torchtitan.render import TorchtitanLaunch
 
 RENDEZVOUS_PORT_BASE = 20000  # + SLURM_JOB_ID % 10000: jobs on one host (ids under 10000 apart) differ in port
 # What an #SBATCH value may hold: sbatch splits its lines at whitespace and strips quotes itself.
@@ -93,7 +93,7 @@ def _arg_lines(args: Sequence[str]) -> list[str]:
 
 
 def sbatch_script(command: NodeCommand, *, name: str, run_dir: str, options: SlurmOptions = SlurmOptions()) -> str:
-    """The batch script; `name` is a plain slug (openrecipes.engines.run_folder.run_name), the job's name."""
+    """The batch script; `name` is a plain slug (openrecipes.launch.run_folder.run_name), the job's name."""
     if command.nnodes < 1 or command.nproc_per_node < 1:
         raise UserError(f"{command.nnodes} node(s) x {command.nproc_per_node} GPU(s): gpu.count must be a whole "
                         "number (at least 1) of gpu.per_node")
@@ -134,7 +134,7 @@ srun --nodes={command.nnodes} --ntasks-per-node=1 --kill-on-bad-exit=1 --output=
 """
 
 
-PROBE_MODULE = "openrecipes.engines.probe"
+PROBE_MODULE = "openrecipes.launch.probe"
 PROBE_BACKENDS = ("gloo", "nccl")
 # The probe keeps every rank's lines (prefixed [rankN]:), so a node's log shows each of its ranks.
 PROBE_TORCHRUN_OPTIONS = {"--role": ["rank"], "--tee": ["3"]}

@@ -19,7 +19,7 @@ def test_dry_run_prints_the_command_with_the_log_options():
     assert result.exit_code == 0, result.output
     assert result.output.startswith("export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1")
     assert ("torchrun --nnodes 1 --nproc_per_node 2 --local-ranks-filter 0 --role rank --tee 3 "
-            "-m openrecipes.engines.torchtitan.train") in result.output
+            "-m openrecipes.launch.torchtitan.train") in result.output
     assert "--training.steps 3 \\" in result.output
     assert '"--compile.enable": []' in result.output
 
@@ -35,7 +35,7 @@ def test_slime_recipes_dry_run_only():
 def _stand_in_torchrun(folder, steps, monkeypatch):
     """A torchrun that prints a run's log; it needs no torchtitan, GPU or rows, so run's checks before it starts
     (tests/test_run_checks.py) are passed over."""
-    monkeypatch.setattr("openrecipes.engines.preflight.check_can_run", lambda *args: None)
+    monkeypatch.setattr("openrecipes.launch.preflight.check_can_run", lambda *args: None)
     lines = ["[rank0]:[titan] 2026-11-30 01:00:00,000 - root - INFO - Training starts at step 1"]
     lines += [f"[rank0]:[titan] 2026-11-30 01:00:{10 + 2 * s:02d},000 - root - INFO - step: {s:2d}  "
               f"loss: {12 - 0.3 * s:.5f}"

@@ -8,8 +8,8 @@ import importlib.util
 from pathlib import Path
 
 from openrecipes.catalog.model import Recipe
-from openrecipes.engines.torchtitan.render import TorchtitanLaunch
 from openrecipes.errors import UserError
+from openrecipes.launch.torchtitan.render import TorchtitanLaunch
 
 DATASET_FLAG = "--training.dataset_path"
 GPU_WHEELS = "scripts/gpu-wheels.sh"
@@ -47,7 +47,7 @@ def _gpus(launch: TorchtitanLaunch) -> str | None:
 def _rows(recipe: Recipe, launch: TorchtitanLaunch) -> str | None:
     """The rows file the command reads, with the parquet sha256 the recipe records (a file of the right name built
     from other inputs would train on other rows and still print figures)."""
-    from openrecipes.audit.pins import file_sha256
+    from openrecipes.digest import file_sha256
 
     path = Path((launch.flags.get(DATASET_FLAG) or [""])[0])
     build = recipe.workload.dataset.build

@@ -1,6 +1,6 @@
 """torchrun entry: torchtitan 0.2.2's own Trainer, fed by our rows.parquet instead of its text datasets.
 
-    torchrun --nproc_per_node 2 -m openrecipes.engines.torchtitan.train --model.name qwen3 --model.flavor 8B \
+    torchrun --nproc_per_node 2 -m openrecipes.launch.torchtitan.train --model.name qwen3 --model.flavor 8B \
         --training.dataset_path rows.parquet ...   (every other flag is torchtitan's own)
 
 The model's stock TrainSpec is registered again under its own name with our dataloader and no tokenizer (the rows
@@ -18,7 +18,7 @@ import sys
 
 import torch
 
-from openrecipes.engines.torchtitan.kernels import (
+from openrecipes.launch.torchtitan.kernels import (
     ATTENTION_FLAG,
     KERNELS_FLAG,
     kernel_trainer,
@@ -28,7 +28,7 @@ from openrecipes.engines.torchtitan.kernels import (
     use_attention,
     with_kernels,
 )
-from openrecipes.engines.torchtitan.rows import RowsDataLoader
+from openrecipes.launch.torchtitan.rows import RowsDataLoader
 from openrecipes.measure.stack import STACK_PREFIX
 
 
