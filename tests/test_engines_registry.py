@@ -60,3 +60,29 @@ def test_the_planner_finds_each_engine_by_name():
     assert [engine_named(engine.name) for engine in ENGINES] == list(ENGINES)
     with pytest.raises(KeyError, match="megatron, torchtitan"):
         engine_named("deepspeed")
+
+
+def test_every_published_framework_is_modelled_by_exactly_one_engine():
+    from typing import get_args
+
+    from openrecipes.engines.registry import PublishedFramework, engine_of_framework
+
+    modelled = [framework for engine in ENGINES for framework in engine.published_as]
+    assert sorted(modelled) == sorted(get_args(PublishedFramework))
+    assert engine_of_framework("nemo").name == "megatron"  # NeMo runs Megatron Core
+
+
+def test_one_engine_runs_here_and_it_renders_every_row_of_its_table():
+    from openrecipes.catalog.hardware import load_reference_tables
+    from openrecipes.launch.torchtitan.render import layout_flags
+
+    assert [engine.name for engine in ENGINES if engine.runs_here] == ["torchtitan"]
+    recipe = load_recipe(TORCHTITAN_RECIPE)
+    engine = engine_of(parse_run(recipe.run))
+    rendered = layout_flags(recipe, load_reference_tables().models[recipe.model])
+    written = {row.flag for row in engine.flags if row.words(recipe) is not None} - set(engine.node_flags)
+    assert written <= set(rendered)
+    # read back from the rendered words, every row gives the value the validator expects of the recipe
+    command = parse_run("torchrun --nnodes 1 --nproc_per_node 2 -m openrecipes.launch.torchtitan.train "
+                        + " ".join(f"{flag} {' '.join(words)}" for flag, words in rendered.items()))
+    assert all(row.read(command) == row.expected(recipe) for row in engine.flags)

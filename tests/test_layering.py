@@ -158,6 +158,50 @@ def test_engine_knowledge_may_not_import_a_runner_nor_the_catalog(tmp_path, monk
     assert from_catalog and all("newengine.render" in v and "upward" in v for v in from_catalog)  # flags is allowed
 
 
+# Strings equal to an engine's name that name something else: the public record's source label of torchtitan's own
+# published benchmarks (record-titan-* files).
+NOT_THE_ENGINE = {("openrecipes/plan/record_heldout.py", "torchtitan")}
+
+
+def engine_name_literals() -> list[str]:
+    """Every string constant outside engines/ equal to a registered engine's name or a log format's name
+    (docstrings aside; comments are not in the tree): where engines differ, a field or hook of the engine says how,
+    and the names a user sees are the engine's data."""
+    from openrecipes.engines.registry import ENGINES
+
+    names = {engine.name for engine in ENGINES} | {form.name for engine in ENGINES for form in engine.log_formats}
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        if room_of(module_name(path)) == "engines":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr)
+                      and isinstance(node.body[0].value, ast.Constant)}
+        where = path.relative_to(SRC.parent).as_posix()
+        found += [f"{where}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and node.value in names and id(node) not in docstrings
+                  and (where, node.value) not in NOT_THE_ENGINE]
+    return found
+
+
+def test_no_engine_is_named_outside_its_knowledge():
+    assert engine_name_literals() == []
+
+
+def test_the_checker_catches_an_engine_named_outside_engines(tmp_path, monkeypatch):
+    fake = tmp_path / "openrecipes"
+    for folder in ("plan", "engines"):
+        (fake / folder).mkdir(parents=True)
+    (fake / "plan" / "answer.py").write_text('"""The torchtitan engine first."""\n\n\n'
+                                             'def default(engine):\n    """slime"""\n'
+                                             '    return engine == "torchtitan"  # not "megatron"\n')
+    (fake / "engines" / "registry.py").write_text('NAMES = ("torchtitan", "megatron", "slime")\n')
+    monkeypatch.setattr(__import__(__name__), "SRC", fake)
+    assert engine_name_literals() == ["openrecipes/plan/answer.py:6: 'torchtitan'"]
+
+
 @pytest.mark.parametrize("module, room", [("openrecipes.tune.search", "tune"), ("openrecipes.plan.predict", "plan"),
                                           ("openrecipes.figures", "figures"),
                                           ("openrecipes.engines.torchtitan.flags", "engines"),

@@ -28,7 +28,7 @@ from openrecipes.catalog.paths import RUN_LOG, evidence_problem
 from openrecipes.catalog.yamlio import YamlDocument
 from openrecipes.digest import file_sha256
 from openrecipes.errors import UserError
-from openrecipes.measure.formats import detect_format, read_log_lines
+from openrecipes.measure.formats import detect_format, prints_stack, read_log_lines
 from openrecipes.measure.result import Measured, measure, read_run, run_inputs
 from openrecipes.measure.stack import read_stack_line
 from openrecipes.verify.config import Rules
@@ -195,7 +195,7 @@ def check_stack(ev: AuditInputs, runs: RunFolders) -> Iterator[Finding]:
     lines = read_log_lines(log)
     line = read_stack_line(lines)
     if line is None:
-        if detect_format(log, lines) == "torchtitan":  # our torchtitan entry module prints it; other engines do not
+        if prints_stack(detect_format(log, lines)):  # our torchtitan entry module prints it; other engines do not
             yield Finding("stack", None, None, f"{log.relative_to(ev.root)} has no 'openrecipes stack:' line; run "
                           "through `openrecipes run` (its entry module prints the versions on rank 0)")
         return

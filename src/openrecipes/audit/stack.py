@@ -6,10 +6,11 @@ from collections.abc import Iterator
 
 from openrecipes.audit.evidence import Finding
 from openrecipes.catalog.model import Recipe
+from openrecipes.engines.torchtitan.engine import PACKAGE
 from openrecipes.measure.stack import StackLine
 
 # The stack: fields a stack line re-derives, and the name it prints each under.
-STACK_FIELDS = {"pytorch": "torch", "cuda": "cuda", "nccl": "nccl", "torchtitan": "torchtitan", "python": "python"}
+STACK_FIELDS = {"pytorch": "torch", "cuda": "cuda", "nccl": "nccl", PACKAGE: PACKAGE, "python": "python"}
 
 
 def compare_stack(recipe: Recipe, line: StackLine, source: str) -> Iterator[Finding]:

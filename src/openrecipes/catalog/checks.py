@@ -36,15 +36,6 @@ class Context:
     command: ParsedRun | CommandError  # the recipe's run script, read once, or why it cannot be read
 
 
-def _get(recipe: Recipe, dotted: str) -> object:
-    value: object = recipe
-    for part in dotted.split("."):
-        if value is None:
-            return None
-        value = getattr(value, part)
-    return value
-
-
 def check_reference_rows(ctx: Context) -> Iterator[Issue]:
     recipe, tables = ctx.recipe, ctx.tables
     card = tables.models.get(recipe.model)
@@ -225,7 +216,7 @@ def check_command(ctx: Context) -> Iterator[Issue]:
     for row in engine.flags + tuple(row for row in engine.flags_when_present if command.has(row.flag)):
         yield from _compare_flag(ctx.recipe, command, row)
     yield from _check_node_count(ctx.recipe, command, engine.node_flags)
-    yield from _check_levers(ctx.recipe, engine.name == "torchtitan")
+    yield from _check_levers(ctx.recipe, engine.levers)
     card = ctx.tables.models.get(ctx.recipe.model)
     layers = command.value("--num-layers")
     if card is not None and layers is not None and "layers" in card.architecture and layers != str(card.layers):
@@ -244,37 +235,11 @@ def _compare_env(env: dict[str, str], exports: dict[str, str]) -> Iterator[Issue
                         f"is '{env[name]}' but the run command exports '{exports[name]}'; make them equal")
 
 
-def _expected(recipe: Recipe, row: FlagField) -> object:
-    value = _get(recipe, row.field)
-    if row.kind == "switch":
-        return bool(value)
-    if row.kind == "list":
-        return ",".join(value) if isinstance(value, list) and value else None
-    if row.kind == "marks":
-        return row.default if value is not None else None
-    return row.default if value is None else value  # a null field means the engine's default
-
-
-def flag_value(command: ParsedRun, row: FlagField) -> object:
-    """The value a run command gives the field of `row` (its engine's default when the flag is absent)."""
-    if row.kind == "switch":
-        return command.has(row.flag)
-    text = command.value(row.flag)
-    if text is None:
-        return None if row.kind in ("list", "marks") else row.default
-    if row.kind in ("list", "marks"):
-        return text
-    try:
-        return {"int": int, "float": float, "str": str}[row.kind](text)
-    except ValueError:
-        return text
-
-
 def _compare_flag(recipe: Recipe, command: ParsedRun, row: FlagField) -> Iterator[Issue]:
-    expected, actual = _expected(recipe, row), flag_value(command, row)
+    expected, actual = row.expected(recipe), row.read(command)
     if expected == actual:
         return
-    written = _get(recipe, row.field)
+    written = row.field_in(recipe)
     if row.kind == "switch":
         said = "passes" if actual else "does not pass"
         yield Issue(row.field, f"is {written!r} but the run command {said} {row.flag}; make them agree")
@@ -290,10 +255,11 @@ def _compare_flag(recipe: Recipe, command: ParsedRun, row: FlagField) -> Iterato
                     f"expected {row.flag} {expected}")
 
 
-def _check_levers(recipe: Recipe, torchtitan: bool) -> Iterator[Issue]:
-    """Kernels, attention backend and float8 are torchtitan's levers, and FP8 precision is float8 training."""
+def _check_levers(recipe: Recipe, levers: bool) -> Iterator[Issue]:
+    """Kernels, attention backend and float8 are torchtitan's levers (Engine.levers), and FP8 precision is float8
+    training."""
     lay, precision = recipe.layout, recipe.workload.precision
-    if not torchtitan:
+    if not levers:
         for field, value in (("kernels", lay.kernels), ("attention", lay.attention), ("float8", lay.float8)):
             if value:
                 yield Issue(f"layout.{field}", "is set but the run is not a torchtitan run, the only engine it is "

@@ -7,35 +7,37 @@ from __future__ import annotations
 
 from typing import Any
 
-from openrecipes.catalog.checks import flag_value
 from openrecipes.catalog.command import ParsedRun
 from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.model import Float8, Gpu, Layout, Recipe, Recompute, Workload
+from openrecipes.engines.knowledge import FlagField
 from openrecipes.engines.registry import engine_of
 from openrecipes.errors import UserError
 
-SELECTIVE_OPTION = "--activation_checkpoint.selective_ac_option"  # torchtitan's selective AC method
+GRANULARITY = "layout.recompute.granularity"  # read with the method the command gives it (the recompute block)
 
 
 def with_command_layout(base: Recipe, command: ParsedRun, where: str, card: ModelCard) -> Recipe:
-    """`base` with its layout, GPU count and batch shape read from `command` (a torchtitan run), and, when the
-    layout changed, words that say what it is; not yet revalidated. Another engine's run keeps `base`'s layout."""
+    """`base` with its layout, GPU count and batch shape read from `command` (a run of an engine that runs here),
+    and, when the layout changed, words that say what it is; not yet revalidated. Another engine's run keeps
+    `base`'s layout."""
     engine = engine_of(command)
-    if engine is None or engine.name != "torchtitan":
+    if engine is None or not engine.runs_here:
         return base  # a Megatron/slime run's layout stays its --like recipe's (the validator compares the two)
-    trains = (command.value("--model.name"), command.value("--model.flavor"))
-    expected = (card.architecture.get("torchtitan_model"), card.architecture.get("torchtitan_flavor"))
+    trains = tuple(command.value(flag) for flag in engine.model_flags)
+    expected = tuple(card.architecture.get(key) for key in engine.model_flags.values())
     if trains != expected:
-        raise UserError(f"{where}: the run trains torchtitan's {' '.join(map(str, trains))} but the --like recipe is "
-                        f"{base.model} ({' '.join(map(str, expected))}); give a --like recipe of the run's model")
+        raise UserError(f"{where}: the run trains {engine.name}'s {' '.join(map(str, trains))} but the --like recipe "
+                        f"is {base.model} ({' '.join(map(str, expected))}); give a --like recipe of the run's model")
     data: dict[str, Any] = base.model_dump()
     for row in engine.flags:
         section, *path = row.field.split(".")
-        if section not in ("layout", "gpu", "workload") or path[0] == "float8" and len(path) > 1:
+        read_with_parent = row.field.startswith(("layout.float8.", "layout.recompute.")) and row.field != GRANULARITY
+        if section not in ("layout", "gpu", "workload") or read_with_parent:
             continue
-        value = flag_value(command, row)
-        if row.field == "layout.recompute.granularity":
-            data["layout"]["recompute"] = _recompute(base, command, str(value))
+        value = row.read(command)
+        if row.field == GRANULARITY:
+            data["layout"]["recompute"] = _recompute(base, command, str(value), engine.flags)
         elif row.field == "layout.float8":
             data["layout"]["float8"] = _float8(command, engine.flags) if value is not None else None
         elif row.kind == "list":
@@ -43,7 +45,7 @@ def with_command_layout(base: Recipe, command: ParsedRun, where: str, card: Mode
         else:
             data[section][path[0]] = value
     lay, gpu = data["layout"], data["gpu"]
-    nodes = int(command.value("--nnodes") or 1)
+    nodes = int(command.value(engine.node_flags[0]) or 1)
     gpu["count"] = nodes * gpu["per_node"]
     model_parallel = lay["tp"] * lay["pp"] * lay["cp"]
     if gpu["count"] % model_parallel:
@@ -78,17 +80,19 @@ def _placement(lay: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in lay.items() if k not in ("label", "summary", "highlights")}
 
 
-def _recompute(base: Recipe, command: ParsedRun, granularity: str) -> dict[str, Any] | None:
+def _recompute(base: Recipe, command: ParsedRun, granularity: str,
+               rows: tuple[FlagField, ...]) -> dict[str, Any] | None:
     if granularity == "none":
         return None
     if base.layout.recompute is not None and base.layout.recompute.granularity == granularity:
         return base.layout.recompute.model_dump()
-    method = command.value(SELECTIVE_OPTION) if granularity == "selective" else None
+    method = next(row.read(command) for row in rows if row.field == "layout.recompute.method") \
+        if granularity == "selective" else None
     return Recompute.model_validate({"granularity": granularity, "method": method}).model_dump()
 
 
-def _float8(command: ParsedRun, rows: tuple) -> dict[str, Any]:
-    values = {row.field.rsplit(".", 1)[1]: flag_value(command, row) for row in rows
+def _float8(command: ParsedRun, rows: tuple[FlagField, ...]) -> dict[str, Any]:
+    values = {row.field.rsplit(".", 1)[1]: row.read(command) for row in rows
               if row.field.startswith("layout.float8.")}
     skip = values.pop("skip")
     return Float8.model_validate({**values, "skip": str(skip).split(",") if skip else []}).model_dump()

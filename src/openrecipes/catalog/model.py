@@ -10,6 +10,8 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from openrecipes.engines.registry import PublishedFramework
+
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="a sha256 digest: 64 lowercase hex digits")]
 # Every number is bounded by what its field can mean, and integers stay exact as floats, so no figure computed from
 # a recipe can overflow; non-finite floats (.inf, .nan) are refused by the model config. Numbers are strict: text
@@ -342,8 +344,6 @@ class SummaryResult(Strict):
 PublishedPrecision = Literal["bf16", "fp8", "fp8-current-scaling", "fp8-delayed-scaling", "fp8-blockwise",
                              "fp8-tensorwise", "fp8-rowwise", "mxfp8", "nvfp4"]
 PUBLISHED_PRECISIONS: tuple[str, ...] = get_args(PublishedPrecision)
-Engine = Literal["megatron-bridge", "torchtitan", "nemo"]
-ENGINES: tuple[str, ...] = get_args(Engine)
 OptionalDegree = Annotated[int | None, Field(ge=1, le=MAX_DEGREE, strict=True)]
 
 
@@ -407,7 +407,7 @@ class ExcerptDerivation(Strict):
 class PublishedRun(Strict):
     """The structured part of a published figure: how it was run, and exactly where it was published."""
 
-    engine: Engine = Field(description="training framework that produced the figure")
+    engine: PublishedFramework = Field(description="training framework that produced the figure")
     engine_version: str = Field(description="framework version, commit or container as the source names it")
     task: Literal["pretrain", "sft", "lora"] = Field(description="what was trained")
     model_as_published: str = Field(description="the model's name in the source")

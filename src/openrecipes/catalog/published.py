@@ -24,6 +24,7 @@ from openrecipes.catalog.checks import Issue
 from openrecipes.catalog.hardware import ReferenceTables, entry_peak, variant_issue
 from openrecipes.catalog.model import PublishedRun, PublishedSummary
 from openrecipes.catalog.plausibility import ATTENTION_FIELDS, Claim, flops_per_token, implausible
+from openrecipes.engines.registry import engine_of_framework
 from openrecipes.thresholds import PUBLISHED_FLOPS
 
 
@@ -48,7 +49,7 @@ class PublishedFigures:
 
 def data_parallel(run: PublishedRun, gpus: int) -> float:
     layout = run.layout
-    if run.engine == "torchtitan":
+    if engine_of_framework(run.engine).layout.fsdp:  # the data-parallel ranks an FSDP engine names are its shards
         return float(layout.fsdp or 1)
     return figures.data_parallel_size(gpus, layout.tp, layout.pp, layout.cp)
 
@@ -149,9 +150,10 @@ def check_published(entry: PublishedSummary, tables: ReferenceTables) -> tuple[l
     if named and entry.gpu.variant not in named:
         errors.append(Issue("gpu.variant", f"is {entry.gpu.variant}, but hardware/gpus.yaml lists the system "
                             f"'{run.system_as_published}' as {named[0]}; expected {named[0]}"))
-    rules = _torchtitan_layout if run.engine == "torchtitan" else _megatron_layout
+    fsdp = engine_of_framework(run.engine).layout.fsdp
+    rules = _torchtitan_layout if fsdp else _megatron_layout
     errors.extend(rules(run, entry.gpu.count))
-    if run.engine != "torchtitan":
+    if not fsdp:
         findings.extend(_gradient_accumulation(run, entry.gpu.count))
     derived = published_figures(entry, tables)
     ratio = derived.tflops_ratio if derived else None

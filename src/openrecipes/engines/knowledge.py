@@ -19,21 +19,69 @@ from openrecipes.steptable import StepTable
 Kind = Literal["int", "float", "str", "switch", "list", "marks"]
 
 
+class LaunchCommand(Protocol):
+    """A recipe's parsed `run` command (catalog.command.ParsedRun): the launch line's words, arrays expanded."""
+
+    argv: list[str]
+
+    def has(self, flag: str) -> bool: ...
+
+    def value(self, flag: str) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class FlagField:
-    """A launch flag and the recipe field it carries: the validator checks each pair agrees. `switch` flags carry
-    a boolean by their presence; `default` is the value the engine assumes when the flag is absent."""
+    """A launch flag and the recipe field it carries, read both ways: the validator checks each pair agrees, the
+    layout reader reads the field from the flag and a renderer writes the flag from the field. `switch` flags carry
+    a boolean by their presence; `list` flags a list field as one comma-separated value, absent when the list is
+    empty; a `marks` flag its fixed value (`default`) exactly when its field is set; `default` is otherwise the value
+    the engine assumes when the flag is absent."""
 
     flag: str
     field: str
     kind: Kind
     default: object = None
 
+    def field_in(self, recipe: object) -> object:
+        """The recipe's value of the dotted field (None where a section on the way is null)."""
+        value = recipe
+        for part in self.field.split("."):
+            if value is None:
+                return None
+            value = getattr(value, part)
+        return value
 
-class LaunchCommand(Protocol):
-    """A recipe's parsed `run` command (catalog.command.ParsedRun): the launch line's words, arrays expanded."""
+    def expected(self, recipe: object) -> object:
+        """The value the recipe's launch command must give the flag (what `read` returns for that command)."""
+        value = self.field_in(recipe)
+        if self.kind == "switch":
+            return bool(value)
+        if self.kind == "list":
+            return ",".join(value) if isinstance(value, list) and value else None
+        if self.kind == "marks":
+            return self.default if value is not None else None
+        return self.default if value is None else value  # a null field means the engine's default
 
-    argv: list[str]
+    def read(self, command: LaunchCommand) -> object:
+        """The value a run command gives the field (the engine's default when the flag is absent)."""
+        if self.kind == "switch":
+            return command.has(self.flag)
+        text = command.value(self.flag)
+        if text is None:
+            return None if self.kind in ("list", "marks") else self.default
+        if self.kind in ("list", "marks"):
+            return text
+        try:
+            return {"int": int, "float": float, "str": str}[self.kind](text)
+        except ValueError:
+            return text
+
+    def words(self, recipe: object) -> list[str] | None:
+        """The flag's values as a launch writes them for the recipe ([] for a passed switch); None: left out."""
+        expected = self.expected(recipe)
+        if self.kind == "switch":
+            return [] if expected else None
+        return None if expected is None else [str(expected)]
 
 
 LogReader = Callable[[Path, Iterable[str]], StepTable]
@@ -48,6 +96,7 @@ class LogFormat:
     step_line: re.Pattern[str]
     word: str
     read: LogReader
+    prints_stack: bool = False  # rank 0 prints the `openrecipes stack:` line (our entry module does)
 
 
 @dataclass(frozen=True)
@@ -66,6 +115,7 @@ class LayoutRules:
     host_overhead_per_microbatch: bool  # a host-side cost per layer per microbatch
     ring_attention: bool  # CP attention scores at the calibrated CP efficiency
     compiles: bool  # torch.compile can run its blocks (at the calibrated compile speedup)
+    low_precision: bool  # Transformer Engine's FP8/MXFP8/NVFP4 GEMMs (`plan --precision`, a fitted speed-up)
     # Virtual pipeline stages per rank: None for every count a stage's layers allow (openrecipes.plan.layouts),
     # else at most this many, each dividing a middle stage
     max_virtual_stages: int | None = None
@@ -80,5 +130,16 @@ class Engine:
     node_flags: tuple[str, str]  # (nodes, GPUs per node): their product must be gpu.count
     log_formats: tuple[LogFormat, ...]
     layout: LayoutRules
+    # `openrecipes run` renders and starts its recipes (openrecipes.launch), so `tune` measures it and `record`
+    # reads a run's layout back from its command; another engine's recipes are printed, never run here.
+    runs_here: bool
+    # Liger-Kernel kernels, a pinned attention backend and float8 linear layers (layout.kernels, .attention,
+    # .float8): levers its recipes pull, rendered into its launch.
+    levers: bool
+    # The flags naming the model its command trains, each with the model card's architecture key that gives it
+    # (e.g. --model.name <- torchtitan_model); empty where the command names no card model.
+    model_flags: Mapping[str, str]
+    # The training frameworks of the public record it models (published.engine; engines.registry.PublishedFramework).
+    published_as: tuple[str, ...]
     # Launcher words that name the same program as another (a module that moved): commands compare as equal.
     renamed: Mapping[str, str] = field(default_factory=dict)

@@ -5,12 +5,19 @@ Adding an engine: its folder, and its line here. The rooms iterate ENGINES inste
 
 from __future__ import annotations
 
+from typing import Literal
+
 from openrecipes.engines.knowledge import Engine, LaunchCommand
 from openrecipes.engines.megatron.engine import ENGINE as MEGATRON
 from openrecipes.engines.torchtitan.engine import ENGINE as TORCHTITAN
 
 ENGINES: tuple[Engine, ...] = (TORCHTITAN, MEGATRON)
 _BY_NAME = {engine.name: engine for engine in ENGINES}
+PLANNER_DEFAULT = MEGATRON  # the planner's engine where nothing names one
+# The training frameworks the public record names (published.engine), each modelled by the engine whose
+# `published_as` lists it; a Literal, so the recipe schema lists them.
+PublishedFramework = Literal["megatron-bridge", "torchtitan", "nemo"]
+_BY_FRAMEWORK = {framework: engine for engine in ENGINES for framework in engine.published_as}
 
 
 def engine_of(run: LaunchCommand) -> Engine | None:
@@ -24,6 +31,16 @@ def engine_named(name: str) -> Engine:
         return _BY_NAME[name]
     except KeyError:
         raise KeyError(f"no engine {name!r}; the engines are {', '.join(names())}") from None
+
+
+def engine_of_framework(framework: str) -> Engine:
+    """The engine that models a published run of `framework` (a PublishedFramework)."""
+    return _BY_FRAMEWORK[framework]
+
+
+def runner() -> Engine:
+    """The engine `openrecipes run` starts (and `tune` measures)."""
+    return next(engine for engine in ENGINES if engine.runs_here)
 
 
 def names() -> list[str]:

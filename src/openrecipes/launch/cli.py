@@ -39,6 +39,7 @@ def run_command(
 ) -> None:
     """Run a recipe with torchrun: raw log and step,loss,step_time CSV under runs/, then measure and check it.
     Before starting it checks torchtitan, the CUDA GPU count and the rows file (with its sha256)."""
+    from openrecipes.engines.torchtitan.engine import ENGINE
     from openrecipes.launch.megatron.dry_run import dry_run_text
 
     recipe, parsed, launch = _recipe_and_launch(recipe_path, steps)
@@ -50,7 +51,7 @@ def run_command(
     if dry_run:
         print(launch.script(), end="")
         print(json_text({"env": launch.env, "nnodes": launch.nnodes, "nproc_per_node": launch.nproc_per_node,
-                          "torchtitan": {flag: values for flag, values in launch.flags.items()}}, indent=2))
+                          ENGINE.name: {flag: values for flag, values in launch.flags.items()}}, indent=2))
         return
     if launch.nnodes > 1:
         raise UserError(f"{recipe_path}: {launch.nnodes} nodes; write a batch script with `openrecipes launch --slurm`")

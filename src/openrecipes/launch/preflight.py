@@ -8,6 +8,7 @@ import importlib.util
 from pathlib import Path
 
 from openrecipes.catalog.model import Recipe
+from openrecipes.engines.torchtitan.engine import PACKAGE
 from openrecipes.errors import UserError
 from openrecipes.launch.torchtitan.render import TorchtitanLaunch
 
@@ -23,7 +24,7 @@ def check_can_run(recipe_path: Path, recipe: Recipe, launch: TorchtitanLaunch) -
 
 
 def _torchtitan() -> str | None:
-    if importlib.util.find_spec("torchtitan") is None:
+    if importlib.util.find_spec(PACKAGE) is None:
         return (f"torchtitan is not importable (install the gpu extra: `pip install -e .[gpu]`, or without network "
                 f"the wheels `{GPU_WHEELS}` lists, docs/running.md)")
     return None

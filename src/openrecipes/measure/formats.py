@@ -73,6 +73,11 @@ _FORMATS: dict[str, LogFormat] = {log_format.name: log_format
                                   for engine in ENGINES for log_format in engine.log_formats}
 
 
+def prints_stack(log_format: str) -> bool:
+    """Whether a log of this format holds the `openrecipes stack:` line (our entry module prints it on rank 0)."""
+    return log_format in _FORMATS and _FORMATS[log_format].prints_stack
+
+
 def detect_format(path: Path, lines: Iterable[str]) -> str:
     """The log's format: JSON lines when its first line is a row, else the one text format whose step lines it
     holds (every line is looked at: a log mixing two frameworks' lines is refused)."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from openrecipes.catalog.hardware import load_reference_tables, variant_id
 from openrecipes.catalog.store import Catalog
+from openrecipes.engines.registry import ENGINES, PLANNER_DEFAULT, engine_named
 from openrecipes.plan.calibrate import engine_of, measured_point, request_of
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.predict import PlanRequest, Prediction
@@ -26,18 +27,22 @@ class EngineChoice:
 
 
 def default_engine(catalog: Catalog, model: str) -> EngineChoice:
-    """The engine of most of the model's measured recipes; without one, torchtitan where the model card names a
-    torchtitan model, else Megatron."""
+    """The engine of most of the model's measured recipes (on a tie, one that runs here); without one, an engine
+    whose model the model card names (torchtitan's), else the planner's default (Megatron)."""
     engines = Counter(engine_of(e.entry) for e in catalog.recipes if e.entry.model == model)
     if engines:
-        engine, count = max(engines.items(), key=lambda item: (item[1], item[0] == "torchtitan"))
+        engine, count = max(engines.items(), key=lambda item: (item[1], engine_named(item[0]).runs_here))
         return EngineChoice(engine, f"{engine} runs {count} of the catalog's {sum(engines.values())} measured "
                                     f"recipe(s) of {model}")
     card = catalog.tables.models.get(model)
-    if card is not None and card.architecture.get("torchtitan_model"):
-        return EngineChoice("torchtitan", f"no measured recipe of {model}; its card names torchtitan's "
-                                          f"{card.architecture['torchtitan_model']} model")
-    return EngineChoice("megatron", f"no measured recipe of {model} and no torchtitan model in its card")
+    named = [candidate for candidate in ENGINES if candidate.model_flags]
+    for candidate in named:
+        key = next(iter(candidate.model_flags.values()))  # the card's name of the engine's model
+        if card is not None and card.architecture.get(key):
+            return EngineChoice(candidate.name, f"no measured recipe of {model}; its card names {candidate.name}'s "
+                                                f"{card.architecture[key]} model")
+    return EngineChoice(PLANNER_DEFAULT.name, f"no measured recipe of {model} and no "
+                        f"{' or '.join(candidate.name for candidate in named)} model in its card")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,10 @@ from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
 from openrecipes.catalog.yamlio import read_yaml
+from openrecipes.engines.megatron.flags import GRAD_REDUCE_BF16
+from openrecipes.engines.registry import TORCHTITAN
 from openrecipes.engines.registry import engine_of as engine_of_run
+from openrecipes.engines.torchtitan.flags import NO_RESHARD
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import HERE
 from openrecipes.plan.layouts import Layout, stage_split
@@ -89,14 +92,17 @@ def reference_rows() -> list[dict]:
             *({**row, "variant": doc["own_runs"]["variant"]} for row in doc["own_runs"]["points"])]
 
 
+REFERENCE_ENGINE = TORCHTITAN.name  # every point of reference_points.yaml is a torchtitan layout
+
+
 def reference_points() -> dict[str, MeasuredPoint]:
     points = {}
     for row in reference_rows():
         model = reduced_depth_name(row["model"], row["layers"]) if "layers" in row else row["model"]
-        request = PlanRequest(model, row["gpu"], row["gpus"], row["row_tokens"], row["global_batch"], "torchtitan",
+        request = PlanRequest(model, row["gpu"], row["gpus"], row["row_tokens"], row["global_batch"], REFERENCE_ENGINE,
                               variant=row["variant"])
         lay = row["layout"]
-        layout = Layout(engine="torchtitan", tp=lay["tp"], pp=lay["pp"], vpp=1, cp=lay["cp"], ep=lay.get("ep", 1),
+        layout = Layout(engine=REFERENCE_ENGINE, tp=lay["tp"], pp=lay["pp"], vpp=1, cp=lay["cp"], ep=lay.get("ep", 1),
                         etp=1, dp=lay["dp"],
                         stage_layers=_even_stages(_model_layers(model), lay["pp"]), recompute=lay["recompute"],
                         offload_fraction=0.0, rows_per_microbatch=lay["rows_per_microbatch"],
@@ -131,10 +137,6 @@ def _stage_layers(recipe: Recipe, layers: int) -> tuple[int, ...]:
     return megatron_stage_layers(layers, pp, split.first, split.last)
 
 
-# torchtitan's flag and value that keep parameters gathered from the forward to the backward (recipes carry it in
-# `run`).
-NO_RESHARD = ("--parallelism.fsdp_reshard_after_forward", "never")
-GRAD_REDUCE_BF16_FLAG = "--grad-reduce-in-bf16"
 
 
 def engine_of(recipe: Recipe) -> str:
@@ -148,7 +150,7 @@ def engine_of(recipe: Recipe) -> str:
 
 def request_of(recipe: Recipe) -> PlanRequest:
     """The planner's request a recipe answers: its model, GPUs, workload, engine and gradient-buffer precision."""
-    grad_reduce_bf16 = parse_run(recipe.run).has(GRAD_REDUCE_BF16_FLAG)
+    grad_reduce_bf16 = parse_run(recipe.run).has(GRAD_REDUCE_BF16)
     return PlanRequest(recipe.model, recipe.gpu.type, recipe.gpu.count, recipe.workload.row_tokens,
                        recipe.workload.global_batch, engine_of(recipe), grad_reduce_bf16, variant=recipe.gpu.variant)
 

@@ -20,7 +20,7 @@ from openrecipes.engines.knowledge import LayoutRules
 from openrecipes.engines.registry import engine_named
 from openrecipes.plan.shape import ModelShape
 
-Engine = str  # an engine's name in openrecipes.engines.registry
+EngineName = str  # an engine's name in openrecipes.engines.registry (engines.knowledge.Engine.name)
 Recompute = Literal["none", "selective", "full"]
 RECOMPUTE_POLICIES: tuple[Recompute, ...] = ("none", "selective", "full")
 # Rows per microbatch the enumeration tries (the seeds use 1, 6 and 8).
@@ -34,7 +34,7 @@ LOW_PRECISIONS = {"fp8": "fp8", "fp8-current-scaling": "fp8", "fp8-delayed-scali
 
 @dataclass(frozen=True)
 class Layout:
-    engine: Engine
+    engine: EngineName
     tp: int
     pp: int
     vpp: int
@@ -169,7 +169,7 @@ def _vpp_sizes(split: tuple[int, ...], pp: int, rules: LayoutRules) -> list[int]
     return sorted({v for layers in slots for v in divisors(layers)})
 
 
-def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batch: int, engine: Engine,
+def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batch: int, engine: EngineName,
                       nvlink_domain: int, grad_reduce_bf16: bool = False,
                       lever_sets: tuple[LeverSet, ...] = (LeverSet(),),
                       low_precision: str | None = None) -> Iterator[tuple[Layout, ...]]:

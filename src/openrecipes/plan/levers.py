@@ -35,7 +35,7 @@ from typing import Literal
 
 from openrecipes.catalog.model import ATTENTION_BACKENDS, FLOAT8_SCALINGS, KERNELS
 from openrecipes.catalog.yamlio import read_yaml
-from openrecipes.engines.registry import engine_named
+from openrecipes.engines.registry import MEGATRON, TORCHTITAN, engine_named
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import BF16_BYTES, HERE
 from openrecipes.plan.layouts import Layout, LeverSet
@@ -151,28 +151,29 @@ class Lever:
     enumerated: bool  # whether `plan` searches it (a lever with no time term is not: it could not be ranked)
 
 
+ONLY_TORCHTITAN, ONLY_MEGATRON = (TORCHTITAN.name,), (MEGATRON.name,)
 LEVERS: tuple[Lever, ...] = (
-    Lever("torch.compile", ("torchtitan",), "compiled loss keeps BF16 logits; compiled blocks keep no AMP FP32 norms",
+    Lever("torch.compile", ONLY_TORCHTITAN, "compiled loss keeps BF16 logits; compiled blocks keep no AMP FP32 norms",
           "fitted: calibration.yaml compile_speedup on our compiled/eager runs (reference_points.yaml own_runs)", True),
-    Lever("no reshard after forward", ("torchtitan",), "each FSDP unit's gathered BF16 weights held to the backward",
+    Lever("no reshard after forward", ONLY_TORCHTITAN, "each FSDP unit's gathered BF16 weights held to the backward",
           "one FSDP all-gather fewer per microbatch (the FSDP communication term)", True),
-    Lever("float8 tensorwise", ("torchtitan",), "not modelled: planned with BF16 memory",
+    Lever("float8 tensorwise", ONLY_TORCHTITAN, "not modelled: planned with BF16 memory",
           "measured factor from own_runs pairs that differ by it alone, per GPU type", True),
-    Lever("float8 rowwise", ("torchtitan",), "not modelled: planned with BF16 memory",
+    Lever("float8 rowwise", ONLY_TORCHTITAN, "not modelled: planned with BF16 memory",
           "measured factor from own_runs pairs that differ by it alone, per GPU type", True),
-    *(Lever(kernel, ("torchtitan",), "see this module's docstring", "measured factor from own_runs pairs, per GPU type",
+    *(Lever(kernel, ONLY_TORCHTITAN, "see this module's docstring", "measured factor from own_runs pairs, per GPU type",
             True) for kernel in KERNELS),
-    *(Lever(f"attention {backend}", ("torchtitan",), "none: every backend saves the same tensors",
+    *(Lever(f"attention {backend}", ONLY_TORCHTITAN, "none: every backend saves the same tensors",
             "measured factor from own_runs pairs, per GPU type", True) for backend in ATTENTION_BACKENDS),
-    Lever("recompute none/selective/full", ("megatron", "torchtitan"), "activations kept per policy",
+    Lever("recompute none/selective/full", ONLY_MEGATRON + ONLY_TORCHTITAN, "activations kept per policy",
           "FLOPs rerun (full: the layers' forward; torchtitan selective: the unsaved matmuls; Megatron selective: "
           "assumed factor)", True),
-    Lever("virtual pipeline (VP)", ("megatron",), "in-flight microbatches of the interleaved schedule",
+    Lever("virtual pipeline (VP)", ONLY_MEGATRON, "in-flight microbatches of the interleaved schedule",
           "pipeline bubble / VP", True),
-    Lever("sequence parallel", ("megatron",), "activations split over TP", "TP all-gather/reduce-scatter", True),
-    Lever("optimizer offload", ("megatron",), "offloaded fraction of the optimizer state off the GPU",
+    Lever("sequence parallel", ONLY_MEGATRON, "activations split over TP", "TP all-gather/reduce-scatter", True),
+    Lever("optimizer offload", ONLY_MEGATRON, "offloaded fraction of the optimizer state off the GPU",
           "measured host Adam rate (calibration.yaml measured)", True),
-    *(Lever(name, ("megatron",), "not modelled: planned with BF16 memory",
+    *(Lever(name, ONLY_MEGATRON, "not modelled: planned with BF16 memory",
             f"fitted: calibration.yaml low_precision_speedup.{family} on the public record's Megatron-Bridge entries "
             "(`plan --precision`)", True)
       for name, family in (("FP8 (current or delayed scaling)", "fp8"), ("MXFP8 (Blackwell)", "mxfp8"),

@@ -20,10 +20,11 @@ from openrecipes.catalog.hardware import (
     variant_id,
     variant_issue,
 )
+from openrecipes.engines.registry import PLANNER_DEFAULT, engine_named
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import GIB, Calibration, Links, calibration, links
 from openrecipes.plan.export_model import PredictedLayout
-from openrecipes.plan.layouts import LOW_PRECISIONS, Engine, Layout, enumerate_layouts
+from openrecipes.plan.layouts import LOW_PRECISIONS, EngineName, Layout, enumerate_layouts
 from openrecipes.plan.levers import LeverSearch, lever_sets
 from openrecipes.plan.memory import MemoryEstimate, memories_in_order
 from openrecipes.plan.shape import ModelShape, model_shape
@@ -38,7 +39,7 @@ class PlanRequest:
     gpus: int
     row_tokens: int = 8192
     global_batch: int = 128
-    engine: Engine = "megatron"
+    engine: EngineName = PLANNER_DEFAULT.name
     grad_reduce_bf16: bool = False
     # torchtitan levers every layout pulls (openrecipes.plan.levers): kernels, attention backend, float8 scaling;
     # the ones not fixed here are searched as `search` says.
@@ -233,7 +234,7 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
     """Every valid layout, ranked: the ones that fit with the margin by predicted tokens/s, then the ones inside the
     margin the same way, then the rest by how close they come."""
     ctx = context(request, tables)
-    if request.engine != "torchtitan" and (request.kernels or request.attention or request.float8):
+    if not engine_named(request.engine).levers and (request.kernels or request.attention or request.float8):
         raise UserError(f"--kernels, --attention and --float8 are torchtitan levers, which {request.engine} lacks: "
                         "add --engine torchtitan (Megatron's FP8, MXFP8 and NVFP4 are --precision)")
     if request.low_precision is not None:
@@ -258,7 +259,7 @@ def _check_low_precision(request: PlanRequest, tables: ReferenceTables) -> None:
     precision = request.low_precision
     if precision not in LOW_PRECISIONS:
         raise UserError(f"--precision {precision}: not one of {', '.join(LOW_PRECISIONS)}")
-    if request.engine != "megatron":
+    if not engine_named(request.engine).layout.low_precision:
         raise UserError(f"--precision is Megatron's (Transformer Engine); {request.engine}'s FP8 is --float8")
     spec = tables.variants[request.variant] if request.variant else tables.gpus[request.gpu_type]
     if precision_peak_flops(spec, precision) is None:
@@ -267,7 +268,7 @@ def _check_low_precision(request: PlanRequest, tables: ReferenceTables) -> None:
 
 
 def plan_table(model: str, gpu_type: str, gpus: int, row_tokens: int = 8192, global_batch: int = 128,
-               engine: Engine = "megatron", grad_reduce_bf16: bool = False, top: int | None = None,
+               engine: EngineName = PLANNER_DEFAULT.name, grad_reduce_bf16: bool = False, top: int | None = None,
                root: Path | None = None, kernels: tuple[str, ...] = (), attention: str | None = None,
                float8: str | None = None, search: LeverSearch | None = None,
                low_precision: str | None = None, variant: str | None = None) -> list[PredictedLayout]:

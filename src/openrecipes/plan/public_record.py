@@ -18,6 +18,7 @@ from pathlib import Path
 from openrecipes.atomic import write_atomic
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import Catalog, SummaryEntry, load_catalog
+from openrecipes.engines.registry import engine_named, engine_of_framework
 from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import spearman
 from openrecipes.plan.constants import HERE
@@ -27,7 +28,6 @@ from openrecipes.plan.predict import PlanRequest, context, predict_layout
 from openrecipes.plan.trust import band_of, read_derived, stored_points
 
 SUMMARY_FILE = HERE / "public_record.json"
-ENGINES = {"megatron-bridge": "megatron", "torchtitan": "torchtitan", "nemo": "megatron"}  # NeMo runs Megatron Core
 WITHIN = 0.20  # the share of entries within this relative error is reported
 RANKED_GROUP = 4  # entries of one model, engine and GPU type needed for a rank agreement
 
@@ -72,7 +72,8 @@ def _layout(entry: SummaryEntry, engine: str, layers: int) -> tuple[Layout, int]
     global_batch = run.global_batch or (run.local_batch * dp if run.local_batch else None)
     if rows is None or global_batch is None:
         raise UserError("the source gives no micro batch or global batch")
-    if engine == "torchtitan" and lay.fsdp and lay.fsdp < dp * lay.cp:
+    modelled = engine_named(engine)
+    if modelled.layout.fsdp and lay.fsdp and lay.fsdp < dp * lay.cp:
         raise UserError(f"HSDP (FSDP {lay.fsdp} of {dp * lay.cp} data-parallel ranks): replication not modelled")
     split = stage_split(layers, lay.pp)
     if split is None:
@@ -83,20 +84,19 @@ def _layout(entry: SummaryEntry, engine: str, layers: int) -> tuple[Layout, int]
     layout = Layout(engine, lay.tp, lay.pp, vpp, lay.cp, lay.ep or 1, lay.etp or 1, dp,
                     split, recompute, 0.0, rows, rows * run.seq_length // lay.cp, False,
                     compile="torch.compile" in run.techniques,
-                    float8=run.precision.removeprefix("fp8-") if engine == "torchtitan" and run.precision != "bf16"
-                    else None,
-                    low_precision=run.precision if engine == "megatron" and run.precision != "bf16" else None)
+                    float8=run.precision.removeprefix("fp8-") if modelled.levers and run.precision != "bf16" else None,
+                    low_precision=run.precision if modelled.layout.low_precision and run.precision != "bf16" else None)
     return layout, global_batch
 
 
 def _expressible_precision(engine: str, precision: str, gpu_type: str) -> str | None:
     if precision == "bf16":
         return None
-    if engine == "torchtitan" and precision in ("fp8-tensorwise", "fp8-rowwise"):
+    if engine_named(engine).levers and precision in ("fp8-tensorwise", "fp8-rowwise"):
         if (gpu_type, f"float8 {precision.removeprefix('fp8-')}") in measured_factors():
             return None
         return f"{precision}: no pair of our runs measured its time on {gpu_type}"
-    if engine == "megatron" and precision in LOW_PRECISIONS:
+    if engine_named(engine).layout.low_precision and precision in LOW_PRECISIONS:
         return None
     return f"{precision}: the planner has no {engine} time term for it"
 
@@ -105,7 +105,7 @@ def compare(entry: SummaryEntry, catalog: Catalog) -> Compared:
     """One published entry beside the planner's prediction of its own layout, or the reason it cannot be made."""
     summary, run = entry.entry, entry.entry.published
     assert run is not None
-    engine = ENGINES[run.engine]
+    engine = engine_of_framework(run.engine).name
 
     def row(predicted: float | None = None, low: float | None = None, high: float | None = None,
             reason: str | None = None) -> Compared:
@@ -150,7 +150,7 @@ def record_points(catalog: Catalog) -> list[RecordPoint]:
         card = catalog.tables.models.get(summary.model)
         if run is None or card is None or compare(entry, catalog).reason is not None:
             continue
-        engine = ENGINES[run.engine]
+        engine = engine_of_framework(run.engine).name
         layout, global_batch = _layout(entry, engine, card.layers)
         request = PlanRequest(summary.model, summary.gpu.type, summary.gpu.count, run.seq_length, global_batch, engine,
                               variant=summary.gpu.variant)

@@ -207,8 +207,7 @@ def _grouped_gemm_extra_flops(shape: ModelShape, layout: Layout, calibration: Ca
         layout.recompute, 0.0)
     routed = 2 * (3 + reruns) * shape.moe_layers * shape.router_topk * shape.expert_params
     slowdown = 1 + calibration.grouped_gemm_half_rows / _routed_expert_tokens(shape, layout)
-    slowdown /= (calibration.torchtitan_expert_efficiency if layout.engine == "torchtitan"
-                 else calibration.megatron_expert_efficiency)
+    slowdown /= getattr(calibration, f"{layout.engine}_expert_efficiency")  # fitted per engine, by its name
     return routed * (slowdown - 1)
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.store import RecipeEntry
-from openrecipes.engines.torchtitan import engine as torchtitan
+from openrecipes.engines.registry import engine_of
 
 # Chat formats whose tokenizer `openrecipes tokenizer export` rebuilds offline, by the family name it takes.
 EXPORTABLE_TOKENIZERS = {"gpt_oss": "gpt-oss", "qwen3": "qwen3"}
@@ -21,7 +21,7 @@ class RunningSteps:
     tokenizer_command: str | None  # None: the tokenizer is not rebuilt by our tool (see tokenizer_note)
     tokenizer_note: str
     rows_command: str
-    runs_here: bool  # a torchtitan recipe `openrecipes run` starts; others print their command only
+    runs_here: bool  # a recipe `openrecipes run` starts (a torchtitan one); others print their command only
 
     @property
     def recipe_path(self) -> str:
@@ -56,4 +56,9 @@ def running_steps(entry: RecipeEntry) -> RunningSteps:
             "TOKENIZER_DIR: our tool rebuilds only the gpt-oss and Qwen3 tokenizers offline.")
     return RunningSteps(entry, f"openrecipes tokenizer export {family} --out {tokenizer_dir}"
                         if family and not ours else None,
-                        note, rows, torchtitan.is_recipe(parse_run(recipe.run)))
+                        note, rows, _runs_here(recipe.run))
+
+
+def _runs_here(run: str) -> bool:
+    engine = engine_of(parse_run(run))
+    return engine is not None and engine.runs_here

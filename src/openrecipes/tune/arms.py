@@ -8,8 +8,8 @@ from typing import cast
 from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.model import Float8, Float8Scaling, Recipe, Recompute
+from openrecipes.engines.torchtitan.flags import NO_RESHARD
 from openrecipes.launch.torchtitan.render import LEVER_FLAGS, compose, render
-from openrecipes.plan.calibrate import NO_RESHARD
 from openrecipes.plan.layouts import Layout
 from openrecipes.tune.candidates import SELECTIVE_AC_METHOD, Candidate
 

@@ -18,6 +18,7 @@ from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables,
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root, relative_path
 from openrecipes.catalog.store import load_catalog, load_recipe
+from openrecipes.engines.registry import engine_named
 from openrecipes.engines.torchtitan import engine as torchtitan
 from openrecipes.errors import UserError
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict
@@ -151,7 +152,7 @@ def emit_recipe(request: PlanRequest, rank: int, out: Path, root: Path | None = 
     """Write the rank-th runnable fitting torchtitan layout of the request to `out`, validated; `out` is new or a
     planned recipe this command wrote (`force`: also one in the catalog's recipes/)."""
     check_output(Path(out), "--out", starts_with(HEADER), force)  # before the planner's seconds of work
-    if request.engine != "torchtitan":
+    if not engine_named(request.engine).runs_here:
         raise UserError(f"--emit-recipe writes torchtitan recipes; --engine {request.engine} has no recipe renderer "
                         "here (leave --engine out or give --engine torchtitan)")
     if request.grad_reduce_bf16:

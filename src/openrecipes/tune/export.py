@@ -21,6 +21,7 @@ from pathlib import Path
 from openrecipes.atomic import check_output_folder, starts_with, write_output
 from openrecipes.catalog.hardware import ReferenceTables, variant_id
 from openrecipes.catalog.store import Catalog, RecipeEntry, SummaryEntry, load_recipe
+from openrecipes.engines.registry import PLANNER_DEFAULT, engine_named, engine_of_framework
 from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import allocator_gib
 from openrecipes.plan.calibrate import MeasuredPoint, measured_point, reference_points, reference_rows, request_of
@@ -40,10 +41,9 @@ from openrecipes.plan.export_model import (
     SkippedSize,
     TableData,
 )
-from openrecipes.plan.layouts import Engine
+from openrecipes.plan.layouts import EngineName
 from openrecipes.plan.levers import lever_names
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict, predict_layout
-from openrecipes.plan.public_record import ENGINES
 from openrecipes.plan.public_record import Compared as RecordCompared
 from openrecipes.plan.public_record import compared as record_compared
 from openrecipes.plan.trust import memory_margin, stored_points
@@ -72,7 +72,7 @@ class Settings:
 
     row_tokens: int = 8192
     global_batch: int = 128
-    engine: Engine = "megatron"
+    engine: EngineName = PLANNER_DEFAULT.name
     grad_reduce_bf16: bool = False
 
     def request(self, model: str, gpu_type: str, gpus: int) -> PlanRequest:
@@ -95,7 +95,7 @@ def model_settings(catalog: Catalog, model: str) -> Settings:
     counts = Counter(_settings_of(e) for e in catalog.recipes if e.entry.model == model)
     if not counts:
         return Settings()
-    return max(counts, key=lambda s: (counts[s], -s.row_tokens, s.engine == "megatron", s.grad_reduce_bf16))
+    return max(counts, key=lambda s: (counts[s], -s.row_tokens, s.engine == PLANNER_DEFAULT.name, s.grad_reduce_bf16))
 
 
 def priced_gpu_types(tables: ReferenceTables) -> list[str]:
@@ -135,7 +135,7 @@ def _published_settings(entry: SummaryEntry) -> Settings | None:
     assert run is not None
     if run.global_batch is None:  # a torchtitan local batch: the global batch depends on the layout
         return None
-    return Settings(run.seq_length, run.global_batch, ENGINES[run.engine])
+    return Settings(run.seq_length, run.global_batch, engine_of_framework(run.engine).name)
 
 
 def plan_scope(catalog: Catalog, model: str) -> Scope:
@@ -149,7 +149,8 @@ def plan_scope(catalog: Catalog, model: str) -> Scope:
                      "type with an instance price")
     entries = published_entries(catalog, model)
     workloads = Counter(s for s in map(_published_settings, entries) if s is not None)
-    settings = max(workloads, key=lambda s: (workloads[s], -s.row_tokens, s.engine == "megatron"), default=Settings())
+    settings = max(workloads, key=lambda s: (workloads[s], -s.row_tokens, s.engine == PLANNER_DEFAULT.name),
+                   default=Settings())
     order = {gpu_type: index for index, gpu_type in enumerate(tables.gpus)}
     sizes = sorted({(e.entry.gpu.type, e.entry.gpu.count) for e in entries},
                    key=lambda size: (order.get(size[0], len(order)), size))
@@ -186,7 +187,7 @@ def _planned_recipes(request: PlanRequest, ranked: list[Prediction], root: Path,
                      top: int) -> dict[int, PlannedRecipeOffer]:
     """For a torchtitan table with a recipe to compose from: each shown row's planned recipe, by its index among
     the shown rows (the same text `plan --emit-recipe RANK` writes, RANK among the runnable fitting layouts)."""
-    if request.engine != "torchtitan":
+    if not engine_named(request.engine).runs_here:
         return {}
     try:
         base_path = find_base(request.model, request.gpu_type, request.gpus, root)

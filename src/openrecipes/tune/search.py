@@ -161,10 +161,10 @@ def setup(model: str, gpu_type: str, gpus: int, base_path: Path | None = None, r
     if (base.model, base.gpu.type, base.gpu.count) != (model, gpu_type, gpus):
         raise UserError(f"{base_path}: a recipe of {base.model} on {base.gpu.count} x {base.gpu.type}, not {model} on "
                         f"{gpus} x {gpu_type}; give a base recipe of the same model, GPU type and count")
-    request = PlanRequest(model, gpu_type, gpus, base.workload.row_tokens, base.workload.global_batch, "torchtitan",
-                          variant=base.gpu.variant)
+    request = PlanRequest(model, gpu_type, gpus, base.workload.row_tokens, base.workload.global_batch,
+                          torchtitan.ENGINE.name, variant=base.gpu.variant)
     ctx = context(request, tables)
-    prior = Efficiency(math.log(variant_efficiency(ctx.calibration, "torchtitan", ctx.links.variant)))
+    prior = Efficiency(math.log(variant_efficiency(ctx.calibration, torchtitan.ENGINE.name, ctx.links.variant)))
     reference = as_candidate(ctx, measured_point('base', base).layout)
     if base.workload.precision != "bf16" or base.layout.float8 is not None:
         raise UserError(f"{base_path}: precision {base.workload.precision}; tune starts from a BF16 recipe (an FP8 "

@@ -23,4 +23,5 @@ RULES = LayoutRules(
     host_overhead_per_microbatch=False,
     ring_attention=False,
     compiles=False,
+    low_precision=True,
 )

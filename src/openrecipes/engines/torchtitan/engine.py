@@ -5,6 +5,7 @@ from __future__ import annotations
 from openrecipes.engines.knowledge import Engine, LaunchCommand
 from openrecipes.engines.torchtitan import flags, layouts, logs
 
+PACKAGE = "torchtitan"  # the Python package the entry module trains with; a recipe's stack records its version
 ENTRY_MODULE = "openrecipes.launch.torchtitan.train"  # the torchrun entry of launch/torchtitan/train.py
 # The same entry under its former path: the command.sh files of runs recorded before 2026-12-03 name it, and a
 # reference arm's command is read back from them.
@@ -23,5 +24,6 @@ def is_recipe(run: LaunchCommand) -> bool:
 
 
 ENGINE = Engine(name="torchtitan", is_recipe=is_recipe, flags=flags.FLAGS, flags_when_present=flags.FLAGS_WHEN_PRESENT,
-                node_flags=flags.NODE_FLAGS, log_formats=(logs.FORMAT,), layout=layouts.RULES,
+                node_flags=flags.NODE_FLAGS, log_formats=(logs.FORMAT,), layout=layouts.RULES, runs_here=True,
+                levers=True, model_flags=flags.MODEL_FLAGS, published_as=("torchtitan",),
                 renamed={FORMER_ENTRY_MODULE: ENTRY_MODULE})

@@ -27,6 +27,7 @@ RULES = LayoutRules(
     host_overhead_per_microbatch=True,
     ring_attention=True,
     compiles=True,
+    low_precision=False,
     # No torchtitan run measures an interleaved schedule, and the step model counts no cost per virtual stage, so
     # deeper interleaving would rank first on the bubble alone: 2 and 4, as torchtitan's docs show.
     max_virtual_stages=4,

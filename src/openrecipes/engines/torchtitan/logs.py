@@ -97,4 +97,4 @@ def read_torchtitan(path: Path, lines: Iterable[str]) -> StepTable:
     return StepTable("torchtitan", steps, planned_steps=reader.planned, out_of_data=reader.out_of_data)
 
 
-FORMAT = LogFormat("torchtitan", _TITAN_STEP, "step:", read_torchtitan)
+FORMAT = LogFormat("torchtitan", _TITAN_STEP, "step:", read_torchtitan, prints_stack=True)

@@ -16,27 +16,24 @@ from dataclasses import dataclass
 from openrecipes.catalog.command import ParsedRun
 from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.model import Recipe
-from openrecipes.engines.torchtitan.engine import ENTRY_MODULE, entry_at, is_recipe
+from openrecipes.engines.torchtitan.engine import ENGINE, ENTRY_MODULE, entry_at, is_recipe
+from openrecipes.engines.torchtitan.flags import MODEL_FLAGS, REPLICATE_FLAG
 from openrecipes.errors import UserError
 
-# The levers beyond the layout: our entry module's two flags (Liger-Kernel fused kernels, the attention backend) and
-# torchtitan's own float8 converter flags (torchao's float8 training of the linear layers). They come last in a run.
-KERNELS_FLAG = "--openrecipes.kernels"
-ATTENTION_FLAG = "--openrecipes.attention"
-STEPS_FLAG = "--training.steps"
-FLOAT8_CONVERTER = "quantize.linear.float8"
-FLOAT8_FLAGS = {"converter": "--model.converters", "scaling": "--quantize.linear.float8.recipe_name",
-                "skip": "--quantize.linear.float8.filter_fqns",
-                "all_gather": "--quantize.linear.float8.enable_fsdp_float8_all_gather",
-                "precomputed_scales": "--quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp"}
-LEVER_FLAGS = (KERNELS_FLAG, ATTENTION_FLAG, *FLOAT8_FLAGS.values())
+# The launch writes the engine's flag table (engines/torchtitan/flags.py) in its order, torchrun's node counts
+# aside: the layout's flags first, the levers beyond the layout (from the first lever row on) last in a run.
+_LEVER_FIELDS = ("layout.kernels", "layout.attention", "layout.float8")
+_TRAINER_ROWS = tuple(row for row in ENGINE.flags if row.flag not in ENGINE.node_flags)
+_FIRST_LEVER = next(at for at, row in enumerate(_TRAINER_ROWS) if row.field in _LEVER_FIELDS)
+LEVER_FLAGS = tuple(row.flag for row in _TRAINER_ROWS[_FIRST_LEVER:])
+STEPS_FLAG = next(row.flag for row in ENGINE.flags if row.field == "result.steps_per_run")
+_SHARD_FIELD = "layout.fsdp"  # written as DP where null (one shard group), its replicas after it
 # Flags whose presence the layout fields decide (layout_flags writes them or leaves them out).
-FIELD_OWNED = ("--compile.enable", "--activation_checkpoint.selective_ac_option", *LEVER_FLAGS)
+FIELD_OWNED = tuple(row.flag for row in _TRAINER_ROWS)
 # Logging choices of every run we start: rank 0's lines only, prefixed `[rank0]:`, without colour codes, so the
 # raw log is what `openrecipes measure` reads. They change nothing the model computes.
 LOG_TORCHRUN_OPTIONS = {"--local-ranks-filter": ["0"], "--role": ["rank"], "--tee": ["3"]}
 LOG_FLAGS = {"--metrics.log_freq": ["1"], "--metrics.disable_color_printing": []}
-AC_MODES = {None: "none", "full": "full", "selective": "selective"}
 
 
 @dataclass(frozen=True)
@@ -57,8 +54,8 @@ class TorchtitanLaunch:
 
     def argv(self) -> list[str]:
         """The one-node torchrun command (`openrecipes launch --slurm` writes the multi-node one)."""
-        options = {"--nnodes": [str(self.nnodes)], "--nproc_per_node": [str(self.nproc_per_node)],
-                   **self.torchrun_options}
+        counts = dict(zip(ENGINE.node_flags, ([str(self.nnodes)], [str(self.nproc_per_node)]), strict=True))
+        options = {**counts, **self.torchrun_options}
         return ["torchrun", *_words(options), "-m", ENTRY_MODULE, *self.torchtitan_argv()]
 
     def script(self) -> str:
@@ -102,11 +99,9 @@ def split_command(command: ParsedRun) -> tuple[dict[str, list[str]], dict[str, l
 def layout_flags(recipe: Recipe, card: ModelCard) -> dict[str, list[str]]:
     """The flags the recipe's fields decide, in the order a reader looks for them."""
     layout, workload = recipe.layout, recipe.workload
-    try:
-        model, flavor = card.architecture["torchtitan_model"], card.architecture["torchtitan_flavor"]
-    except KeyError:
+    if not card.architecture.keys() >= set(MODEL_FLAGS.values()):
         raise UserError(f"model card '{card.name}' names no torchtitan model: add architecture.torchtitan_model "
-                        "and architecture.torchtitan_flavor (e.g. qwen3, 8B)") from None
+                        "and architecture.torchtitan_flavor (e.g. qwen3, 8B)")
     if workload.precision not in ("bf16", "fp8"):
         raise UserError(f"precision {workload.precision}: the torchtitan engine runs BF16 mixed precision, or FP8 "
                         "linear layers with layout.float8")
@@ -117,48 +112,13 @@ def layout_flags(recipe: Recipe, card: ModelCard) -> dict[str, list[str]]:
     fsdp = layout.fsdp or layout.dp
     if layout.dp % fsdp:
         raise UserError(f"layout.dp {layout.dp} is not a multiple of layout.fsdp {fsdp}")
-    recompute = layout.recompute
-    flags: dict[str, list[str]] = {
-        "--model.name": [str(model)],
-        "--model.flavor": [str(flavor)],
-        "--training.seq_len": [str(workload.row_tokens)],
-        "--training.global_batch_size": [str(workload.global_batch)],
-        "--training.local_batch_size": [str(layout.rows_per_microbatch)],
-        STEPS_FLAG: [str(recipe.result.steps_per_run)],
-        "--parallelism.data_parallel_shard_degree": [str(fsdp)],
-        "--parallelism.data_parallel_replicate_degree": [str(layout.dp // fsdp)],
-        "--parallelism.tensor_parallel_degree": [str(layout.tp)],
-        "--parallelism.pipeline_parallel_degree": [str(layout.pp)],
-        "--parallelism.context_parallel_degree": [str(layout.cp)],
-        "--parallelism.expert_parallel_degree": [str(layout.ep)],
-        "--parallelism.expert_tensor_parallel_degree": [str(layout.etp)],
-        "--activation_checkpoint.mode": [AC_MODES[recompute.granularity if recompute else None]],
-    }
-    if recompute and recompute.granularity == "selective" and recompute.method:
-        flags["--activation_checkpoint.selective_ac_option"] = [recompute.method]
-    if layout.compile:
-        flags["--compile.enable"] = []
-    return flags | lever_flags(recipe)
-
-
-def lever_flags(recipe: Recipe) -> dict[str, list[str]]:
-    """Kernels, then the attention backend, then torchtitan's float8 flags; none of them when the fields are empty."""
-    layout = recipe.layout
-    flags: dict[str, list[str]] = {}
-    if layout.kernels:
-        flags[KERNELS_FLAG] = [",".join(layout.kernels)]
-    if layout.attention:
-        flags[ATTENTION_FLAG] = [layout.attention]
-    float8 = layout.float8
-    if float8 is not None:
-        flags[FLOAT8_FLAGS["converter"]] = [FLOAT8_CONVERTER]
-        flags[FLOAT8_FLAGS["scaling"]] = [float8.scaling]
-        if float8.skip:
-            flags[FLOAT8_FLAGS["skip"]] = [",".join(float8.skip)]
-        if float8.fsdp_float8_all_gather:
-            flags[FLOAT8_FLAGS["all_gather"]] = []
-        if float8.precomputed_scales:
-            flags[FLOAT8_FLAGS["precomputed_scales"]] = []
+    flags: dict[str, list[str]] = {flag: [str(card.architecture[key])] for flag, key in MODEL_FLAGS.items()}
+    for row in _TRAINER_ROWS:
+        words = [str(fsdp)] if row.field == _SHARD_FIELD else row.words(recipe)
+        if words is not None:
+            flags[row.flag] = words
+        if row.field == _SHARD_FIELD:
+            flags[REPLICATE_FLAG] = [str(layout.dp // fsdp)]
     return flags
 
 
@@ -170,7 +130,7 @@ def compose(recipe: Recipe, card: ModelCard, command: ParsedRun) -> TorchtitanLa
     kept = {flag: values for flag, values in written.items() if flag not in from_fields and flag not in FIELD_OWNED}
     placed = {flag: values for flag, values in from_fields.items() if flag not in LEVER_FLAGS}
     levers = {flag: values for flag, values in from_fields.items() if flag in LEVER_FLAGS}
-    for counted in ("--nnodes", "--nproc_per_node"):
+    for counted in ENGINE.node_flags:
         torchrun_options.pop(counted, None)
     return TorchtitanLaunch(env=dict(recipe.env), nnodes=recipe.gpu.count // recipe.gpu.per_node,
                             nproc_per_node=recipe.gpu.per_node, torchrun_options=torchrun_options,
