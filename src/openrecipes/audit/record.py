@@ -46,7 +46,7 @@ GPU_HOURS_NOTE = ("GPUs x (first to last timestamp of the log), compile warm-up 
 
 
 @dataclass(frozen=True)
-class MeasuredRun:
+class RecordedRun:
     """A measured run: its folder under the catalog (train.log inside) and its exact command."""
 
     folder: Path
@@ -64,20 +64,20 @@ class Recorded:
     convergence: ConvergenceVerdict  # the candidate's loss curve against the reference's
 
 
-def run_arm(folder: Path, fallback_run: str | None = None) -> MeasuredRun:
+def run_arm(folder: Path, fallback_run: str | None = None) -> RecordedRun:
     """A run folder as an arm: its command.sh, else `fallback_run` (the recipe it ran)."""
     folder = Path(folder)
     if not (folder / RUN_LOG).is_file():
         raise UserError(f"{folder}: no {RUN_LOG}; give the folder `openrecipes run --out` wrote")
     script = folder / RUN_COMMAND
     if script.is_file():
-        return MeasuredRun(folder, read_text(script, MAX_SCRIPT_BYTES, "run script"))
+        return RecordedRun(folder, read_text(script, MAX_SCRIPT_BYTES, "run script"))
     if fallback_run is None:
         raise UserError(f"{folder}: no {RUN_COMMAND}; write the run's exact command there")
-    return MeasuredRun(folder, fallback_run)
+    return RecordedRun(folder, fallback_run)
 
 
-def reference_arm(like: Recipe, folder: Path, root: Path, tables: ReferenceTables) -> MeasuredRun:
+def reference_arm(like: Recipe, folder: Path, root: Path, tables: ReferenceTables) -> RecordedRun:
     """The reference arm in `folder`, its command from command.sh there, else from the recipe that measured it
     (`like` itself, or the recipe whose candidate is like's reference arm)."""
     folder, runs, fallback = Path(folder), like.runs, None
@@ -95,7 +95,7 @@ def _parsed(run: str, where: Path) -> ParsedRun:
         raise UserError(f"{where}: {error}") from None
 
 
-def record(like: Recipe, candidate: MeasuredRun, reference: MeasuredRun, root: Path, tables: ReferenceTables,
+def record(like: Recipe, candidate: RecordedRun, reference: RecordedRun, root: Path, tables: ReferenceTables,
            notes: str | None = None, window: tuple[int, int] | None = None) -> Recorded:
     """The recipe of `candidate`'s run, shaped like `like` with the layout, GPU count and batch shape read from
     the run's own command (a torchtitan run; another engine's keeps like's), checked against `reference`. Nothing

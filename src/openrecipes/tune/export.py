@@ -44,7 +44,7 @@ from openrecipes.plan.export_model import (
 from openrecipes.plan.layouts import EngineName
 from openrecipes.plan.levers import lever_names
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict, predict_layout
-from openrecipes.plan.public_record import Compared as RecordCompared
+from openrecipes.plan.public_record import Compared
 from openrecipes.plan.public_record import compared as record_compared
 from openrecipes.plan.trust import memory_margin, stored_points
 from openrecipes.tune.candidates import renderable
@@ -250,7 +250,7 @@ def _rank(ranked: RankedTable, prediction: PredictedLayout) -> int | None:
 
 
 @dataclass(frozen=True)
-class Compared:
+class PointPrediction:
     """The planner's prediction of a measured point's own layout, and where it ranks in the table."""
     prediction: PredictedLayout
     same_settings: bool
@@ -258,13 +258,14 @@ class Compared:
     allocator_gib: float
 
 
-def _compared(point: MeasuredPoint, request: PlanRequest, ranked: RankedTable, tables: ReferenceTables) -> Compared:
+def _compared(point: MeasuredPoint, request: PlanRequest, ranked: RankedTable,
+              tables: ReferenceTables) -> PointPrediction:
     prediction = predict_layout(context(point.request, tables), point.layout).exported()
     # the same request on the same part: a table asked for by type plans the type's default variant
     default = variant_id(tables.gpus[request.gpu_type], tables)
     same = replace(point.request, variant=point.request.variant or default) == replace(
         request, variant=request.variant or default)
-    return Compared(prediction, same, _rank(ranked, prediction) if same else None,
+    return PointPrediction(prediction, same, _rank(ranked, prediction) if same else None,
                     round(allocator_gib(prediction.memory_gib, calibration().runtime_reserve_gib), 2))
 
 
@@ -324,7 +325,7 @@ def _release(engine_version: str) -> tuple[int, ...]:
     return ()
 
 
-def _neighbour(entry: SummaryEntry, row: RecordCompared) -> PublishedNeighbour:
+def _neighbour(entry: SummaryEntry, row: Compared) -> PublishedNeighbour:
     run = entry.entry.published
     assert run is not None
     return PublishedNeighbour(
@@ -335,7 +336,7 @@ def _neighbour(entry: SummaryEntry, row: RecordCompared) -> PublishedNeighbour:
         reason=row.reason)
 
 
-def nearest_published(entries: list[SummaryEntry], rows: dict[str, RecordCompared], gpu_type: str,
+def nearest_published(entries: list[SummaryEntry], rows: dict[str, Compared], gpu_type: str,
                       gpus: int) -> list[PublishedNeighbour]:
     """The published entries nearest to `gpus` x `gpu_type`: the same GPU type first, then the nearest GPU count
     (by the ratio of counts), then the newest release."""

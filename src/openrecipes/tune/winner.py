@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from openrecipes.atomic import write_atomic
-from openrecipes.audit.record import MeasuredRun, recipe_text, record, write_recipe
+from openrecipes.audit.record import RecordedRun, recipe_text, record, write_recipe
 from openrecipes.catalog.paths import RUN_COMMAND, relative_path
 from openrecipes.errors import UserError
 from openrecipes.tune.candidates import Candidate
@@ -50,7 +50,7 @@ def write_winner(s: Setup, result: TuneResult, out_recipe: Path | None = None) -
                                ("candidate", winner, winner_arm)):
         folder = outcome.measured_run.log.parent
         write_atomic(folder / RUN_COMMAND, arm.recipe.run)  # each arm's exact command beside its log
-        arms[name] = MeasuredRun(folder, arm.recipe.run)
+        arms[name] = RecordedRun(folder, arm.recipe.run)
     steps = winner.measured_run.figures.steps_per_run
     recorded = record(winner_arm.recipe, arms["candidate"], arms["reference"], s.root, s.tables,
                       notes=_notes(s, result, winner), window=winner.measured_run.figures.window)
