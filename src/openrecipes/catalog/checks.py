@@ -218,9 +218,9 @@ def check_command(ctx: Context) -> Iterator[Issue]:
     yield from _check_node_count(ctx.recipe, command, engine.node_flags)
     yield from _check_levers(ctx.recipe, engine.levers)
     card = ctx.tables.models.get(ctx.recipe.model)
-    layers = command.value("--num-layers")
+    layers = command.value(engine.layers_flag) if engine.layers_flag else None
     if card is not None and layers is not None and "layers" in card.architecture and layers != str(card.layers):
-        yield Issue("run", f"--num-layers {layers} but the model card has {card.layers} layers")
+        yield Issue("run", f"{engine.layers_flag} {layers} but the model card has {card.layers} layers")
 
 
 def _compare_env(env: dict[str, str], exports: dict[str, str]) -> Iterator[Issue]:

@@ -139,6 +139,8 @@ class Engine:
     # The flags naming the model its command trains, each with the model card's architecture key that gives it
     # (e.g. --model.name <- torchtitan_model); empty where the command names no card model.
     model_flags: Mapping[str, str]
+    # The flag giving the model's decoder layers, checked against the model card (None: the command gives none).
+    layers_flag: str | None
     # The training frameworks of the public record it models (published.engine; engines.registry.PublishedFramework).
     published_as: tuple[str, ...]
     # Launcher words that name the same program as another (a module that moved): commands compare as equal.

@@ -37,5 +37,6 @@ NODE_FLAGS = ("--actor-num-nodes", "--actor-num-gpus-per-node")
 # The layout a dry run shows, read back from the command: the parallel degrees, the token budget and the batch.
 SHOWN_FIELDS = ("layout.tp", "layout.pp", "layout.cp", "layout.ep", "layout.etp", "layout.max_tokens_per_gpu",
                 "workload.global_batch")
+LAYERS_FLAG = "--num-layers"  # the model's decoder layers (MODEL_ARGS), checked against the model card
 # Megatron's 2-byte gradient buffers (the planner's grad_reduce_bf16); no recipe field carries it.
 GRAD_REDUCE_BF16 = "--grad-reduce-in-bf16"

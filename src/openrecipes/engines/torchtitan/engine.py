@@ -25,5 +25,5 @@ def is_recipe(run: LaunchCommand) -> bool:
 
 ENGINE = Engine(name="torchtitan", is_recipe=is_recipe, flags=flags.FLAGS, flags_when_present=flags.FLAGS_WHEN_PRESENT,
                 node_flags=flags.NODE_FLAGS, log_formats=(logs.FORMAT,), layout=layouts.RULES, runs_here=True,
-                levers=True, model_flags=flags.MODEL_FLAGS, published_as=("torchtitan",),
+                levers=True, model_flags=flags.MODEL_FLAGS, layers_flag=None, published_as=("torchtitan",),
                 renamed={FORMER_ENTRY_MODULE: ENTRY_MODULE})
