@@ -26,6 +26,7 @@ from pathlib import Path
 from openrecipes.catalog.model import Recipe
 from openrecipes.engines.torchtitan.engine import ENTRY_MODULE
 from openrecipes.errors import UserError
+from openrecipes.launch.torchrun import torchrun_words
 from openrecipes.launch.torchtitan.render import TorchtitanLaunch
 
 RENDEZVOUS_PORT_BASE = 20000  # + SLURM_JOB_ID % 10000: jobs on one host (ids under 10000 apart) differ in port
@@ -101,8 +102,7 @@ def sbatch_script(command: NodeCommand, *, name: str, run_dir: str, options: Slu
                   "#SBATCH --ntasks-per-node=1", "#SBATCH --exclusive", *options.directives()]
     if command.gpus:
         directives.insert(3, f"#SBATCH --gpus-per-node={command.nproc_per_node}")
-    counts = {"--nnodes": [str(command.nnodes)], "--nproc_per_node": [str(command.nproc_per_node)]}
-    words = [word for flag, values in {**counts, **command.torchrun_options}.items() for word in (flag, *values)]
+    words = torchrun_words(command.nnodes, command.nproc_per_node, command.torchrun_options)
     # Run by bash on each node: the node rank is that task's own SLURM_NODEID; the store's host and port come in
     # as $1 and $2, so nothing of the batch script's is spliced into this text.
     lines = ['exec torchrun --rdzv_backend static --node_rank "$SLURM_NODEID" --master_addr "$1" --master_port "$2"',

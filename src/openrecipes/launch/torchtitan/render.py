@@ -19,6 +19,7 @@ from openrecipes.catalog.model import Recipe
 from openrecipes.engines.torchtitan.engine import ENGINE, ENTRY_MODULE, entry_at, is_recipe
 from openrecipes.engines.torchtitan.flags import MODEL_FLAGS, REPLICATE_FLAG
 from openrecipes.errors import UserError
+from openrecipes.launch.torchrun import option_words, torchrun_words
 
 # The launch writes the engine's flag table (engines/torchtitan/flags.py) in its order, torchrun's node counts
 # aside: the layout's flags first, the levers beyond the layout (from the first lever row on) last in a run.
@@ -50,13 +51,12 @@ class TorchtitanLaunch:
         return int(self.flags[STEPS_FLAG][0])
 
     def torchtitan_argv(self) -> list[str]:
-        return _words(self.flags)
+        return option_words(self.flags)
 
     def argv(self) -> list[str]:
         """The one-node torchrun command (`openrecipes launch --slurm` writes the multi-node one)."""
-        counts = dict(zip(ENGINE.node_flags, ([str(self.nnodes)], [str(self.nproc_per_node)]), strict=True))
-        options = {**counts, **self.torchrun_options}
-        return ["torchrun", *_words(options), "-m", ENTRY_MODULE, *self.torchtitan_argv()]
+        return ["torchrun", *torchrun_words(self.nnodes, self.nproc_per_node, self.torchrun_options), "-m",
+                ENTRY_MODULE, *self.torchtitan_argv()]
 
     def script(self) -> str:
         """The run as a recipe's `run` text: one export line, then torchrun and one flag per line."""
@@ -66,10 +66,6 @@ class TorchtitanLaunch:
         rest = [shlex.join([flag, *values]) for flag, values in self.flags.items()]
         lines = ([f"export {exports}"] if exports else []) + [" \\\n  ".join([head, *rest])]
         return "\n".join(lines) + "\n"
-
-
-def _words(options: dict[str, list[str]]) -> list[str]:
-    return [word for flag, values in options.items() for word in (flag, *values)]
 
 
 def _options(words: list[str]) -> dict[str, list[str]]:
