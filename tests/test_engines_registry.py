@@ -86,3 +86,14 @@ def test_one_engine_runs_here_and_it_renders_every_row_of_its_table():
     command = parse_run("torchrun --nnodes 1 --nproc_per_node 2 -m openrecipes.launch.torchtitan.train "
                         + " ".join(f"{flag} {' '.join(words)}" for flag, words in rendered.items()))
     assert all(row.read(command) == row.expected(recipe) for row in engine.flags)
+
+
+def test_the_validator_checks_every_flag_the_renderer_writes(tmp_path):
+    """The selective-AC method is a row of the table, so a command without it fails validation, as rendering does."""
+    from openrecipes.catalog.validate import validate_file
+
+    text = TORCHTITAN_RECIPE.read_text().replace(" \\\n    --activation_checkpoint.selective_ac_option op", "", 1)
+    assert text != TORCHTITAN_RECIPE.read_text()
+    path = tmp_path / "recipe.yaml"
+    path.write_text(text)
+    assert [e.field for e in validate_file(path).errors] == ["layout.recompute.method"]
