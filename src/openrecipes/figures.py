@@ -6,6 +6,7 @@ these functions recompute each published figure. Nothing else in the project doe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from statistics import mean, stdev
 from typing import Any
@@ -68,6 +69,11 @@ def step_time_cv_percent(step_times: Sequence[float]) -> float:
     if len(step_times) < 2:
         raise ValueError("the step-time CV needs at least two steps")
     return stdev(step_times) / mean(step_times) * 100.0
+
+
+def mean_half_width(cv_percent: float, steps: int, sigmas: float) -> float:
+    """Relative half-width of the confidence interval on a mean over `steps` step times: sigmas x CV / sqrt(steps)."""
+    return sigmas * (cv_percent / 100) / math.sqrt(steps)
 
 
 def data_parallel_size(gpus: int, tp: int, pp: int, cp: int) -> float:
