@@ -233,7 +233,7 @@ def read_shape(path: Path, data: dict[str, Any]) -> Shape:
         qkv_bias=attention_bias if family.qkv_bias is None else family.qkv_bias,
         o_bias=attention_bias if family.o_bias is None else family.o_bias,
         mla=mla, moe=moe, window=window, windowed_layers=windowed)
-    read.flag("mlp_bias", False)  # checked here: transformers reads it
+    read.flag("mlp_bias", False)  # refused here, naming the key, when not true or false (transformers reads it)
     return shape
 
 
