@@ -24,7 +24,7 @@ NEW_CARDS = ["llama-3.1-70b", "llama-3.1-405b", "qwen3-32b", "qwen3-30b-a3b", "q
 
 def derived(path: Path):
     _, data = load_config(path)
-    return counts(read_shape(path, data))
+    return counts(path, data, read_shape(path, data))
 
 
 def card(name: str) -> ModelCard:
@@ -69,7 +69,8 @@ def test_derived_cards_are_what_model_add_derives_now(name):
     text, data = load_config(path)
     on_disk = yaml.safe_load((MODELS / f"{name}.yaml").read_text(encoding="utf-8"))
     origin = on_disk["config"]["origin"]
-    again = card_data(name, read_shape(path, data), f"configs/{name}.json", sha256_of(text), origin)
+    shape = read_shape(path, data)
+    again = card_data(name, shape, counts(path, data, shape), f"configs/{name}.json", sha256_of(text), origin)
     assert on_disk == again
     assert card(name).total_params == derived(path).total
 

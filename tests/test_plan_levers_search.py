@@ -8,11 +8,13 @@ from dataclasses import replace
 import pytest
 from conftest import REPO, openrecipes
 
+from openrecipes.catalog.model import KERNELS
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
 from openrecipes.errors import UserError
 from openrecipes.plan.answer import PublishedFigure, default_engine, measured_recipes, widened
-from openrecipes.plan.levers import LEVERS, LeverSearch, lever_text
+from openrecipes.plan.layouts import Layout
+from openrecipes.plan.levers import LEVER_WORDS, LeverSearch, lever_names, lever_slug, lever_text
 from openrecipes.plan.predict import PlanRequest, predict
 from openrecipes.plan.trust import Interval
 
@@ -35,12 +37,14 @@ def test_best_bf16_layout_is_within_5_percent_of_the_best_measured_recipe(catalo
     assert best.layout.compile and best.layout.recompute == "none" and not best.layout.float8
 
 
-def test_every_lever_names_its_engines_and_terms():
-    assert {engine for lever in LEVERS for engine in lever.engines} == {"megatron", "torchtitan"}
-    assert all(lever.memory and lever.time for lever in LEVERS)
-    assert all(lever.enumerated for lever in LEVERS)
-    megatron = {lever.name for lever in LEVERS if lever.engines == ("megatron",)}
-    assert {"FP8 (current or delayed scaling)", "MXFP8 (Blackwell)", "NVFP4 (Blackwell)"} <= megatron
+def test_every_lever_is_spelled_one_way_in_names_tables_and_slugs():
+    layout = Layout("torchtitan", 1, 1, 1, 1, 1, 1, 8, (36,), "none", 0.0, 1, 8192, False, kernels=KERNELS,
+                    attention="sdpa-flash", float8="tensorwise")
+    assert lever_names(layout)[-2:] == ("attention sdpa-flash", "float8 tensorwise")
+    assert lever_text(layout) == ", liger rmsnorm+swiglu+rope+flce, sdpa-flash, fp8 tensorwise"
+    assert lever_slug(layout) == "-liger-rmsnorm+swiglu+rope+flce-sdpa-flash-fp8-tensorwise"
+    assert len({words.name for words in LEVER_WORDS}) == len({words.short for words in LEVER_WORDS}) == len(
+        LEVER_WORDS)
 
 
 def test_megatron_precision_is_timed_by_its_fitted_gemm_speedup():

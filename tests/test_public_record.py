@@ -98,8 +98,10 @@ def test_flops_per_token_is_6n_without_the_input_embedding_plus_causal_attention
     attention = 6 * 80 * 8192 * 64 * 128  # 6 x layers x seq x heads x head_dim: causal half of 12 x ...
     assert flops_per_token(card, 8192) == 6 * params + attention
     assert flops_per_token(card, 8192, frozen_weights=True) == 4 * params + attention
-    assert figures.torchtitan_flops_per_token(10, 2, 3, 4, 5) == 60 + 12 * 2 * 3 * 4 * 5
-    assert figures.causal_context(4096, 128) == 128 and figures.causal_context(4096) == 2048
+    # A 128-key window on every other layer: those layers attend 128 keys, the others half the sequence.
+    assert figures.attention_flops_per_token(2, 10, 4096, window=128, windowed_fraction=0.5) == 6 * (
+        1024 + 64) * 10 * 2
+    assert figures.attention_flops_per_token(2, 10, 4096, sparse_topk=512) == 6 * 512 * 10 * 2
 
 
 def _broken(tmp_path, source, change):

@@ -6,8 +6,10 @@ these functions recompute each published figure. Nothing else in the project doe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from statistics import mean, stdev
+from typing import Any
 
 SECONDS_PER_HOUR = 3600.0
 # A dense transformer's training step costs 6 FLOPs per active parameter per token (2 forward, 4 backward).
@@ -69,6 +71,11 @@ def step_time_cv_percent(step_times: Sequence[float]) -> float:
     return stdev(step_times) / mean(step_times) * 100.0
 
 
+def mean_half_width(cv_percent: float, steps: int, sigmas: float) -> float:
+    """Relative half-width of the confidence interval on a mean over `steps` step times: sigmas x CV / sqrt(steps)."""
+    return sigmas * (cv_percent / 100) / math.sqrt(steps)
+
+
 def data_parallel_size(gpus: int, tp: int, pp: int, cp: int) -> float:
     return gpus / (tp * pp * cp)
 
@@ -89,22 +96,42 @@ def published_half_unit(published_text: str) -> float:
     return 0.5 * 10.0 ** (-decimals + (int(exponent) if exponent else 0))
 
 
-# --- Training FLOPs per token and MFU of a published figure --------------------------------------------------------
-# Three ways to count a token's FLOPs, side by side in docs/public-record.md: 6N (FLOPS_PER_PARAM_PER_TOKEN, the
-# recipes' MFU); 6 x the matmul parameters plus causal attention (the published record's, close to what
-# Megatron-Bridge's "model TFLOP/s" counts); and torchtitan's, which counts attention over the whole square.
+# --- Training FLOPs per token --------------------------------------------------------------------------------------
+# Two ways to count a token's FLOPs, side by side in docs/public-record.md: 6N (FLOPS_PER_PARAM_PER_TOKEN, the
+# recipes' MFU and the planner's compute), and 6 x the matmul parameters plus causal attention (the published
+# record's, close to what Megatron-Bridge's "model TFLOP/s" counts). Both add attention_flops_per_token.
 
 
-def causal_context(seq_length: int, window: int | None = None) -> float:
-    """Keys one query attends, averaged over a causal sequence: half the sequence, or the window where it is shorter."""
-    half = seq_length / 2
-    return half if window is None else min(float(window), half)
+def attention_flops_per_token(layers: int, score_width: int, seq_length: int, window: int | None = None,
+                              windowed_fraction: float = 0.0, sparse_topk: int | None = None) -> float:
+    """Training FLOPs of the score (Q.K) and value (P.V) matmuls per token over all layers: 2 FLOPs per multiply-add,
+    forward 2 x context x score_width (heads x (qk + v head dims)), three times that with the backward pass.
+
+    A causal query attends half the sequence on average; on the windowed fraction of the layers at most `window`
+    keys (the token itself included), and with sparse attention (DSA) at most `sparse_topk` keys."""
+    full = seq_length / 2
+    context = full if sparse_topk is None else min(full, sparse_topk)
+    windowed = min(full, window) if window else full
+    mean_context = (1 - windowed_fraction) * context + windowed_fraction * windowed
+    return 3 * 2 * mean_context * score_width * layers
 
 
-def attention_flops_per_token(layers: float, heads: int, qk_head_dim: int, v_head_dim: int, context: float) -> float:
-    """Training FLOPs of the score (Q.K) and value (P.V) matmuls per token: 2 FLOPs per multiply-add, forward
-    2 x context x heads x (qk + v), three times that with the backward pass."""
-    return 3 * 2 * context * heads * (qk_head_dim + v_head_dim) * layers
+def attention_score_width(arch: Mapping[str, Any]) -> int:
+    """heads x (qk + v head dims) of a model card's architecture: multi-latent attention scores with its no-position
+    and rotary parts; grouped-query attention with kv_channels (hidden / heads where the card gives none)."""
+    heads = int(arch["attention_heads"])
+    if "qk_head_dim" in arch:
+        return heads * (int(arch["qk_head_dim"]) + int(arch.get("qk_pos_emb_head_dim", 0)) + int(arch["v_head_dim"]))
+    return heads * 2 * int(arch.get("kv_channels") or int(arch["hidden_size"]) // heads)
+
+
+def attention_window(arch: Mapping[str, Any]) -> tuple[int | None, float]:
+    """A card's sliding window in keys (Megatron's --window-size W attends W past tokens plus the token itself) and
+    the fraction of layers it is on: all but every window_attn_skip_freq-th; (None, 0.0) without a window."""
+    window, skip = arch.get("window_size"), arch.get("window_attn_skip_freq")
+    if window is None:
+        return None, 0.0
+    return int(window) + 1, (1 - 1 / int(skip)) if skip else 1.0
 
 
 def matmul_params(active_params: int, vocab: int, hidden: int, untied_embeddings: bool) -> int:
@@ -117,18 +144,11 @@ def matmul_params(active_params: int, vocab: int, hidden: int, untied_embeddings
 FLOPS_PER_FROZEN_PARAM_PER_TOKEN = 4
 
 
-def training_flops_per_token(matmul_params_count: int, attention_flops: float, frozen_weights: bool = False) -> float:
-    """6 FLOPs per matmul parameter (2 forward, 4 backward; 4 when the weights are frozen, as in LoRA, whose small
-    adapters this leaves out) plus the attention matmuls."""
+def training_flops_per_token(params: int, attention_flops: float, frozen_weights: bool = False) -> float:
+    """6 FLOPs per parameter (2 forward, 4 backward; 4 when the weights are frozen, as in LoRA, whose small adapters
+    this leaves out) plus the attention matmuls."""
     per_param = FLOPS_PER_FROZEN_PARAM_PER_TOKEN if frozen_weights else FLOPS_PER_PARAM_PER_TOKEN
-    return per_param * matmul_params_count + attention_flops
-
-
-def torchtitan_flops_per_token(params_without_embedding: int, layers: int, heads: int, head_dim: int,
-                               seq_length: int) -> float:
-    """torchtitan's count (get_nparams_and_flops): 6 x the parameters less the embedding + 12 x layers x heads x
-    head_dim x seq, attention over the whole square (no causal half)."""
-    return FLOPS_PER_PARAM_PER_TOKEN * params_without_embedding + 12 * layers * heads * head_dim * seq_length
+    return per_param * params + attention_flops
 
 
 def tflops_per_gpu(flops_per_token: float, tokens_per_s_per_gpu: float) -> float:

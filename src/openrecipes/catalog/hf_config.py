@@ -1,10 +1,10 @@
 """A Hugging Face config.json as a model card: the architecture families it knows (as data), the config read and
-checked into a typed shape, every parameter count as small pure functions, and the card that carries them.
+checked into a typed shape, the parameters counted, and the card that carries them.
 
-The counts are those of the model transformers builds from the config (`AutoModelForCausalLM.from_config`): every
-nn.Parameter once, buffers left out (DeepSeek-V3's router score bias is a buffer), a tied output head counted once, and
-no multi-token-prediction layer (transformers does not build DeepSeek-V3's). tests/test_model_cards*.py build the
-model on PyTorch's meta device and compare.
+The counts are those of the model transformers builds from the config (`AutoModelForCausalLM.from_config`) on
+PyTorch's meta device, which allocates nothing: every nn.Parameter once, buffers left out (DeepSeek-V3's router score
+bias is a buffer), a tied output head counted once, and no multi-token-prediction layer (transformers does not build
+DeepSeek-V3's). Counting needs torch; reading a card does not (it stores the counts).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from openrecipes.textfile import MIB, json_depth, read_text, shown
 
 MAX_CONFIG_BYTES = 1 * MIB  # a config.json is a few KB; anything near this is not one
 MAX_DEPTH = 32  # configs nest two or three levels (rope_scaling, quantization_config)
-MAX_LAYERS = 100_000  # layers are walked one by one; published models have a few hundred at most
+MAX_LAYERS = 1_000  # each layer is built (on the meta device); published models have a few hundred at most
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")  # a card's name and file stem: matched whole (fullmatch), no newline
 # Every key a family spells its experts with: one a family does not read is a config of another architecture.
 MOE_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
@@ -54,13 +55,12 @@ class Family:
     o_bias: bool | None = False
     qk_norm: bool = False  # per-head RMSNorm on queries and keys (Qwen3)
     sinks: bool = False  # one learned attention sink per head (gpt-oss)
-    mlp_bias: bool = False  # the config's mlp_bias applies (Llama)
     window_key: str | None = None  # sliding window attention, where it is used
     moe: MoeKeys | None = None
 
 
 FAMILIES: dict[str, Family] = {
-    "llama": Family("Llama", "LlamaForCausalLM", qkv_bias=None, o_bias=None, mlp_bias=True),
+    "llama": Family("Llama", "LlamaForCausalLM", qkv_bias=None, o_bias=None),
     "mistral": Family("Mistral", "MistralForCausalLM", window_key="sliding_window"),
     "qwen2": Family("Qwen2", "Qwen2ForCausalLM", qkv_bias=True),
     "qwen3": Family("Qwen3", "Qwen3ForCausalLM", qkv_bias=None, o_bias=None, qk_norm=True),
@@ -75,50 +75,6 @@ FAMILIES: dict[str, Family] = {
                       window_key="sliding_window", moe=MoeKeys("num_local_experts", "intermediate_size", biases=True)),
 }
 BY_ARCHITECTURE = {family.architecture: model_type for model_type, family in FAMILIES.items()}
-
-
-# --- the arithmetic: pure functions of the shape --------------------------------------------------------------------
-
-def linear_params(inputs: int, outputs: int, bias: bool) -> int:
-    return inputs * outputs + (outputs if bias else 0)
-
-
-def glu_mlp_params(hidden: int, ffn: int, bias: bool) -> int:
-    """A gated FFN: gate and up projections hidden -> ffn, down projection ffn -> hidden."""
-    return 2 * linear_params(hidden, ffn, bias) + linear_params(ffn, hidden, bias)
-
-
-def gqa_attention_params(hidden: int, heads: int, kv_heads: int, head_dim: int, qkv_bias: bool, o_bias: bool,
-                         qk_norm: bool, sinks: bool) -> int:
-    """Grouped-query attention: q to heads*head_dim, k and v to kv_heads*head_dim, o back to hidden."""
-    q, kv = heads * head_dim, kv_heads * head_dim
-    return (linear_params(hidden, q, qkv_bias) + 2 * linear_params(hidden, kv, qkv_bias)
-            + linear_params(q, hidden, o_bias) + (2 * head_dim if qk_norm else 0) + (heads if sinks else 0))
-
-
-def mla_attention_params(hidden: int, heads: int, q_lora_rank: int | None, kv_lora_rank: int, qk_nope_dim: int,
-                         qk_rope_dim: int, v_dim: int, bias: bool) -> int:
-    """Multi-head latent attention: queries through a low-rank q_lora_rank latent (with its norm) or directly; keys
-    and values through a kv_lora_rank latent (with its norm) plus one shared rope key; o back to hidden."""
-    qk_dim = qk_nope_dim + qk_rope_dim
-    queries = (linear_params(hidden, q_lora_rank, bias) + q_lora_rank + q_lora_rank * heads * qk_dim
-               if q_lora_rank else hidden * heads * qk_dim)
-    keys_values = (linear_params(hidden, kv_lora_rank + qk_rope_dim, bias) + kv_lora_rank
-                   + kv_lora_rank * heads * (qk_nope_dim + v_dim))
-    return queries + keys_values + linear_params(heads * v_dim, hidden, bias)
-
-
-def router_params(hidden: int, experts: int, bias: bool) -> int:
-    return linear_params(hidden, experts, bias)
-
-
-def embedding_params(vocab: int, hidden: int) -> int:
-    return vocab * hidden
-
-
-def layer_norm_params(hidden: int) -> int:
-    """The two RMSNorms of a decoder layer (before attention, before the FFN)."""
-    return 2 * hidden
 
 
 # --- the shape read from a config -----------------------------------------------------------------------------------
@@ -158,7 +114,6 @@ class Shape:
     ffn: int | None  # dense FFN width; None when no layer is dense
     qkv_bias: bool
     o_bias: bool
-    mlp_bias: bool
     mla: Mla | None
     moe: Moe | None
     window: int | None  # sliding window in tokens (Hugging Face's count, the token itself included)
@@ -277,12 +232,8 @@ def read_shape(path: Path, data: dict[str, Any]) -> Shape:
         ffn=read.count("intermediate_size") if dense else None,
         qkv_bias=attention_bias if family.qkv_bias is None else family.qkv_bias,
         o_bias=attention_bias if family.o_bias is None else family.o_bias,
-        mlp_bias=family.mlp_bias and read.flag("mlp_bias", False), mla=mla, moe=moe, window=window,
-        windowed_layers=windowed)
-    total = counts(shape).total
-    read.require(total <= MAX_COUNT, "hidden_size",
-                 f"these sizes make {total:.3g} parameters, beyond any model (and exact arithmetic); check "
-                 "hidden_size, vocab_size, num_hidden_layers and the expert counts")
+        mla=mla, moe=moe, window=window, windowed_layers=windowed)
+    read.flag("mlp_bias", False)  # refused here, naming the key, when not true or false (transformers reads it)
     return shape
 
 
@@ -397,46 +348,77 @@ class Counts:
     moe_layer_active: int | None
 
 
-def attention_params(shape: Shape, with_extras: bool = True) -> int:
-    """One layer's attention; with_extras=False keeps the matmul weights alone."""
-    if shape.mla:
-        m = shape.mla
-        full = mla_attention_params(shape.hidden, shape.heads, m.q_lora_rank, m.kv_lora_rank, m.qk_nope_dim,
-                                    m.qk_rope_dim, m.v_dim, shape.o_bias and with_extras)
-        norms = (m.q_lora_rank or 0) + m.kv_lora_rank
-        return full if with_extras else full - norms
-    f = shape.family
-    return gqa_attention_params(shape.hidden, shape.heads, shape.kv_heads, shape.head_dim,
-                                shape.qkv_bias and with_extras, shape.o_bias and with_extras,
-                                f.qk_norm and with_extras, f.sinks and with_extras)
+TORCH_MISSING = ("counting a model's parameters needs torch (transformers builds the model on its meta device); "
+                 "install its CPU build: pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu")
+BEYOND = ("these sizes make {total} parameters, beyond any model (and exact arithmetic); check hidden_size, "
+          "vocab_size, num_hidden_layers and the expert counts")
 
 
-def counts(shape: Shape) -> Counts:
-    h, moe = shape.hidden, shape.moe
-    attention, norms = attention_params(shape), layer_norm_params(h)
-    embedding = embedding_params(shape.vocab, h)
-    head = 0 if shape.tied else embedding
-    dense_mlp = glu_mlp_params(h, shape.ffn, shape.mlp_bias) if shape.ffn else None
-    dense_layer = attention + norms + dense_mlp if dense_mlp is not None else None
-    total = embedding + head + h + shape.dense_layers * (dense_layer or 0)
-    head_matmul = embedding  # the output projection's matmul, tied or not
-    active_matmul = head_matmul + shape.layers * attention_params(shape, with_extras=False)
-    active_matmul += shape.dense_layers * (glu_mlp_params(h, shape.ffn, False) if shape.ffn else 0)
+def meta_model(path: Path, data: dict[str, Any]) -> Any:
+    """The model transformers builds from the config, on the meta device (shapes only, no memory)."""
+    try:
+        import torch
+    except ImportError:
+        raise UserError(TORCH_MISSING) from None
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    architecture = {k: v for k, v in data.items() if k != "quantization_config"}  # storage format, not architecture
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            config = transformers.AutoConfig.for_model(**architecture)
+            with torch.device("meta"):
+                return transformers.AutoModelForCausalLM.from_config(config)
+        except (RuntimeError, ValueError, TypeError, KeyError, OverflowError) as error:
+            problem = str(error).splitlines()[0][:160] if str(error) else type(error).__name__
+            raise ConfigError(f"{shown(path)}: transformers cannot build a model from it ({problem}); give the "
+                              "model's config.json") from None
+
+
+def _size(module: Any) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+def _matmul_size(module: Any) -> int:
+    """The weights of its matmuls: no biases (gpt-oss's fused expert biases are 2-D), norms or sinks (1-D)."""
+    return sum(p.numel() for name, p in module.named_parameters() if p.dim() >= 2 and not name.endswith("bias"))
+
+
+def counts(path: Path, data: dict[str, Any], shape: Shape) -> Counts:
+    """The parameters of the model the config builds, in total, per part, and those a token uses: the routed experts
+    a token does not visit are left out of the active counts."""
+    least = shape.vocab * shape.hidden + shape.layers * shape.hidden  # the embedding and the layers' norms
+    if least > MAX_COUNT:  # refused before building: a meta tensor this large cannot even be counted
+        raise ConfigError(f"{shown(path)}: hidden_size: {BEYOND.format(total=f'at least {least:.3g}')}")
+    model = meta_model(path, data)
+    inner, total = model.model, _size(model)
+    if total > MAX_COUNT:
+        raise ConfigError(f"{shown(path)}: hidden_size: {BEYOND.format(total=f'{total:.3g}')}")
+    embedding, first = _size(inner.embed_tokens), inner.layers[0]
+    dense = next((layer for layer in inner.layers if not hasattr(layer.mlp, "experts")), None)
+    moe = next((layer for layer in inner.layers if hasattr(layer.mlp, "experts")), None)
+    active_matmul = embedding + sum(_matmul_size(layer) for layer in inner.layers)  # embedding: the output head's
+    active = total
     router = expert = shared = moe_layer = moe_active = None
-    if moe:
-        router = router_params(h, moe.experts, moe.biases)
-        expert = glu_mlp_params(h, moe.expert_ffn, moe.biases)
-        shared = moe.shared_experts * glu_mlp_params(h, moe.expert_ffn, False)
-        moe_layer = attention + norms + router + moe.experts * expert + shared
-        moe_active = moe_layer - (moe.experts - moe.topk) * expert
-        total += moe.moe_layers * moe_layer
-        active_matmul += moe.moe_layers * (router_params(h, moe.experts, False) + shared
-                                           + moe.topk * glu_mlp_params(h, moe.expert_ffn, False))
-    active = total - (moe.moe_layers * (moe.experts - moe.topk) * expert if moe and expert else 0)
-    return Counts(total=total, active=active, active_matmul=active_matmul, embedding=embedding, output_head=head,
-                  final_norm=h, attention_per_layer=attention, norms_per_layer=norms, dense_mlp_per_layer=dense_mlp,
-                  router_per_layer=router, expert=expert, shared_experts_per_layer=shared, dense_layer=dense_layer,
-                  moe_layer=moe_layer, moe_layer_active=moe_active)
+    if moe is not None and shape.moe:
+        unvisited = shape.moe.experts - shape.moe.topk
+        expert = _size(moe.mlp.experts) // shape.moe.experts
+        active -= shape.moe.moe_layers * unvisited * expert
+        active_matmul -= shape.moe.moe_layers * unvisited * (_matmul_size(moe.mlp.experts) // shape.moe.experts)
+        shared_experts = getattr(moe.mlp, "shared_experts", None)
+        shared = _size(shared_experts) if shared_experts is not None else 0
+        router = _size(moe.mlp) - _size(moe.mlp.experts) - shared
+        moe_layer = _size(moe)
+        moe_active = moe_layer - unvisited * expert
+    return Counts(total=total, active=active, active_matmul=active_matmul, embedding=embedding,
+                  output_head=0 if shape.tied else _size(model.lm_head), final_norm=_size(inner.norm),
+                  attention_per_layer=_size(first.self_attn),
+                  norms_per_layer=_size(first.input_layernorm) + _size(first.post_attention_layernorm),
+                  dense_mlp_per_layer=_size(dense.mlp) if dense is not None else None, router_per_layer=router,
+                  expert=expert, shared_experts_per_layer=shared,
+                  dense_layer=_size(dense) if dense is not None else None, moe_layer=moe_layer,
+                  moe_layer_active=moe_active)
 
 
 # --- the card -------------------------------------------------------------------------------------------------------
@@ -473,8 +455,8 @@ def architecture_fields(shape: Shape) -> dict[str, Any]:
     return arch
 
 
-def card_data(name: str, shape: Shape, config_file: str, config_sha256: str, origin: str) -> dict[str, Any]:
-    c = counts(shape)
+def card_data(name: str, shape: Shape, c: Counts, config_file: str, config_sha256: str, origin: str
+              ) -> dict[str, Any]:
     counted = ("every parameter transformers builds from the config, once (a tied output head is the embedding); "
                "buffers are not parameters")
     if shape.model_type == "deepseek_v3":

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from openrecipes.atomic import write_all_or_none
 from openrecipes.catalog.hardware import ModelCard
-from openrecipes.catalog.hf_config import NAME, card_data, load_config, read_shape, sha256_of
+from openrecipes.catalog.hf_config import NAME, card_data, counts, load_config, read_shape, sha256_of
 from openrecipes.catalog.yamlio import parse_yaml, read_yaml
 from openrecipes.errors import UserError
 from openrecipes.textfile import shown
@@ -36,7 +36,7 @@ def add_model(config: Path, name: str, out: Path, origin: str | None) -> Added:
     source_text, data = load_config(config)
     shape = read_shape(config, data)
     kept = out.parent / CONFIGS / f"{name}.json"
-    card_dict = card_data(name, shape, f"{CONFIGS}/{name}.json", sha256_of(source_text),
+    card_dict = card_data(name, shape, counts(config, data, shape), f"{CONFIGS}/{name}.json", sha256_of(source_text),
                           origin or f"given as {shown(config)}")
     text = HEADER + yaml.safe_dump(card_dict, sort_keys=False, width=110, allow_unicode=True)
     try:  # the text as the catalog will read it back

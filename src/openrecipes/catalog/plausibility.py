@@ -24,25 +24,15 @@ def flops_per_token(card: ModelCard, seq_length: int, frozen_weights: bool = Fal
     causal attention matmuls, a sliding window where the card has one (on all but every window_attn_skip_freq-th
     layer)."""
     arch = card.architecture
-    heads = int(arch["attention_heads"])
-    if "qk_head_dim" in arch:  # multi-latent attention: the score uses the no-position and rotary parts
-        qk_dim = int(arch["qk_head_dim"]) + int(arch.get("qk_pos_emb_head_dim", 0))
-        v_dim = int(arch["v_head_dim"])
-    else:
-        qk_dim = v_dim = int(arch.get("kv_channels") or int(arch["hidden_size"]) // heads)
-    layers = int(arch["layers"])
-    window = arch.get("window_size")
-    windowed = 0.0
-    if window is not None:
-        skip = arch.get("window_attn_skip_freq")
-        windowed = layers * (1 - 1 / int(skip)) if skip else float(layers)
-    attention = (figures.attention_flops_per_token(layers - windowed, heads, qk_dim, v_dim,
-                                                   figures.causal_context(seq_length))
-                 + figures.attention_flops_per_token(windowed, heads, qk_dim, v_dim,
-                                                     figures.causal_context(seq_length, int(window or 0) + 1)))
-    params = figures.matmul_params(card.active_params.count, int(arch["padded_vocab_size"]),
-                                   int(arch["hidden_size"]), bool(arch.get("untied_embeddings", True)))
-    return figures.training_flops_per_token(params, attention, frozen_weights)
+    attention = figures.attention_flops_per_token(int(arch["layers"]), figures.attention_score_width(arch), seq_length,
+                                                  *figures.attention_window(arch))
+    return figures.training_flops_per_token(_matmul_params(card), attention, frozen_weights)
+
+
+def _matmul_params(card: ModelCard) -> int:
+    arch = card.architecture
+    return figures.matmul_params(card.active_params.count, int(arch["padded_vocab_size"]), int(arch["hidden_size"]),
+                                 bool(arch.get("untied_embeddings", True)))
 
 
 def least_flops_per_token(card: ModelCard, seq_length: int | None, frozen_weights: bool) -> float:
@@ -52,10 +42,7 @@ def least_flops_per_token(card: ModelCard, seq_length: int | None, frozen_weight
     if not card.architecture.keys() >= ATTENTION_FIELDS:
         return figures.training_flops_per_token(card.active_params.count, 0.0, frozen_weights)
     if seq_length is None:
-        arch = card.architecture
-        params = figures.matmul_params(card.active_params.count, int(arch["padded_vocab_size"]),
-                                       int(arch["hidden_size"]), bool(arch.get("untied_embeddings", True)))
-        return figures.training_flops_per_token(params, 0.0, frozen_weights)
+        return figures.training_flops_per_token(_matmul_params(card), 0.0, frozen_weights)
     return flops_per_token(card, seq_length, frozen_weights)
 
 

@@ -20,10 +20,11 @@ that differ by that lever alone: tokens/s with it over tokens/s without. A lever
 unmeasured time effect: the plan predicts it as without the lever and names it unmeasured. The factors of several
 levers multiply (their effects are taken as independent).
 
-`LEVERS` is the one list of every lever the recipes use, with its memory and time terms and the engines that have
-it; `lever_sets` turns it into the settings `plan` enumerates for every layout (and `tune` measures): torch.compile
-on and off, reshard-after-forward on and off where FSDP shards, and each kernel, attention backend and FP8 scaling
-whose time factor was measured on the GPU type (or every one, where a search asks for them all).
+`LEVER_WORDS` spells every torchtitan lever choice the one way each room writes it (its name, its short form in
+tables and labels, and so its slug); `lever_sets` gives the settings `plan` enumerates for every layout (and `tune`
+measures): torch.compile on and off, reshard-after-forward on and off where FSDP shards, and each kernel, attention
+backend and FP8 scaling whose time factor was measured on the GPU type (or every one, where a search asks for them
+all). Megatron's levers (recompute, VP, sequence parallel, optimizer offload, `--precision`) are layout fields.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from typing import Literal
 
 from openrecipes.catalog.model import ATTENTION_BACKENDS, FLOAT8_SCALINGS, KERNELS
 from openrecipes.catalog.yamlio import read_yaml
-from openrecipes.engines.registry import MEGATRON, TORCHTITAN, engine_named
+from openrecipes.engines.registry import engine_named
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import BF16_BYTES, HERE
 from openrecipes.plan.layouts import Layout, LeverSet
@@ -46,10 +47,50 @@ _LEVER_KEYS = ("kernels", "attention", "float8")
 _LAYOUT_DEFAULTS = {"compile": False, "reshard_after_forward": True}  # as openrecipes.plan.calibrate reads a point
 
 
+@dataclass(frozen=True)
+class LeverWords:
+    """One torchtitan lever choice in each of its spellings."""
+
+    field: str  # the layout field: kernels, attention or float8
+    value: str  # the field's value in a recipe: liger-rmsnorm, sdpa-flash, tensorwise
+    name: str  # measured factors and exported rows: liger-rmsnorm, attention sdpa-flash, float8 tensorwise
+    short: str  # table cells, labels and (spaces as dashes) slugs: rmsnorm (in `liger rmsnorm+flce`), fp8 tensorwise
+
+
+LEVER_WORDS: tuple[LeverWords, ...] = (
+    *(LeverWords("kernels", kernel, kernel, short) for kernel, short in zip(
+        KERNELS, ("rmsnorm", "swiglu", "rope", "flce"), strict=True)),
+    *(LeverWords("attention", backend, f"attention {backend}", backend) for backend in ATTENTION_BACKENDS),
+    *(LeverWords("float8", scaling, f"float8 {scaling}", f"fp8 {scaling}") for scaling in FLOAT8_SCALINGS),
+)
+_WORDS = {(words.field, words.value): words for words in LEVER_WORDS}
+
+
+def _chosen(kernels: tuple[str, ...], attention: str | None, float8: str | None) -> list[LeverWords]:
+    return ([_WORDS["kernels", k] for k in kernels] + ([_WORDS["attention", attention]] if attention else [])
+            + ([_WORDS["float8", float8]] if float8 else []))
+
+
+def names_of(kernels: tuple[str, ...], attention: str | None, float8: str | None) -> tuple[str, ...]:
+    """The levers these choices pull, one name each: the kernels, `attention NAME`, `float8 SCALING`."""
+    return tuple(words.name for words in _chosen(kernels, attention, float8))
+
+
 def lever_names(layout: Layout) -> tuple[str, ...]:
-    """The levers a layout pulls, one name each: its kernels, `attention NAME`, `float8 SCALING`."""
-    return (*layout.kernels, *([f"attention {layout.attention}"] if layout.attention else []),
-            *([f"float8 {layout.float8}"] if layout.float8 else []))
+    """The levers a layout pulls, one name each (names_of)."""
+    return names_of(layout.kernels, layout.attention, layout.float8)
+
+
+def lever_parts(layout: Layout) -> list[str]:
+    """The levers a layout pulls in short: `liger rmsnorm+flce` (its kernels), the attention backend, `fp8 SCALING`."""
+    chosen = _chosen(layout.kernels, layout.attention, layout.float8)
+    kernels = [words.short for words in chosen if words.field == "kernels"]
+    return ([f"liger {'+'.join(kernels)}"] if kernels else []) + [w.short for w in chosen if w.field != "kernels"]
+
+
+def lever_slug(layout: Layout) -> str:
+    """`-liger-rmsnorm+flce-sdpa-flash-fp8-tensorwise`: the short forms as a slug's tail."""
+    return "".join(f"-{part.replace(' ', '-')}" for part in lever_parts(layout))
 
 
 def fused_cross_entropy_bytes(tokens: int, vocab: int, hidden: int, tp: int = 1) -> float:
@@ -67,8 +108,7 @@ class MeasuredFactor:
 
 def _names_of(row: dict) -> tuple[str, ...]:
     lay = row["layout"]
-    return (*lay.get("kernels", ()), *([f"attention {lay['attention']}"] if lay.get("attention") else []),
-            *([f"float8 {lay['float8']}"] if lay.get("float8") else []))
+    return names_of(tuple(lay.get("kernels", ())), lay.get("attention"), lay.get("float8"))
 
 
 def _twin_key(row: dict) -> tuple:
@@ -126,59 +166,12 @@ def parse_levers(kernels: str | None, attention: str | None, float8: str | None)
     return fixed, LeverSearch(float8="measured" if float8 == "measured" else "none")
 
 
-# Short names of the kernels in table cells, slugs and labels.
-KERNEL_SHORT = {"liger-rmsnorm": "rmsnorm", "liger-swiglu": "swiglu", "liger-rope": "rope",
-                "liger-fused-linear-cross-entropy": "flce"}
-
-
 def lever_text(layout: Layout) -> str:
     """`, compiled, no reshard, liger flce, fp8 tensorwise` for a table cell: the levers a layout pulls."""
     parts = (["compiled"] if layout.compile else []) + ([] if layout.reshard_after_forward else ["no reshard"])
-    parts += [f"liger {'+'.join(KERNEL_SHORT[k] for k in layout.kernels)}"] if layout.kernels else []
-    parts += [layout.attention] if layout.attention else []
-    parts += [f"fp8 {layout.float8}"] if layout.float8 else []
+    parts += lever_parts(layout)
     parts += [layout.low_precision] if layout.low_precision else []
     return "".join(f", {part}" for part in parts)
-
-
-@dataclass(frozen=True)
-class Lever:
-    """One lever a recipe can pull: the engines that have it, and where its memory and time terms come from."""
-    name: str
-    engines: tuple[str, ...]
-    memory: str  # what the planner's memory model does with it
-    time: str  # where its time term comes from (a fitted value, measured pairs, the layout's own terms, or none)
-    enumerated: bool  # whether `plan` searches it (a lever with no time term is not: it could not be ranked)
-
-
-ONLY_TORCHTITAN, ONLY_MEGATRON = (TORCHTITAN.name,), (MEGATRON.name,)
-LEVERS: tuple[Lever, ...] = (
-    Lever("torch.compile", ONLY_TORCHTITAN, "compiled loss keeps BF16 logits; compiled blocks keep no AMP FP32 norms",
-          "fitted: calibration.yaml compile_speedup on our compiled/eager runs (reference_points.yaml own_runs)", True),
-    Lever("no reshard after forward", ONLY_TORCHTITAN, "each FSDP unit's gathered BF16 weights held to the backward",
-          "one FSDP all-gather fewer per microbatch (the FSDP communication term)", True),
-    Lever("float8 tensorwise", ONLY_TORCHTITAN, "not modelled: planned with BF16 memory",
-          "measured factor from own_runs pairs that differ by it alone, per GPU type", True),
-    Lever("float8 rowwise", ONLY_TORCHTITAN, "not modelled: planned with BF16 memory",
-          "measured factor from own_runs pairs that differ by it alone, per GPU type", True),
-    *(Lever(kernel, ONLY_TORCHTITAN, "see this module's docstring", "measured factor from own_runs pairs, per GPU type",
-            True) for kernel in KERNELS),
-    *(Lever(f"attention {backend}", ONLY_TORCHTITAN, "none: every backend saves the same tensors",
-            "measured factor from own_runs pairs, per GPU type", True) for backend in ATTENTION_BACKENDS),
-    Lever("recompute none/selective/full", ONLY_MEGATRON + ONLY_TORCHTITAN, "activations kept per policy",
-          "FLOPs rerun (full: the layers' forward; torchtitan selective: the unsaved matmuls; Megatron selective: "
-          "assumed factor)", True),
-    Lever("virtual pipeline (VP)", ONLY_MEGATRON, "in-flight microbatches of the interleaved schedule",
-          "pipeline bubble / VP", True),
-    Lever("sequence parallel", ONLY_MEGATRON, "activations split over TP", "TP all-gather/reduce-scatter", True),
-    Lever("optimizer offload", ONLY_MEGATRON, "offloaded fraction of the optimizer state off the GPU",
-          "measured host Adam rate (calibration.yaml measured)", True),
-    *(Lever(name, ONLY_MEGATRON, "not modelled: planned with BF16 memory",
-            f"fitted: calibration.yaml low_precision_speedup.{family} on the public record's Megatron-Bridge entries "
-            "(`plan --precision`)", True)
-      for name, family in (("FP8 (current or delayed scaling)", "fp8"), ("MXFP8 (Blackwell)", "mxfp8"),
-                           ("NVFP4 (Blackwell)", "nvfp4"))),
-)
 
 
 # Which choices of a torchtitan lever the enumeration tries: none of them, the ones with a time factor measured on
@@ -198,8 +191,6 @@ class LeverSearch:
 
 # tune: BF16, compile and resharding searched, kernels and attention only when asked.
 BF16_SEARCH = LeverSearch(kernels="none", attention="none", float8="none")
-# The fixed settings the old enumeration used: eager, resharding, no lever (calibration points name their own).
-NO_SEARCH = LeverSearch(compile=False, reshard=False, kernels="none", attention="none", float8="none")
 # The kernel choices a full search tries: no kernel, each alone, all of them (each one's effect, and theirs together).
 KERNEL_CHOICES: tuple[tuple[str, ...], ...] = ((), *((kernel,) for kernel in KERNELS), KERNELS)
 ATTENTION_CHOICES: tuple[str | None, ...] = (None, *ATTENTION_BACKENDS)
@@ -234,12 +225,12 @@ def lever_sets(engine: str, gpu_type: str, search: LeverSearch, kernels: tuple[s
     if not engine_named(engine).layout.compiles:
         return (LeverSet(),)
     measured = _worth_trying(gpu_type)
-    kernel_names = {k: set(k) for k in KERNEL_CHOICES}
+    kernel_names = {k: set(names_of(k, None, None)) for k in KERNEL_CHOICES}
     kernel_choices = (kernels,) if kernels else _scoped(search.kernels, KERNEL_CHOICES, kernel_names, measured)
     attention_choices = (attention,) if attention else _scoped(
-        search.attention, ATTENTION_CHOICES, {a: {f"attention {a}"} for a in ATTENTION_CHOICES}, measured)
+        search.attention, ATTENTION_CHOICES, {a: set(names_of((), a, None)) for a in ATTENTION_CHOICES}, measured)
     float8_choices = (float8,) if float8 else _scoped(
-        search.float8, FLOAT8_CHOICES, {f: {f"float8 {f}"} for f in FLOAT8_CHOICES}, measured)
+        search.float8, FLOAT8_CHOICES, {f: set(names_of((), None, f)) for f in FLOAT8_CHOICES}, measured)
     return tuple(LeverSet(c, r, k, a, f) for f in float8_choices for k in kernel_choices for a in attention_choices
                  for c in ((False, True) if search.compile else (False,))
                  for r in ((True, False) if search.reshard else (True,)))

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from openrecipes import figures
 from openrecipes.catalog.hardware import ModelCard
 from openrecipes.errors import UserError
-from openrecipes.figures import FLOPS_PER_PARAM_PER_TOKEN
 
 GLU_MATRICES = 3  # gate, up, down
 
@@ -88,16 +88,14 @@ class ModelShape:
                 + self.moe_layers * per_moe_layer)
 
     def attention_flops_per_token(self, row_tokens: int) -> float:
-        """Training FLOPs of QK^T and AV per token over all layers (3x forward, causal: half the row on average)."""
-        full_context = row_tokens / 2
-        context = full_context if self.sparse_attention_topk is None else min(full_context, self.sparse_attention_topk)
-        windowed = min(full_context, self.attention_window) if self.attention_window else full_context
-        mean_context = (1 - self.windowed_layer_fraction) * context + self.windowed_layer_fraction * windowed
-        return 3 * 2 * mean_context * self.attention_score_width * self.layers
+        """Training FLOPs of QK^T and AV per token over all layers (figures.attention_flops_per_token)."""
+        return figures.attention_flops_per_token(self.layers, self.attention_score_width, row_tokens,
+                                                 self.attention_window, self.windowed_layer_fraction,
+                                                 self.sparse_attention_topk)
 
     def step_flops_per_token(self, row_tokens: int) -> float:
         """Model FLOPs per trained token: 6N for the matmuls (figures' definition) plus attention scores."""
-        return FLOPS_PER_PARAM_PER_TOKEN * self.active_params + self.attention_flops_per_token(row_tokens)
+        return figures.training_flops_per_token(self.active_params, self.attention_flops_per_token(row_tokens))
 
 
 # One object per distinct shape, whichever request reads the card: the planner's caches are keyed on shapes, and a key
@@ -123,18 +121,18 @@ def model_shape(card: ModelCard) -> ModelShape:
         attention_params = (hidden * q_lora + q_lora * qk_width + hidden * (kv_lora + rope_dim)
                             + kv_lora * heads * (qk_dim + v_dim) + heads * v_dim * hidden + indexer)
         groups, qkv_width = heads, 2 * qk_width + heads * v_dim
-        out_width, score_width, latent = heads * v_dim, heads * (qk_dim + rope_dim + v_dim), q_lora + kv_lora + rope_dim
+        out_width, latent = heads * v_dim, q_lora + kv_lora + rope_dim
         qk_norm_width = 0  # MLA's latent norms are not per-head q/k norms
     else:
         groups, kv_channels = _field(arch, "query_groups", name), _field(arch, "kv_channels", name)
         q_width, kv_width = heads * kv_channels, groups * kv_channels
         attention_params = hidden * (q_width + 2 * kv_width) + q_width * hidden
-        qkv_width, out_width, score_width, latent = q_width + 2 * kv_width, q_width, 2 * q_width, 0
+        qkv_width, out_width, latent = q_width + 2 * kv_width, q_width, 0
         # architecture.qk_norm (Qwen3) adds per-head norms on queries and keys; cards without it have none.
         qk_norm_width = q_width + kv_width if arch.get("qk_norm") else 0
     experts = int(arch.get("experts") or 0)
     layers = _field(arch, "layers", name)
-    window_freq = arch.get("window_attn_skip_freq")
+    window, windowed_fraction = figures.attention_window(arch)
     if "untied_embeddings" not in arch:
         raise UserError(f"unknown: untied_embeddings (model card '{name}' lacks architecture.untied_embeddings)")
     shape = ModelShape(
@@ -148,12 +146,10 @@ def model_shape(card: ModelCard) -> ModelShape:
         attention_params_per_layer=attention_params,
         attention_qkv_width=qkv_width,
         attention_out_width=out_width,
-        attention_score_width=score_width,
+        attention_score_width=figures.attention_score_width(arch),
         attention_latent_width=latent,
-        # Megatron's --window-size W,0 attends W past tokens plus the token itself.
-        attention_window=int(arch["window_size"]) + 1 if arch.get("window_size") is not None else None,
-        windowed_layer_fraction=(
-            (1 - 1 / int(window_freq)) if window_freq else (1.0 if arch.get("window_size") else 0.0)),
+        attention_window=window,
+        windowed_layer_fraction=windowed_fraction,
         sparse_attention_topk=int(arch["index_topk"]) if arch.get("index_topk") else None,
         dense_ffn=_field(arch, "ffn_hidden_size", name) if (not experts or arch.get("dense_layers")) else None,
         dense_layers=int(arch.get("dense_layers") or 0) if experts else layers,

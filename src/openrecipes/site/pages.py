@@ -82,7 +82,7 @@ def usd_recomputed(catalog: Catalog, entry: CatalogEntry) -> float:
     if published is None:
         raise ValueError(f"{entry.slug}: publishes no $ per 1M tokens")
     instance = catalog.tables.instances.get(entry.entry.gpu.instance) if isinstance(entry.entry, Recipe) else None
-    per_gpu_hour = instance.usd_per_hour / instance.gpus if instance else None
+    per_gpu_hour = figures.usd_per_gpu_hour(instance.usd_per_hour, instance.gpus) if instance else None
     return facts.usd_recomputed(published, entry.entry.result.tokens_per_s_per_gpu, per_gpu_hour)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from openrecipes import figures
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.plan.layouts import Layout
-from openrecipes.plan.levers import BF16_SEARCH, KERNEL_SHORT, lever_names
+from openrecipes.plan.levers import BF16_SEARCH, lever_names, lever_parts, lever_slug
 from openrecipes.plan.predict import Context, predict, predict_layout
 
 # Relative error of a held-out tokens/s prediction: benchmarks/RESULTS.md (the planner against our H200 runs): 21 of
@@ -58,19 +58,13 @@ class Candidate:
         lay = self.layout
         return (f"tp{lay.tp}-pp{lay.pp}-cp{lay.cp}-dp{lay.dp}-{lay.recompute}-mb{lay.rows_per_microbatch}-"
                 f"{'compile' if lay.compile else 'eager'}{'' if lay.reshard_after_forward else '-noreshard'}"
-                + "".join(f"-{part.replace(' ', '-')}" for part in self._lever_parts))
+                + lever_slug(lay))
 
     @property
     def label(self) -> str:
         lay = self.layout
         return (f"{lay.label} {lay.recompute} MB{lay.rows_per_microbatch} {'compile' if lay.compile else 'eager'}"
-                f"{'' if lay.reshard_after_forward else ' no-reshard'}" + "".join(f" {p}" for p in self._lever_parts))
-
-    @property
-    def _lever_parts(self) -> list[str]:
-        lay = self.layout
-        return ([f"liger {'+'.join(KERNEL_SHORT[k] for k in lay.kernels)}"] if lay.kernels else []) + (
-            [lay.attention] if lay.attention else []) + ([f"fp8 {lay.float8}"] if lay.float8 else [])
+                f"{'' if lay.reshard_after_forward else ' no-reshard'}" + "".join(f" {p}" for p in lever_parts(lay)))
 
     def step_s(self, efficiency: float) -> float:
         return (self.unit_compute_s / efficiency + self.other_s) / self.lever_speedup

@@ -110,10 +110,10 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, request: 
         usd_per_million_tokens=round(figures.usd_per_million_tokens(per_gpu_hour, tokens), 4),
         step_time_cv_percent=0.0,
         mfu=round(figures.mfu(base.result.active_params.count, tokens, gpu.peak_bf16_flops), 4),
-        gpu_hours=round(max(base.gpu.count * steps * prediction.step.total_s / 3600, 0.01), 2),
+        gpu_hours=round(max(figures.gpu_hours(base.gpu.count * steps, prediction.step.total_s), 0.01), 2),
         gpu_hours_note="predicted: GPUs x steps x predicted step time (no compile warm-up, no start-up)",
         reference_tokens_per_s_per_gpu=None,
-        window_tokens=(base.result.window[1] - base.result.window[0] + 1) * request.global_batch * request.row_tokens))
+        window_tokens=figures.window_tokens(*base.result.window, request.global_batch, request.row_tokens)))
     correctness = base.correctness.model_copy(update=dict(
         result="pending", summary="not run: a layout predicted by `openrecipes plan`",
         reference=f"{relative_path(base_path, root)} (the recipe this one is composed from)",

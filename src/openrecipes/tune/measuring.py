@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import relative_path
 from openrecipes.errors import UserError
+from openrecipes.figures import mean_half_width
 from openrecipes.launch.torchtitan.render import run_launch
 from openrecipes.measure.result import RecipeMeasured
 from openrecipes.measure.stack import StackLine, read_stack_line
@@ -57,7 +57,7 @@ class Measurement:
 
     def _half_width(self) -> float:
         first, last = self.figures.window
-        return CONFIDENCE_SIGMAS * (self.figures.step_time_cv_percent / 100) / math.sqrt(last - first + 1)
+        return mean_half_width(self.figures.step_time_cv_percent, last - first + 1, CONFIDENCE_SIGMAS)
 
     @property
     def optimistic(self) -> float:
