@@ -128,21 +128,21 @@ def test_the_demo_corpus_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
 
 
 def _child(qwen3: Path, dialogs: Path, out: Path, seed: int, kill_at: str = "") -> subprocess.Popen:
-    """A build in its own process; kill_at="before-swap"/"after-swap" kills it at the rename that publishes."""
+    """A build in its own process; kill_at="before-swap"/"after-swap" kills it at the swap that publishes."""
     script = f"""
 import os, signal
 from pathlib import Path
-from openrecipes.rows import publish
+from openrecipes import atomic
 from openrecipes.rows.build import BuildRequest, build_rows
 from openrecipes.rows.manifest import RowsManifest
-link = publish._link
-def dying_link(path, target):
-    if {kill_at!r} == "before-swap" and path.name == publish.CURRENT:
+swap = atomic.swap_folders
+def dying_swap(new, old):
+    if {kill_at!r} == "before-swap":
         os.kill(os.getpid(), signal.SIGKILL)
-    link(path, target)
-    if {kill_at!r} == "after-swap" and path.name == publish.CURRENT:
+    swap(new, old)
+    if {kill_at!r} == "after-swap":
         os.kill(os.getpid(), signal.SIGKILL)
-publish._link = dying_link
+atomic.swap_folders = dying_swap
 build_rows(BuildRequest(Path({str(dialogs)!r}), Path({str(qwen3)!r}), "qwen3", 256, 60, {seed}, Path({str(out)!r}),
                         workers=1))
 """
@@ -180,8 +180,7 @@ def test_a_killed_build_leaves_the_old_or_the_new_complete_output(qwen3, dialogs
     assert _child(qwen3, dialogs, out, seed=2).wait(timeout=300) == 0
     assert _published(out) == new
     assert sorted(path.name for path in out.iterdir()) == [
-        ".rows-versions", ".rows.lock", "manifest.json", "rows-current", "rows.parquet"]  # temporaries cleaned
-    assert len(list((out / ".rows-versions").iterdir())) == 1
+        ".rows.lock", "manifest.json", "rows-current", "rows.parquet"]  # temporaries cleaned
 
 
 def test_a_second_build_into_the_same_folder_is_refused_while_one_runs(qwen3, tmp_path):
