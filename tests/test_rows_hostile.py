@@ -17,7 +17,7 @@ import pytest
 from conftest import openrecipes
 
 from openrecipes.errors import UserError
-from openrecipes.rows import build, demo, room
+from openrecipes.rows import build, demo, publish, room
 from openrecipes.rows.build import BuildRequest, build_rows
 from openrecipes.rows.manifest import RowsManifest
 
@@ -210,3 +210,28 @@ def test_concurrent_builds_never_mix(qwen3, dialogs, tmp_path):
     assert 0 in codes
     assert all(code == 0 or "another rows build" in error for code, error in zip(codes, errors, strict=True))
     _published(tmp_path)
+
+
+@pytest.mark.parametrize("layout", ["plain files", "rows-current a link into .rows-versions"])
+def test_a_folder_an_older_build_wrote_takes_the_new_pair_whole(tmp_path, layout):
+    if layout == "plain files":
+        (tmp_path / "rows.parquet").write_text("old rows\n")
+        (tmp_path / "manifest.json").write_text("old manifest\n")
+    else:
+        version = tmp_path / ".rows-versions/0123"
+        version.mkdir(parents=True)
+        (version / "rows.parquet").write_text("old rows\n")
+        (version / "manifest.json").write_text("old manifest\n")
+        (tmp_path / "rows-current").symlink_to(".rows-versions/0123")
+        for name in publish.FILES:
+            (tmp_path / name).symlink_to(f"rows-current/{name}")
+    with publish.locked(tmp_path):
+        assert (tmp_path / "rows.parquet").read_text() == "old rows\n"  # the lock's clean-up keeps the published pair
+        staged = publish.stage(tmp_path)
+        (staged / "rows.parquet").write_text("new rows\n")
+        (staged / "manifest.json").write_text("new manifest\n")
+        publish.publish(tmp_path, staged)
+    assert (tmp_path / "rows.parquet").read_text() == "new rows\n"
+    assert (tmp_path / "manifest.json").read_text() == "new manifest\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        ".rows.lock", "manifest.json", "rows-current", "rows.parquet"]
