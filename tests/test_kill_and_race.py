@@ -137,7 +137,7 @@ def _assert_whole(out: Path, sites: dict) -> str:
     return state
 
 
-SWAP_POINTS = [("openrecipes.site.build._exchange", "before"), ("openrecipes.site.build._exchange", "after"),
+SWAP_POINTS = [("openrecipes.atomic.swap_folders", "before"), ("openrecipes.atomic.swap_folders", "after"),
                ("openrecipes.site.build._build_into", "after")]
 
 

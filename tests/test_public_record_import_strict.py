@@ -98,7 +98,7 @@ def test_an_import_that_fails_while_writing_leaves_recipes_as_it_was(tmp_path, c
     def no_room(new, old):
         raise OSError(28, "No space left on device", str(old))
 
-    monkeypatch.setattr("openrecipes.catalog.record_import.swap_folders", no_room, raising=False)
+    monkeypatch.setattr("openrecipes.catalog.record_import.publish_folder", no_room)
     code, _, err = _run(MEGATRON, root, capsys)
     assert code == 2 and err.count("\n") == 1
     assert _files(root) == before and not list(root.glob(".import-*"))

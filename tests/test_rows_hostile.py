@@ -17,7 +17,7 @@ import pytest
 from conftest import openrecipes
 
 from openrecipes.errors import UserError
-from openrecipes.rows import build, demo, room
+from openrecipes.rows import build, demo, publish, room
 from openrecipes.rows.build import BuildRequest, build_rows
 from openrecipes.rows.manifest import RowsManifest
 
@@ -128,21 +128,21 @@ def test_the_demo_corpus_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
 
 
 def _child(qwen3: Path, dialogs: Path, out: Path, seed: int, kill_at: str = "") -> subprocess.Popen:
-    """A build in its own process; kill_at="before-swap"/"after-swap" kills it at the rename that publishes."""
+    """A build in its own process; kill_at="before-swap"/"after-swap" kills it at the swap that publishes."""
     script = f"""
 import os, signal
 from pathlib import Path
-from openrecipes.rows import publish
+from openrecipes import atomic
 from openrecipes.rows.build import BuildRequest, build_rows
 from openrecipes.rows.manifest import RowsManifest
-link = publish._link
-def dying_link(path, target):
-    if {kill_at!r} == "before-swap" and path.name == publish.CURRENT:
+swap = atomic.swap_folders
+def dying_swap(new, old):
+    if {kill_at!r} == "before-swap":
         os.kill(os.getpid(), signal.SIGKILL)
-    link(path, target)
-    if {kill_at!r} == "after-swap" and path.name == publish.CURRENT:
+    swap(new, old)
+    if {kill_at!r} == "after-swap":
         os.kill(os.getpid(), signal.SIGKILL)
-publish._link = dying_link
+atomic.swap_folders = dying_swap
 build_rows(BuildRequest(Path({str(dialogs)!r}), Path({str(qwen3)!r}), "qwen3", 256, 60, {seed}, Path({str(out)!r}),
                         workers=1))
 """
@@ -180,8 +180,7 @@ def test_a_killed_build_leaves_the_old_or_the_new_complete_output(qwen3, dialogs
     assert _child(qwen3, dialogs, out, seed=2).wait(timeout=300) == 0
     assert _published(out) == new
     assert sorted(path.name for path in out.iterdir()) == [
-        ".rows-versions", ".rows.lock", "manifest.json", "rows-current", "rows.parquet"]  # temporaries cleaned
-    assert len(list((out / ".rows-versions").iterdir())) == 1
+        ".rows.lock", "manifest.json", "rows-current", "rows.parquet"]  # temporaries cleaned
 
 
 def test_a_second_build_into_the_same_folder_is_refused_while_one_runs(qwen3, tmp_path):
@@ -211,3 +210,28 @@ def test_concurrent_builds_never_mix(qwen3, dialogs, tmp_path):
     assert 0 in codes
     assert all(code == 0 or "another rows build" in error for code, error in zip(codes, errors, strict=True))
     _published(tmp_path)
+
+
+@pytest.mark.parametrize("layout", ["plain files", "rows-current a link into .rows-versions"])
+def test_a_folder_an_older_build_wrote_takes_the_new_pair_whole(tmp_path, layout):
+    if layout == "plain files":
+        (tmp_path / "rows.parquet").write_text("old rows\n")
+        (tmp_path / "manifest.json").write_text("old manifest\n")
+    else:
+        version = tmp_path / ".rows-versions/0123"
+        version.mkdir(parents=True)
+        (version / "rows.parquet").write_text("old rows\n")
+        (version / "manifest.json").write_text("old manifest\n")
+        (tmp_path / "rows-current").symlink_to(".rows-versions/0123")
+        for name in publish.FILES:
+            (tmp_path / name).symlink_to(f"rows-current/{name}")
+    with publish.locked(tmp_path):
+        assert (tmp_path / "rows.parquet").read_text() == "old rows\n"  # the lock's clean-up keeps the published pair
+        staged = publish.stage(tmp_path)
+        (staged / "rows.parquet").write_text("new rows\n")
+        (staged / "manifest.json").write_text("new manifest\n")
+        publish.publish(tmp_path, staged)
+    assert (tmp_path / "rows.parquet").read_text() == "new rows\n"
+    assert (tmp_path / "manifest.json").read_text() == "new manifest\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        ".rows.lock", "manifest.json", "rows-current", "rows.parquet"]

@@ -33,7 +33,7 @@ def test_notes_render_lists_code_and_repository_links_and_escape_the_rest():
     assert isinstance(html, Markup)
     assert html == ('<p>First &lt;b&gt;line&lt;/b&gt; same paragraph with <code>code&lt;x&gt;</code>.</p>\n'
                     '<ul><li>one <a href="/files/recipes/a/b/c.yaml">recipes/a/b/c.yaml</a></li>'
-                    '<li>two continued <a href="/files/recipes/x.yaml">the file</a> evil)</li></ul>')
+                    '<li>two continued <a href="/files/recipes/x.yaml">the file</a> evil</li></ul>')
 
 
 def test_a_note_cannot_smuggle_markup_through_a_link_or_code_span():

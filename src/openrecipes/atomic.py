@@ -12,6 +12,7 @@ the same rule one level up: a new folder, an empty one, or one the command fille
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import shutil
 import stat
@@ -159,20 +160,45 @@ def _unreadable(error: OSError) -> None:
     raise error  # a folder the copy cannot list would be left out of it
 
 
+def publish_folder(staged: Path, target: Path) -> None:
+    """Put the finished folder `staged` at `target` in one step, then remove what stood there (a folder, or a link
+    an older layout left): a reader of `target` sees the whole old tree or the whole new one, never a mix. Both lie
+    on one file system. A crash after the swap leaves the old tree at `staged`, for the caller's next run to remove
+    (callers name their staging folders so that they recognise it)."""
+    if not os.path.lexists(target):
+        os.rename(staged, target)
+        return
+    swap_folders(staged, target)
+    if os.path.islink(staged):
+        os.unlink(staged)
+    else:
+        shutil.rmtree(staged)
+
+
 def swap_folders(new: Path, old: Path) -> None:
-    """Put the folder `new` at `old` in one step, and `old`'s tree at `new` (for the caller to remove): a reader of
-    `old` sees the whole old tree or the whole new one, never a mix. Both lie on one file system. Linux exchanges
-    them in one rename (renameat2 RENAME_EXCHANGE); where the kernel or file system cannot, three renames do it,
-    and a crash between them leaves `old` missing with both trees whole beside it (never a partial one)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    exchange = getattr(libc, "renameat2", None)
-    if exchange is not None and exchange(_AT_FDCWD, os.fsencode(new), _AT_FDCWD, os.fsencode(old),
-                                         _RENAME_EXCHANGE) == 0:
+    """Put the folder `new` at `old` in one step, and `old`'s tree at `new`. Linux exchanges them in one rename
+    (renameat2 RENAME_EXCHANGE); where the kernel or file system cannot, three renames do it, and a crash between
+    them leaves `old` missing with both trees whole beside it (`new` and `new.old`, never a partial one)."""
+    if _exchange(new, old):
         return
     aside = new.with_name(f"{new.name}.old")
     os.rename(old, aside)
     os.rename(new, old)
     os.rename(aside, new)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one atomic step (Linux renameat2); False where the system cannot."""
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
 
 
 _AT_FDCWD = -100  # renameat2: paths relative to the working directory

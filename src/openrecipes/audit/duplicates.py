@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from openrecipes.audit.evidence import Finding
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
 from openrecipes.catalog.leaderboard import workload_of
 from openrecipes.catalog.model import Recipe
+from openrecipes.verdict import Finding
 from openrecipes.verify.config import Rules
 from openrecipes.verify.verdicts import config_verdict
 

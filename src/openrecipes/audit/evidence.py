@@ -14,22 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from openrecipes.verdict import Finding
+
 EvidenceLevel = Literal["re-derived", "audited", "author-reported", "failed"]
 EVIDENCE_LEVELS: tuple[EvidenceLevel, ...] = ("re-derived", "audited", "author-reported", "failed")
-Figure = str | float | int | bool | None
 # Decimals convergence figures are published with, wherever our code writes them (the seeds write 0.999935, 0.00085).
 CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS = 7, 6
-
-
-@dataclass(frozen=True)
-class Finding:
-    field: str  # the dotted recipe field that does not hold
-    published: Figure  # as the recipe writes it (None where the recipe writes nothing)
-    derived: Figure  # what our code derives from the stored evidence (None where it cannot)
-    message: str  # what is wrong and the fix
-
-    def as_json(self) -> dict:
-        return {"field": self.field, "published": self.published, "derived": self.derived, "message": self.message}
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from openrecipes.audit.evidence import Finding
 from openrecipes.catalog import record_dgxc, record_mlperf
 from openrecipes.catalog.model import PublishedSummary
 from openrecipes.catalog.yamlio import YamlDocument
 from openrecipes.errors import UserError
+from openrecipes.verdict import Finding
 
 
 def excerpt_findings(entry: PublishedSummary, doc: YamlDocument, path: Path, root: Path) -> list[Finding]:

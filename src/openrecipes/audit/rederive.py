@@ -18,7 +18,6 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from openrecipes import figures
-from openrecipes.audit.evidence import Figure, Finding
 from openrecipes.audit.reproduce import reproduce
 from openrecipes.audit.stack import compare_stack
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
@@ -31,6 +30,7 @@ from openrecipes.errors import UserError
 from openrecipes.measure.formats import detect_format, prints_stack, read_log_lines
 from openrecipes.measure.result import Measured, measure, read_run, run_inputs
 from openrecipes.measure.stack import read_stack_line
+from openrecipes.verdict import Figure, Finding
 from openrecipes.verify.config import Rules
 from openrecipes.verify.convergence import read_curve
 from openrecipes.verify.verdicts import config_verdict, convergence_verdict

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from openrecipes.audit.duplicates import DuplicateIndex, Entry
-from openrecipes.audit.evidence import AuditReport, Finding
+from openrecipes.audit.evidence import AuditReport
 from openrecipes.audit.excerpts import excerpt_findings
 from openrecipes.audit.rederive import AuditInputs, check_logged_recipe, check_reproductions
 from openrecipes.audit.rows import RowsRebuilder
@@ -23,6 +23,7 @@ from openrecipes.catalog.validate import FileReport, recipe_files, validate_docu
 from openrecipes.catalog.yamlio import YamlDocument, read_yaml
 from openrecipes.errors import UserError
 from openrecipes.textfile import read_text
+from openrecipes.verdict import Finding
 from openrecipes.verify.config import MAX_SCRIPT_BYTES, Rules, load_rules
 
 

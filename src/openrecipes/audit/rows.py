@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from openrecipes.audit.evidence import Finding
 from openrecipes.catalog.model import Recipe
 from openrecipes.rows.manifest import RowsManifest
+from openrecipes.verdict import Finding
 
 DEMO_BUILDER = ("openrecipes", "rows", "demo")  # the only builder whose input ships with the package
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from openrecipes import figures
 from openrecipes.catalog.hardware import GpuBlock, ModelCard, ReferenceTables, entry_peak
+from openrecipes.verdict import Finding
 
 # What flops_per_token reads from every card (head widths come from kv_channels, the MLA fields or hidden / heads).
 ATTENTION_FIELDS = frozenset({"layers", "hidden_size", "attention_heads", "padded_vocab_size"})
@@ -47,12 +48,6 @@ def least_flops_per_token(card: ModelCard, seq_length: int | None, frozen_weight
 
 
 @dataclass(frozen=True)
-class Refusal:
-    field: str  # the dotted field of the entry that is impossible
-    message: str
-
-
-@dataclass(frozen=True)
 class Claim:
     """What an entry claims, with the fields that state it."""
 
@@ -64,22 +59,22 @@ class Claim:
     frozen_weights: bool  # LoRA
 
 
-def implausible(claim: Claim, card: ModelCard | None, tables: ReferenceTables) -> Refusal | None:
+def implausible(claim: Claim, card: ModelCard | None, tables: ReferenceTables) -> Finding | None:
     """Why the claim is physically impossible on its GPU, or None. An unknown model or GPU is left to the checks
     that name it."""
     peak = entry_peak(claim.gpu, claim.precision, tables)
     if peak is None or card is None:
         return None
     if peak.flops is None:
-        return Refusal(claim.precision_field, f"is {claim.precision}, but a {peak.gpu} has no tensor cores for it "
-                       f"(hardware/gpus.yaml gives {peak.gpu} no {peak.column}); give the precision the run used")
+        return Finding.at(claim.precision_field, f"is {claim.precision}, but a {peak.gpu} has no tensor cores for "
+                          f"it (hardware/gpus.yaml gives {peak.gpu} no {peak.column}); give the precision the run used")
     per_token = least_flops_per_token(card, claim.seq_length, claim.frozen_weights)
     implied = figures.tflops_per_gpu(per_token, claim.tokens_per_s_per_gpu) * 1e12
     if implied <= peak.flops:
         return None
     stated = f"the {claim.precision.upper()}" if claim.precision else "its fastest"
-    return Refusal("result.tokens_per_s_per_gpu",
-                   f"is {claim.tokens_per_s_per_gpu:,.6g}, which at {per_token / 1e9:,.4g} GFLOP per token of "
-                   f"{card.name} is {implied / 1e12:,.0f} model TFLOP/s per GPU, above {stated} dense peak of a "
-                   f"{peak.gpu}, {peak.flops / 1e12:,.0f} TFLOP/s (hardware/gpus.yaml {peak.column}); no GPU runs "
-                   "above its peak: check the figure, the GPU count and the model")
+    return Finding.at("result.tokens_per_s_per_gpu",
+                      f"is {claim.tokens_per_s_per_gpu:,.6g}, which at {per_token / 1e9:,.4g} GFLOP per token of "
+                      f"{card.name} is {implied / 1e12:,.0f} model TFLOP/s per GPU, above {stated} dense peak of a "
+                      f"{peak.gpu}, {peak.flops / 1e12:,.0f} TFLOP/s (hardware/gpus.yaml {peak.column}); no GPU runs "
+                      "above its peak: check the figure, the GPU count and the model")

@@ -20,12 +20,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from openrecipes import figures
-from openrecipes.catalog.checks import Issue
 from openrecipes.catalog.hardware import ReferenceTables, entry_peak, variant_issue
 from openrecipes.catalog.model import PublishedRun, PublishedSummary
 from openrecipes.catalog.plausibility import ATTENTION_FIELDS, Claim, flops_per_token, implausible
 from openrecipes.engines.registry import engine_of_framework
 from openrecipes.thresholds import PUBLISHED_FLOPS
+from openrecipes.verdict import Finding
 
 
 @dataclass(frozen=True)
@@ -75,29 +75,29 @@ def published_figures(entry: PublishedSummary, tables: ReferenceTables) -> Publi
     )
 
 
-def _megatron_layout(run: PublishedRun, gpus: int) -> Iterator[Issue]:
+def _megatron_layout(run: PublishedRun, gpus: int) -> Iterator[Finding]:
     layout = run.layout
     model_parallel = layout.tp * layout.pp * layout.cp
     if gpus % model_parallel:
-        yield Issue("published.layout", f"TP {layout.tp} x PP {layout.pp} x CP {layout.cp} = {model_parallel} does "
-                    f"not divide the {gpus} GPUs (Megatron: DP = #GPUs / (TP x PP x CP) must be whole)")
+        yield Finding.at("published.layout", f"TP {layout.tp} x PP {layout.pp} x CP {layout.cp} = {model_parallel} "
+                          f"does not divide the {gpus} GPUs (Megatron: DP = #GPUs / (TP x PP x CP) must be whole)")
         return
     dp = gpus // model_parallel
     expert_group = (layout.ep or 1) * (layout.etp or 1)
     if (gpus // layout.pp) % expert_group:
-        yield Issue("published.layout.ep", f"EP {layout.ep} x ETP {layout.etp or 1} = {expert_group} does not divide "
-                    f"TP x CP x DP = {gpus // layout.pp} (Megatron places experts inside #GPUs / PP)")
+        yield Finding.at("published.layout.ep", f"EP {layout.ep} x ETP {layout.etp or 1} = {expert_group} does not "
+                          f"divide TP x CP x DP = {gpus // layout.pp} (Megatron places experts inside #GPUs / PP)")
     if layout.fsdp and layout.fsdp != gpus // (layout.tp * layout.pp):
-        yield Issue("published.layout.fsdp", f"FSDP {layout.fsdp} is neither 0 (DDP) nor #GPUs / (TP x PP) = "
-                    f"{gpus // (layout.tp * layout.pp)}")
+        yield Finding.at("published.layout.fsdp", f"FSDP {layout.fsdp} is neither 0 (DDP) nor #GPUs / (TP x PP) = "
+                          f"{gpus // (layout.tp * layout.pp)}")
     if run.global_batch is not None and run.micro_batch is not None:
         per_step = run.micro_batch * dp
         if run.global_batch % per_step:
-            yield Issue("published.global_batch", f"GBS {run.global_batch} is not a multiple of MBS x DP = "
-                        f"{run.micro_batch} x {dp} = {per_step}")
+            yield Finding.at("published.global_batch", f"GBS {run.global_batch} is not a multiple of MBS x DP = "
+                              f"{run.micro_batch} x {dp} = {per_step}")
 
 
-def _gradient_accumulation(run: PublishedRun, gpus: int) -> Iterator[Issue]:
+def _gradient_accumulation(run: PublishedRun, gpus: int) -> Iterator[Finding]:
     """A published GA column that disagrees with GBS / (MBS x DP): the source contradicts itself, which is shown
     (a finding), since which of its numbers is wrong cannot be known from the table."""
     layout = run.layout
@@ -107,49 +107,50 @@ def _gradient_accumulation(run: PublishedRun, gpus: int) -> Iterator[Issue]:
     assert run.global_batch is not None and run.micro_batch is not None
     implied = run.global_batch / (run.micro_batch * gpus // (layout.tp * layout.pp * layout.cp))
     if run.gradient_accumulation != implied:
-        yield Issue("published.gradient_accumulation", f"published GA {run.gradient_accumulation} != GBS / (MBS x DP)"
-                    f" = {implied:g}; the source's table contradicts itself")
+        yield Finding.at("published.gradient_accumulation", f"published GA {run.gradient_accumulation} != GBS / (MBS x "
+                          f"DP) = {implied:g}; the source's table contradicts itself")
 
 
-def _torchtitan_layout(run: PublishedRun, gpus: int) -> Iterator[Issue]:
+def _torchtitan_layout(run: PublishedRun, gpus: int) -> Iterator[Finding]:
     layout = run.layout
     fsdp = layout.fsdp or 1
     product = fsdp * layout.tp * layout.pp * layout.cp
     if product != gpus:
-        yield Issue("published.layout", f"FSDP {fsdp} x TP {layout.tp} x PP {layout.pp} x CP {layout.cp} = "
-                    f"{product}, not the {gpus} GPUs (torchtitan: FSDP x TP x PP x CP = #GPUs)")
+        yield Finding.at("published.layout", f"FSDP {fsdp} x TP {layout.tp} x PP {layout.pp} x CP {layout.cp} = "
+                          f"{product}, not the {gpus} GPUs (torchtitan: FSDP x TP x PP x CP = #GPUs)")
     if run.global_batch is not None and run.local_batch is not None and run.global_batch != run.local_batch * fsdp:
-        yield Issue("published.global_batch", f"global batch {run.global_batch} != local batch x FSDP = "
-                    f"{run.local_batch} x {fsdp}")
+        yield Finding.at("published.global_batch", f"global batch {run.global_batch} != local batch x FSDP = "
+                          f"{run.local_batch} x {fsdp}")
 
 
-def check_published(entry: PublishedSummary, tables: ReferenceTables) -> tuple[list[Issue], list[Issue]]:
+def check_published(entry: PublishedSummary, tables: ReferenceTables) -> tuple[list[Finding], list[Finding]]:
     """(errors, findings) of an entry: errors make it invalid; findings (a published TFLOP/s that disagrees with
     ours beyond the tolerance, short of absurd) are shown and leave it valid."""
-    errors: list[Issue] = []
-    findings: list[Issue] = []
+    errors: list[Finding] = []
+    findings: list[Finding] = []
     if entry.model not in tables.models:
-        errors.append(Issue("model", f"no model card named '{entry.model}' in models/; add the card or fix the name"))
+        errors.append(Finding.at("model", f"no model card named '{entry.model}' in models/; add the card or fix the "
+                                          "name"))
     if entry.gpu.type not in tables.gpus:
-        errors.append(Issue("gpu.type", f"unknown GPU type '{entry.gpu.type}'; known: {', '.join(tables.gpus)} "
-                            "(hardware/gpus.yaml)"))
+        errors.append(Finding.at("gpu.type", f"unknown GPU type '{entry.gpu.type}'; known: {', '.join(tables.gpus)} "
+                                  "(hardware/gpus.yaml)"))
     elif issue := variant_issue(entry.gpu.type, entry.gpu.variant, tables):
-        errors.append(Issue("gpu.variant", issue))
+        errors.append(Finding.at("gpu.variant", issue))
     run = entry.published
     refusal = implausible(Claim(entry.gpu, entry.precision, "published.precision", entry.result.tokens_per_s_per_gpu,
                                 run.seq_length if run else None, run is not None and run.task == "lora"),
                           tables.models.get(entry.model), tables)
     if refusal is not None:
-        errors.append(Issue(refusal.field, refusal.message))
+        errors.append(refusal)
     if run is None:
         return errors, findings
     if run.layout.vp is not None and run.layout.vp > 1 and run.layout.pp == 1:
-        errors.append(Issue("published.layout.vp", f"VP {run.layout.vp} needs PP > 1 (virtual stages split a "
-                            "pipeline)"))
+        errors.append(Finding.at("published.layout.vp", f"VP {run.layout.vp} needs PP > 1 (virtual stages split a "
+                                  "pipeline)"))
     named = [key for key, spec in tables.variants.items() if run.system_as_published in spec.published_as]
     if named and entry.gpu.variant not in named:
-        errors.append(Issue("gpu.variant", f"is {entry.gpu.variant}, but hardware/gpus.yaml lists the system "
-                            f"'{run.system_as_published}' as {named[0]}; expected {named[0]}"))
+        errors.append(Finding.at("gpu.variant", f"is {entry.gpu.variant}, but hardware/gpus.yaml lists the system "
+                                  f"'{run.system_as_published}' as {named[0]}; expected {named[0]}"))
     fsdp = engine_of_framework(run.engine).layout.fsdp
     rules = _torchtitan_layout if fsdp else _megatron_layout
     errors.extend(rules(run, entry.gpu.count))
@@ -162,9 +163,11 @@ def check_published(entry: PublishedSummary, tables: ReferenceTables) -> tuple[l
                 f"{derived.implied_tflops_per_gpu:.0f} from tokens/s x our {derived.flops_per_token / 1e9:.2f} "
                 f"GFLOP per token ({ratio - 1:+.1%})")
         if not 1 / PUBLISHED_FLOPS.absurd <= ratio <= PUBLISHED_FLOPS.absurd:
-            errors.append(Issue("published.model_tflops_per_gpu", f"{text}: more than a factor of "
-                                f"{PUBLISHED_FLOPS.absurd:g} apart; check the model, the GPU count and the figure"))
+            errors.append(Finding.at("published.model_tflops_per_gpu", f"{text}: more than a factor of "
+                                      f"{PUBLISHED_FLOPS.absurd:g} apart; check the model, the GPU count and the "
+                                      f"figure"))
         elif abs(ratio - 1) > PUBLISHED_FLOPS.agree:
-            findings.append(Issue("published.model_tflops_per_gpu", f"{text}: beyond the {PUBLISHED_FLOPS.agree:.0%} "
-                                  "tolerance (thresholds.PUBLISHED_FLOPS); the source counts FLOPs its own way"))
+            findings.append(Finding.at("published.model_tflops_per_gpu", f"{text}: beyond the "
+                                        f"{PUBLISHED_FLOPS.agree:.0%} "
+                                        "tolerance (thresholds.PUBLISHED_FLOPS); the source counts FLOPs its own way"))
     return errors, findings

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openrecipes.catalog.record_import import ENTRY_PREFIX, Skipped, entry_name
+from openrecipes.catalog.record_import import Skipped, entry_name
 from openrecipes.catalog.record_sources import (
     Decimal,
     Excerpt,
@@ -389,7 +389,3 @@ def rederive(data: dict[str, Any], stem: str, root: Path) -> list[str]:
         if path.stem == stem:
             return differences(data, derived)
     return [f"no cell of {excerpt.shown} gives this entry"]
-
-
-def is_entry(name: str) -> bool:
-    return name.startswith(f"{ENTRY_PREFIX}{TAG}-")

@@ -24,7 +24,7 @@ from typing import Any, NoReturn
 import yaml
 from pydantic import ValidationError
 
-from openrecipes.atomic import copy_folder, swap_folders
+from openrecipes.atomic import copy_folder, publish_folder
 from openrecipes.catalog.hardware import (
     ReferenceTables,
     entry_peak,
@@ -340,7 +340,7 @@ def write_entries(root: Path, source_tag: str, imported: list[Imported], skipped
                 target.unlink()
             target.write_text(_render(item.data, comment), encoding="utf-8")
             result.written.append(path)
-        swap_folders(staged, root / "recipes")
+        publish_folder(staged, root / "recipes")
     return result
 
 

@@ -290,10 +290,6 @@ class Submission:
     layout: Layout
 
 
-def _version(relative: str) -> str:
-    return relative.removeprefix(f"{EXCERPTS}/{SOURCE}/").split("/")[0]
-
-
 def submissions(root: Path, skipped: list[Skipped]) -> list[Submission]:
     """Every importable submission of the stored excerpts; the others are reported in `skipped`."""
     from openrecipes.catalog.record_sources import excerpt_files

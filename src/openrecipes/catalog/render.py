@@ -15,7 +15,8 @@ from openrecipes.catalog.leaderboard import boards
 from openrecipes.catalog.model import PublishedSummary
 from openrecipes.catalog.published import published_figures
 from openrecipes.catalog.store import Catalog, CatalogEntry
-from openrecipes.catalog.validate import FieldError, FileReport
+from openrecipes.catalog.validate import FileReport
+from openrecipes.verdict import Finding
 
 
 def validation_reports(console: Console, reports: list[FileReport]) -> None:
@@ -35,7 +36,7 @@ def validation_reports(console: Console, reports: list[FileReport]) -> None:
                   highlight=False)
 
 
-def _lines(console: Console, report: FileReport, items: list[FieldError], prefix: str) -> None:
+def _lines(console: Console, report: FileReport, items: list[Finding], prefix: str) -> None:
     """Each error or finding as the file's name on one line, then where and what, wrapped between words below it."""
     for item in items:
         console.print(f"    {prefix}{escape(report.path.name)}", highlight=False, soft_wrap=True)

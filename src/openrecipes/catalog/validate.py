@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,20 +17,14 @@ from openrecipes.catalog.published import check_published
 from openrecipes.catalog.yamlio import YamlDocument, read_yaml
 from openrecipes.errors import UserError
 from openrecipes.textfile import require_utf8_name, shown
-
-
-@dataclass
-class FieldError:
-    field: str
-    message: str
-    line: int | None = None
+from openrecipes.verdict import Finding
 
 
 @dataclass
 class FileReport:
     path: Path
-    errors: list[FieldError] = field(default_factory=list)
-    findings: list[FieldError] = field(default_factory=list)  # shown, yet the entry stays valid
+    errors: list[Finding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # shown, yet the entry stays valid
     unreadable: bool = False
     entry: Recipe | PublishedSummary | None = None
     command: ParsedRun | None = None  # a recipe's run script as the checks read it
@@ -41,8 +37,8 @@ class FileReport:
         return {
             "path": str(self.path),
             "ok": self.ok,
-            "errors": [{"field": e.field, "message": e.message, "line": e.line} for e in self.errors],
-            "findings": [{"field": e.field, "message": e.message, "line": e.line} for e in self.findings],
+            "errors": [e.as_located_json() for e in self.errors],
+            "findings": [e.as_located_json() for e in self.findings],
         }
 
 
@@ -60,7 +56,7 @@ def _missing_hint(dotted: str, doc: YamlDocument, tables: ReferenceTables) -> st
     return f"; the variant it ran on, one of: {', '.join(known)} (hardware/gpus.yaml)"
 
 
-def _schema_errors(error: ValidationError, doc: YamlDocument, tables: ReferenceTables) -> list[FieldError]:
+def _schema_errors(error: ValidationError, doc: YamlDocument, tables: ReferenceTables) -> list[Finding]:
     out = []
     for item in error.errors(include_url=False):
         # Union/tagged members add their type name to the location; a user knows only the YAML keys.
@@ -74,7 +70,7 @@ def _schema_errors(error: ValidationError, doc: YamlDocument, tables: ReferenceT
         elif "input" in item and not isinstance(item["input"], (dict, list)):
             got = repr(item["input"])
             message = f"{message} (got {got if len(got) <= 80 else got[:60] + '...'})"
-        out.append(FieldError(dotted, message, doc.line_of(dotted)))
+        out.append(Finding.at(dotted, message, doc.line_of(dotted)))
     return out
 
 
@@ -89,7 +85,7 @@ def parse_entry(doc: YamlDocument) -> Recipe | PublishedSummary:
 def validate_document(doc: YamlDocument, tables: ReferenceTables) -> FileReport:
     report = FileReport(path=doc.path)
     if not isinstance(doc.data, dict):
-        report.errors.append(FieldError("", "the file must be a YAML mapping of recipe fields", 1))
+        report.errors.append(Finding.at("", "the file must be a YAML mapping of recipe fields", 1))
         return report
     try:
         entry = parse_entry(doc)
@@ -100,13 +96,16 @@ def validate_document(doc: YamlDocument, tables: ReferenceTables) -> FileReport:
     if isinstance(entry, Recipe):
         command = read_command(entry)
         report.command = command if isinstance(command, ParsedRun) else None
-        for issue in run_checks(entry, doc, tables, command):
-            report.errors.append(FieldError(issue.field, issue.message, doc.line_of(issue.field)))
+        report.errors.extend(_located(doc, run_checks(entry, doc, tables, command)))
     else:
         errors, findings = check_published(entry, tables)
-        report.errors.extend(FieldError(i.field, i.message, doc.line_of(i.field)) for i in errors)
-        report.findings.extend(FieldError(i.field, i.message, doc.line_of(i.field)) for i in findings)
+        report.errors.extend(_located(doc, errors))
+        report.findings.extend(_located(doc, findings))
     return report
+
+
+def _located(doc: YamlDocument, findings: Iterable[Finding]) -> list[Finding]:
+    return [dataclasses.replace(f, line=doc.line_of(f.field)) for f in findings]
 
 
 def validate_file(path: Path, tables: ReferenceTables | None = None) -> FileReport:
@@ -115,7 +114,7 @@ def validate_file(path: Path, tables: ReferenceTables | None = None) -> FileRepo
         require_utf8_name(Path(path))
         doc = read_yaml(Path(path))
     except UserError as error:
-        return FileReport(path=Path(shown(path)), errors=[FieldError("", str(error))], unreadable=True)
+        return FileReport(path=Path(shown(path)), errors=[Finding.at("", str(error))], unreadable=True)
     return validate_document(doc, tables)
 
 

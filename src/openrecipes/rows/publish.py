@@ -1,8 +1,9 @@
 """An output folder's rows.parquet and manifest.json appear together, as one unit, and one build at a time.
 
-A build writes both files into its own folder under `.rows-versions/`; `rows-current` is a symbolic link to the
-published one, and `rows.parquet` and `manifest.json` are links through it. Publishing replaces `rows-current` in
-one rename, so a reader sees the old pair or the new pair, whatever instant the build is killed at. A lock file held
+A build writes both files into its own staging folder beside them; `rows-current` is the published folder, and
+`rows.parquet` and `manifest.json` are links into it. Publishing swaps the staging folder in as `rows-current` in
+one step (openrecipes.atomic.publish_folder), so a reader sees the old pair or the new pair, whatever instant the
+build is killed at. A lock file held
 for the whole build makes a second build into the same folder stop with a message; temporaries a killed build left
 behind are removed by the next one.
 """
@@ -17,14 +18,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from openrecipes.atomic import check_output_folder, holds
+from openrecipes.atomic import check_output_folder, holds, publish_folder
 from openrecipes.errors import UserError
 
-VERSIONS = ".rows-versions"
+VERSIONS = ".rows-versions"  # where an older layout kept its builds (rows-current was a link into it)
 CURRENT = "rows-current"
 FILES = ("rows.parquet", "manifest.json")
 LOCK = ".rows.lock"
-TEMPORARY_PREFIXES = (".rows-build-", f".{CURRENT}.", ".rows.parquet.tmp-", ".conversations.jsonl.")
+STAGING = ".rows-build-"
+TEMPORARY_PREFIXES = (STAGING, f".{CURRENT}.", ".rows.parquet.tmp-", ".conversations.jsonl.")
 
 
 _held: set[Path] = set()  # folders this process holds: `rows demo` holds its folder around the build it runs
@@ -57,17 +59,17 @@ def locked(out: Path) -> Iterator[None]:
 
 def stage(out: Path) -> Path:
     """A new, empty folder for one build's rows.parquet and manifest.json."""
-    folder = out / VERSIONS / uuid.uuid4().hex
-    folder.mkdir(parents=True)
+    folder = out / f"{STAGING}{uuid.uuid4().hex}"
+    folder.mkdir()
     return folder
 
 
 def publish(out: Path, staged: Path) -> None:
-    """Make the staged pair the folder's rows.parquet and manifest.json in one rename."""
+    """Make the staged pair the folder's rows.parquet and manifest.json in one step."""
     _adopt_plain_files(out)
-    for name in FILES:  # links through rows-current; before the first publish they point at nothing yet
+    for name in FILES:  # links into rows-current; before the first publish they point at nothing yet
         _link(out / name, os.path.join(CURRENT, name))
-    _link(out / CURRENT, os.path.join(VERSIONS, staged.name))
+    publish_folder(staged, out / CURRENT)
     _remove_leftovers(out)
 
 
@@ -85,27 +87,24 @@ def _link(path: Path, target: str) -> None:
 
 
 def _adopt_plain_files(out: Path) -> None:
-    """rows.parquet + manifest.json as plain files (an older build) become a version first, each step showing the
-    same pair, so that the switch below stays a single rename."""
+    """rows.parquet + manifest.json as plain files (an older build) become rows-current first, each step showing the
+    same pair, so that the switch below stays a single step."""
     plain = [name for name in FILES if (out / name).exists() and not (out / name).is_symlink()]
     if not plain:
         return
     adopted = stage(out)
     for name in plain:
         os.link(out / name, adopted / name)
-    _link(out / CURRENT, os.path.join(VERSIONS, adopted.name))
+    publish_folder(adopted, out / CURRENT)
     for name in plain:
         _link(out / name, os.path.join(CURRENT, name))
 
 
 def _remove_leftovers(out: Path) -> None:
-    """Versions no longer published and temporaries of killed builds."""
-    current = os.readlink(out / CURRENT) if (out / CURRENT).is_symlink() else None
-    versions = out / VERSIONS
-    if versions.is_dir():
-        for folder in versions.iterdir():
-            if os.path.join(VERSIONS, folder.name) != current:
-                shutil.rmtree(folder, ignore_errors=True)
+    """Staging folders and temporaries of killed builds (among them the old pair a kill right after the swap left),
+    and an older layout's versions."""
+    if not (out / CURRENT).is_symlink():  # the older layout's link is replaced at the next publish
+        shutil.rmtree(out / VERSIONS, ignore_errors=True)
     for path in out.iterdir():
         if path.name.startswith(TEMPORARY_PREFIXES):
             shutil.rmtree(path, ignore_errors=True) if path.is_dir() and not path.is_symlink() else path.unlink()

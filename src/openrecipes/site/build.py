@@ -11,9 +11,7 @@ into one folder take a lock beside it: a second build waits for the first instea
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
-import errno
 import fcntl
 import glob
 import json
@@ -30,7 +28,7 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from openrecipes.atomic import check_output_folder, current_umask
+from openrecipes.atomic import check_output_folder, current_umask, publish_folder
 from openrecipes.audit.evidence import EVIDENCE_LEVELS
 from openrecipes.audit.reproduce import reproduction_summary
 from openrecipes.catalog.store import Catalog, RecipeEntry
@@ -65,7 +63,6 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
 BUILD_MARKER = ".openrecipes-site"
 # A page is a recipe (at most 1 MiB of YAML) and its figures; a larger one means a runaway input, not a page.
 MAX_PAGE_BYTES = 16 * MIB
-_RENAME_EXCHANGE = 2  # renameat2(2)'s flag: swap two paths in one step
 
 
 @dataclass
@@ -179,34 +176,6 @@ def _remove_leftovers(out: Path) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
 
 
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two folders in one atomic step (Linux renameat2); False where the system cannot."""
-    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
-    if renameat2 is None:
-        return False
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    at_cwd = -100
-    if renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    code = ctypes.get_errno()
-    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-        return False
-    raise OSError(code, os.strerror(code), str(b))
-
-
-def _swap_in(staging: Path, out: Path) -> None:
-    """The finished build takes the place of the old one in one step; the old one is then removed."""
-    if not out.exists():
-        os.rename(staging, out)
-    elif _exchange(staging, out):
-        shutil.rmtree(staging)  # now the old site; a kill here leaves a leftover the next build removes
-    else:  # no atomic exchange here: the old site is moved aside for the instant of the second rename
-        old = staging.with_name(staging.name + ".old")
-        os.rename(out, old)
-        os.rename(staging, out)
-        shutil.rmtree(old)
-
-
 class _Writer:
     def __init__(self, out: Path, report: BuildReport):
         self.out, self.report = out, report
@@ -242,7 +211,7 @@ def build_site(catalog: Catalog, out: Path) -> BuildReport:
             (staging / BUILD_MARKER).write_text("written by `openrecipes site build`; the next build replaces "
                                                 "this folder\n")
             report = _build_into(catalog, staging)
-            _swap_in(staging, out)
+            publish_folder(staging, out)  # a kill after the swap leaves the old site as a leftover
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise

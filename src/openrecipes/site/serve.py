@@ -11,9 +11,10 @@ for.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import http.server
+import io
+import math
 import os
 import posixpath
 import socket
@@ -47,16 +48,19 @@ class SiteRequestHandler(http.server.SimpleHTTPRequestHandler):
                       ".yaml": "text/plain; charset=utf-8", ".json": "application/json",
                       ".js": "text/javascript; charset=utf-8", ".svg": "image/svg+xml"}
 
+    def setup(self) -> None:
+        super().setup()
+        self._reader = _DeadlineReader(self.connection, self.timeout)
+        self.rfile = io.BufferedReader(self._reader)
+
     def handle_one_request(self) -> None:
-        self.server.deadlines.arm(self.connection)
-        try:
-            super().handle_one_request()
-        finally:
-            self.server.deadlines.disarm(self.connection)
+        self._reader.deadline = time.monotonic() + self.server.header_deadline_s
+        super().handle_one_request()
 
     def parse_request(self) -> bool:
         parsed = super().parse_request()  # reads the headers
-        self.server.deadlines.disarm(self.connection)  # the answer may take longer (a large file, a slow reader)
+        self._reader.deadline = math.inf  # the answer may take longer (a large file, a slow reader)
+        self.connection.settimeout(self.timeout)
         return parsed
 
     def end_headers(self) -> None:
@@ -105,42 +109,20 @@ class SiteRequestHandler(http.server.SimpleHTTPRequestHandler):
             super().log_message(format, *args)
 
 
-class HeaderDeadlines:
-    """One thread that shuts down every connection still reading its request line and headers at its deadline
-    (the handler's blocked read then ends, and its thread is freed)."""
+class _DeadlineReader(socket.SocketIO):
+    """The connection's reads, each given only the time left until `deadline` (a per-read timeout alone is reset by
+    every byte a client trickles)."""
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._due: dict[socket.socket, float] = {}
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="serve-header-deadlines", daemon=True)
+    def __init__(self, connection: socket.socket, read_timeout: float) -> None:
+        super().__init__(connection, "rb")
+        self.connection, self.read_timeout, self.deadline = connection, read_timeout, math.inf
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def arm(self, connection: socket.socket) -> None:
-        with self._lock:
-            self._due[connection] = time.monotonic() + self.seconds
-
-    def disarm(self, connection: socket.socket) -> None:
-        with self._lock:
-            self._due.pop(connection, None)
-
-    def _watch(self) -> None:
-        while not self._stop.wait(min(0.25, self.seconds / 4)):
-            now = time.monotonic()
-            with self._lock:
-                late = [connection for connection, due in self._due.items() if due <= now]
-                for connection in late:
-                    del self._due[connection]
-                    with contextlib.suppress(OSError):  # the client left already
-                        connection.shutdown(socket.SHUT_RDWR)
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
+    def readinto(self, buffer) -> int | None:  # noqa: ANN001 (io's signature)
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request's line and headers came too slowly")
+        self.connection.settimeout(min(left, self.read_timeout))
+        return super().readinto(buffer)
 
 
 class SiteServer(http.server.ThreadingHTTPServer):
@@ -154,16 +136,7 @@ class SiteServer(http.server.ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], handler) -> None:  # noqa: ANN001 (socketserver's signature)
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self._slots = threading.BoundedSemaphore(MAX_THREADS)
-        self.deadlines = HeaderDeadlines(self.header_deadline_s)  # started once listening: a refused bind starts none
         super().__init__(address, handler)
-
-    def server_activate(self) -> None:
-        super().server_activate()
-        self.deadlines.start()
-
-    def server_close(self) -> None:
-        super().server_close()
-        self.deadlines.close()
 
     def process_request(self, request, client_address) -> None:  # noqa: ANN001
         self._slots.acquire()  # at MAX_THREADS, further connections wait in the listen backlog

@@ -11,7 +11,7 @@ import csv
 import itertools
 import math
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from openrecipes.thresholds import (
     ConvergenceThresholds,
     PlacementOnlyTolerance,
 )
+from openrecipes.verdict import Finding
 
 LossCurve = dict[int, float]  # step (from 0) -> loss
 
@@ -54,9 +55,8 @@ def _csv_curve(path: Path, rows) -> LossCurve:  # noqa: ANN001 (a csv reader)
     if not set(_CSV_COLUMNS) <= set(header):
         if not first or not first[0].strip().lstrip("-").isdigit():
             missing = [name for name in _CSV_COLUMNS if name not in header]
-            raise UserError(f"{shown(path)}:{rows.line_num}: the header names no "
-                            f"{' or '.join(map(repr, missing))} column; the first line must name the columns, "
-                            "e.g. 'step,loss'")
+            raise UserError(f"{shown(path)}:{rows.line_num}: the header names no {' or '.join(map(repr, missing))} "
+                            "column; the first line must name the columns, e.g. 'step,loss'")
         header, pending = list(_CSV_COLUMNS), [first]  # no header: the first row is data
     at = {name: header.index(name) for name in _CSV_COLUMNS}
     curve: LossCurve = {}
@@ -155,8 +155,8 @@ def _placement_only(candidate: LossCurve, reference: LossCurve, common: list[int
     return {
         "passed": sound and bool(common) and not failing,
         "failing_steps": failing,
-        "tolerance": f"|candidate - reference| <= {tolerance.absolute:g} + {tolerance.relative:g} * |reference| "
-                     "at every step",
+        "tolerance": f"|candidate - reference| <= {tolerance.absolute:g} + {tolerance.relative:g} * |reference| at "
+                     "every step",
     }
 
 
@@ -166,24 +166,9 @@ def check_convergence(
     thresholds: ConvergenceThresholds = PIPELINE_CONVERGENCE,
     placement_tolerance: PlacementOnlyTolerance = PLACEMENT_ONLY,
 ) -> dict:
-    failed, reasons = [], []
-    only_candidate = sorted(set(candidate) - set(reference))
-    only_reference = sorted(set(reference) - set(candidate))
-    if only_candidate or only_reference:
-        failed.append("step_mismatch")
-        reasons.append(
-            f"the arms log different steps (candidate only: {_steps_text(only_candidate) or 'none'}; reference "
-            f"only: {_steps_text(only_reference) or 'none'}); run both arms for the same steps and log every step"
-        )
-    non_finite = [(arm, step, curve[step]) for arm, curve in (("candidate", candidate), ("reference", reference))
-                  for step in sorted(curve) if not math.isfinite(curve[step])]
-    if non_finite:
-        failed.append("non_finite_loss")
-        arm, step, value = non_finite[0]
-        reasons.append(f"the {arm}'s loss at step {step} is {value}" + (
-            f" ({len(non_finite) - 1} more non-finite losses)" if len(non_finite) > 1 else "") +
-            "; a run that produces NaN or Inf has diverged")
-
+    """The verdict as `check convergence --json` prints it: the figures, then each failed rule's metric in
+    `failed_metrics` and its reason with the fix in `reasons` (a pass has none)."""
+    findings = [*_step_rules(candidate, reference)]
     common = sorted(s for s in set(candidate) & set(reference)
                     if math.isfinite(candidate[s]) and math.isfinite(reference[s]))
     skipped = int(len(common) * thresholds.skip_first_fraction)
@@ -194,61 +179,83 @@ def check_convergence(
         "final_loss_difference": None,
         "pointwise_failures": None,
         "total_points": len(scored),
-        "failed_metrics": failed,
-        "reasons": reasons,
+        "failed_metrics": [],
+        "reasons": [],
         "steps": len(common),
         "skipped_points": skipped,
-        "placement_only": _placement_only(candidate, reference, common, not failed, placement_tolerance),
+        "placement_only": _placement_only(candidate, reference, common, not findings, placement_tolerance),
     }
     if len(scored) < thresholds.min_points:
-        failed.append("too_few_points")
-        reasons.append(f"only {len(scored)} comparable points after skipping the first "
-                       f"{thresholds.skip_first_fraction:.0%}; at least {thresholds.min_points} are needed")
-        return result
+        findings.append(Finding("too_few_points", thresholds.min_points, len(scored),
+                                f"only {len(scored)} comparable points after skipping the first "
+                                f"{thresholds.skip_first_fraction:.0%}; at least {thresholds.min_points} are needed"))
+    else:
+        findings += _curve_rules(scored, np.array([candidate[s] for s in scored]),
+                                 np.array([reference[s] for s in scored]), thresholds, result)
+    result["failed_metrics"] = [finding.field for finding in findings]
+    result["reasons"] = [finding.message for finding in findings]
+    result["passed"] = not findings
+    return result
 
-    cand = np.array([candidate[s] for s in scored])
-    ref = np.array([reference[s] for s in scored])
+
+def _step_rules(candidate: LossCurve, reference: LossCurve) -> Iterator[Finding]:
+    """Both arms log the same steps, every loss finite."""
+    only_candidate = sorted(set(candidate) - set(reference))
+    only_reference = sorted(set(reference) - set(candidate))
+    if only_candidate or only_reference:
+        yield Finding.at("step_mismatch", "the arms log different steps (candidate only: "
+                         f"{_steps_text(only_candidate) or 'none'}; reference only: "
+                         f"{_steps_text(only_reference) or 'none'}); run both arms for the same steps and log every "
+                         "step")
+    non_finite = [(arm, step, curve[step]) for arm, curve in (("candidate", candidate), ("reference", reference))
+                  for step in sorted(curve) if not math.isfinite(curve[step])]
+    if non_finite:
+        arm, step, value = non_finite[0]
+        yield Finding("non_finite_loss", None, value, f"the {arm}'s loss at step {step} is {value}" + (
+            f" ({len(non_finite) - 1} more non-finite losses)" if len(non_finite) > 1 else "") +
+            "; a run that produces NaN or Inf has diverged")
+
+
+def _curve_rules(scored: list[int], cand: np.ndarray, ref: np.ndarray, thresholds: ConvergenceThresholds,
+                 result: dict[str, Any]) -> Iterator[Finding]:
+    """Megatron-Bridge's metrics on the scored points, each against its threshold; the figures go into `result`."""
     flat = [arm for arm, values in (("candidate", cand), ("reference", ref)) if values.max() == values.min()]
     if flat:
-        failed.append("constant_curve")
-        reasons.append(f"the {' and the '.join(flat)} loss is the same value at every compared step; a constant "
-                       "curve has no correlation (a run that did not train, or a log that repeats one value)")
+        yield Finding.at("constant_curve", f"the {' and the '.join(flat)} loss is the same value at every compared "
+                         "step; a constant curve has no correlation (a run that did not train, or a log that "
+                         "repeats one value)")
     else:
-        correlation = _correlation(cand, ref)
-        result["correlation"] = correlation
+        correlation = result["correlation"] = _correlation(cand, ref)
         if correlation is None:
-            failed.append("correlation")
-            reasons.append("the curves' correlation is undefined (a curve varies by less than double precision "
-                           "resolves); a curve that does not move cannot show convergence")
+            yield Finding.at("correlation", "the curves' correlation is undefined (a curve varies by less than double "
+                             "precision resolves); a curve that does not move cannot show convergence")
         elif not correlation >= thresholds.min_correlation:
-            failed.append("correlation")
-            reasons.append(f"the curves' correlation {correlation:.6f} is below {thresholds.min_correlation}")
+            yield Finding("correlation", thresholds.min_correlation, correlation, f"the curves' correlation "
+                          f"{correlation:.6f} is below {thresholds.min_correlation}")
 
     pointwise = [s for s, c, r in zip(scored, cand, ref, strict=True)
                  if _relative_difference(c, r) > thresholds.tolerance_for(r)]
     result["pointwise_failures"] = len(pointwise)
     if len(pointwise) / len(scored) > thresholds.max_pointwise_failure_ratio:
-        failed.append("point_wise_tolerance")
-        reasons.append(f"{len(pointwise)} of {len(scored)} points (steps {_steps_text(pointwise)}) differ from the "
-                       f"reference by more than its tolerance ({_bands_text(thresholds)}); at most "
-                       f"{thresholds.max_pointwise_failure_ratio:.0%} may")
+        yield Finding("point_wise_tolerance", thresholds.max_pointwise_failure_ratio, len(pointwise) / len(scored),
+                      f"{len(pointwise)} of {len(scored)} points (steps {_steps_text(pointwise)}) differ from the "
+                      f"reference by more than its tolerance ({_bands_text(thresholds)}); at most "
+                      f"{thresholds.max_pointwise_failure_ratio:.0%} may")
 
     final = _relative_difference(cand[-1], ref[-1])
     result["final_loss_difference"] = float(final)
     if not final <= thresholds.max_final_loss_difference:
-        failed.append("final_loss")
-        reasons.append(f"the final losses (step {scored[-1]}: {cand[-1]:.6g} vs {ref[-1]:.6g}) differ by "
-                       f"{final:.2%}, more than {thresholds.max_final_loss_difference:.0%}")
+        yield Finding("final_loss", thresholds.max_final_loss_difference, float(final), f"the final losses (step "
+                      f"{scored[-1]}: {cand[-1]:.6g} vs {ref[-1]:.6g}) differ by {final:.2%}, more than "
+                      f"{thresholds.max_final_loss_difference:.0%}")
 
     outliers = _outliers(cand, ref, thresholds.outlier_sigmas)
     if outliers / len(scored) > thresholds.max_outlier_ratio:
-        failed.append("outliers")
-        reasons.append(f"{outliers} of {len(scored)} residuals lie beyond {thresholds.outlier_sigmas:g} sigma; at "
-                       f"most {thresholds.max_outlier_ratio:.0%} may")
+        yield Finding("outliers", thresholds.max_outlier_ratio, outliers / len(scored), f"{outliers} of "
+                      f"{len(scored)} residuals lie beyond {thresholds.outlier_sigmas:g} sigma; at most "
+                      f"{thresholds.max_outlier_ratio:.0%} may")
     figures = {"correlation": result["correlation"], "final_loss_difference": final}
     broken = [name for name, value in figures.items() if value is not None and not math.isfinite(value)]
     if broken:  # cannot happen on scaled values; if it ever does, NaN must fail, never pass
-        failed.append("non_finite_figure")
-        reasons.append(f"the {' and '.join(broken)} came out non-finite; the curves cannot be compared")
-    result["passed"] = not failed
-    return result
+        yield Finding.at("non_finite_figure", f"the {' and '.join(broken)} came out non-finite; the curves cannot be "
+                         "compared")
