@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from openrecipes.plan.calibrate import MeasuredPoint, SpeedPoint, reference_tables
 from openrecipes.plan.constants import Calibration, calibration, calibration_document, prior_sigmas, priors
+from openrecipes.plan.points import MeasuredPoint, SpeedPoint, reference_tables
 from openrecipes.plan.predict import Context, context, predict_layout
 
 MAX_ITERATIONS = 30

@@ -190,7 +190,7 @@ def _names(model: str, gpu: str) -> tuple[str, str, str]:
     type means its default variant, the part a user rents; a variant id selects that variant)."""
     from openrecipes.catalog.hardware import resolve_gpu
     from openrecipes.catalog.names import gpu_name, model_name
-    from openrecipes.plan.calibrate import reference_tables
+    from openrecipes.plan.points import reference_tables
 
     tables = reference_tables()
     by_id = {name.lower(): name for name in tables.variants}

@@ -23,7 +23,7 @@ from openrecipes.catalog.hardware import ReferenceTables, variant_id
 from openrecipes.catalog.store import Catalog, RecipeEntry, SummaryEntry, load_recipe
 from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import allocator_gib
-from openrecipes.plan.calibrate import MeasuredPoint, measured_point, reference_points, reference_rows, request_of
+from openrecipes.plan.calibrate import measured_point, reference_points, request_of
 from openrecipes.plan.constants import calibration, calibration_document
 from openrecipes.plan.export_model import (
     CalibrationRow,
@@ -42,6 +42,7 @@ from openrecipes.plan.export_model import (
 )
 from openrecipes.plan.layouts import Engine
 from openrecipes.plan.levers import lever_names
+from openrecipes.plan.points import MeasuredPoint, reference_rows
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict, predict_layout
 from openrecipes.plan.public_record import ENGINES
 from openrecipes.plan.public_record import Compared as RecordCompared
