@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 from typer._click import core as click  # typer vendors click
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
@@ -59,6 +59,14 @@ class ModelFirst(TyperGroup):
         if args and args[0] not in self.commands:
             return args[0], self.commands[PLAN_MODEL], args
         return super().resolve_command(ctx, args)
+
+
+class PlannedModel(TyperCommand):
+    """The command `plan MODEL` runs: its usage line is `openrecipes plan MODEL [OPTIONS]`, the model already in
+    the command's path (ModelFirst names it so)."""
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return [self.options_metavar or ""]
 
 
 PLAN_MODEL = "model"  # the command `plan MODEL` runs, hidden from `plan --help` (the group's help shows its usage)
@@ -291,5 +299,5 @@ def export(
         print(f"wrote {path}")
 
 
-app.command(PLAN_MODEL, hidden=True)(plan)
+app.command(PLAN_MODEL, hidden=True, cls=PlannedModel)(plan)
 app.command("export")(export)
