@@ -72,10 +72,13 @@ def load_baseline(ref: str, folder: Path) -> tuple[ModuleType, dict[str, ModuleT
     """The baseline's openrecipes.plan.predict and the modules it imported, leaving this checkout's in place; its
     planner data are this checkout's."""
     archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", ref, "src/openrecipes", "models",
-                              "hardware"],
+                              "hardware", "recipes"],
                              check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(folder, filter="data")
+    # `plan` reads the catalog (its engine and workload defaults): the baseline's recipes, with this checkout's run
+    # folders as their evidence (too large to copy)
+    (folder / "runs").symlink_to(REPO / "runs")
     for name in PLAN_DATA:
         shutil.copy(REPO / "src/openrecipes/plan" / name, folder / "src/openrecipes/plan" / name)
     ours = _package_modules()

@@ -113,7 +113,7 @@ class TokenizerExports:
     def tokenizer(self, family: str):
         """The family's tokenizer.json as a `tokenizers.Tokenizer`, loaded once per process (the encoders share it);
         a test that encodes with it sets encode_special_tokens itself."""
-        from openrecipes.rows.encode import load_tokenizer
+        from openrecipes.rows.encoders import load_tokenizer
 
         return load_tokenizer(self[family] / "tokenizer.json")
 
@@ -121,7 +121,7 @@ class TokenizerExports:
         """The reference encoder (PartsEncoder) on the family's export, made once per format and EOS: loading a
         tokenizer.json of 150,000 to 200,000 tokens takes a second or more. It sets its tokenizer's flags on every
         call, so tests share it safely."""
-        from openrecipes.rows.encode import PartsEncoder
+        from openrecipes.rows.encoders import PartsEncoder
 
         key = ("parts", family, chat_format, eos)
         if key not in self._loaded:

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from openrecipes.catalog.hardware import load_reference_tables
-from openrecipes.plan.calibrate import fitted_values, measured_points, predict_point, reference_rows
+from openrecipes.plan.calibrate import fitted_values, measured_points, predict_point
 from openrecipes.plan.constants import calibration, calibration_document, priors
+from openrecipes.plan.points import reference_rows
 from openrecipes.plan.shape import model_shape
 
 # The issue's bar for peak memory.
@@ -66,7 +67,7 @@ def test_a_reduced_depth_point_is_the_models_shape_cut_to_its_layers():
     """`layers: 4` of gpt-oss-20b is the 20b shape with 4 decoder layers: the parameter count torchtitan printed for
     that cut (runs/moe-gptoss-20b-h200x1, "4,451,017,664 total parameters"; the planner leaves out biases and
     attention sinks), and active parameters less the 20 removed layers' routed top-4, attention and router."""
-    from openrecipes.plan.calibrate import reduced_depth_name, reference_tables
+    from openrecipes.plan.points import reduced_depth_name, reference_tables
 
     models = reference_tables().models
     full, cut = model_shape(models["gpt-oss-20b"]), model_shape(models[reduced_depth_name("gpt-oss-20b", 4)])

@@ -16,8 +16,9 @@ from openrecipes import figures
 from openrecipes.measure.formats import read_log
 from openrecipes.measure.result import window_step_times
 from openrecipes.plan.accuracy import allocator_gib
-from openrecipes.plan.calibrate import measured_points, predict_point, reference_rows
+from openrecipes.plan.calibrate import measured_points, predict_point
 from openrecipes.plan.constants import calibration
+from openrecipes.plan.points import reference_rows
 
 OWN_RUNS = [row for row in reference_rows() if "log" in row]
 # The bar for peak memory.

@@ -187,3 +187,30 @@ def test_only_the_modules_the_export_imports_are_its_code():
     files = {path.relative_to(seal.PACKAGE).as_posix() for path in seal.code_files()}
     assert {"tune/export.py", "tune/fingerprint.py", "plan/predict.py", "engines/torchtitan/layouts.py"} <= files
     assert "tune/report.py" not in files and "tune/refresh.py" not in files and "site/build.py" not in files
+
+
+def test_plans_go_stale_when_code_they_run_changes_and_only_then(tmp_path, monkeypatch):
+    """A code change in speed.py (the export predicts with it) makes the plans stale; a comment there, or any change
+    in a module the export does not import (tune/report.py), leaves them current."""
+    import shutil
+    from types import SimpleNamespace
+
+    package = tmp_path / "openrecipes"
+    shutil.copytree(seal.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(seal, "PACKAGE", package)
+    catalog = SimpleNamespace(entries=[], record=[], tables=SimpleNamespace(models={}, variants={}, instances={}))
+
+    def stamp_after(path: str, old: str, new: str) -> str:
+        file = package / path
+        text = file.read_text(encoding="utf-8")
+        assert old in text
+        file.write_text(text.replace(old, new, 1), encoding="utf-8")
+        try:
+            return seal.fingerprint(catalog)
+        finally:
+            file.write_text(text, encoding="utf-8")
+
+    current = seal.fingerprint(catalog)
+    assert stamp_after("plan/speed.py", "\ndef ", "\n# a comment\ndef ") == current
+    assert stamp_after("tune/report.py", "\ndef ", "\nUNUSED = 1\n\n\ndef ") == current
+    assert stamp_after("plan/speed.py", "\ndef ", "\nUNUSED = 1\n\n\ndef ") != current

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from openrecipes.rows.encode import PartsEncoder, TemplateEncoder
+from openrecipes.rows.encode import TemplateEncoder
+from openrecipes.rows.encoders import PartsEncoder
 from openrecipes.rows.formats import FORMAT_SPECIALS
 from openrecipes.rows.qwen3_template import QWEN3_GENERATION_TEMPLATE
 from openrecipes.rows.vocab_export import VOCABS, build_tokenizer, read_ranks, read_specials

@@ -17,7 +17,8 @@ from openrecipes.catalog.rows_build import to_build
 from openrecipes.catalog.store import load_catalog
 from openrecipes.rows.build import BuildRequest, build_rows
 from openrecipes.rows.demo import CORPUS, corpus_dialogs, write_tulu_jsonl
-from openrecipes.rows.encode import PartsEncoder, make_encoder
+from openrecipes.rows.encode import make_encoder
+from openrecipes.rows.encoders import PartsEncoder
 from openrecipes.rows.manifest import DemoCorpus
 from openrecipes.rows.quicktok_encode import EXPORTED_TOKENIZER_JSON, QuicktokEncoder
 from openrecipes.rows.vocab_export import VOCABS

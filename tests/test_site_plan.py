@@ -151,8 +151,9 @@ def test_our_runs_without_a_recipe_sit_beside_their_predictions(bundled_site):
     """Our Qwen3-1.7B runs that no recipe holds (reference_points.yaml own_runs: the tune sweep's 15 layouts, two
     earlier ones, seven lever arms and three arms of the FP8 calls) on the 1 x H200 table: each measured figure is
     its row's, each prediction the planner's."""
-    from openrecipes.plan.calibrate import measured_points, predict_point, reference_rows
+    from openrecipes.plan.calibrate import measured_points, predict_point
     from openrecipes.plan.constants import calibration
+    from openrecipes.plan.points import reference_rows
 
     section = _section(bundled_site, "plan/qwen3-1.7b.html", "plan-h200-1")
     rows = _rows(section, "run-points")

@@ -19,6 +19,7 @@ from openrecipes.rows import cli as rows_cli
 from openrecipes.site import cli as site_cli
 from openrecipes.textfile import shown
 from openrecipes.tune import cli as tune_cli
+from openrecipes.tune import plan_cli
 from openrecipes.tune import refresh as refresh_cli
 from openrecipes.verify import cli as verify_cli
 
@@ -31,7 +32,8 @@ app = typer.Typer(
 )
 
 
-for room in (catalog_cli, rows_cli, launch_cli, measure_cli, verify_cli, audit_cli, tune_cli, refresh_cli, site_cli):
+for room in (catalog_cli, rows_cli, launch_cli, measure_cli, verify_cli, audit_cli, plan_cli, tune_cli, refresh_cli,
+             site_cli):
     room.register(app)
 
 

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
+from scipy.stats import spearmanr
+
 
 def spearman(xs: list[float], ys: list[float]) -> float:
-    """Spearman's rank correlation: Pearson's over average ranks (ties share their mean rank)."""
-    def ranks(values: list[float]) -> list[float]:
-        order = sorted(values)
-        return [order.index(v) + (order.count(v) + 1) / 2 for v in values]
-    rx, ry = ranks(xs), ranks(ys)
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
-    return cov / (sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry)) ** 0.5
+    """Spearman's rank correlation (ties share their mean rank)."""
+    return float(spearmanr(xs, ys).statistic)
 
 
 def allocator_gib(predicted_total_gib: float, runtime_reserve_gib: float) -> float:

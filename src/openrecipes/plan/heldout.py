@@ -23,10 +23,11 @@ from openrecipes.engines.registry import names as engine_names
 from openrecipes.engines.registry import runner
 from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import allocator_gib, spearman
-from openrecipes.plan.calibrate import MeasuredPoint, SpeedPoint, measured_points, reference_tables, speed_points
+from openrecipes.plan.calibrate import measured_points, speed_points
 from openrecipes.plan.constants import EFFICIENCY, Calibration, calibration, links
 from openrecipes.plan.fit import fit, refits_without_each, refits_without_groups
 from openrecipes.plan.layouts import Layout
+from openrecipes.plan.points import MeasuredPoint, SpeedPoint, reference_tables
 from openrecipes.plan.predict import context, predict_layout
 from openrecipes.plan.trust import (
     HELDOUT_FILE,
@@ -185,7 +186,4 @@ def write(root: Path | None = None) -> Path:
     write_atomic(HELDOUT_FILE, json.dumps(compute(root), indent=1) + "\n")
     return HELDOUT_FILE
 
-
-if __name__ == "__main__":
-    print(f"wrote {write()}")
 

@@ -21,7 +21,8 @@ import numpy as np
 
 from openrecipes.digest import file_sha256
 from openrecipes.errors import UserError
-from openrecipes.rows.encode import check_bundled_tokens, eos_token_for, make_encoder, parse_record, tokenizer_json_path
+from openrecipes.rows.encode import check_bundled_tokens, eos_token_for, make_encoder, parse_record
+from openrecipes.rows.encoders import tokenizer_json_path
 from openrecipes.rows.formats import CHAT_FORMATS
 from openrecipes.rows.manifest import PACKING, PERMUTATION, DemoCorpus, ManifestSource, ManifestTokenizer, RowsManifest
 from openrecipes.rows.memo import ConversationMemo, Encoded, encode_parsed, mean_record_bytes

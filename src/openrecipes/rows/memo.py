@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from openrecipes.rows.encode import Encoder, parse_record
+from openrecipes.rows.encode import parse_record
+from openrecipes.rows.encoders import Encoder
 
 if TYPE_CHECKING:
     import pyarrow as pa

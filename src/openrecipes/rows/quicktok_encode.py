@@ -1,6 +1,6 @@
 """The coded formats on a vocabulary quicktok-v1 bundles: its batch encoder instead of the Hugging Face tokenizer.
 
-Same rule as the reference encoding (encode.PartsEncoder._encode_runs): each run of text between two special
+Same rule as the reference encoding (encoders.PartsEncoder._encode_runs): each run of text between two special
 tokens is tokenized on its own, as ordinary text, and special tokens are placed by id. quicktok returns no character
 offsets, so a token's place in the text is read off the byte length of each token: a token is supervised when any
 byte it covers is (the same as any character, since a byte belongs to one character). Only a tokenizer.json that
@@ -20,7 +20,7 @@ import numpy as np
 
 from openrecipes.digest import file_sha256
 from openrecipes.errors import UserError
-from openrecipes.rows.encode import Encoder, PartsEncoder, role_tokens
+from openrecipes.rows.encoders import Encoder, PartsEncoder, role_tokens
 from openrecipes.rows.formats import FORMAT_SPECIALS, RENDERERS
 from openrecipes.rows.vocab_export import VOCABS, read_specials
 

@@ -24,7 +24,7 @@ from openrecipes.catalog.store import Catalog, RecipeEntry, SummaryEntry, load_r
 from openrecipes.engines.registry import PLANNER_DEFAULT, engine_named, engine_of_framework
 from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import allocator_gib
-from openrecipes.plan.calibrate import MeasuredPoint, measured_point, reference_points, reference_rows, request_of
+from openrecipes.plan.calibrate import measured_point, reference_points, request_of
 from openrecipes.plan.constants import calibration, calibration_document
 from openrecipes.plan.export_model import (
     CalibrationRow,
@@ -43,6 +43,7 @@ from openrecipes.plan.export_model import (
 )
 from openrecipes.plan.layouts import EngineName
 from openrecipes.plan.levers import lever_names
+from openrecipes.plan.points import MeasuredPoint, reference_rows
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict, predict_layout
 from openrecipes.plan.public_record import Compared
 from openrecipes.plan.public_record import compared as record_compared

@@ -1,0 +1,303 @@
+"""`openrecipes plan`: the ranked predicted layouts of a model on N GPUs, and the Plan pages' tables.
+
+It lives beside the tuner because a planned recipe (`--emit-recipe`) and the Plan pages' planned recipes are composed
+as `openrecipes tune` composes its arms: through the torchtitan renderer (launch/) and the recipe writer (audit/),
+rooms above the planner's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from typer._click import core as click  # typer vendors click
+from typer.core import TyperCommand, TyperGroup
+
+from openrecipes.catalog.paths import default_catalog_root
+from openrecipes.catalog.store import load_catalog
+from openrecipes.engines.registry import names as engine_names
+from openrecipes.errors import UserError
+from openrecipes.jsonout import json_text
+from openrecipes.plan.answer import (
+    EngineChoice,
+    MeasuredRecipe,
+    PublishedFigure,
+    default_engine,
+    default_workload,
+    measured_above,
+    published_figures,
+    widened,
+)
+from openrecipes.plan.layouts import Layout
+from openrecipes.plan.levers import lever_text, parse_levers
+from openrecipes.plan.predict import PlanRequest, Prediction, predict
+from openrecipes.plan.trust import HELD_OUT, OTHER_BANDS, OTHER_VARIANTS, check_current, memory_margin
+
+# Non-fitting layouts shown under the fitting ones: enough to see what stops the next-larger layouts.
+NON_FITTING_SHOWN = 5
+MAX_GPUS = 2**20  # the largest GPU count the planner enumerates
+# Terminals narrower than this get the narrow table: fewer columns, the layout cell wrapped (never cut short).
+WIDE_TABLE = 150
+WIDE_COLUMNS = ("#", "Layout", "Tokens/GPU", "GiB", "Headroom", "Tokens/s/GPU", "Range", "Basis", "MFU", "$/1M",
+                "Fit")
+NARROW_COLUMNS = ("#", "Layout", "tok/s/GPU", "Range", "Basis", "GiB", "Fit")
+# The Basis column: what a row's range is calibrated on, in a word (the caption has the whole sentence).
+BASIS_WORDS = {HELD_OUT: "held out", OTHER_VARIANTS: "other variants", OTHER_BANDS: "other bands"}
+# The text columns share the width the figures leave (which never wrap), the layout the larger part.
+COLUMN_RATIOS = {"Layout": 3, "Fit": 2}
+
+
+class ModelFirst(TyperGroup):
+    """`plan export ...` runs the export; any other first word is the model that `plan MODEL ...` plans (and names
+    the command in a usage error: `see openrecipes plan MODEL --help`)."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                               list[str]]:
+        if args and args[0] not in self.commands:
+            return args[0], self.commands[PLAN_MODEL], args
+        return super().resolve_command(ctx, args)
+
+
+class PlannedModel(TyperCommand):
+    """The command `plan MODEL` runs: its usage line is `openrecipes plan MODEL [OPTIONS]`, the model already in
+    the command's path (ModelFirst names it so)."""
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return [self.options_metavar or ""]
+
+
+PLAN_MODEL = "model"  # the command `plan MODEL` runs, hidden from `plan --help` (the group's help shows its usage)
+app = typer.Typer(
+    cls=ModelFirst, subcommand_metavar="MODEL [OPTIONS] | export --out DIR",
+    help="Predict the ranked layouts of MODEL on N GPUs: `openrecipes plan MODEL --gpu TYPE --gpus N` (see "
+         "`openrecipes plan MODEL --help` for its options); `openrecipes plan export --out DIR` writes the Plan pages' "
+         "tables.")
+
+
+def register(parent: typer.Typer) -> None:
+    parent.add_typer(app, name="plan")
+
+
+def plan(
+    model: Annotated[str, typer.Argument(help="model name, as in models/*.yaml (e.g. gpt-oss-20b)")],
+    gpu: Annotated[str | None, typer.Option("--gpu", help="GPU type (its default variant, the part a user rents: "
+                                            "H100, H200) or a variant id of hardware/gpus.yaml "
+                                            "(H100-SXM-96GB-500W)")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", help="GPU count")] = None,
+    row_tokens: Annotated[int | None, typer.Option(
+        "--row-tokens", min=1, max=2**24, help="tokens per training row (default: the model's recipes', else 8192)")
+    ] = None,
+    global_batch: Annotated[int | None, typer.Option(
+        "--global-batch", min=1, max=2**24, help="rows per optimizer step (default: the model's recipes', else 128)")
+    ] = None,
+    engine: Annotated[str | None, typer.Option(
+        "--engine", help="megatron or torchtitan (default: the engine that runs the model's recipes here)")] = None,
+    grad_reduce_bf16: Annotated[bool, typer.Option(
+        "--grad-reduce-bf16", help="BF16 gradient buffers (Megatron --grad-reduce-in-bf16, as the gpt-oss seeds use)"),
+    ] = False,
+    kernels: Annotated[str | None, typer.Option(
+        "--kernels", help="torchtitan: Liger-Kernel kernels on every layout, comma-separated (e.g. "
+        "liger-rmsnorm,liger-fused-linear-cross-entropy); default: each measured on the GPU type, and none")] = None,
+    attention: Annotated[str | None, typer.Option(
+        "--attention", help="torchtitan: attention backend (sdpa-cudnn, sdpa-flash, sdpa-efficient, flex)")] = None,
+    float8: Annotated[str | None, typer.Option(
+        "--float8", help="torchtitan: FP8 linear layers with this scaling (tensorwise, rowwise), `measured` for BF16 "
+        "and each scaling measured on the GPU type, `none` for BF16 only (the default)")] = None,
+    precision: Annotated[str | None, typer.Option(
+        "--precision", help="Megatron: every layout's block GEMMs in fp8 (delayed or current scaling), mxfp8 or nvfp4 "
+        "(Blackwell), timed by the speed-up fitted on the public record; default BF16")] = None,
+    top: Annotated[int | None, typer.Option("--top", min=0, max=10**6, help="fitting layouts to show (0: all; "
+                                                                            "default 20)")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print every ranked layout (or --top of them) as JSON")] = False,
+    emit_recipe: Annotated[int | None, typer.Option(
+        "--emit-recipe", help="write the N-th fitting torchtitan layout a recipe can run as a recipe (status: planned; "
+        "stack, rows and environment from the catalog's torchtitan recipe of MODEL)")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="where --emit-recipe writes the recipe")] = None,
+    compare_published: Annotated[bool, typer.Option(
+        "--compare-published", help="print every published entry of MODEL beside the planner's prediction of its "
+        "own layout (no --gpu or --gpus)")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="let --emit-recipe replace a planned recipe it wrote inside the catalog's recipes/")] = False,
+) -> None:
+    """Predict memory and speed of every valid layout and rank them: fitting layouts by tokens/s per GPU,
+    then the ones that do not fit with the reason. Exit 2 on bad input."""
+    if compare_published:
+        _compare_published(model)
+        return
+    check_current()
+    if gpu is None or gpus is None:
+        raise UserError("give --gpu TYPE and --gpus N (e.g. openrecipes plan gpt-oss-20b --gpu H200 --gpus 8)")
+    model, gpu, variant = _names(model, gpu)
+    if not 1 <= gpus <= MAX_GPUS:
+        raise UserError(f"--gpus {gpus}: give 1 to {MAX_GPUS:,} GPUs (2^20)")
+    if engine is not None and engine not in engine_names():
+        raise UserError(f"--engine {engine}: use {' or '.join(engine_names())}")
+    catalog = load_catalog(default_catalog_root())
+    choice = (EngineChoice(engine, "asked with --engine") if engine is not None
+              else default_engine(catalog, model))
+    workload = default_workload(catalog, model, choice.engine)
+    levers, search = parse_levers(kernels, attention, float8)
+    request = PlanRequest(model, gpu, gpus, row_tokens or workload.row_tokens, global_batch or workload.global_batch,
+                          choice.engine, grad_reduce_bf16, **levers, search=search, low_precision=precision,
+                          variant=variant)
+    if row_tokens is None or global_batch is None:
+        choice = EngineChoice(choice.engine, f"{choice.reason}; {workload.reason}")
+    if emit_recipe is not None:
+        _emit(request, emit_recipe, out, top, as_json, force)
+        return
+    if out is not None:
+        raise UserError("--out is where --emit-recipe writes; give --emit-recipe N or leave --out out")
+    ranked = predict(request)
+    if not any(p.peak_fits for p in ranked):
+        closest = ranked[0]  # the ones that do not fit come closest first
+        raise UserError(f"no layout of {model} fits {gpus} x {gpu} ({choice.engine}): the closest, "
+                        f"{_layout_text(closest.layout)}, needs {closest.memory.total_gib:,.1f} GiB per GPU of "
+                        f"{closest.capacity_gib:.1f}; plan more GPUs or shorter rows")
+    published = published_figures(catalog, request, ranked)
+    if as_json:
+        rows = [p.exported() for p in ranked[:top or None]]
+        print(json_text([row.model_copy(update={"interval": row.interval.model_copy(update=vars(widened(
+            p.interval, p.tokens_per_s_per_gpu, published)))}) for p, row in zip(ranked, rows, strict=False)]))
+        return
+    _print_table(Console(), request, choice, ranked, 20 if top is None else top,
+                 measured_above(catalog, request, ranked), published)
+
+
+def _compare_published(model: str) -> None:
+    from openrecipes.catalog.names import model_name
+    from openrecipes.plan.public_record import compared
+
+    catalog = load_catalog(default_catalog_root())
+    model = model_name(model, catalog.tables)
+    rows = compared(catalog, model)
+    if not rows:
+        raise UserError(f"--compare-published: the catalog has no published entry of {model} with a layout "
+                        "(docs/public-record.md)")
+    table = Table(title=f"{model}: {len(rows)} published entries beside the planner's prediction of each one's own "
+                        "layout (held out: refitted without that entry; the range is today's)", title_justify="left")
+    for header in ("Entry", "GPUs", "Engine", "Precision", "Layout", "Published", "Held out", "Error", "Range"):
+        table.add_column(header, justify="left" if header in ("Entry", "Engine", "Precision", "Layout") else "right",
+                         overflow="fold")
+    for r in rows:
+        cells = ([f"{r.held_out:,.0f}", f"{r.error:+.1%}", f"{r.low:,.0f}-{r.high:,.0f}"]
+                 if r.error is not None and r.held_out is not None
+                 else [f"not expressed: {r.reason}", "", ""])
+        table.add_row(r.name.removeprefix("record-"), f"{r.gpus:,} x {r.gpu_type}", r.engine, r.precision, r.layout,
+                      f"{r.published:,.0f}", *cells)
+    Console().print(table)
+
+
+def _emit(request: PlanRequest, rank: int, out: Path | None, top: int | None, as_json: bool, force: bool) -> None:
+    from openrecipes.tune.emit import emit_recipe as emit
+
+    if out is None:
+        raise UserError("--emit-recipe needs --out FILE (where the planned recipe goes)")
+    if top is not None or as_json:
+        raise UserError("--emit-recipe writes one recipe: --top and --json do not apply to it; leave them out")
+    planned = emit(request, rank, out, force=force)
+    p = planned.prediction
+    print(f"wrote {out}: #{planned.rank} {p.layout.label} {p.layout.recompute} recompute, "
+          f"{p.layout.rows_per_microbatch} row(s) a microbatch{lever_text(p.layout)}; predicted "
+          f"{p.tokens_per_s_per_gpu:,.1f} tokens/s per GPU (status: planned, not measured); run it with "
+          f"`openrecipes run {out}`")
+
+
+def _names(model: str, gpu: str) -> tuple[str, str, str]:
+    """The canonical spellings of a model and a GPU as typed (any case, `-` or `_`, or the card's file name), among
+    the planner's tables (the catalog's and its reference points'): the model, the GPU type and its variant (a
+    type means its default variant, the part a user rents; a variant id selects that variant)."""
+    from openrecipes.catalog.hardware import resolve_gpu
+    from openrecipes.catalog.names import gpu_name, model_name
+    from openrecipes.plan.points import reference_tables
+
+    tables = reference_tables()
+    by_id = {name.lower(): name for name in tables.variants}
+    if gpu.lower() in by_id:
+        gpu_type, variant = resolve_gpu(by_id[gpu.lower()], tables)
+    else:
+        try:
+            gpu_type, variant = resolve_gpu(gpu_name(gpu, tables), tables)
+        except UserError:
+            resolve_gpu(gpu, tables)  # raises, listing every type and variant
+            raise
+    return model_name(model, tables), gpu_type, variant
+
+
+def _print_table(console: Console, request: PlanRequest, choice: EngineChoice, ranked: list[Prediction], top: int,
+                 measured: list[MeasuredRecipe], published: list[PublishedFigure]) -> None:
+    fitting = [p for p in ranked if p.fits]
+    not_fitting = [p for p in ranked if not p.fits]
+    rows = (fitting[:top] if top else fitting) + not_fitting[:NON_FITTING_SHOWN]
+    margin = memory_margin(request.engine)
+    bases = sorted({p.interval.basis for p in rows})
+    narrow = console.width < WIDE_TABLE
+    table = Table(title=f"{request.model} on {request.gpus} x {ranked[0].variant}, {request.engine} ({choice.reason}): "
+                        f"{len(fitting):,} of {len(ranked):,} valid layouts fit; predicted, not measured",
+                  caption=f"{request.row_tokens:,}-token rows, global batch {request.global_batch}; GiB: predicted "
+                          f"peak of {ranked[0].capacity_gib:.1f} GiB; fits: leaves {margin.margin:.1%} of the "
+                          f"predicted allocator peak free ({margin.basis}); range: " + " | ".join(bases)
+                          + "; --json has every part", title_justify="left", caption_justify="left")
+    headers = NARROW_COLUMNS if narrow else WIDE_COLUMNS
+    for header in headers:
+        table.add_column(header, justify="left" if header in ("Layout", "Fit") else "right", overflow="fold",
+                         ratio=COLUMN_RATIOS.get(header), no_wrap=header not in COLUMN_RATIOS)
+    for m in measured:
+        cells = {"#": "M", "Layout": f"{_layout_text(m.layout)}; measured: {m.slug.rsplit('/', 1)[-1]}",
+                 "Tokens/s/GPU": f"{m.tokens_per_s_per_gpu:,.1f}", "tok/s/GPU": f"{m.tokens_per_s_per_gpu:,.0f}",
+                 "Fit": "measured"}
+        table.add_row(*(cells.get(h, "") for h in headers))
+    for rank, p in enumerate(rows, 1):
+        lay, interval = p.layout, widened(p.interval, p.tokens_per_s_per_gpu, published)
+        span = f"{interval.low:,.0f}-{interval.high:,.0f}" + ("" if interval.constrained else "*")
+        cells = {"#": str(rank) if p.fits else "-", "Layout": _layout_text(lay),
+                 "Offload": f"{lay.offload_fraction:g}", "Tokens/GPU": f"{lay.max_tokens_per_gpu:,}",
+                 "GiB": f"{p.memory.total_gib:.1f}", "Headroom": f"{p.headroom_gib:.1f}",
+                 "Tokens/s/GPU": f"{p.tokens_per_s_per_gpu:,.1f}", "tok/s/GPU": f"{p.tokens_per_s_per_gpu:,.0f}",
+                 "Range": span, "Basis": BASIS_WORDS[interval.basis_kind], "MFU": f"{p.mfu:.1%}",
+                 "$/1M": f"{p.usd_per_million_tokens:.2f}" if p.usd_per_million_tokens is not None else "-",
+                 "Fit": "yes" if p.fits else p.short_reason}
+        table.add_row(*(cells[h] for h in headers))
+    console.print(table)
+    if measured:
+        console.print("M: a measured recipe of the catalog faster than the planner's best fitting prediction")
+    for figure in published:
+        console.print(f"published: {figure.tokens_per_s_per_gpu:,.1f} tokens/s per GPU for {request.model} on "
+                      f"{request.gpus} x {request.gpu_type} ({figure.source}); the planner's best is "
+                      f"{figure.ratio:.2f}x it, and every range is widened to hold it")
+    if any(not widened(p.interval, p.tokens_per_s_per_gpu, published).constrained for p in rows):
+        console.print("* no measured point constrains this layout: the range is wide (see the caption)")
+    unmeasured = sorted({name for p in rows for name in p.step.unmeasured_levers})
+    if unmeasured:
+        console.print(f"time effect unmeasured (predicted as without them): {', '.join(unmeasured)}; memory: "
+                      "docs/planning.md, levers")
+
+
+def _layout_text(layout: Layout) -> str:
+    """The layout, its recompute, rows a microbatch and levers, in one cell (wrapped, never cut)."""
+    return (f"{layout.label}, {layout.recompute} AC, {layout.rows_per_microbatch} row"
+            f"{'' if layout.rows_per_microbatch == 1 else 's'}/mb"
+            + (f", offload {layout.offload_fraction:g}" if layout.offload_fraction else "") + lever_text(layout))
+
+
+def export(
+    out: Annotated[Path | None, typer.Option("--out", help="the folder (the site reads plans/ in the catalog root)")]
+    = None,
+) -> None:
+    """Write every model's Plan-page tables as JSON, one file per model (the site renders them). Exit 2 on bad
+    input."""
+    from openrecipes.tune.export import check_plans_folder
+    from openrecipes.tune.export import export as export_plans
+
+    if out is None:
+        raise UserError("plan export needs --out DIR (the site reads plans/ in the catalog root)")
+    check_plans_folder(out)  # before the catalog is read
+    for path in export_plans(load_catalog(default_catalog_root()), out):
+        print(f"wrote {path}")
+
+
+app.command(PLAN_MODEL, hidden=True, cls=PlannedModel)(plan)
+app.command("export")(export)
