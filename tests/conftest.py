@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 import yaml
@@ -25,6 +26,7 @@ from typer.testing import CliRunner
 REPO = Path(__file__).resolve().parents[1]
 GLM_16K = REPO / "recipes/glm-5.2-744b-a40b/b200/attune-tp4-pp2-cp4-mt16k.yaml"
 GPTOSS_1 = REPO / "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.yaml"
+T = TypeVar("T")
 
 # Hypothesis: no deadline in either profile (a shared CPU makes one example's time noise, not a finding). CI
 # (`pytest --hypothesis-profile ci`, as .ci/run runs it) runs every test at full strength, keeps no examples,
@@ -152,22 +154,28 @@ def qwen3(exports) -> Path:
     return exports["qwen3"]
 
 
+def built_once(tmp_path_factory: pytest.TempPathFactory, worker_id: str, name: str, build: Callable[[Path], T]) -> T:
+    """`build(folder)`'s result, made once per test session: a session fixture runs once in each pytest-xdist
+    worker, so the first worker to ask builds into the session's shared temporary folder, under a lock, and every
+    worker reads the pickled result (the others wait for it rather than build it again)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base if worker_id == "master" else base.parent  # the parent is this session's, shared by its workers
+    result = shared / f"{name}.pickle"
+    with exclusive(shared / f"{name}.lock"):
+        if not result.exists():  # written last: a build that failed leaves none, and the next to ask tries again
+            result.write_bytes(pickle.dumps(build(shared / name)))
+    return pickle.loads(result.read_bytes())
+
+
 @pytest.fixture(scope="session")
 def bundled_site(tmp_path_factory, worker_id):
     """The bundled catalog's site, built once per session for every test that only reads it: a build draws some
-    thirty SVG plots, many seconds of CPU each time. Under pytest-xdist the first worker to ask builds it into the
-    session's shared temporary folder and the others read its report. Tests that change a catalog or the output
-    folder build their own."""
+    thirty SVG plots, many seconds of CPU each time. Tests that change a catalog or the output folder build their
+    own."""
     from openrecipes.catalog.store import load_catalog
     from openrecipes.site.build import build_site
 
-    base = tmp_path_factory.getbasetemp()
-    shared = base if worker_id == "master" else base.parent  # the parent is this session's, shared by its workers
-    report = shared / "bundled-site.pickle"
-    with exclusive(shared / "bundled-site.lock"):
-        if not report.exists():
-            report.write_bytes(pickle.dumps(build_site(load_catalog(REPO), shared / "bundled-site")))
-    return pickle.loads(report.read_bytes())
+    return built_once(tmp_path_factory, worker_id, "bundled-site", lambda out: build_site(load_catalog(REPO), out))
 
 
 def openrecipes(*args: object, cwd: Path = REPO, columns: int = 250) -> subprocess.CompletedProcess:

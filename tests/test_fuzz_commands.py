@@ -12,12 +12,13 @@ Over a thousand command runs take minutes on a CPU: the module is `slow` (CI run
 from __future__ import annotations
 
 import os
-import subprocess
+import shutil
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from conftest import built_once
 
 sys.path.insert(0, str(Path(__file__).parent / "fuzz"))
 
@@ -34,18 +35,21 @@ COMMANDS = ["validate", "list", "show", "run --dry-run", "run", "site build", "s
             "model add", "refresh", "import megatron-bridge", "import torchtitan"]
 
 
-@pytest.fixture(scope="module")
-def outcomes(tmp_path_factory):
-    tokenizer = tmp_path_factory.mktemp("tokenizer")
-    subprocess.run([sys.executable, "-m", "openrecipes", "tokenizer", "export", "qwen3", "--out", str(tokenizer)],
-                   check=True, capture_output=True)
-    cases = all_cases(tmp_path_factory.mktemp("fuzz"), tokenizer)
-    results = run_cases(cases, workers=min(2, os.cpu_count() or 1))
-    print("\n" + summary(results))
-    by_command = defaultdict(list)
-    for outcome in results.values():
-        by_command[outcome.case.command].append(outcome)
-    return by_command
+@pytest.fixture(scope="session")
+def outcomes(tmp_path_factory, worker_id, exports):
+    """Every case's outcome by command: the cases run once per session, on both cores (their own two workers),
+    whichever pytest-xdist worker asks first; the tests of this module on either worker read the same outcomes."""
+    def run_all(scratch: Path) -> dict[str, list]:
+        tokenizer = scratch / "tokenizer"  # a copy: a case may write beside the tokenizer it is given
+        shutil.copytree(exports["qwen3"], tokenizer)
+        results = run_cases(all_cases(scratch / "cases", tokenizer), workers=min(2, os.cpu_count() or 1))
+        print("\n" + summary(results))
+        by_command = defaultdict(list)
+        for outcome in results.values():
+            by_command[outcome.case.command].append(outcome)
+        return dict(by_command)
+
+    return built_once(tmp_path_factory, worker_id, "fuzz-outcomes", run_all)
 
 
 def _described(outcome) -> str:

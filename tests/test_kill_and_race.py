@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import GPTOSS_1, REPO
+from conftest import GPTOSS_1, REPO, built_once
 from test_audit_reproduce_record import another_run
 
 STOP_AT = REPO / "tests/kill/stop_at.py"
@@ -110,10 +110,14 @@ def _catalog(root: Path, highlights: str) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def two_sites(tmp_path_factory):
-    """Catalogs A and B (one recipe's text differs) and the sites each builds, as {path: bytes}."""
-    base = tmp_path_factory.mktemp("sites")
+@pytest.fixture(scope="session")
+def two_sites(tmp_path_factory, worker_id):
+    """Catalogs A and B (one recipe's text differs), the sites each builds, as {path: bytes}, the longer build's
+    seconds and site A's folder: built once, for both tests on whichever pytest-xdist worker runs them."""
+    return built_once(tmp_path_factory, worker_id, "two-sites", _two_sites)
+
+
+def _two_sites(base: Path) -> tuple[dict[str, Path], dict[str, dict[str, bytes]], float, Path]:
     catalogs = {name: _catalog(base / name, f"no recompute ({name})") for name in ("a", "b")}
     sites, seconds = {}, []
     for name, catalog in catalogs.items():
@@ -123,7 +127,7 @@ def two_sites(tmp_path_factory):
         seconds.append(time.monotonic() - started)
         sites[name] = _snapshot(base / f"site-{name}")
     assert sites["a"] != sites["b"]
-    return catalogs, sites, max(seconds)
+    return catalogs, sites, max(seconds), base / "site-a"
 
 
 def _build_args(catalog: Path, out: Path) -> list[str]:
@@ -142,12 +146,11 @@ SWAP_POINTS = [("openrecipes.atomic.swap_folders", "before"), ("openrecipes.atom
 
 
 def _kill_site_builds(tmp_path: Path, two_sites, kills: int, seed: int) -> list[str]:
-    catalogs, sites, duration = two_sites
+    catalogs, sites, duration, site_a = two_sites
     out, rng, states = tmp_path / "site", random.Random(seed), []
     for i in range(kills):
         shutil.rmtree(out, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "openrecipes", *_build_args(catalogs["a"], out)], env=ENV, check=True,
-                       capture_output=True)
+        shutil.copytree(site_a, out)  # site a as its build left it (the files and the build's marker), not rebuilt
         _kill(_build_args(catalogs["b"], out), SWAP_POINTS[i] if i < len(SWAP_POINTS) else None, duration, rng)
         states.append(_assert_whole(out, sites))
     if kills >= 2:  # right before the exchange the old site stands, right after it the new one
@@ -161,7 +164,7 @@ def _kill_site_builds(tmp_path: Path, two_sites, kills: int, seed: int) -> list[
 
 
 def _concurrent_builds(tmp_path: Path, two_sites, pairs: int) -> list[str]:
-    catalogs, sites, _ = two_sites
+    catalogs, sites, _, _ = two_sites
     out, states = tmp_path / "site", []
     for _ in range(pairs):
         first, second = _start(_build_args(catalogs["a"], out)), _start(_build_args(catalogs["b"], out))
