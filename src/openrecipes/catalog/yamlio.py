@@ -113,7 +113,7 @@ def _read(text: str, doc: YamlDocument) -> None:
     depth, documents, first_document = 0, 0, None
     try:
         while True:
-            event = loader.get_event()
+            event: Any = loader.get_event()  # libyaml's events, typed as their base class
             kind = type(event)
             if kind is yaml.StreamEndEvent:
                 break

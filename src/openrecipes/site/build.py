@@ -52,10 +52,10 @@ from openrecipes.site.pages import (
 )
 from openrecipes.site.plan import model_plans, plan_page_path, precision_family, prediction_precision, training
 from openrecipes.site.question import ANSWERS_PATH, answers_script
-from openrecipes.site.record import RecordRow, record_path, record_row_path
+from openrecipes.site.record import RecordRow, record_row_path
 from openrecipes.site.running import running_steps
 from openrecipes.site.runs import run_plots
-from openrecipes.site.scaling import record_sweeps
+from openrecipes.site.scaling import record_sweeps, sweeps_svg
 from openrecipes.textfile import MIB, read_text, shown
 
 HERE = Path(__file__).parent
@@ -278,10 +278,12 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
                section=None)
     for section in site.sections:
         write.page(section.path, "model.html", site=site, section=section, title=section.name)
-        for gpu_type, rows in section.record.items():
-            write.page(record_path(section.folder, gpu_type), "record.html", site=site, section=section,
-                       gpu_type=gpu_type, rows=rows, sweeps=record_sweeps(rows),
-                       title=f"{section.name} on {gpu_type}: the public record")
+        for gpu_type, record_pages in section.record_pages.items():
+            for record_page in record_pages:
+                sweeps = record_sweeps(record_page.rows)
+                write.page(record_page.path, "record.html", site=site, section=section, gpu_type=gpu_type,
+                           page=record_page, sweeps=sweeps, sweeps_plot=sweeps_svg(sweeps, "sweeps") if sweeps else "",
+                           title=f"{section.name} on {gpu_type}: the public record")
         for board_page in section.pages:
             write.page(board_page.path, "board.html", site=site, section=section, page=board_page,
                        title=board_page.title)
@@ -355,9 +357,9 @@ def _plot_links(section: ModelSection) -> dict[int, tuple[str, str]]:
     return links
 
 
-def _record_json(section: ModelSection, row: RecordRow) -> dict[str, Any]:
+def _record_json(row: RecordRow) -> dict[str, Any]:
     """A published run's place on the site, its exact source and what our code derives from it (never ranked)."""
-    return {"page": record_row_path(section.folder, row), "source_url": row.source_url,
+    return {"page": record_row_path(row), "source_url": row.source_url,
             "derived": dataclasses.asdict(row.figures) if row.figures else None,
             "tflops_disagreement": row.disagreement}
 
@@ -365,7 +367,7 @@ def _record_json(section: ModelSection, row: RecordRow) -> dict[str, Any]:
 def export_json(site: Site) -> str:
     """The whole catalog for tools: every entry with its permalink, its board rank, and its fields; the public
     record's entries with their source, evidence level and derived figures, kind `published_summary` and unranked."""
-    records = {row.entry.slug: _record_json(section, row) for section in site.sections
+    records = {row.entry.slug: _record_json(row) for section in site.sections
                for rows in section.record.values() for row in rows}
     entries = []
     for entry in (*site.catalog.entries, *site.catalog.record):
