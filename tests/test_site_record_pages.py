@@ -14,8 +14,10 @@ from html import unescape
 import pytest
 from site_helpers import REPO
 
+from openrecipes import forked
+from openrecipes.catalog import store
 from openrecipes.catalog.store import load_catalog
-from openrecipes.site import record
+from openrecipes.site import build, record
 from openrecipes.site.build import build_site
 
 RECORD_CATALOG = REPO / "tests/fixtures/site/record-catalog"
@@ -91,3 +93,21 @@ def test_a_sweep_stays_whole_beside_its_rows_and_each_page_draws_one_plot(paged_
 def test_no_record_page_is_over_its_budget(paged_site):
     _, site = paged_site
     assert all(site.pages[path] <= BUDGET for path in _record_pages(site))
+
+
+def test_written_on_every_core_the_site_is_the_same_bytes(paged_site, tmp_path, monkeypatch):
+    catalog, site = paged_site
+    monkeypatch.setattr(build, "PARALLEL_JOBS", 1)  # the record pages and recipes in forked processes
+    monkeypatch.setattr(forked, "cores", lambda: 2)
+    forked_site = build_site(catalog, tmp_path / "site")
+    assert forked_site.pages == site.pages
+    files = sorted(p.relative_to(site.out) for p in site.out.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(forked_site.out) for p in forked_site.out.rglob("*") if p.is_file())
+    assert all((site.out / f).read_bytes() == (forked_site.out / f).read_bytes() for f in files)
+
+
+def test_validated_on_every_core_the_catalog_is_the_same(paged_site, monkeypatch):
+    catalog, _ = paged_site
+    monkeypatch.setattr(store, "PARALLEL_FILES", 1)
+    monkeypatch.setattr(forked, "cores", lambda: 2)
+    assert load_catalog(catalog.root) == catalog
