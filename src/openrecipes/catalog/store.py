@@ -103,9 +103,9 @@ def load_catalog(root: Path) -> Catalog:
     entries = [_entry(Path(os.path.abspath(r.path)).relative_to(root), r.entry) for r in reports]
     planned = tuple(e for e in entries if getattr(e.entry, "status", None) == "planned")
     record = tuple(e for e in entries if isinstance(e, SummaryEntry) and e.name.startswith(ENTRY_PREFIX))
+    apart = {id(e) for e in (*planned, *record)}  # by identity: comparing entries field by field is quadratic
     return Catalog(root=root, tables=load_reference_tables(root),
-                   entries=tuple(e for e in entries if e not in planned and e not in record), planned=planned,
-                   record=record)
+                   entries=tuple(e for e in entries if id(e) not in apart), planned=planned, record=record)
 
 
 def _entry(path: Path, entry: Recipe | PublishedSummary | None) -> CatalogEntry:
