@@ -44,26 +44,42 @@ TARGET_SECONDS = 5.0
 PAGE_BUDGET_BYTES = 150 * 1024
 
 
+# Stand-ins for the figures each copy writes for itself, put in the seed's YAML once and replaced per file: each
+# dumps as the value that replaces it does (a plain scalar; a date quoted, as YAML would read it as a timestamp).
+_TOKENS, _USD, _MFU, _VARIANT, _MEASURED = "ZZTOKENSZZ", "ZZUSDZZ", "ZZMFUZZ", "ZZVARIANTZZ", "0000-00-00"
+
+
+def _seed_template(recipe) -> str:
+    """The seed recipe as YAML through the typed model, once, its varying figures left as stand-ins."""
+    result = recipe.result.model_dump(mode="json") | {
+        "tokens_per_s_per_gpu": _TOKENS, "usd_per_million_tokens": _USD, "mfu": _MFU, "measured": _MEASURED}
+    layout = recipe.layout.model_dump(mode="json") | {"highlights": f"{recipe.layout.highlights}; variant {_VARIANT}"}
+    text = yaml.safe_dump(recipe.model_dump(mode="json") | {"result": result, "layout": layout}, sort_keys=False,
+                          width=1000)
+    assert all(text.count(mark) == 1 for mark in (_TOKENS, _USD, _MFU, _VARIANT, f"'{_MEASURED}'")), "a stand-in clash"
+    return text
+
+
+def _float(value: float) -> str:
+    return yaml.representer.SafeRepresenter().represent_float(value).value
+
+
 def write_synthetic_catalog(root: Path, count: int) -> None:
-    # The seed recipes (ours name raw-log folders under runs/, which a synthetic catalog does not have).
-    seeds = [e for e in load_catalog(bundled_root()).recipes if e.entry.runs is None]
+    """`count` recipes from the seed recipes (ours name raw-log folders under runs/, which a synthetic catalog does
+    not have): each seed dumped once through the typed model, each copy its template with its own figures."""
+    seeds = [(e, _seed_template(e.entry)) for e in load_catalog(bundled_root()).recipes if e.entry.runs is None]
+    for folder in {seed.path.parent for seed, _ in seeds}:
+        (root / folder).mkdir(parents=True, exist_ok=True)
     for i in range(count):
-        seed = seeds[i % len(seeds)]
+        seed, template = seeds[i % len(seeds)]
         recipe = seed.entry
         tokens = round(recipe.result.tokens_per_s_per_gpu * (0.55 + (i * 37 % 90) / 100), 2)
-        result = recipe.result.model_copy(update={
-            "tokens_per_s_per_gpu": tokens,
-            "usd_per_million_tokens": round(figures.usd_per_million_tokens(
-                usd_per_gpu_hour(recipe.gpu.instance), tokens), 2),
-            "mfu": round(figures.mfu(recipe.result.active_params.count, tokens, peak_flops(recipe.gpu.type)), 4),
-            "measured": recipe.result.measured - datetime.timedelta(days=i % 60),
-        })
-        layout = recipe.layout.model_copy(update={"highlights": f"{recipe.layout.highlights}; variant {i}"})
-        synthetic = recipe.model_copy(update={"result": result, "layout": layout})
-        path = root / seed.path.parent / f"synthetic-{i:04d}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(synthetic.model_dump(mode="json"), sort_keys=False, width=1000),
-                        encoding="utf-8")
+        usd = round(figures.usd_per_million_tokens(usd_per_gpu_hour(recipe.gpu.instance), tokens), 2)
+        mfu = round(figures.mfu(recipe.result.active_params.count, tokens, peak_flops(recipe.gpu.type)), 4)
+        measured = recipe.result.measured - datetime.timedelta(days=i % 60)
+        text = (template.replace(_TOKENS, _float(tokens)).replace(_USD, _float(usd)).replace(_MFU, _float(mfu))
+                .replace(_VARIANT, str(i)).replace(_MEASURED, measured.isoformat()))
+        (root / seed.path.parent / f"synthetic-{i:04d}.yaml").write_text(text, encoding="utf-8")
 
 
 def timed(function, *args):

@@ -37,12 +37,19 @@ def _catalog(root: Path, entries: int) -> None:
         (root / source.relative_to(REPO)).with_name(f"{source.stem}-copy{copy}.yaml").write_text(text, "utf-8")
 
 
-def _build(root: Path, out: Path) -> tuple[float, float, int]:
-    start = time.process_time()
+def _cpu() -> float:
+    """CPU seconds of this process and of the processes it forked and waited for (a build may use every core)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def _build(root: Path, out: Path) -> tuple[float, float, float, float, int, tuple[str, int]]:
+    start, start_cpu = time.perf_counter(), _cpu()
     catalog = load_catalog(root)
-    loaded = time.process_time()
+    loaded, loaded_cpu = time.perf_counter(), _cpu()
     report = build_site(catalog, out)
-    return loaded - start, time.process_time() - loaded, len(report.pages)
+    return (loaded - start, time.perf_counter() - loaded, loaded_cpu - start_cpu, _cpu() - loaded_cpu,
+            len(report.pages), report.largest)
 
 
 def main() -> None:
@@ -54,12 +61,15 @@ def main() -> None:
         for entries in (0, args.entries):
             root = Path(temp) / f"catalog-{entries}"
             _catalog(root, entries)
-            load, build, pages = _build(root, Path(temp) / f"site-{entries}")
-            rows.append(f"| {entries:,} | {load:.1f} s | {build:.1f} s | {load + build:.1f} s | {pages} |")
+            load, build, load_cpu, build_cpu, pages, (largest, size) = _build(root, Path(temp) / f"site-{entries}")
+            rows.append(f"| {entries:,} | {load:.1f} s | {build:.1f} s | {load + build:.1f} s | {load_cpu:.1f} s | "
+                        f"{build_cpu:.1f} s | {pages:,} | {largest} {size / 1024:,.0f} KB |")
     print(f"## Site build with a large public record — (benchmarks/site_record_scale.py --entries {args.entries})\n")
     print(f"Machine: {os.cpu_count()} CPUs, {platform.machine()}, Python {platform.python_version()}; load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end. CPU seconds, one run per arm.\n")
-    print("| synthetic entries | load | build | total | pages |\n|---:|---:|---:|---:|---:|")
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end. Wall and CPU seconds (CPU with the processes "
+          "a build forks), one run per arm.\n")
+    print("| synthetic entries | load | build | total (wall) | load CPU | build CPU | pages | largest page |\n"
+          "|---:|---:|---:|---:|---:|---:|---:|---|")
     print("\n".join(rows))
 
 

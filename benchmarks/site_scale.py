@@ -2,8 +2,8 @@
 generator, timed here too) built by the site code before this round of changes (BASELINE_COMMIT, checked out of git
 into a temporary folder) and by this checkout, each arm in its own Python process, the arms taking turns on one
 catalog so a change in the machine's load hits both. Each arm reports its load-and-validate time, its build time,
-and the largest board page and the index, against the targets (a build of 30 s, no board page over 300 KB, an
-index under 500 KB).
+wall and CPU seconds (with the processes a build forks), and the largest board page and the index, against the
+targets (load and build in 30 s, no board page over 300 KB, an index under 500 KB).
 
     .venv/bin/python benchmarks/site_scale.py [--recipes 10000] [--runs 1]   # prints a Markdown section
 """
@@ -23,24 +23,29 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-BASELINE_COMMIT = "d373ade"  # the site code before readable Plan pages, shipped evidence and shared plots
+BASELINE_COMMIT = "7512898"  # main before the one-pass YAML reader, split record pages and builds on every core
 TARGET_BUILD_S = 30.0
 BOARD_BUDGET = 300 * 1024
 INDEX_BUDGET = 500 * 1024
 # What one arm runs: load and validate the catalog, build the site, report its timings and page sizes as JSON.
+# CPU seconds count this process and the processes it forked (a build may use every core).
 ARM = """
-import json, sys, time
+import json, os, sys, time
 from pathlib import Path
 from openrecipes.catalog.store import load_catalog
 from openrecipes.site.build import build_site
-start = time.perf_counter()
+def cpu():
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+start, start_cpu = time.perf_counter(), cpu()
 catalog = load_catalog(Path(sys.argv[1]))
-loaded = time.perf_counter()
+loaded, loaded_cpu = time.perf_counter(), cpu()
 report = build_site(catalog, Path(sys.argv[2]))
-built = time.perf_counter()
+built, built_cpu = time.perf_counter(), cpu()
 boards = {p: n for p, n in report.pages.items() if p.startswith("models/") and "/rows" in p and "running" not in p}
 largest = max(boards.items(), key=lambda item: item[1])
-print(json.dumps({"load_s": loaded - start, "build_s": built - loaded, "board": largest,
+print(json.dumps({"load_s": loaded - start, "build_s": built - loaded, "load_cpu": loaded_cpu - start_cpu,
+                  "build_cpu": built_cpu - loaded_cpu, "board": largest,
                   "index": report.pages["index.html"], "largest": report.largest, "pages": len(report.pages)}))
 """
 
@@ -95,10 +100,12 @@ def main() -> None:
 
     lines = [f"| {label} | {median('before', key):.1f} s ({spread('before', key)}) | {median('now', key):.1f} s "
              f"({spread('now', key)}) | {median('before', key) / median('now', key):.2f}x |"
-             for label, key in (("load + validate", "load_s"), ("build", "build_s"))]
+             for label, key in (("load + validate, wall", "load_s"), ("build, wall", "build_s"),
+                                ("load + validate, CPU", "load_cpu"), ("build, CPU", "build_cpu"))]
     now = results["now"][-1]
     before = results["before"][-1]
-    verdict = ("meets" if median("now", "build_s") <= TARGET_BUILD_S and now["board"][1] <= BOARD_BUDGET
+    total = median("now", "load_s") + median("now", "build_s")
+    verdict = ("meets" if total <= TARGET_BUILD_S and now["board"][1] <= BOARD_BUDGET
                and now["index"] < INDEX_BUDGET else "MISSES")
     print(f"""
 ## Site build at {arguments.recipes:,} recipes — {datetime.date.today()}
@@ -106,9 +113,10 @@ def main() -> None:
 
 Machine: {os.cpu_count()} CPUs (`nproc`), {cpu}, Python {platform.python_version()}; shared with other work while
 it ran: load average (1, 5, 15 min) {", ".join(f"{x:.2f}" for x in load_before)} before,
-{", ".join(f"{x:.2f}" for x in load_after)} after. Generator (benchmarks/site_build.py's, {arguments.recipes:,} YAML
-recipes from the 5 seeds through the typed model): {generate_s:.1f} s. Each arm in its own process, {arguments.runs}
-run(s) each, alternating; "before" is the site code of commit {BASELINE_COMMIT}, "now" this checkout.
+{", ".join(f"{x:.2f}" for x in load_after)} after. Generator (benchmarks/site_build.py's, {arguments.recipes:,}
+YAML recipes, each seed's YAML written once through the typed model): {generate_s:.1f} s. Each arm in its own
+process, {arguments.runs} run(s) each, alternating; "before" is the site code of commit {BASELINE_COMMIT}, "now"
+this checkout.
 
 | step | before | now | before / now |
 |---|---:|---:|---:|
@@ -118,7 +126,7 @@ Pages: {now['pages']:,}. Largest board page: before {before['board'][1] / 1024:,
 now {now['board'][1] / 1024:,.0f} KB (budget 300 KB); index: before {before['index'] / 1024:,.0f} KB,
 now {now['index'] / 1024:,.0f} KB (budget 500 KB). Largest page of any kind: before {before['largest'][0]}
 {before['largest'][1] / 1024:,.0f} KB, now {now['largest'][0]} {now['largest'][1] / 1024:,.0f} KB.
-Now {verdict} the targets (build ≤ {TARGET_BUILD_S:.0f} s, board ≤ 300 KB, index < 500 KB).
+Now {verdict} the targets (load + build ≤ {TARGET_BUILD_S:.0f} s wall: {total:.1f} s; board ≤ 300 KB, index < 500 KB).
 """)
 
 

@@ -141,7 +141,7 @@ def test_the_bundled_site_shows_every_published_run_once_and_one_plot_per_model_
     shown: list[str] = []
     for path in bundled_site.pages:
         html = (bundled_site.out / path).read_text(encoding="utf-8")
-        if path.endswith("/public-record.html"):
+        if re.search(r"/public-record(-\d+)?\.html$", path):
             shown += [unescape(slug) for slug in re.findall(r'<tr id="run-[^"]+" data-slug="([^"]+)"', html)]
         elif re.fullmatch(r"models/[^/]+/index\.html", path):
             assert html.count("<svg") <= 1, path
@@ -153,12 +153,13 @@ SWEEP_PAGE = "models/llama-3.1-405b/gb200/public-record.html"
 
 def test_a_record_page_plots_each_weak_scaling_sweep_beside_the_planners_prediction(record_site):
     html = _page(record_site, SWEEP_PAGE)
-    [figure] = re.findall(r'<figure class="scaling" id="sweep-[^"]+">.*?</figure>', html, re.S)
-    assert "dgxc-v25.05-llama-3.1-405b-bf16-GB200-tp4pp8cp2vp8" in figure
-    assert "llama-3.1-405b, BF16, TP4 PP8 VP8 CP2 on GB200-NVL72-186GB" in figure
-    assert "<svg" in figure and "predicted (range)" in figure and "published" in figure
+    [plot] = re.findall(r'<figure class="scaling" id="sweeps-plot">.*?</figure>', html, re.S)
+    assert plot.count("<svg") == 1 and "predicted (range)" in plot and "published" in plot
+    [sweep] = re.findall(r'<div class="sweep" id="sweep-[^"]+">.*?</table>', html, re.S)
+    assert "dgxc-v25.05-llama-3.1-405b-bf16-GB200-tp4pp8cp2vp8" in sweep
+    assert "1. llama-3.1-405b, BF16, TP4 PP8 VP8 CP2 on GB200-NVL72-186GB" in sweep
     rows = re.findall(r'<tr><td class="num">(\d+)</td><td class="num">([\d,.]+)</td><td class="num">([^<]*)</td>'
-                      r'<td>([^<]*)</td></tr>', figure)
+                      r'<td>([^<]*)</td></tr>', sweep)
     assert [(gpus, published) for gpus, published, _, _ in rows] == [("128", "438.22"), ("256", "431.89"),
                                                                      ("512", "430.79")]
     assert all(predicted != "—" and "–" in span for _, _, predicted, span in rows)  # each with its range

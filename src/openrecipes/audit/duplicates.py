@@ -54,10 +54,13 @@ class DuplicateIndex:
         self.rules = rules
         self.parsed: dict[str, ParsedRun | None] = {}
         self.groups: dict[tuple, list[tuple[Entry, ParsedRun]]] = {}
+        self.members: dict[tuple, set[Path]] = {}  # each group's paths, so a recipe finds its others in one step
         for entry in entries:
             parsed = self._parse(entry.recipe.run)
             if parsed is not None:
-                self.groups.setdefault(signature(entry.recipe, parsed), []).append((entry, parsed))
+                key = signature(entry.recipe, parsed)
+                self.groups.setdefault(key, []).append((entry, parsed))
+                self.members.setdefault(key, set()).add(entry.path)
 
     def _parse(self, run: str) -> ParsedRun | None:
         if run not in self.parsed:
@@ -72,13 +75,15 @@ class DuplicateIndex:
         parsed = self._parse(entry.recipe.run)
         if parsed is None:
             return
-        others = [(other, other_parsed) for other, other_parsed in self.groups.get(signature(entry.recipe, parsed), [])
-                  if other.path != entry.path]
-        if not others:
+        key = signature(entry.recipe, parsed)
+        group = self.groups.get(key, [])
+        count = len(group) - (entry.path in self.members.get(key, ()))
+        if not count:
             return
+        others = [(other, other_parsed) for other, other_parsed in group[:4] if other.path != entry.path][:3]
         names = [str(other.path.relative_to(root) if other.path.is_relative_to(root) else other.path)
-                 for other, _ in others[:3]]
-        shown = ", ".join(names) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+                 for other, _ in others]
+        shown = ", ".join(names) + (f" and {count - 3} more" if count > 3 else "")
         changed = config_verdict(parsed, others[0][1], self.rules).changed
         differs = f"differ only in {', '.join(changed)}" if changed else "are the same"
         yield Finding("run", None, shown, f"this recipe and {shown} are one configuration (their run commands "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 
 from openrecipes import figures
 from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
@@ -87,6 +88,8 @@ def check_runs(ctx: Context) -> Iterator[Finding]:
 def check_reproduction_logs(ctx: Context) -> Iterator[Finding]:
     """Each reproduction's log is a file inside the catalog's runs/, and a run of its own: its sha256 is none of
     the logs the recipe already cites (the candidate's, the reference's, an earlier reproduction's)."""
+    if not ctx.recipe.reproductions:
+        return
     root = catalog_root(ctx.doc.path)
     runs = ctx.recipe.runs
     seen = {digest: f"runs.{arm}_sha256" for arm, digest in (("candidate", runs and runs.candidate_sha256),
@@ -339,8 +342,15 @@ CHECKS: tuple[Callable[[Context], Iterator[Finding]], ...] = (
 
 def read_command(recipe: Recipe) -> ParsedRun | CommandError:
     """The recipe's run script read once for every check and caller, or the error that says why it cannot be."""
+    return _read_run(recipe.run)
+
+
+@cache
+def _read_run(run: str) -> ParsedRun | CommandError:
+    """Keyed by the script's text, so recipes that share a run script share its reading (the shell reader is most
+    of a recipe's validation); callers only read it."""
     try:
-        return parse_run(recipe.run)
+        return parse_run(run)
     except CommandError as error:
         return error
 

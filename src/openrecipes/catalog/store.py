@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from openrecipes.catalog.command import ParsedRun
@@ -12,6 +13,9 @@ from openrecipes.catalog.model import PublishedSummary, Recipe
 from openrecipes.catalog.record_import import ENTRY_PREFIX
 from openrecipes.catalog.validate import FileReport, recipe_files, validate_file
 from openrecipes.errors import UserError
+from openrecipes.forked import forked_map
+
+PARALLEL_FILES = 500  # a catalog of this many files is validated on every core
 
 
 @dataclass(frozen=True)
@@ -19,9 +23,9 @@ class CatalogEntry:
     path: Path  # relative to the catalog root, e.g. recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.yaml
     entry: Recipe | PublishedSummary
 
-    @property
+    @cached_property
     def slug(self) -> str:
-        """Stable permalink id: <model folder>/<gpu folder>/<file stem>."""
+        """Stable permalink id: <model folder>/<gpu folder>/<file stem> (asked for at every link of a build)."""
         return "/".join(self.path.with_suffix("").parts[-3:])
 
     @property
@@ -80,7 +84,7 @@ def validate_catalog(root: Path) -> list[FileReport]:
     if not recipes_dir.is_dir():
         raise UserError(f"{root}: no recipes/ folder; give --catalog the folder that holds recipes/")
     tables = load_reference_tables(Path(root).resolve())
-    return [validate_file(path, tables) for path in recipe_files([recipes_dir])]
+    return forked_map(lambda path: validate_file(path, tables), recipe_files([recipes_dir]), PARALLEL_FILES)
 
 
 def load_catalog(root: Path) -> Catalog:
@@ -99,9 +103,9 @@ def load_catalog(root: Path) -> Catalog:
     entries = [_entry(Path(os.path.abspath(r.path)).relative_to(root), r.entry) for r in reports]
     planned = tuple(e for e in entries if getattr(e.entry, "status", None) == "planned")
     record = tuple(e for e in entries if isinstance(e, SummaryEntry) and e.name.startswith(ENTRY_PREFIX))
+    apart = {id(e) for e in (*planned, *record)}  # by identity: comparing entries field by field is quadratic
     return Catalog(root=root, tables=load_reference_tables(root),
-                   entries=tuple(e for e in entries if e not in planned and e not in record), planned=planned,
-                   record=record)
+                   entries=tuple(e for e in entries if id(e) not in apart), planned=planned, record=record)
 
 
 def _entry(path: Path, entry: Recipe | PublishedSummary | None) -> CatalogEntry:

@@ -7,10 +7,10 @@ The recipe's published text is never changed: the box stands beside the command 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
-from openrecipes.catalog.command import CommandError, ParsedRun, command_inputs, parse_run
+from openrecipes.catalog.command import CommandError, CommandInputs, ParsedRun, command_inputs, parse_run
 from openrecipes.catalog.store import Catalog, RecipeEntry
 from openrecipes.catalog.yamlio import read_yaml
 
@@ -38,17 +38,22 @@ def _explained(key: str, shown: str, kind: str, fields: dict[str, str]) -> RunIn
     return RunInput(shown, kind, known["from"], known["set_to"].format(**fields))
 
 
-@lru_cache(maxsize=1)
+@cache
 def parsed_run(run: str) -> ParsedRun:
-    """A recipe's run script parsed once for its page: the build asks for it twice in a row (its inputs here, its
-    arguments for compare), and parsing is most of a recipe page's cost at scale. Callers only read it."""
+    """A run script parsed once for every page that shows it (its inputs here, its arguments for compare), keyed
+    by its text: parsing is most of a recipe page's cost at scale. Callers only read it."""
     return parse_run(run)
+
+
+@cache
+def _inputs(run: str) -> CommandInputs:
+    return command_inputs(run)
 
 
 def run_inputs(catalog: Catalog, entry: RecipeEntry) -> list[RunInput]:
     recipe = entry.entry
     try:
-        found, parsed = command_inputs(recipe.run), parsed_run(recipe.run)
+        found, parsed = _inputs(recipe.run), parsed_run(recipe.run)
     except CommandError:
         return []  # the validator refuses such a command; nothing to explain
     build = recipe.workload.dataset.build

@@ -19,8 +19,9 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -34,6 +35,7 @@ from openrecipes.audit.reproduce import reproduction_summary
 from openrecipes.catalog.store import Catalog, RecipeEntry
 from openrecipes.catalog.yamlio import MAX_YAML_BYTES, read_yaml
 from openrecipes.errors import UserError
+from openrecipes.forked import forked_map
 from openrecipes.site import format as fmt
 from openrecipes.site import notes, plots
 from openrecipes.site.before_run import run_inputs
@@ -50,10 +52,10 @@ from openrecipes.site.pages import (
 )
 from openrecipes.site.plan import model_plans, plan_page_path, precision_family, prediction_precision, training
 from openrecipes.site.question import ANSWERS_PATH, answers_script
-from openrecipes.site.record import RecordRow, record_path, record_row_path
+from openrecipes.site.record import RecordPage, RecordRow, record_row_path
 from openrecipes.site.running import running_steps
 from openrecipes.site.runs import run_plots
-from openrecipes.site.scaling import record_sweeps
+from openrecipes.site.scaling import record_sweeps, sweeps_svg
 from openrecipes.textfile import MIB, read_text, shown
 
 HERE = Path(__file__).parent
@@ -63,6 +65,8 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
 BUILD_MARKER = ".openrecipes-site"
 # A page is a recipe (at most 1 MiB of YAML) and its figures; a larger one means a runaway input, not a page.
 MAX_PAGE_BYTES = 16 * MIB
+RECIPES_PER_JOB = 50
+PARALLEL_JOBS = 100  # a build of this many jobs (5,000 recipes, or record pages) writes them on every core
 
 
 @dataclass
@@ -245,12 +249,19 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
     write.page("index.html", "index.html", site=site, title="All models")
     write.page("running.html", "running.html", site=site, title="Running a recipe", steps=None, board_page=None,
                section=None)
+    # The pages that grow with the catalog, each written apart (on every core, for a large catalog).
+    jobs: list[Callable[[_Writer], None]] = [
+        partial(_record_page, site, section, gpu_type, record_page)
+        for section in site.sections for gpu_type, record_pages in section.record_pages.items()
+        for record_page in record_pages]
+    jobs += [partial(_recipes, site, catalog.recipes[start:start + RECIPES_PER_JOB])
+             for start in range(0, len(catalog.recipes), RECIPES_PER_JOB)]
+    for template in ("record.html", "recipe.html"):
+        _environment().get_template(template)  # compiled once, before any fork
+    for pages in forked_map(partial(_write_apart, out), jobs, PARALLEL_JOBS):
+        report.pages |= pages
     for section in site.sections:
         write.page(section.path, "model.html", site=site, section=section, title=section.name)
-        for gpu_type, rows in section.record.items():
-            write.page(record_path(section.folder, gpu_type), "record.html", site=site, section=section,
-                       gpu_type=gpu_type, rows=rows, sweeps=record_sweeps(rows),
-                       title=f"{section.name} on {gpu_type}: the public record")
         for board_page in section.pages:
             write.page(board_page.path, "board.html", site=site, section=section, page=board_page,
                        title=board_page.title)
@@ -261,8 +272,6 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
             write.page(board_page.running_path, "running.html", site=site, board_page=board_page, section=section,
                        steps=running_steps(board_page.board.ranked[0]),
                        title=f"Running {section.name} on {board_page.board.gpu_type}")
-    for entry in catalog.recipes:
-        _recipe(write, site, entry)
     write.bytes("compare/index.js", picker_script(
         [(f"{page.title} · {page.board.workload.label}",
           [(entry.slug, f"#{rank} {entry.name} ({entry.entry.model}, {entry.entry.gpu.type})")
@@ -280,6 +289,25 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
                 write.bytes(file.path, file.data)
     write.bytes("recipes.json", export_json(site).encode("utf-8"))
     return report
+
+
+def _write_apart(out: Path, job: Callable[[_Writer], None]) -> dict[str, int]:
+    """One job's pages, written with a writer of its own; their sizes for the build's report."""
+    report = BuildReport(out)
+    job(_Writer(out, report))
+    return report.pages
+
+
+def _record_page(site: Site, section: ModelSection, gpu_type: str, page: RecordPage, write: _Writer) -> None:
+    sweeps = record_sweeps(page.rows)
+    write.page(page.path, "record.html", site=site, section=section, gpu_type=gpu_type, page=page, sweeps=sweeps,
+               sweeps_plot=sweeps_svg(sweeps, "sweeps") if sweeps else "",
+               title=f"{section.name} on {gpu_type}: the public record")
+
+
+def _recipes(site: Site, entries: list[RecipeEntry], write: _Writer) -> None:
+    for entry in entries:
+        _recipe(write, site, entry)
 
 
 def _recipe(write: _Writer, site: Site, entry: RecipeEntry) -> None:
@@ -324,9 +352,9 @@ def _plot_links(section: ModelSection) -> dict[int, tuple[str, str]]:
     return links
 
 
-def _record_json(section: ModelSection, row: RecordRow) -> dict[str, Any]:
+def _record_json(row: RecordRow) -> dict[str, Any]:
     """A published run's place on the site, its exact source and what our code derives from it (never ranked)."""
-    return {"page": record_row_path(section.folder, row), "source_url": row.source_url,
+    return {"page": record_row_path(row), "source_url": row.source_url,
             "derived": dataclasses.asdict(row.figures) if row.figures else None,
             "tflops_disagreement": row.disagreement}
 
@@ -334,7 +362,7 @@ def _record_json(section: ModelSection, row: RecordRow) -> dict[str, Any]:
 def export_json(site: Site) -> str:
     """The whole catalog for tools: every entry with its permalink, its board rank, and its fields; the public
     record's entries with their source, evidence level and derived figures, kind `published_summary` and unranked."""
-    records = {row.entry.slug: _record_json(section, row) for section in site.sections
+    records = {row.entry.slug: _record_json(row) for section in site.sections
                for rows in section.record.values() for row in rows}
     entries = []
     for entry in (*site.catalog.entries, *site.catalog.record):

@@ -20,10 +20,12 @@ from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.store import Catalog, CatalogEntry, RecipeEntry, SummaryEntry
 from openrecipes.errors import UserError
 from openrecipes.site.record import (
+    RecordPage,
     RecordRow,
     ScalingPoint,
     model_page_path,
     record_audits,
+    record_pages,
     record_path,
     record_rows,
     scaling_points,
@@ -146,6 +148,7 @@ class ModelSection:
     front: list[ParetoPoint] = field(default_factory=list)
     pareto_svg: str = ""  # the Pareto plot as inline SVG, its links relative to the site root (site/build.py)
     record: dict[str, list[RecordRow]] = field(default_factory=dict)  # GPU type -> its public record, never ranked
+    record_pages: dict[str, list[RecordPage]] = field(default_factory=dict)  # GPU type -> the record's pages
     scaling: list[ScalingPoint] = field(default_factory=list)  # measured recipes and the record, by GPU count
     scaling_svg: str = ""  # the model page's plot of them, inline SVG like pareto_svg
 
@@ -326,10 +329,14 @@ def site_pages(catalog: Catalog) -> Site:
                                points=pareto_points(catalog, model))
         section.front = pareto_front(section.points)
         rows = record_rows(catalog, record_by_model.get(model, []))
+        order = {row.entry.slug: index for index, row in enumerate(rows)}
         for gpu_type in sorted({row.entry.entry.gpu.type for row in rows},
                                key=lambda g: (gpu_order.get(g, len(gpu_order)), g)):
-            section.record[gpu_type] = [row for row in rows if row.entry.entry.gpu.type == gpu_type]
-        section.scaling = scaling_points(catalog, model, folder, rows, recipe_pages)
+            paged = record_pages(folder, gpu_type, [r for r in rows if r.entry.entry.gpu.type == gpu_type])
+            section.record_pages[gpu_type] = paged
+            section.record[gpu_type] = sorted((r for p in paged for r in p.rows), key=lambda r: order[r.entry.slug])
+        section.scaling = scaling_points(catalog, model, [r for runs in section.record.values() for r in runs],
+                                         recipe_pages)
         for board in by_model.get(model, []):
             pages = board_pages(board, folder)
             section.boards.append(pages[0])

@@ -25,7 +25,6 @@ from openrecipes.plan.export_model import (
     PredictedLayout,
     PublishedNeighbour,
 )
-from openrecipes.site.record import record_path
 
 PLANS_FOLDER = "plans"  # in the catalog root
 BF16 = "BF16"
@@ -162,8 +161,7 @@ def model_plans(catalog: Catalog, sections) -> list[ModelPlan]:
             continue
         data = read_plan(catalog.root, section.name)
         plan = ModelPlan(section.name, plan_page_path(section.folder), data)
-        plan.record_links = {row.entry.slug: (record_path(section.folder, gpu_type), row.anchor)
-                             for gpu_type, rows in section.record.items() for row in rows}
+        plan.record_links = {row.entry.slug: (row.page, row.anchor) for rows in section.record.values() for row in rows}
         if data:
             plan.tables = [TableView(table, section.folder) for table in data.tables]
             for view in plan.tables:

@@ -53,7 +53,7 @@ def known_figures(site: Site, plans: list[ModelPlan]) -> list[Known]:
                 known.append(Known(published.model, published.gpu.type, published.gpu.count,
                                    precision_family(row.run.precision), "published", site.evidence(row.entry),
                                    published.result.tokens_per_s_per_gpu, None, None, row.entry.name,
-                                   record_row_path(section.folder, row)))
+                                   record_row_path(row)))
     for plan in plans:
         for view in plan.tables:
             if not view.table.data.rows:

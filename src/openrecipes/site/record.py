@@ -9,7 +9,7 @@ implied TFLOP/s, MFU) comes from catalog/published.py, and whether the source's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from openrecipes import figures
 from openrecipes.audit.evidence import AuditReport
@@ -18,6 +18,11 @@ from openrecipes.catalog.published import PublishedFigures, check_published, pub
 from openrecipes.catalog.store import Catalog, CatalogEntry, SummaryEntry
 
 AGREEMENT_FIELD = "published.model_tflops_per_gpu"
+MIN_POINTS = 2  # a weak-scaling sweep needs two GPU counts to show a slope
+# A model's record on one GPU type continues on further pages past either limit, so no page outgrows the site's
+# 300 KB: rows of about 2 KB each, and the page's sweeps drawn together on one plot.
+RECORD_PAGE_ROWS = 100
+RECORD_PAGE_SWEEPS = 10
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,7 @@ class RecordRow:
     entry: SummaryEntry
     figures: PublishedFigures | None  # None where the model card lacks the attention shape
     disagreement: str | None  # the finding where the source's TFLOP/s is beyond the tolerance of ours
+    page: str = ""  # the site path of the record page that shows it (record_pages sets it)
 
     @property
     def run(self) -> PublishedRun:
@@ -63,9 +69,46 @@ def record_path(folder: str, gpu_type: str) -> str:
     return f"models/{folder}/{gpu_type.lower()}/public-record.html"
 
 
-def record_row_path(folder: str, row: RecordRow) -> str:
+def record_row_path(row: RecordRow) -> str:
     """A published run's row on its model's public-record page."""
-    return f"{record_path(folder, row.entry.entry.gpu.type)}#{row.anchor}"
+    return f"{row.page}#{row.anchor}"
+
+
+@dataclass
+class RecordPage:
+    """One page of a model's record on one GPU type: its rows in the table's order, and the paths of all pages."""
+
+    path: str
+    rows: list[RecordRow]
+    page_paths: list[str] = field(default_factory=list)
+
+
+def _sweep_of(row: RecordRow) -> str | None:
+    return row.run.derivation.sweep if row.run.derivation else None
+
+
+def record_pages(folder: str, gpu_type: str, rows: list[RecordRow]) -> list[RecordPage]:
+    """The record of a model on one GPU type as pages, each row given its page. A sweep's rows stay on one page
+    (its plot and table beside its rows): whole sweeps, then single runs, fill each page in the table's order up to
+    RECORD_PAGE_ROWS rows and RECORD_PAGE_SWEEPS sweeps."""
+    units: dict[str, list[RecordRow]] = {}  # a sweep's rows, or one row alone, keyed in the table's order
+    for row in rows:
+        units.setdefault(_sweep_of(row) or row.entry.slug, []).append(row)
+    groups: list[list[list[RecordRow]]] = [[]]
+    for unit in units.values():
+        page = groups[-1]
+        sweeps = sum(len({row.gpus for row in u}) >= MIN_POINTS for u in (*page, unit))
+        if page and (sum(map(len, page)) + len(unit) > RECORD_PAGE_ROWS or sweeps > RECORD_PAGE_SWEEPS):
+            groups.append([])
+        groups[-1].append(unit)
+    first = record_path(folder, gpu_type)
+    paths = [first if n == 0 else first.replace(".html", f"-{n + 1}.html") for n in range(len(groups))]
+    order = {row.entry.slug: index for index, row in enumerate(rows)}
+    pages = []
+    for path, group in zip(paths, groups, strict=True):
+        paged = sorted((replace(row, page=path) for unit in group for row in unit), key=lambda r: order[r.entry.slug])
+        pages.append(RecordPage(path, paged, paths))
+    return pages
 
 
 def model_page_path(folder: str) -> str:
@@ -117,7 +160,7 @@ class ScalingPoint:
         return f"{self.entry.name} on {self.gpus} {self.gpu_type} ({self.evidence})"
 
 
-def scaling_points(catalog: Catalog, model: str, folder: str, rows: list[RecordRow],
+def scaling_points(catalog: Catalog, model: str, rows: list[RecordRow],
                    recipe_page: dict[str, str]) -> list[ScalingPoint]:
     """Our measured recipes of the model and its public record, by GPU type and count. A recipe's MFU is our 6N
     count (figures.mfu, as `validate` checks it); a published run's is catalog/published.py's, with attention."""
@@ -138,7 +181,7 @@ def scaling_points(catalog: Catalog, model: str, folder: str, rows: list[RecordR
         points.append(ScalingPoint(row.entry, summary.gpu.type, summary.gpu.count, row.run.precision,
                                    row.run.engine, summary.result.tokens_per_s_per_gpu,
                                    row.figures.mfu_bf16 if row.figures else None, False,
-                                   record_row_path(folder, row)))
+                                   record_row_path(row)))
     order = {gpu_type: index for index, gpu_type in enumerate(catalog.tables.gpus)}
     return sorted(points, key=lambda p: (order.get(p.gpu_type, len(order)), p.gpu_type, p.gpus, not p.measured,
                                          p.entry.slug))

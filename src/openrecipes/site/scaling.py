@@ -1,6 +1,7 @@
 """Weak-scaling sweeps of the public record on the site: one layout of one model on one GPU variant at growing GPU
 counts (the entries sharing a `published.derivation.sweep` id), its published tokens/s per GPU against GPU count
-beside the planner's prediction of the same points, with the prediction's range.
+beside the planner's prediction of the same points, with the prediction's range. A record page draws its sweeps
+together on one plot, each numbered, so a record of thousands of sweeps costs one drawing per page.
 
 The published points are the entries' figures; the predictions are plan/public_record.py's `compare` of each entry
 (the planner's estimate of exactly that layout, labelled `predicted`), read from the public_record.json that
@@ -13,14 +14,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
+from itertools import cycle
 from pathlib import Path
 
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import HERE
-from openrecipes.site.plots import _svg, inline_svg, plt
-from openrecipes.site.record import RecordRow
+from openrecipes.site.plots import Line2D, _svg, inline_svg, plt
+from openrecipes.site.record import MIN_POINTS, RecordRow
 
-MIN_POINTS = 2  # a sweep needs two GPU counts to show a slope
 PREDICTIONS = HERE / "public_record.json"
 STALE = "no stored prediction: run `openrecipes refresh`"
 
@@ -64,6 +65,7 @@ class Sweep:
 
     sweep_id: str
     points: tuple[SweepPoint, ...]
+    number: int  # its number on its page's plot
 
     @property
     def title(self) -> str:
@@ -82,9 +84,6 @@ class Sweep:
         """'<GPUs> GPUs: <reason>' for each point the planner cannot predict."""
         return [f"{p.gpus} GPUs: {p.prediction.reason}" for p in self.points if p.prediction.reason is not None]
 
-    def svg(self) -> str:
-        return sweep_svg(self.points, self.anchor)
-
 
 def record_sweeps(rows: list[RecordRow]) -> list[Sweep]:
     """Every sweep among the rows of one record page (a model on one GPU type) with at least two GPU counts."""
@@ -94,32 +93,38 @@ def record_sweeps(rows: list[RecordRow]) -> list[Sweep]:
         derivation = row.run.derivation
         if derivation is not None and derivation.sweep is not None:
             groups.setdefault(derivation.sweep, []).append(row)
-    sweeps = []
+    sweeps: list[Sweep] = []
     for sweep_id, group in sorted(groups.items()):
         if len({row.gpus for row in group}) >= MIN_POINTS:
             points = tuple(SweepPoint(row, predictions.get(row.entry.slug, Prediction(None, None, None, STALE)))
                            for row in sorted(group, key=lambda r: r.gpus))
-            sweeps.append(Sweep(sweep_id, points))
+            sweeps.append(Sweep(sweep_id, points, len(sweeps) + 1))
     return sweeps
 
 
-def sweep_svg(points: tuple[SweepPoint, ...], id_prefix: str) -> str:
-    """Published tokens/s per GPU against GPU count (log 2 x), and the planner's prediction of each point with its
-    range as an error bar, labelled predicted. Inline SVG, as the model pages' plots."""
+def sweeps_svg(sweeps: list[Sweep], id_prefix: str) -> str:
+    """A page's sweeps on one plot: published tokens/s per GPU against GPU count (log 2 x), a colour and a number per
+    sweep, and the planner's prediction of each point with its range as an error bar (dashed, labelled predicted).
+    Inline SVG, as the model pages' plots."""
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     with plt.rc_context({"svg.fonttype": "none", "font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans"],
                          "svg.hashsalt": id_prefix}):
-        figure, axes = plt.subplots(figsize=(6.4, 3.2))
-        counts = [p.gpus for p in points]
-        axes.plot(counts, [p.published for p in points], marker="o", color="#2b6cb0", label="published")
-        predicted = [p for p in points if p.prediction.predicted is not None]
-        if predicted:
-            values = [p.prediction.predicted or 0.0 for p in predicted]
-            below = [v - (p.prediction.low if p.prediction.low is not None else v)
-                     for v, p in zip(values, predicted, strict=True)]
-            above = [(p.prediction.high if p.prediction.high is not None else v) - v
-                     for v, p in zip(values, predicted, strict=True)]
-            axes.errorbar([p.gpus for p in predicted], values, yerr=[below, above], marker="s", linestyle="--",
-                          color="#c05621", capsize=3, label="predicted (range)")
+        figure, axes = plt.subplots(figsize=(6.4, 3.6))
+        counts = sorted({p.gpus for sweep in sweeps for p in sweep.points})
+        for sweep, colour in zip(sweeps, cycle(colours)):
+            gpus = [p.gpus for p in sweep.points]
+            axes.plot(gpus, [p.published for p in sweep.points], marker="o", color=colour)
+            axes.annotate(str(sweep.number), (gpus[-1], sweep.points[-1].published), xytext=(4, 0),
+                          textcoords="offset points", va="center", fontsize=8, color=colour)
+            predicted = [p for p in sweep.points if p.prediction.predicted is not None]
+            if predicted:
+                values = [p.prediction.predicted or 0.0 for p in predicted]
+                below = [v - (p.prediction.low if p.prediction.low is not None else v)
+                         for v, p in zip(values, predicted, strict=True)]
+                above = [(p.prediction.high if p.prediction.high is not None else v) - v
+                         for v, p in zip(values, predicted, strict=True)]
+                axes.errorbar([p.gpus for p in predicted], values, yerr=[below, above], marker="s", linestyle="--",
+                              color=colour, alpha=0.75, capsize=3)
         axes.set_xscale("log", base=2)
         axes.set_xticks(counts, [str(c) for c in counts])
         axes.minorticks_off()
@@ -127,5 +132,7 @@ def sweep_svg(points: tuple[SweepPoint, ...], id_prefix: str) -> str:
         axes.set_ylabel("tokens/s per GPU")
         axes.ticklabel_format(axis="y", style="plain", useOffset=False)
         axes.set_ylim(bottom=0)
-        axes.legend(fontsize=7, frameon=False, loc="lower left")
+        axes.legend([Line2D([], [], color="#4a5568", marker="o"),
+                     Line2D([], [], color="#4a5568", marker="s", linestyle="--")],
+                    ["published", "predicted (range)"], fontsize=7, frameon=False, loc="lower left")
         return inline_svg(_svg(figure).decode("utf-8"), id_prefix, {})
