@@ -190,8 +190,9 @@ def test_only_the_modules_the_export_imports_are_its_code():
 
 
 def test_plans_go_stale_when_code_they_run_changes_and_only_then(tmp_path, monkeypatch):
-    """A code change in speed.py (the export predicts with it) makes the plans stale; a comment there, or any change
-    in a module the export does not import (tune/report.py), leaves them current."""
+    """A code change in speed.py (the export predicts with it), in the renderer or the engine's flag table (a planned
+    recipe's command is written from them) makes the plans stale; a comment there, or any change in a module the
+    export does not import (tune/report.py, the measure room), leaves them current."""
     import shutil
     from types import SimpleNamespace
 
@@ -213,4 +214,7 @@ def test_plans_go_stale_when_code_they_run_changes_and_only_then(tmp_path, monke
     current = seal.fingerprint(catalog)
     assert stamp_after("plan/speed.py", "\ndef ", "\n# a comment\ndef ") == current
     assert stamp_after("tune/report.py", "\ndef ", "\nUNUSED = 1\n\n\ndef ") == current
-    assert stamp_after("plan/speed.py", "\ndef ", "\nUNUSED = 1\n\n\ndef ") != current
+    assert stamp_after("measure/steps.py", "\ndef ", "\nUNUSED = 1\n\n\ndef ") == current
+    for path in ("plan/speed.py", "launch/torchtitan/render.py", "audit/record.py"):
+        assert stamp_after(path, "\ndef ", "\nUNUSED = 1\n\n\ndef ") != current, path
+    assert stamp_after("engines/torchtitan/flags.py", "\nFLAGS = (", "\nUNUSED = 1\nFLAGS = (") != current

@@ -1,7 +1,8 @@
 """The seal of each Plan page's plans/<model>.json: a hash of what the file was computed from and of the file itself.
 
 A plan file's `fingerprint` is the sha256 of (1) the export's inputs: the code that computes a plan (the modules
-`openrecipes.tune.export` imports from the planner and the tuner, and the engines' layout rules), the planner's data
+`openrecipes.tune.export` imports, directly or not, from the planner, the tuner, the engines' knowledge and the two
+writers of a planned recipe's text: the torchtitan renderer and `audit.record`), the planner's data
 (calibration.yaml, heldout.json, ...), the catalog's recipes, record, model cards and hardware tables; (2) the file's
 name; (3) the file's own text with the fingerprint left empty. A changed input makes every file stale; an edited
 figure, a file copied over another model's, or one cut short no longer matches its own seal; `refresh --check`
@@ -29,11 +30,12 @@ from openrecipes.textfile import MIB, read_text, shown
 
 EXPORT_VERSION = 3
 PACKAGE = Path(__file__).resolve().parents[1]  # src/openrecipes
-# The export's own module, and the packages whose modules it imports count as its code (its engines come through
-# the registry, by name: ENGINE_RULES).
+# The export's own module, and the packages whose modules it imports count as its code: the planner, the tuner, the
+# engines' knowledge (their layout rules and the flag table a planned recipe is rendered from) and the writers of a
+# planned recipe's text.
 EXPORT_MODULE = "openrecipes.tune.export"
-CODE_PACKAGES = ("openrecipes.plan", "openrecipes.tune")
-ENGINE_RULES = ("knowledge.py", "registry.py", "*/layouts.py")
+CODE_PACKAGES = ("openrecipes.plan", "openrecipes.tune", "openrecipes.engines", "openrecipes.launch.torchtitan",
+                 "openrecipes.audit.record")
 DATA_SUFFIXES = (".yaml", ".json")
 MAX_SOURCE_BYTES = 64 * MIB
 SEALED = re.compile(r'\{\n "fingerprint": "([0-9a-f]{64})"')
@@ -106,7 +108,7 @@ def _imported(tree: ast.AST, package: str) -> Iterator[str]:
 
 
 def code_files() -> list[Path]:
-    """The export's module and every module of CODE_PACKAGES it imports, directly or not, then the engine rules."""
+    """The export's module and every module of CODE_PACKAGES it imports, directly or not."""
     seen: dict[str, Path] = {}
     pending = [EXPORT_MODULE]
     while pending:
@@ -117,9 +119,7 @@ def code_files() -> list[Path]:
         seen[name] = path
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         pending += _imported(ast.parse(_source(path)), package)
-    engines = PACKAGE / "engines"
-    rules = sorted({path for pattern in ENGINE_RULES for path in engines.glob(pattern)})
-    return sorted(seen.values()) + rules
+    return sorted(seen.values())
 
 
 def data_files() -> list[Path]:
