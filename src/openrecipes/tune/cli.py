@@ -11,20 +11,8 @@ import typer
 from openrecipes.atomic import check_output
 from openrecipes.catalog.model import FLOAT8_SCALINGS
 from openrecipes.errors import UserError
-from openrecipes.plan.trust import HELD_OUT, OTHER_BANDS, OTHER_VARIANTS
+from openrecipes.tune.plan_cli import MAX_GPUS
 
-# Non-fitting layouts shown under the fitting ones: enough to see what stops the next-larger layouts.
-NON_FITTING_SHOWN = 5
-MAX_GPUS = 2**20  # the largest GPU count the planner enumerates
-# Terminals narrower than this get the narrow table: fewer columns, the layout cell wrapped (never cut short).
-WIDE_TABLE = 150
-WIDE_COLUMNS = ("#", "Layout", "Tokens/GPU", "GiB", "Headroom", "Tokens/s/GPU", "Range", "Basis", "MFU", "$/1M",
-                "Fit")
-NARROW_COLUMNS = ("#", "Layout", "tok/s/GPU", "Range", "Basis", "GiB", "Fit")
-# The Basis column: what a row's range is calibrated on, in a word (the caption has the whole sentence).
-BASIS_WORDS = {HELD_OUT: "held out", OTHER_VARIANTS: "other variants", OTHER_BANDS: "other bands"}
-# The text columns share the width the figures leave (which never wrap), the layout the larger part.
-COLUMN_RATIOS = {"Layout": 3, "Fit": 2}
 MAX_STEPS = 1_000_000  # a measuring run is short; a larger count is a typo (and overflows the run's fields)
 
 
