@@ -9,10 +9,9 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cache
 
 from openrecipes import figures
-from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
+from openrecipes.catalog.command import CommandError, ParsedRun, read_run
 from openrecipes.catalog.hardware import ReferenceTables, variant_issue
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import catalog_root, evidence_problem
@@ -342,17 +341,7 @@ CHECKS: tuple[Callable[[Context], Iterator[Finding]], ...] = (
 
 def read_command(recipe: Recipe) -> ParsedRun | CommandError:
     """The recipe's run script read once for every check and caller, or the error that says why it cannot be."""
-    return _read_run(recipe.run)
-
-
-@cache
-def _read_run(run: str) -> ParsedRun | CommandError:
-    """Keyed by the script's text, so recipes that share a run script share its reading (the shell reader is most
-    of a recipe's validation); callers only read it."""
-    try:
-        return parse_run(run)
-    except CommandError as error:
-        return error
+    return read_run(recipe.run)
 
 
 def run_checks(recipe: Recipe, doc: YamlDocument, tables: ReferenceTables,

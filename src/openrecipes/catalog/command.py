@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cache
 
 _ARRAY_START = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=\($")
 _ARRAY_USE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\[@\]\}$|^\"\$\{([A-Za-z_][A-Za-z0-9_]*)\[@\]\}\"$")
@@ -171,6 +172,17 @@ def parse_run(text: str) -> ParsedRun:
     return parsed
 
 
+@cache
+def read_run(text: str) -> ParsedRun | CommandError:
+    """A run script read once per process for every caller (the validator, each page that shows it), keyed by its
+    text, or the error that says why it cannot be read: the shell reader is most of a recipe's validation at scale.
+    Callers only read the result."""
+    try:
+        return parse_run(text)
+    except CommandError as error:
+        return error
+
+
 def _expand(words: list[str], arrays: dict[str, list[str]]) -> list[str]:
     out: list[str] = []
     for word in words:
@@ -227,7 +239,9 @@ class CommandInputs:
 
 def command_inputs(text: str) -> CommandInputs:
     """The outside inputs of a run script: variables and arrays it reads without setting, and placeholders."""
-    parsed = parse_run(text)
+    parsed = read_run(text)
+    if isinstance(parsed, CommandError):
+        raise CommandError(str(parsed))
     inputs = CommandInputs(exports=dict(parsed.exports))
     assigned = set(parsed.exports) | set(parsed.arrays)
     for _, line in logical_lines(text):

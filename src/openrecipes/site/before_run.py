@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
-from openrecipes.catalog.command import CommandError, CommandInputs, ParsedRun, command_inputs, parse_run
+from openrecipes.catalog.command import CommandError, CommandInputs, ParsedRun, command_inputs, read_run
 from openrecipes.catalog.store import Catalog, RecipeEntry
 from openrecipes.catalog.yamlio import read_yaml
 
@@ -38,11 +38,13 @@ def _explained(key: str, shown: str, kind: str, fields: dict[str, str]) -> RunIn
     return RunInput(shown, kind, known["from"], known["set_to"].format(**fields))
 
 
-@cache
 def parsed_run(run: str) -> ParsedRun:
-    """A run script parsed once for every page that shows it (its inputs here, its arguments for compare), keyed
-    by its text: parsing is most of a recipe page's cost at scale. Callers only read it."""
-    return parse_run(run)
+    """A run script as the catalog read it when it loaded (its inputs here, its arguments for compare); callers only
+    read it."""
+    found = read_run(run)
+    if isinstance(found, CommandError):
+        raise CommandError(str(found))
+    return found
 
 
 @cache

@@ -8,11 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from openrecipes.catalog.paths import RUN_LOG
 from openrecipes.catalog.store import RecipeEntry
 from openrecipes.errors import UserError
 from openrecipes.site import plots
-
-LOG_NAME = "train.log"
 
 
 @dataclass(frozen=True)
@@ -25,7 +24,7 @@ class RunImage:
 def _read(root: Path, folder: str):
     from openrecipes.measure.formats import read_log
 
-    log = (root / folder / LOG_NAME).resolve()
+    log = (root / folder / RUN_LOG).resolve()
     if not log.is_relative_to(root):
         raise UserError(f"runs folder '{folder}' lies outside the catalog {root}; name a folder under runs/")
     return read_log(log)
