@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """What a public record of many weak-scaling sweeps costs a site build: the bundled catalog plus N synthetic
-published entries (copies of the dgxc-benchmarking entries under new names and sweep ids), loaded and built once
-per arm in this process, the bundled catalog alone first as the baseline.
+published entries (copies of the dgxc-benchmarking entries under new names and sweep ids), loaded and built by the
+site code of site_scale.BASELINE_COMMIT and by this checkout, each arm in its own Python process, the arms taking
+turns on one catalog (benchmarks/site_scale.py's arms).
 
-    .venv/bin/python benchmarks/site_record_scale.py [--entries 10000]   # prints a Markdown section
+    .venv/bin/python benchmarks/site_record_scale.py [--entries 10000] [--runs 2]   # prints a Markdown section
 
 The copies have no stored prediction, so their plots draw the published line alone (the planner's points add an
 error bar each, which this does not time).
@@ -12,21 +13,21 @@ error bar each, which this does not time).
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import platform
 import shutil
+import statistics
 import tempfile
-import time
 from pathlib import Path
 
-from openrecipes.catalog.store import load_catalog
-from openrecipes.site.build import build_site
+from site_scale import BASELINE_COMMIT, TARGET_BUILD_S, baseline_tree, run_arm
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _catalog(root: Path, entries: int) -> None:
-    for folder in ("recipes", "models", "hardware", "runs", "plans", "data"):
+    for folder in ("recipes", "models", "hardware", "runs", "plans", "data", "rules", "schema"):
         if (REPO / folder).exists():
             shutil.copytree(REPO / folder, root / folder, symlinks=True)
     sources = sorted(REPO.glob("recipes/*/*/record-dgxc-*.yaml"))
@@ -37,40 +38,48 @@ def _catalog(root: Path, entries: int) -> None:
         (root / source.relative_to(REPO)).with_name(f"{source.stem}-copy{copy}.yaml").write_text(text, "utf-8")
 
 
-def _cpu() -> float:
-    """CPU seconds of this process and of the processes it forked and waited for (a build may use every core)."""
-    times = os.times()
-    return times.user + times.system + times.children_user + times.children_system
-
-
-def _build(root: Path, out: Path) -> tuple[float, float, float, float, int, tuple[str, int]]:
-    start, start_cpu = time.perf_counter(), _cpu()
-    catalog = load_catalog(root)
-    loaded, loaded_cpu = time.perf_counter(), _cpu()
-    report = build_site(catalog, out)
-    return (loaded - start, time.perf_counter() - loaded, loaded_cpu - start_cpu, _cpu() - loaded_cpu,
-            len(report.pages), report.largest)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=10000)
+    parser.add_argument("--runs", type=int, default=2, help="builds of each arm, taken alternately")
     args = parser.parse_args()
-    rows = []
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as temp:
-        for entries in (0, args.entries):
-            root = Path(temp) / f"catalog-{entries}"
-            _catalog(root, entries)
-            load, build, load_cpu, build_cpu, pages, (largest, size) = _build(root, Path(temp) / f"site-{entries}")
-            rows.append(f"| {entries:,} | {load:.1f} s | {build:.1f} s | {load + build:.1f} s | {load_cpu:.1f} s | "
-                        f"{build_cpu:.1f} s | {pages:,} | {largest} {size / 1024:,.0f} KB |")
-    print(f"## Site build with a large public record — (benchmarks/site_record_scale.py --entries {args.entries})\n")
-    print(f"Machine: {os.cpu_count()} CPUs, {platform.machine()}, Python {platform.python_version()}; load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end. Wall and CPU seconds (CPU with the processes "
-          "a build forks), one run per arm.\n")
-    print("| synthetic entries | load | build | total (wall) | load CPU | build CPU | pages | largest page |\n"
-          "|---:|---:|---:|---:|---:|---:|---:|---|")
-    print("\n".join(rows))
+        work = Path(temp)
+        _catalog(work / "catalog", args.entries)
+        arms = {"before": baseline_tree(work / "before"), "now": REPO / "src"}
+        results: dict[str, list[dict]] = {arm: [] for arm in arms}
+        for run in range(args.runs):
+            for arm, source in arms.items():
+                results[arm].append(run_arm(source, work / "catalog", work / f"site-{arm}-{run}"))
+    load_after = os.getloadavg()
+
+    def cell(arm: str, key: str) -> str:
+        values = [r[key] for r in results[arm]]
+        return f"{statistics.median(values):.1f} s ({min(values):.1f}–{max(values):.1f})"
+
+    rows = [f"| {arm} | {cell(arm, 'load_s')} | {cell(arm, 'build_s')} | "
+            f"{statistics.median(r['load_s'] + r['build_s'] for r in results[arm]):.1f} s | {cell(arm, 'load_cpu')} | "
+            f"{cell(arm, 'build_cpu')} | {results[arm][-1]['pages']:,} | {results[arm][-1]['largest'][0]} "
+            f"{results[arm][-1]['largest'][1] / 1024:,.0f} KB |" for arm in arms]
+    total = statistics.median(r["load_s"] + r["build_s"] for r in results["now"])
+    print(f"""
+## Site build with a public record of {args.entries:,} more entries — {datetime.date.today()}
+(benchmarks/site_record_scale.py --entries {args.entries} --runs {args.runs})
+
+Machine: {os.cpu_count()} CPUs, {platform.machine()}, Python {platform.python_version()}; load average (1, 5, 15 min)
+{", ".join(f"{x:.2f}" for x in load_before)} before, {", ".join(f"{x:.2f}" for x in load_after)} after. The bundled
+catalog plus {args.entries:,} synthetic published entries; each arm in its own process, {args.runs} run(s) each,
+alternating; "before" is the site code of commit {BASELINE_COMMIT}, "now" this checkout. Median (range); CPU
+seconds count the processes a build forks.
+
+| arm | load, wall | build, wall | total, wall | load, CPU | build, CPU | pages | largest page |
+|---|---:|---:|---:|---:|---:|---:|---|
+{chr(10).join(rows)}
+
+Now {"meets" if total <= TARGET_BUILD_S else "MISSES"} the target (load + build ≤ {TARGET_BUILD_S:.0f} s wall: \
+{total:.1f} s).
+""")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-BASELINE_COMMIT = "7512898"  # main before the one-pass YAML reader, split record pages and builds on every core
+BASELINE_COMMIT = "b393138"  # main before the builds of pages, plots and audits on every core and the compact recipes.json
 TARGET_BUILD_S = 30.0
 BOARD_BUDGET = 300 * 1024
 INDEX_BUDGET = 500 * 1024

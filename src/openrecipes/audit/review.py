@@ -18,10 +18,11 @@ from openrecipes.audit.rows import RowsRebuilder
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import PublishedSummary, Recipe
 from openrecipes.catalog.paths import RUN_COMMAND, evidence_problem, relative_path
-from openrecipes.catalog.store import Catalog
+from openrecipes.catalog.store import PARALLEL_FILES, Catalog, CatalogEntry
 from openrecipes.catalog.validate import FileReport, recipe_files, validate_document
 from openrecipes.catalog.yamlio import YamlDocument, read_yaml
 from openrecipes.errors import UserError
+from openrecipes.forked import forked_map
 from openrecipes.textfile import read_text
 from openrecipes.verdict import Finding
 from openrecipes.verify.config import MAX_SCRIPT_BYTES, Rules, load_rules
@@ -131,13 +132,13 @@ def audit_catalog(catalog: Catalog) -> dict[str, AuditReport]:
     reproductions are read again, for the figures as written."""
     entries = [Entry(catalog.root / e.path, e.entry) for e in catalog.recipes]
     reviewer = Reviewer.of(catalog.root, catalog.tables, entries, rebuild_rows=False)
-    reports = {}
-    for entry in catalog.entries:
+
+    def report(entry: CatalogEntry) -> AuditReport:
         recipe, path = entry.entry, catalog.root / entry.path
         if not isinstance(recipe, Recipe):
-            reports[entry.slug] = AuditReport(entry.path, has_logs=False)
-            continue
+            return AuditReport(entry.path, has_logs=False)
         needs_text = recipe.runs is not None or recipe.reproductions
-        doc = read_yaml(path) if needs_text else YamlDocument(path, None)
-        reports[entry.slug] = reviewer.review(path, recipe, doc, [])
-    return reports
+        return reviewer.review(path, recipe, read_yaml(path) if needs_text else YamlDocument(path, None), [])
+
+    return {entry.slug: audited for entry, audited in
+            zip(catalog.entries, forked_map(report, catalog.entries, PARALLEL_FILES), strict=True)}

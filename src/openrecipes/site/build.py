@@ -16,6 +16,7 @@ import fcntl
 import glob
 import json
 import os
+import posixpath
 import shutil
 import sys
 import tempfile
@@ -122,7 +123,11 @@ def _notes(context, text: str) -> Markup:
 @jinja2.pass_context
 def _note_line(context, text: str) -> Markup:
     """One line of the safe Markdown subset, for a table cell or inside a paragraph."""
-    return notes.inline(text, _note_link(context))
+    key = (posixpath.dirname(context["page_path"]), text)
+    lines = context["site"].note_lines
+    if key not in lines:
+        lines[key] = notes.inline(text, _note_link(context))
+    return lines[key]
 
 
 def _relative_links(context, svg: str) -> Markup:
@@ -232,46 +237,31 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
         write.bytes(f"static/{name}", (HERE / "static" / name).read_bytes())
     for summary in (*catalog.summaries, *catalog.record):
         write.bytes(recipe_yaml_path(summary), (catalog.root / summary.path).read_bytes())
-    for section in site.sections:
-        if section.points:
-            section.pareto_svg = plots.pareto_svg(section.points, section.front, _plot_links(section),
-                                                  f"plot-{section.folder}",
-                                                  section.front if section.pareto_shared else None)
-            if section.pareto_shared:  # one file, its links made relative to its own folder
-                write.bytes(section.pareto_file, section.pareto_svg.replace('<a href="', '<a href="../')
-                            .encode("utf-8"))
-        if section.scaling:  # one plot per model, whatever the number of its runs
-            section.scaling_svg = plots.scaling_svg(section.scaling, f"scaling-{section.folder}")
-            if section.scaling_shared:
-                write.bytes(section.scaling_file, section.scaling_svg.replace('<a href="', '<a href="../')
-                            .encode("utf-8"))
+    # The pages that grow with the catalog, each job written apart (on every core, for a large catalog); the
+    # single large files first, so no core is left with one at the end.
+    jobs: list[Callable[[_Writer], None]] = [partial(_recipes_json, site)]
+    jobs += [partial(_record_page, site, section, gpu_type, record_page)
+             for section in site.sections for gpu_type, record_pages in section.record_pages.items()
+             for record_page in record_pages]
+    jobs += [partial(_model_pages, site, section) for section in site.sections]
+    jobs += [partial(_recipes, site, catalog.recipes[start:start + RECIPES_PER_JOB])
+             for start in range(0, len(catalog.recipes), RECIPES_PER_JOB)]
+    # The plots before the pages (the model and board pages show them), on every core when the pages are.
+    plotted = forked_map(_section_plots, site.sections, 0 if len(jobs) >= PARALLEL_JOBS else sys.maxsize)
+    for section, (pareto, scaling) in zip(site.sections, plotted, strict=True):
+        section.pareto_svg, section.scaling_svg = pareto, scaling
+        if section.points and section.pareto_shared:  # one file, its links made relative to its own folder
+            write.bytes(section.pareto_file, pareto.replace('<a href="', '<a href="../').encode("utf-8"))
+        if section.scaling and section.scaling_shared:
+            write.bytes(section.scaling_file, scaling.replace('<a href="', '<a href="../').encode("utf-8"))
     write.bytes(ANSWERS_PATH, answers_script(site, plans))
     write.page("index.html", "index.html", site=site, title="All models")
     write.page("running.html", "running.html", site=site, title="Running a recipe", steps=None, board_page=None,
                section=None)
-    # The pages that grow with the catalog, each written apart (on every core, for a large catalog).
-    jobs: list[Callable[[_Writer], None]] = [
-        partial(_record_page, site, section, gpu_type, record_page)
-        for section in site.sections for gpu_type, record_pages in section.record_pages.items()
-        for record_page in record_pages]
-    jobs += [partial(_recipes, site, catalog.recipes[start:start + RECIPES_PER_JOB])
-             for start in range(0, len(catalog.recipes), RECIPES_PER_JOB)]
-    for template in ("record.html", "recipe.html"):
+    for template in ("record.html", "recipe.html", "model.html", "board.html", "running.html"):
         _environment().get_template(template)  # compiled once, before any fork
     for pages in forked_map(partial(_write_apart, out), jobs, PARALLEL_JOBS):
         report.pages |= pages
-    for section in site.sections:
-        write.page(section.path, "model.html", site=site, section=section, title=section.name)
-        for board_page in section.pages:
-            write.page(board_page.path, "board.html", site=site, section=section, page=board_page,
-                       title=board_page.title)
-        for board_page in section.boards:
-            write.bytes(board_page.csv_path, board_csv(
-                [(rank, entry, site.evidence(entry), site.usd_values.get(entry.slug),
-                  recipe_page_path(entry)) for rank, entry in enumerate(board_page.board.ranked, start=1)]))
-            write.page(board_page.running_path, "running.html", site=site, board_page=board_page, section=section,
-                       steps=running_steps(board_page.board.ranked[0]),
-                       title=f"Running {section.name} on {board_page.board.gpu_type}")
     write.bytes("compare/index.js", picker_script(
         [(f"{page.title} · {page.board.workload.label}",
           [(entry.slug, f"#{rank} {entry.name} ({entry.entry.model}, {entry.entry.gpu.type})")
@@ -287,7 +277,6 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
         for log in sorted({run.log for view in plan.tables for run in view.table.runs}):
             for file in log_files(catalog.root, log, "run"):
                 write.bytes(file.path, file.data)
-    write.bytes("recipes.json", export_json(site).encode("utf-8"))
     return report
 
 
@@ -296,6 +285,34 @@ def _write_apart(out: Path, job: Callable[[_Writer], None]) -> dict[str, int]:
     report = BuildReport(out)
     job(_Writer(out, report))
     return report.pages
+
+
+def _section_plots(section: ModelSection) -> tuple[str, str]:
+    """A model's Pareto and scaling plots as inline SVG, their links relative to the site root ("" if none)."""
+    pareto = plots.pareto_svg(section.points, section.front, _plot_links(section), f"plot-{section.folder}",
+                              section.front if section.pareto_shared else None) if section.points else ""
+    # one scaling plot per model, whatever the number of its runs
+    scaling = plots.scaling_svg(section.scaling, f"scaling-{section.folder}") if section.scaling else ""
+    return pareto, scaling
+
+
+def _model_pages(site: Site, section: ModelSection, write: _Writer) -> None:
+    """A model's page, its board pages with their CSV and running pages."""
+    write.page(section.path, "model.html", site=site, section=section, title=section.name)
+    for board_page in section.pages:
+        write.page(board_page.path, "board.html", site=site, section=section, page=board_page,
+                   title=board_page.title)
+    for board_page in section.boards:
+        write.bytes(board_page.csv_path, board_csv(
+            [(rank, entry, site.evidence(entry), site.usd_values.get(entry.slug),
+              recipe_page_path(entry)) for rank, entry in enumerate(board_page.board.ranked, start=1)]))
+        write.page(board_page.running_path, "running.html", site=site, board_page=board_page, section=section,
+                   steps=running_steps(board_page.board.ranked[0]),
+                   title=f"Running {section.name} on {board_page.board.gpu_type}")
+
+
+def _recipes_json(site: Site, write: _Writer) -> None:
+    write.bytes("recipes.json", export_json(site).encode("utf-8"))
 
 
 def _record_page(site: Site, section: ModelSection, gpu_type: str, page: RecordPage, write: _Writer) -> None:
@@ -381,5 +398,6 @@ def export_json(site: Site) -> str:
     boards = [{"model": p.board.model, "gpu_type": p.board.gpu_type, "workload": p.board.workload.label,
                "page": p.path, "ranked": [e.slug for e in p.board.ranked]}
               for section in site.sections for p in section.boards]
-    return json.dumps({"schema_version": 1, "entries": entries, "boards": boards}, indent=1, ensure_ascii=False)
+    # One line: json's C encoder writes it (an indented dump runs the pure-Python encoder, seconds at 10,000 entries).
+    return json.dumps({"schema_version": 1, "entries": entries, "boards": boards}, ensure_ascii=False)
 

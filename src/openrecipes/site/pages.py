@@ -10,6 +10,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
+from markupsafe import Markup
+
 from openrecipes import figures
 from openrecipes.audit.evidence import AuditReport
 from openrecipes.audit.review import audit_catalog
@@ -232,6 +234,9 @@ class Site:
     usd_values: dict[str, float] = field(default_factory=dict)  # slug -> $ per 1M tokens to sort and compare by
     audits: dict[str, AuditReport] = field(default_factory=dict)  # entry slug -> its audit, once per build
     token_budget: int = 1_000_000_000  # the tokens time-to-train and cost are worked out for (site.yaml)
+    # A note line as HTML, by (page folder, text): a model's notes stand on every one of its recipe pages, and a
+    # line's links depend only on the folder it is read from.
+    note_lines: dict[tuple[str, str], Markup] = field(default_factory=dict)
 
     @cached_property
     def recipe_by_path(self) -> dict[str, RecipeEntry]:
@@ -395,6 +400,4 @@ def _require_unique_slugs(catalog: Catalog) -> None:
 
 def relative_url(from_page: str, target: str) -> str:
     """A link from one site path to another that works from file:// and under any prefix on a static host."""
-    start = PurePosixPath(from_page).parent
-    depth = len(start.parts)
-    return "../" * depth + target if depth else target
+    return "../" * from_page.count("/") + target  # site paths are written normalized: a/b/page.html
