@@ -24,7 +24,7 @@ def candidate_recipe(base: Recipe, candidate: Candidate, steps: int) -> Recipe:
     reshard = ("" if lay.dp == 1 else
                "; reshard after forward" if lay.reshard_after_forward else "; no reshard after forward")
     layout = base.layout.model_copy(update=dict(
-        label=candidate.label, summary=f"{lay.label}; {lay.rows_per_microbatch} row(s) of "
+        label=lay.label, summary=f"{lay.label}; {lay.rows_per_microbatch} row(s) of "
         f"{base.workload.row_tokens:,} tokens a microbatch; recompute {lay.recompute}; "
         f"{'torch.compile' if lay.compile else 'eager'}"
         f"{reshard}"
