@@ -1,7 +1,7 @@
 """Predict every valid layout of a model on N GPUs: does it fit, how fast, what it costs; ranked.
 
-`predict` returns them as Predictions; `Prediction.exported()` is a `PredictedLayout`, the object
-`openrecipes plan --json` prints; the site's tables are the same objects, exported as JSON by openrecipes.tune.export.
+`predict` returns them as Predictions; `plan_table` returns them exported (`PredictedLayout`, the objects
+`openrecipes plan --json` prints); the site's tables are the same objects, exported as JSON by openrecipes.tune.export.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from openrecipes import figures
 from openrecipes.catalog.hardware import (
@@ -264,3 +265,16 @@ def _check_low_precision(request: PlanRequest, tables: ReferenceTables) -> None:
     if precision_peak_flops(spec, precision) is None:
         raise UserError(f"--precision {precision}: {request.gpu_type} has no {precision} tensor cores "
                         "(hardware/gpus.yaml gives no peak for it)")
+
+
+def plan_table(model: str, gpu_type: str, gpus: int, row_tokens: int = 8192, global_batch: int = 128,
+               engine: EngineName = PLANNER_DEFAULT.name, grad_reduce_bf16: bool = False, top: int | None = None,
+               root: Path | None = None, kernels: tuple[str, ...] = (), attention: str | None = None,
+               float8: str | None = None, search: LeverSearch | None = None,
+               low_precision: str | None = None, variant: str | None = None) -> list[PredictedLayout]:
+    """The ranked predictions as exported: one `--json` object per layout, the first `top` (None: all)."""
+    request = PlanRequest(model, gpu_type, gpus, row_tokens, global_batch, engine, grad_reduce_bf16, kernels,
+                          attention, float8, search or LeverSearch(), low_precision, variant)
+    ranked = predict(request, load_reference_tables(root))
+    with _collector_paused():
+        return [p.exported() for p in ranked[:top]]
