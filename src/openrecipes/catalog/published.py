@@ -55,10 +55,8 @@ def data_parallel(run: PublishedRun, gpus: int) -> float:
 
 
 def published_label(run: PublishedRun, gpus: int | None) -> str:
-    """The published degrees in the one label (names.layout_label), with the data-parallel size derived on `gpus`
-    (None: a sweep's layout, DP left out)."""
-    lay = run.layout
-    dp = None if gpus is None else data_parallel(run, gpus)
+    """names.layout_label of the published degrees, DP derived on `gpus` (None: a sweep's layout, DP left out)."""
+    lay, dp = run.layout, None if gpus is None else data_parallel(run, gpus)
     return names.layout_label(lay.tp, lay.pp, dp, lay.vp, lay.cp, lay.ep, lay.etp, lay.fsdp)
 
 

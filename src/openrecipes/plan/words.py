@@ -6,34 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any
 
 from openrecipes.catalog.model import ATTENTION_BACKENDS, FLOAT8_SCALINGS, KERNELS
 
-
-class Planned(Protocol):
-    """A layout as plan.layouts.Layout and plan.export_model.PredictedLayout both hold it (read only)."""
-
-    @property
-    def label(self) -> str: ...
-    @property
-    def recompute(self) -> str: ...
-    @property
-    def rows_per_microbatch(self) -> int: ...
-    @property
-    def offload_fraction(self) -> float: ...
-    @property
-    def compile(self) -> bool: ...
-    @property
-    def reshard_after_forward(self) -> bool: ...
-    @property
-    def kernels(self) -> Sequence[str]: ...
-    @property
-    def attention(self) -> str | None: ...
-    @property
-    def float8(self) -> str | None: ...
-    @property
-    def low_precision(self) -> str | None: ...
+# A plan.layouts.Layout or an exported PredictedLayout, read only through the fields they share (label, recompute,
+# rows_per_microbatch, offload_fraction and the levers); a Protocol of ten read-only properties would say the same.
+Planned = Any
 
 
 @dataclass(frozen=True)
