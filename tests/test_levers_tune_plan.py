@@ -202,7 +202,7 @@ def test_an_fp8_search_is_its_own_board(catalog, monkeypatch):
     text = path.read_text()
     assert "precision: fp8" in text and "scaling: tensorwise" in text and "fsdp_float8_all_gather: true" in text
     assert "--model.converters quantize.linear.float8" in text and "configuration: precision change" in text
-    assert "; FP8 linear layers (tensorwise scaling) (chosen by `openrecipes tune`)" in text
+    assert ", fp8 tensorwise (chosen by `openrecipes tune`)" in text
     monkeypatch.chdir(catalog)
     checked = CliRunner().invoke(app, ["validate", str(path)])
     assert checked.exit_code == 0, checked.output

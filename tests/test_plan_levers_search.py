@@ -14,9 +14,10 @@ from openrecipes.catalog.store import load_catalog
 from openrecipes.errors import UserError
 from openrecipes.plan.answer import PublishedFigure, default_engine, measured_recipes, widened
 from openrecipes.plan.layouts import Layout
-from openrecipes.plan.levers import LEVER_WORDS, LeverSearch, lever_names, lever_slug, lever_text
+from openrecipes.plan.levers import LeverSearch
 from openrecipes.plan.predict import PlanRequest, predict
 from openrecipes.plan.trust import Interval
+from openrecipes.plan.words import LEVER_WORDS, lever_names, lever_slug, lever_text
 
 BF16 = LeverSearch(float8="none")
 

@@ -114,7 +114,8 @@ def test_dry_run_prints_ranked_candidates_minutes_and_commands(monkeypatch, tmp_
     assert result.exit_code == 0, result.output
     out = result.output
     assert "from recipes/qwen3-8b/h200/torchtitan-stock-fsdp2.yaml" in out
-    assert "1  TP1 PP1 DP2 none MB1 compile" in out and "cannot win" in out and "budget" in out
+    assert "1  TP1 PP1 DP2, none recompute, 1 row(s) a microbatch, compiled" in out
+    assert "cannot win" in out and "budget" in out
     assert "# reference arm: recipes/qwen3-8b/h200/torchtitan-stock-fsdp2.yaml at 10 steps" in out
     assert out.count("torchrun --nnodes 1 --nproc_per_node 2") >= 2
     assert "--training.steps 10" in out and "--compile.enable" in out and "--activation_checkpoint.mode none" in out
@@ -301,8 +302,8 @@ def test_an_arm_is_the_base_recipe_with_only_its_layout_steps_and_command_change
     assert arm.workload.model_dump(exclude={"precision"}) == s.base.workload.model_dump(exclude={"precision"})
     assert arm.workload.precision == "fp8" and arm.layout.float8 is not None
     assert arm.layout.float8.scaling == "tensorwise" and arm.layout.float8.skip == ["output"]
-    assert (arm.layout.label, arm.layout.dp, arm.layout.compile) == (
-        candidate.label, candidate.layout.dp, candidate.layout.compile)
+    assert (arm.layout.label, arm.layout.highlights, arm.layout.dp, arm.layout.compile) == (
+        candidate.layout.label, f"tuned: {candidate.label}", candidate.layout.dp, candidate.layout.compile)
     assert "--model.converters quantize.linear.float8" in arm.run
     assert s.base.workload.precision == "bf16" and s.base.layout.float8 is None  # the base is left as it was
 

@@ -13,7 +13,7 @@ from conftest import REPO, openrecipes
 
 from openrecipes import figures
 from openrecipes.catalog.hardware import load_reference_tables
-from openrecipes.catalog.published import check_published, flops_per_token, published_figures
+from openrecipes.catalog.published import check_published, flops_per_token, published_figures, published_label
 from openrecipes.catalog.record_sources import read_excerpt
 from openrecipes.catalog.store import load_catalog
 from openrecipes.catalog.validate import validate_file
@@ -201,7 +201,7 @@ def test_the_seed_summaries_without_a_published_block_stay_valid():
 def test_derived_figures_of_an_entry(catalog):
     entry = catalog.find(MEGATRON.stem).entry
     derived = published_figures(entry, catalog.tables)
-    assert entry.published.layout.label == "TP8 PP8 VP8 CP2" and entry.precision == "fp8"
+    assert published_label(entry.published, entry.gpu.count) == "TP8 PP8 VP8 CP2 DP8" and entry.precision == "fp8"
     assert derived is not None and derived.data_parallel == 1024 / (8 * 8 * 2)
     assert derived.implied_tflops_per_gpu == pytest.approx(326 * derived.flops_per_token / 1e12)
     assert derived.mfu_bf16 == pytest.approx(derived.implied_tflops_per_gpu * 1e12 / 989e12)

@@ -36,7 +36,7 @@ def test_record_writes_a_recipe_of_the_runs_own_layout(catalog):
     recipe = yaml.safe_load((catalog / "recipes/qwen3-1.7b/h200/full-mb2.yaml").read_text())
     layout = recipe["layout"]
     assert (layout["rows_per_microbatch"], layout["recompute"]["granularity"], layout["compile"]) == (2, "full", True)
-    assert layout["max_tokens_per_gpu"] == 16384 and layout["label"] == "TP1 PP1 CP1 DP1 full MB2 compile"
+    assert layout["max_tokens_per_gpu"] == 16384 and layout["label"] == "TP1 PP1 DP1"
     assert recipe["run"] == (FIXTURE / "candidate/command.sh").read_text()
     assert recipe["correctness"]["result"] == "pass" and recipe["result"]["steps_per_run"] == 10
     assert openrecipes("validate", cwd=catalog).returncode == 0

@@ -15,6 +15,7 @@ from html import unescape
 import pytest
 from site_helpers import REPO
 
+from openrecipes.catalog.published import published_label
 from openrecipes.catalog.store import load_catalog
 from openrecipes.plan.public_record import compare
 from openrecipes.site.plan import read_plan
@@ -57,7 +58,8 @@ def test_each_table_carries_the_nearest_published_entries_same_gpu_type_first(ca
             entry = entries[n.slug]
             assert (n.gpu_type, n.gpus, n.published) == (entry.entry.gpu.type, entry.entry.gpu.count,
                                                          entry.entry.result.tokens_per_s_per_gpu)
-            assert n.layout == entry.entry.published.layout.label and n.engine == entry.entry.published.engine
+            assert n.layout == published_label(entry.entry.published, entry.entry.gpu.count)
+            assert n.engine == entry.entry.published.engine
 
 
 def test_equally_near_entries_are_the_newest_releases(catalog):

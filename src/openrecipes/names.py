@@ -1,11 +1,13 @@
 """One spelling rule for the names a user types (models, GPU types, chat formats, tokenizer families): any case,
 `-` and `_` alike. Each name keeps one canonical spelling, the one its table writes, and that is what every command
 shows; the catalog's tables are resolved through `catalog/names.py`, the rows room's formats through this directly
-(rows imports no catalog)."""
+(rows imports no catalog). And the one spelling of a layout's parallel degrees, which recipes, published entries
+and the planner's layouts all show."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cache
 
 from openrecipes.errors import UserError
 
@@ -23,3 +25,15 @@ def canonical(given: str, known: Iterable[str], what: str, where: str) -> str:
     if found is None:
         raise UserError(f"unknown {what} '{given}'; known: {', '.join(sorted(names))} ({where})")
     return found
+
+
+@cache  # the planner labels thousands of layouts with a few dozen labels
+def layout_label(tp: int, pp: int, dp: float | None, vp: int | None = None, cp: int | None = None,
+                 ep: int | None = None, etp: int | None = None, fsdp: int | None = None) -> str:
+    """`TP4 PP2 CP4 EP32 DP2`, as the seeds' recipes write it: TP, PP and DP always, VP, CP, EP and ETP above 1, and
+    first a published entry's FSDP degree where it gives one above 0 (torchtitan's shards; Megatron-Bridge's column,
+    0 for DDP). DP None leaves DP out: a weak-scaling sweep's layout, whose DP grows with its GPUs."""
+    shown = [f"FSDP{fsdp}"] if fsdp else []
+    shown += [f"TP{tp}", f"PP{pp}"] + [f"{name}{degree}" for name, degree in (("VP", vp), ("CP", cp), ("EP", ep),
+                                                                               ("ETP", etp)) if degree and degree > 1]
+    return " ".join(shown + ([] if dp is None else [f"DP{dp:g}"]))

@@ -13,6 +13,7 @@ from openrecipes.catalog.model import Float8, Gpu, Layout, Recipe, Recompute, Wo
 from openrecipes.engines.knowledge import FlagField
 from openrecipes.engines.registry import engine_of
 from openrecipes.errors import UserError
+from openrecipes.names import layout_label
 
 GRANULARITY = "layout.recompute.granularity"  # read with the method the command gives it (the recompute block)
 
@@ -54,25 +55,16 @@ def with_command_layout(base: Recipe, command: ParsedRun, where: str, card: Mode
                sequence_parallel=lay["tp"] > 1,
                max_tokens_per_gpu=lay["rows_per_microbatch"] * data["workload"]["row_tokens"] // lay["cp"])
     if _placement(lay) != _placement(base.layout.model_dump()):
-        label = layout_label(lay)
-        lay.update(label=label, highlights=f"recorded: {label}", summary=(
-            f"{label}; {lay['rows_per_microbatch']} row(s) of {data['workload']['row_tokens']:,} tokens a "
-            f"microbatch; recompute {_granularity(lay)}; {'torch.compile' if lay['compile'] else 'eager'} (read "
-            f"from the run's command by `openrecipes record`)"))
+        label = layout_label(lay["tp"], lay["pp"], lay["dp"], lay["vpp"], lay["cp"], lay["ep"], lay["etp"])
+        granularity = lay["recompute"]["granularity"] if lay["recompute"] else "none"
+        settings = (f"{lay['rows_per_microbatch']} row(s) of {data['workload']['row_tokens']:,} tokens a microbatch; "
+                    f"recompute {granularity}; {'torch.compile' if lay['compile'] else 'eager'}")
+        lay.update(label=label, highlights=f"recorded: {label}; {settings}",
+                   summary=f"{label}; {settings} (read from the run's command by `openrecipes record`)")
     if lay["float8"] is not None:
         data["workload"]["precision"] = "fp8"
     return base.model_copy(update={"layout": Layout.model_validate(lay), "gpu": Gpu.model_validate(gpu),
                                    "workload": Workload.model_validate(data["workload"])})
-
-
-def layout_label(lay: dict[str, Any]) -> str:
-    """TP1 PP1 CP2 DP1 full MB2 compile: the layout as tune's candidates are named."""
-    return (f"TP{lay['tp']} PP{lay['pp']} CP{lay['cp']} DP{lay['dp']} {_granularity(lay)} "
-            f"MB{lay['rows_per_microbatch']} {'compile' if lay['compile'] else 'eager'}")
-
-
-def _granularity(lay: dict[str, Any]) -> str:
-    return lay["recompute"]["granularity"] if lay["recompute"] else "none"
 
 
 def _placement(lay: dict[str, Any]) -> dict[str, Any]:

@@ -349,7 +349,7 @@ OptionalDegree = Annotated[int | None, Field(ge=1, le=MAX_DEGREE, strict=True)]
 
 class PublishedLayout(Strict):
     """Parallel degrees exactly as the source gives them; null where the source prints n/a or has no column.
-    The data-parallel size is derived (catalog/published.py), never stored."""
+    The data-parallel size is derived, never stored: catalog/published.py derives it and labels the layout."""
 
     tp: Degree = Field(description="tensor-parallel size")
     pp: Degree = Field(description="pipeline-parallel size")
@@ -360,13 +360,6 @@ class PublishedLayout(Strict):
     fsdp: Annotated[int | None, Field(ge=0, le=MAX_DEGREE, strict=True)] = Field(
         description="Megatron-Bridge: its FSDP column (0 = DDP, else the sharding group size #GPUs/(TP*PP)); "
         "torchtitan: the FSDP shard degree; null where the source has no such column")
-
-    @property
-    def label(self) -> str:
-        """The degrees the source gives, in one label (e.g. TP4 PP8 VP4 CP1 EP32; FSDP0, DDP, is left out)."""
-        parts = (("FSDP", self.fsdp), ("TP", self.tp), ("PP", self.pp), ("VP", self.vp), ("CP", self.cp),
-                 ("EP", self.ep), ("ETP", self.etp))
-        return " ".join(f"{name}{value}" for name, value in parts if value)
 
 
 class PublishedReference(Strict):

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from openrecipes import figures
+from openrecipes import figures, names
 from openrecipes.catalog.hardware import ReferenceTables, entry_peak, variant_issue
 from openrecipes.catalog.model import PublishedRun, PublishedSummary
 from openrecipes.catalog.plausibility import ATTENTION_FIELDS, Claim, flops_per_token, implausible
@@ -52,6 +52,12 @@ def data_parallel(run: PublishedRun, gpus: int) -> float:
     if engine_of_framework(run.engine).layout.fsdp:  # the data-parallel ranks an FSDP engine names are its shards
         return float(layout.fsdp or 1)
     return figures.data_parallel_size(gpus, layout.tp, layout.pp, layout.cp)
+
+
+def published_label(run: PublishedRun, gpus: int | None) -> str:
+    """names.layout_label of the published degrees, DP derived on `gpus` (None: a sweep's layout, DP left out)."""
+    lay, dp = run.layout, None if gpus is None else data_parallel(run, gpus)
+    return names.layout_label(lay.tp, lay.pp, dp, lay.vp, lay.cp, lay.ep, lay.etp, lay.fsdp)
 
 
 def published_figures(entry: PublishedSummary, tables: ReferenceTables) -> PublishedFigures | None:

@@ -26,6 +26,7 @@ from openrecipes.catalog.record_import import Skipped, entry_name
 from openrecipes.catalog.record_sources import (
     Decimal,
     Excerpt,
+    ParsedLayout,
     cells,
     differences,
     optional_degree,
@@ -61,18 +62,6 @@ KNOWN_CONTRADICTIONS: dict[tuple[str, int, int], str] = {
 
 
 @dataclass(frozen=True)
-class Layout:
-    tp: int
-    pp: int
-    cp: int
-    vp: int | None
-    mbs: int
-    ga: int | None
-    gbs: int | None
-    layers: int | None  # where the source gives it
-
-
-@dataclass(frozen=True)
 class Cell:
     """One column of one performance table: one run of one layout on one GPU count."""
 
@@ -83,7 +72,7 @@ class Cell:
     precision_as_published: str
     system: str  # H100, GB200 as the column writes it
     gpus: int
-    layout: Layout
+    layout: ParsedLayout
     step_time: Decimal
     tokens_per_s: Decimal
     mfu: Decimal
@@ -209,7 +198,7 @@ def _cells_a(excerpt: Excerpt, release: str, header_line: int, header: tuple[str
         if gbs_text is None:
             raise UserError(f"{where}: column {column} gives no global batch (GBS); fix the table")
         vp_text = per.get("VP")
-        layout = Layout(params["TP"], parse_count(per["PP"], where, "PP") if "PP" in per else params["PP"],
+        layout = ParsedLayout(params["TP"], parse_count(per["PP"], where, "PP") if "PP" in per else params["PP"],
                         params["CP"], optional_degree(vp_text, where, "VP") if vp_text else params.get("VP"),
                         params["MBS"], None if per else params.get("GA"), parse_count(gbs_text, where, "GBS"), layers)
         _keep(_cell(excerpt, release, title, found.group(2), gpus, layout, header_line, rows, column, lines), out,
@@ -217,7 +206,7 @@ def _cells_a(excerpt: Excerpt, release: str, header_line: int, header: tuple[str
     return out
 
 
-def _cell(excerpt: Excerpt, release: str, title: re.Match[str], system: str, gpus: int, layout: Layout,
+def _cell(excerpt: Excerpt, release: str, title: re.Match[str], system: str, gpus: int, layout: ParsedLayout,
           header_line: int, rows: dict[str, tuple[int, tuple[str, ...]]], column: int, lines: list[int]) -> Cell:
     step_line, tokens_line, mfu_line = rows[_STEP][0], rows[_TOKENS][0], rows[_MFU][0]
     cell = Cell(excerpt, release, title.group(1), title.group(0).split(" (")[0], title.group(2), system, gpus, layout,
@@ -256,9 +245,9 @@ def contradiction(cell: Cell) -> str | None:
 
 
 def _layout_tables(excerpt: Excerpt, tables: list[tuple[int, Body, str | None]]
-                   ) -> dict[tuple[str, str, int, str], tuple[int, Layout]]:
+                   ) -> dict[tuple[str, str, int, str], tuple[int, ParsedLayout]]:
     """(size, precision, GPUs, system) -> (line, layout) from the layout tables of the v25.04+ files."""
-    out: dict[tuple[str, str, int, str], tuple[int, Layout]] = {}
+    out: dict[tuple[str, str, int, str], tuple[int, ParsedLayout]] = {}
     for header_line, body, label in tables:
         header = cells(excerpt.lines[header_line])
         if header[0] not in ("Size", "GPUs"):
@@ -277,7 +266,7 @@ def _layout_tables(excerpt: Excerpt, tables: list[tuple[int, Body, str | None]]
                 raise UserError(f"{where}: sequence length {field['SeqLen']}, the importer knows {SEQ_LENGTH}")
             if field.get("EP", "NA").upper() != "NA" or field.get("FSDP", "0") != "0":
                 raise UserError(f"{where}: EP or FSDP set on a dense Llama layout; fix the row")
-            layout = Layout(parse_count(field["TP"], where, "TP"), parse_count(field["PP"], where, "PP"),
+            layout = ParsedLayout(parse_count(field["TP"], where, "TP"), parse_count(field["PP"], where, "PP"),
                             parse_count(field["CP"], where, "CP"), optional_degree(field["VP"], where, "VP"),
                             parse_count(field["MBS"], where, "MBS"), parse_count(field["GA"], where, "GA"),
                             parse_count(field["GBS"], where, "GBS"), layers)
@@ -292,7 +281,7 @@ def _layout_tables(excerpt: Excerpt, tables: list[tuple[int, Body, str | None]]
 
 def _cells_b(excerpt: Excerpt, release: str, header_line: int, header: tuple[str, ...],
              body: Body, title: re.Match[str],
-             layouts: dict[tuple[str, str, int, str], tuple[int, Layout]], skipped: list[Skipped]) -> list[Cell]:
+             layouts: dict[tuple[str, str, int, str], tuple[int, ParsedLayout]], skipped: list[Skipped]) -> list[Cell]:
     where = excerpt.where(header_line)
     rows = _rows(body, len(header), excerpt, (_STEP, _TOKENS, _MFU, _DAYS))
     out: list[Cell] = []
@@ -350,7 +339,7 @@ def entry(cell: Cell) -> tuple[Path, dict[str, Any]]:
             "precision": precision, "precision_as_published": cell.precision_as_published,
             "seq_length": SEQ_LENGTH, "global_batch": lay.gbs, "micro_batch": lay.mbs, "local_batch": None,
             "gradient_accumulation": lay.ga,
-            "layout": {"tp": lay.tp, "pp": lay.pp, "vp": lay.vp, "cp": lay.cp, "ep": None, "etp": None, "fsdp": None},
+            "layout": lay.degrees(),
             "recompute": None, "techniques": [], "model_tflops_per_gpu": None,
             "reference": {"repository": REPOSITORY, "path": cell.excerpt.path, "commit": cell.excerpt.commit,
                           "table": text[cell.header_line].strip(), "row": text[cell.tokens_line].strip(),

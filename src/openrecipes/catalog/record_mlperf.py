@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from openrecipes.catalog.record_import import Skipped, entry_name
-from openrecipes.catalog.record_sources import EXCERPTS, Excerpt, differences, pin_problem, read_excerpt
+from openrecipes.catalog.record_sources import EXCERPTS, Excerpt, ParsedLayout, differences, pin_problem, read_excerpt
 from openrecipes.errors import UserError
 
 SOURCE = "mlperf-training"
@@ -235,18 +235,7 @@ def read_config(root: Path, relative: str, seen: tuple[str, ...] = ()) -> Config
     return Config(excerpt, variables, tuple(lines), tuple(missing))
 
 
-@dataclass(frozen=True)
-class Layout:
-    tp: int
-    pp: int
-    cp: int
-    vp: int | None
-    mbs: int
-    precision: str  # bf16, fp8, nvfp4
-    precision_as_published: str
-
-
-def layout_of(config: Config, system: System, global_batch: int) -> Layout | None:
+def layout_of(config: Config, system: System, global_batch: int) -> ParsedLayout | None:
     """The config's layout when it runs the system's nodes (and GPUs per node, where it sets them) at
     `global_batch`; None when it runs another size or does not state its layout and precision."""
     if config.missing:
@@ -271,8 +260,8 @@ def layout_of(config: Config, system: System, global_batch: int) -> Layout | Non
     else:
         return None
     vp = config.degree("INTERLEAVED_PIPELINE", "VP")
-    return Layout(tp, pp, cp, vp if vp and vp > 1 else None, config.degree("MICRO_BATCH_SIZE", "MBS") or 1,
-                  precision, shown)
+    return ParsedLayout(tp, pp, cp, vp if vp and vp > 1 else None, config.degree("MICRO_BATCH_SIZE", "MBS") or 1,
+                        precision=precision, precision_as_published=shown)
 
 
 @dataclass(frozen=True)
@@ -287,7 +276,7 @@ class Submission:
     runs: tuple[Run, ...]
     system: System
     configs: tuple[Config, ...]  # every script that runs this size at this batch, all with the one layout
-    layout: Layout
+    layout: ParsedLayout
 
 
 def submissions(root: Path, skipped: list[Skipped]) -> list[Submission]:
@@ -331,7 +320,7 @@ def submissions(root: Path, skipped: list[Skipped]) -> list[Submission]:
             raise UserError(f"{where}: the runs log different global batches or benchmarks "
                             f"({sorted(map(str, batches))})")
         prefix = f"{EXCERPTS}/{SOURCE}/{version}/{org}/benchmarks/{benchmark}/implementations/"
-        fits: dict[Layout, list[Config]] = {}
+        fits: dict[ParsedLayout, list[Config]] = {}
         for relative in files:
             name = Path(relative).name
             if relative.startswith(prefix) and name.startswith("config_") and "common" not in name:
@@ -368,6 +357,7 @@ def entry(sub: Submission) -> tuple[Path, dict[str, Any]]:
     per_run = [round(run.tokens_per_s_per_gpu(gpus), 2) for run in sub.runs]
     median = round(statistics.median(per_run), 2)
     lay = sub.layout
+    assert lay.precision is not None  # layout_of gives every layout its precision
     dp = gpus // (lay.tp * lay.pp * lay.cp)
     system_name = sub.folder.split("/")[3]
     shown = sub.folder.split("/", 1)[1]  # the folder inside the repository
@@ -393,7 +383,7 @@ def entry(sub: Submission) -> tuple[Path, dict[str, Any]]:
             "precision": lay.precision, "precision_as_published": lay.precision_as_published,
             "seq_length": first.seq_length, "global_batch": first.global_batch, "micro_batch": lay.mbs,
             "local_batch": None, "gradient_accumulation": None,
-            "layout": {"tp": lay.tp, "pp": lay.pp, "vp": lay.vp, "cp": lay.cp, "ep": None, "etp": None, "fsdp": None},
+            "layout": lay.degrees(),
             "recompute": None, "techniques": [], "model_tflops_per_gpu": None,
             "reference": {"repository": first.excerpt.repository, "path": first.excerpt.path,
                           "commit": first.excerpt.commit, "table": f"MLLOG of {shown} ({dp}-way data parallel)",

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from openrecipes.catalog.model import PublishedLayout
 from openrecipes.errors import UserError
 from openrecipes.textfile import MIB, read_text
 
@@ -115,6 +116,28 @@ def parse_percent(cell: str, where: str, what: str) -> Decimal:
     if not cell.endswith("%"):
         raise UserError(f"{where}: {what} '{cell}' is not a percentage; fix the cell")
     return parse_decimal(cell[:-1].strip(), where, what)
+
+
+@dataclass(frozen=True)
+class ParsedLayout:
+    """A published Megatron layout as an excerpt-based importer reads it: the degrees its entry's `published.layout`
+    holds (`degrees`) and, beside them, the batch, depth and precision the source gives with them."""
+
+    tp: int
+    pp: int
+    cp: int
+    vp: int | None
+    mbs: int
+    ga: int | None = None
+    gbs: int | None = None
+    layers: int | None = None  # dgxc, where the source gives it: a column of fewer is a proxy, not the model
+    precision: str | None = None  # MLPerf: from the config script (bf16, fp8, nvfp4)
+    precision_as_published: str | None = None
+
+    def degrees(self) -> dict[str, Any]:
+        """The entry's `published.layout`: these sources give no EP, ETP or FSDP column."""
+        return PublishedLayout(tp=self.tp, pp=self.pp, vp=self.vp, cp=self.cp, ep=None, etp=None,
+                               fsdp=None).model_dump()
 
 
 def optional_degree(cell: str, where: str, what: str) -> int | None:

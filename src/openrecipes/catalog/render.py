@@ -13,7 +13,7 @@ from rich.text import Text
 from openrecipes.catalog import facts
 from openrecipes.catalog.leaderboard import boards
 from openrecipes.catalog.model import PublishedSummary
-from openrecipes.catalog.published import published_figures
+from openrecipes.catalog.published import published_figures, published_label
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.catalog.validate import FileReport
 from openrecipes.verdict import Finding
@@ -75,7 +75,7 @@ def leaderboards(console: Console, catalog: Catalog) -> None:
                               key=lambda e: (e.entry.model, e.entry.gpu.type, e.entry.gpu.count, e.slug)):
             s = summary.entry
             console.print(f"[bold]{escape(summary.name)}[/]", highlight=False, soft_wrap=True)
-            layout = f" · {s.published.layout.label}" if s.published else ""
+            layout = f" · {published_label(s.published, s.gpu.count)}" if s.published else ""
             _indented(console, f"{facts.tokens_board(s.result.tokens_per_s_per_gpu)} tokens/s per GPU · "
                            f"{s.model} on {s.gpu.count} x {s.gpu.type} · {s.precision or 'precision unpublished'}"
                            f"{layout}")
@@ -100,7 +100,8 @@ def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
         if s.published and derived:
             run = s.published
             published = f"{run.model_tflops_per_gpu:g}" if run.model_tflops_per_gpu else "not published"
-            console.print(f"{escape(run.engine_version)} · {escape(run.precision)} · {escape(run.layout.label)} · "
+            console.print(f"{escape(run.engine_version)} · {escape(run.precision)} · "
+                          f"{escape(published_label(run, s.gpu.count))} · "
                           f"sequence {run.seq_length:,} · global batch {run.global_batch or '-'}\n"
                           f"model TFLOP/s per GPU: published {published}, implied "
                           f"{derived.implied_tflops_per_gpu:,.0f} · MFU against dense BF16 {derived.mfu_bf16:.1%}"

@@ -21,9 +21,9 @@ from openrecipes.engines.torchtitan.flags import NO_RESHARD
 from openrecipes.errors import UserError
 from openrecipes.plan.fit import fit
 from openrecipes.plan.layouts import Layout, stage_split
-from openrecipes.plan.levers import lever_names
 from openrecipes.plan.points import MeasuredPoint, SpeedPoint, reduced_depth_name, reference_rows, reference_tables
 from openrecipes.plan.predict import Context, PlanRequest, Prediction, context, predict_layout
+from openrecipes.plan.words import lever_names
 
 REFERENCE_ENGINE = TORCHTITAN.name  # every point of reference_points.yaml is a torchtitan layout
 

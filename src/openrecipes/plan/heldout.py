@@ -26,7 +26,6 @@ from openrecipes.plan.accuracy import allocator_gib, spearman
 from openrecipes.plan.calibrate import measured_points, speed_points
 from openrecipes.plan.constants import EFFICIENCY, Calibration, calibration, links
 from openrecipes.plan.fit import fit, refits_without_each, refits_without_groups
-from openrecipes.plan.layouts import Layout
 from openrecipes.plan.points import MeasuredPoint, SpeedPoint, reference_tables
 from openrecipes.plan.predict import context, predict_layout
 from openrecipes.plan.trust import (
@@ -39,17 +38,10 @@ from openrecipes.plan.trust import (
     margin_key,
     precision_class,
 )
+from openrecipes.plan.words import describe
 
 # A model and GPU type needs this many measured layouts before its rank agreement is reported.
 RANKED_GROUP = 4
-
-
-def _describe(layout: Layout) -> str:
-    parts = [layout.label, f"{layout.recompute} recompute", f"{layout.rows_per_microbatch} row(s) a microbatch"]
-    parts += [f"offload {layout.offload_fraction:g}"] if layout.offload_fraction else []
-    parts += ["compiled"] if layout.compile else []
-    parts += ["no reshard"] if not layout.reshard_after_forward else []
-    return ", ".join(parts)
 
 
 def predicted_with(point: MeasuredPoint, cal: Calibration) -> float:
@@ -95,7 +87,7 @@ def leave_one_out(root: Path | None = None, fixed: dict[str, float] | None = Non
     rows = []
     for i, (point, without) in enumerate(zip(points, refits_without_each(points, full, fixed), strict=True)):
         r = point.request
-        rows.append(HeldOutPoint(point.slug, r.model, r.gpu_type, r.gpus, r.engine, _describe(point.layout),
+        rows.append(HeldOutPoint(point.slug, r.model, r.gpu_type, r.gpus, r.engine, describe(point.layout),
                                  point.tokens_per_s_per_gpu, round(predicted_with(point, full), 2),
                                  round(predicted_with(point, without), 2), _variant(point),
                                  precision_class(point.layout),

@@ -12,12 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 from typing import Literal
 
 from openrecipes import figures
 from openrecipes.engines.knowledge import LayoutRules
 from openrecipes.engines.registry import engine_named
+from openrecipes.names import layout_label
 from openrecipes.plan.shape import ModelShape
 
 EngineName = str  # an engine's name in openrecipes.engines.registry (engines.knowledge.Engine.name)
@@ -76,7 +76,7 @@ class Layout:
 
     @property
     def label(self) -> str:
-        return _label(self.tp, self.pp, self.vpp, self.cp, self.ep, self.etp, self.dp)
+        return layout_label(self.tp, self.pp, self.dp, self.vpp, self.cp, self.ep, self.etp)
 
     @property
     def rules(self) -> LayoutRules:
@@ -85,16 +85,6 @@ class Layout:
     def microbatches(self, global_batch: int) -> int:
         """Microbatches per data-parallel rank per step (the last one may be short)."""
         return math.ceil(global_batch / self.dp / self.rows_per_microbatch)
-
-
-@cache  # thousands of layouts, a few dozen labels
-def _label(tp: int, pp: int, vpp: int, cp: int, ep: int, etp: int, dp: int) -> str:
-    parts = [f"TP{tp}", f"PP{pp}"]
-    parts += [f"VPP{vpp}"] if vpp > 1 else []
-    parts += [f"CP{cp}"] if cp > 1 else []
-    parts += [f"EP{ep}"] if ep > 1 else []
-    parts += [f"ETP{etp}"] if etp > 1 else []
-    return " ".join(parts + [f"DP{dp}"])
 
 
 @dataclass(frozen=True)

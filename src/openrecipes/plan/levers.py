@@ -20,11 +20,11 @@ that differ by that lever alone: tokens/s with it over tokens/s without. A lever
 unmeasured time effect: the plan predicts it as without the lever and names it unmeasured. The factors of several
 levers multiply (their effects are taken as independent).
 
-`LEVER_WORDS` spells every torchtitan lever choice the one way each room writes it (its name, its short form in
-tables and labels, and so its slug); `lever_sets` gives the settings `plan` enumerates for every layout (and `tune`
-measures): torch.compile on and off, reshard-after-forward on and off where FSDP shards, and each kernel, attention
-backend and FP8 scaling whose time factor was measured on the GPU type (or every one, where a search asks for them
-all). Megatron's levers (recompute, VP, sequence parallel, optimizer offload, `--precision`) are layout fields.
+Each lever's spellings are plan/words.py's. `lever_sets` gives the settings `plan` enumerates for every layout (and
+`tune` measures): torch.compile on and off, reshard-after-forward on and off where FSDP shards, and each kernel,
+attention backend and FP8 scaling whose time factor was measured on the GPU type (or every one, where a search asks
+for them all). Megatron's levers (recompute, VP, sequence parallel, optimizer offload, `--precision`) are layout
+fields.
 """
 
 from __future__ import annotations
@@ -40,57 +40,13 @@ from openrecipes.engines.registry import engine_named
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import BF16_BYTES, HERE
 from openrecipes.plan.layouts import Layout, LeverSet
+from openrecipes.plan.words import lever_names, names_of
+from openrecipes.plan.words import lever_text as lever_text  # plan_cli.py's import, until it imports plan.words
 
 FUSED_LINEAR_CROSS_ENTROPY = "liger-fused-linear-cross-entropy"
 FUSED_RMSNORM = "liger-rmsnorm"
 _LEVER_KEYS = ("kernels", "attention", "float8")
 _LAYOUT_DEFAULTS = {"compile": False, "reshard_after_forward": True}  # as openrecipes.plan.calibrate reads a point
-
-
-@dataclass(frozen=True)
-class LeverWords:
-    """One torchtitan lever choice in each of its spellings."""
-
-    field: str  # the layout field: kernels, attention or float8
-    value: str  # the field's value in a recipe: liger-rmsnorm, sdpa-flash, tensorwise
-    name: str  # measured factors and exported rows: liger-rmsnorm, attention sdpa-flash, float8 tensorwise
-    short: str  # table cells, labels and (spaces as dashes) slugs: rmsnorm (in `liger rmsnorm+flce`), fp8 tensorwise
-
-
-LEVER_WORDS: tuple[LeverWords, ...] = (
-    *(LeverWords("kernels", kernel, kernel, short) for kernel, short in zip(
-        KERNELS, ("rmsnorm", "swiglu", "rope", "flce"), strict=True)),
-    *(LeverWords("attention", backend, f"attention {backend}", backend) for backend in ATTENTION_BACKENDS),
-    *(LeverWords("float8", scaling, f"float8 {scaling}", f"fp8 {scaling}") for scaling in FLOAT8_SCALINGS),
-)
-_WORDS = {(words.field, words.value): words for words in LEVER_WORDS}
-
-
-def _chosen(kernels: tuple[str, ...], attention: str | None, float8: str | None) -> list[LeverWords]:
-    return ([_WORDS["kernels", k] for k in kernels] + ([_WORDS["attention", attention]] if attention else [])
-            + ([_WORDS["float8", float8]] if float8 else []))
-
-
-def names_of(kernels: tuple[str, ...], attention: str | None, float8: str | None) -> tuple[str, ...]:
-    """The levers these choices pull, one name each: the kernels, `attention NAME`, `float8 SCALING`."""
-    return tuple(words.name for words in _chosen(kernels, attention, float8))
-
-
-def lever_names(layout: Layout) -> tuple[str, ...]:
-    """The levers a layout pulls, one name each (names_of)."""
-    return names_of(layout.kernels, layout.attention, layout.float8)
-
-
-def lever_parts(layout: Layout) -> list[str]:
-    """The levers a layout pulls in short: `liger rmsnorm+flce` (its kernels), the attention backend, `fp8 SCALING`."""
-    chosen = _chosen(layout.kernels, layout.attention, layout.float8)
-    kernels = [words.short for words in chosen if words.field == "kernels"]
-    return ([f"liger {'+'.join(kernels)}"] if kernels else []) + [w.short for w in chosen if w.field != "kernels"]
-
-
-def lever_slug(layout: Layout) -> str:
-    """`-liger-rmsnorm+flce-sdpa-flash-fp8-tensorwise`: the short forms as a slug's tail."""
-    return "".join(f"-{part.replace(' ', '-')}" for part in lever_parts(layout))
 
 
 def fused_cross_entropy_bytes(tokens: int, vocab: int, hidden: int, tp: int = 1) -> float:
@@ -164,14 +120,6 @@ def parse_levers(kernels: str | None, attention: str | None, float8: str | None)
             raise UserError(f"{option} {','.join(unknown)}: not one of {', '.join(allowed)}")
     fixed = {"kernels": tuple(k for k in KERNELS if k in chosen), "attention": attention, "float8": scaling}
     return fixed, LeverSearch(float8="measured" if float8 == "measured" else "none")
-
-
-def lever_text(layout: Layout) -> str:
-    """`, compiled, no reshard, liger flce, fp8 tensorwise` for a table cell: the levers a layout pulls."""
-    parts = (["compiled"] if layout.compile else []) + ([] if layout.reshard_after_forward else ["no reshard"])
-    parts += lever_parts(layout)
-    parts += [layout.low_precision] if layout.low_precision else []
-    return "".join(f", {part}" for part in parts)
 
 
 # Which choices of a torchtitan lever the enumeration tries: none of them, the ones with a time factor measured on

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from openrecipes.atomic import write_atomic
 from openrecipes.catalog.paths import default_catalog_root
+from openrecipes.catalog.published import published_label
 from openrecipes.catalog.store import Catalog, SummaryEntry, load_catalog
 from openrecipes.engines.registry import engine_named, engine_of_framework
 from openrecipes.errors import UserError
@@ -111,8 +112,8 @@ def compare(entry: SummaryEntry, catalog: Catalog) -> Compared:
             reason: str | None = None) -> Compared:
         held = held_out().get(entry.slug) if predicted is not None else None
         return Compared(entry.slug, entry.name, summary.model, summary.gpu.type, summary.gpu.count, engine,
-                        run.precision, run.layout.label, summary.result.tokens_per_s_per_gpu, predicted, low, high,
-                        reason, held)
+                        run.precision, published_label(run, summary.gpu.count), summary.result.tokens_per_s_per_gpu,
+                        predicted, low, high, reason, held)
 
     reason = _expressible_precision(engine, run.precision, summary.gpu.type)
     if reason is None and run.task == "lora":

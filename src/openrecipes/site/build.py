@@ -37,6 +37,7 @@ from openrecipes.catalog.store import Catalog, RecipeEntry
 from openrecipes.catalog.yamlio import MAX_YAML_BYTES, read_yaml
 from openrecipes.errors import UserError
 from openrecipes.forked import forked_map
+from openrecipes.plan.words import describe
 from openrecipes.site import format as fmt
 from openrecipes.site import notes, plots
 from openrecipes.site.before_run import run_inputs
@@ -96,7 +97,7 @@ def _environment() -> jinja2.Environment:
                        evidence_levels=EVIDENCE_LEVELS, pareto_svg=_pareto_svg, scaling_svg=_scaling_svg,
                        running_of=lambda board_page: board_page.running_path, precision_of=prediction_precision,
                        precision_family=precision_family, evidence_of=evidence_path, training_of=training,
-                       board_csv_of=lambda board_page: board_page.csv_path)
+                       board_csv_of=lambda board_page: board_page.csv_path, describe=describe)
     return env
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+from openrecipes.plan.words import describe
 from openrecipes.site.pages import Site, recipe_page_path, recipe_yaml_path
 from openrecipes.site.plan import ModelPlan, precision_family, prediction_precision
 from openrecipes.site.record import record_row_path
@@ -61,7 +62,7 @@ def known_figures(site: Site, plans: list[ModelPlan]) -> list[Known]:
             best = view.table.data.rows[0]
             known.append(Known(plan.model, view.table.gpu_type, view.table.gpus, prediction_precision(best), "plan",
                                "predicted", best.tokens_per_s_per_gpu, best.interval.low, best.interval.high,
-                               f"{best.label} · {best.recompute} recompute", f"{plan.path}#{view.anchor}"))
+                               describe(best), f"{plan.path}#{view.anchor}"))
     return known
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from openrecipes import figures
 from openrecipes.audit.evidence import AuditReport
 from openrecipes.catalog.model import PublishedRun, Recipe
-from openrecipes.catalog.published import PublishedFigures, check_published, published_figures
+from openrecipes.catalog.published import PublishedFigures, check_published, published_figures, published_label
 from openrecipes.catalog.store import Catalog, CatalogEntry, SummaryEntry
 
 AGREEMENT_FIELD = "published.model_tflops_per_gpu"
@@ -51,6 +51,10 @@ class RecordRow:
     @property
     def engine(self) -> str:
         return self.run.engine
+
+    @property
+    def label(self) -> str:
+        return published_label(self.run, self.gpus)
 
     @property
     def source_url(self) -> str:

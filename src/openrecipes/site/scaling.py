@@ -17,6 +17,7 @@ from functools import cache
 from itertools import cycle
 from pathlib import Path
 
+from openrecipes.catalog.published import published_label
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import HERE
 from openrecipes.site.plots import Line2D, _svg, inline_svg, plt
@@ -72,17 +73,12 @@ class Sweep:
         first = self.points[0].row
         summary, run = first.entry.entry, first.run
         source = (run.derivation.submitter if run.derivation else None) or run.reference.repository
-        return (f"{summary.model}, {run.precision.upper()}, {run.layout.label} on {summary.gpu.variant} "
+        return (f"{summary.model}, {run.precision.upper()}, {published_label(run, None)} on {summary.gpu.variant} "
                 f"({source}, {run.engine_version})")
 
     @property
     def anchor(self) -> str:
         return f"sweep-{self.sweep_id}"
-
-    @property
-    def unexpressed(self) -> list[str]:
-        """'<GPUs> GPUs: <reason>' for each point the planner cannot predict."""
-        return [f"{p.gpus} GPUs: {p.prediction.reason}" for p in self.points if p.prediction.reason is not None]
 
 
 def record_sweeps(rows: list[RecordRow]) -> list[Sweep]:

@@ -21,14 +21,8 @@ def candidate_recipe(base: Recipe, candidate: Candidate, steps: int) -> Recipe:
     recompute = None if lay.recompute == "none" else Recompute(
         granularity=lay.recompute, method=SELECTIVE_AC_METHOD if lay.recompute == "selective" else None,
         num_layers=None)
-    reshard = ("" if lay.dp == 1 else
-               "; reshard after forward" if lay.reshard_after_forward else "; no reshard after forward")
     layout = base.layout.model_copy(update=dict(
-        label=candidate.label, summary=f"{lay.label}; {lay.rows_per_microbatch} row(s) of "
-        f"{base.workload.row_tokens:,} tokens a microbatch; recompute {lay.recompute}; "
-        f"{'torch.compile' if lay.compile else 'eager'}"
-        f"{reshard}"
-        f"{_levers_text(lay)} (chosen by `openrecipes tune`)",
+        label=lay.label, summary=f"{candidate.label} (chosen by `openrecipes tune`)",
         highlights=f"tuned: {candidate.label}", tp=lay.tp, pp=lay.pp, vpp=1, cp=lay.cp, ep=lay.ep, etp=lay.etp,
         dp=lay.dp, fsdp=lay.dp, sequence_parallel=lay.tp > 1, layer_split=None,
         max_tokens_per_gpu=lay.max_tokens_per_gpu, rows_per_microbatch=lay.rows_per_microbatch, recompute=recompute,
@@ -50,14 +44,6 @@ def float8_field(layout: Layout) -> Float8 | None:
     # the planner's layout holds the scaling as text; Float8 checks it is one of the scalings on construction
     return Float8(scaling=cast(Float8Scaling, layout.float8), fsdp_float8_all_gather=gathered,
                   precomputed_scales=gathered, skip=["output"])
-
-
-def _levers_text(layout: Layout) -> str:
-    """`; Liger-Kernel ...; flex attention; FP8 linear layers (...)` for the summary, or nothing without levers."""
-    parts = ([f"Liger-Kernel {', '.join(layout.kernels)}"] if layout.kernels else []) + (
-        [f"{layout.attention} attention"] if layout.attention else []) + (
-        [f"FP8 linear layers ({layout.float8} scaling)"] if layout.float8 else [])
-    return "".join(f"; {part}" for part in parts)
 
 
 def rendered_run(recipe: Recipe, base: Recipe, card: ModelCard, reshard_after_forward: bool) -> str:

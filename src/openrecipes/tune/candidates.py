@@ -10,8 +10,9 @@ from pathlib import Path
 from openrecipes import figures
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.plan.layouts import Layout
-from openrecipes.plan.levers import BF16_SEARCH, lever_names, lever_parts, lever_slug
+from openrecipes.plan.levers import BF16_SEARCH
 from openrecipes.plan.predict import Context, predict, predict_layout
+from openrecipes.plan.words import describe, lever_names, lever_slug
 
 # Relative error of a held-out tokens/s prediction: benchmarks/RESULTS.md (the planner against our H200 runs): 21 of
 # the 23 held-out layouts came within -8.0 % ... +4.8 %; 9 % bounds both directions. (The two misses, eager selective
@@ -62,9 +63,9 @@ class Candidate:
 
     @property
     def label(self) -> str:
-        lay = self.layout
-        return (f"{lay.label} {lay.recompute} MB{lay.rows_per_microbatch} {'compile' if lay.compile else 'eager'}"
-                f"{'' if lay.reshard_after_forward else ' no-reshard'}" + "".join(f" {p}" for p in lever_parts(lay)))
+        # The run folder is named by `slug`; the label is only read (tune's tables and tune.json), so it is the one
+        # long description every room writes a planned layout with.
+        return describe(self.layout)
 
     def step_s(self, efficiency: float) -> float:
         return (self.unit_compute_s / efficiency + self.other_s) / self.lever_speedup

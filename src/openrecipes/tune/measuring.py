@@ -55,17 +55,11 @@ class Measurement:
     def window(self) -> tuple[int, int] | None:
         return self.result.window if self.result else None
 
-    def _half_width(self) -> float:
-        first, last = self.figures.window
-        return mean_half_width(self.figures.step_time_cv_percent, last - first + 1, CONFIDENCE_SIGMAS)
-
-    @property
-    def optimistic(self) -> float:
-        return self.figures.tokens_per_s_per_gpu * (1 + self._half_width())
-
     @property
     def pessimistic(self) -> float:
-        return self.figures.tokens_per_s_per_gpu * (1 - self._half_width())
+        first, last = self.figures.window
+        half_width = mean_half_width(self.figures.step_time_cv_percent, last - first + 1, CONFIDENCE_SIGMAS)
+        return self.figures.tokens_per_s_per_gpu * (1 - half_width)
 
 
 def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner | None = None,

@@ -1,0 +1,76 @@
+"""How a planned layout is written: each torchtitan lever choice in its spellings, and the one long description of a
+layout. They read only fields the planner's `Layout` and the exported `PredictedLayout` share, and import nothing of
+the predictor, so the site writes an exported row as `plan`, `tune` and the held-out table write a layout."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from openrecipes.catalog.model import ATTENTION_BACKENDS, FLOAT8_SCALINGS, KERNELS
+
+# A plan.layouts.Layout or an exported PredictedLayout, read only through the fields they share (label, recompute,
+# rows_per_microbatch, offload_fraction and the levers); a Protocol of ten read-only properties would say the same.
+Planned = Any
+
+
+@dataclass(frozen=True)
+class LeverWords:
+    """One torchtitan lever choice in each of its spellings."""
+
+    field: str  # the layout field: kernels, attention or float8
+    value: str  # the field's value in a recipe: liger-rmsnorm, sdpa-flash, tensorwise
+    name: str  # measured factors and exported rows: liger-rmsnorm, attention sdpa-flash, float8 tensorwise
+    short: str  # table cells, labels and (spaces as dashes) slugs: rmsnorm (in `liger rmsnorm+flce`), fp8 tensorwise
+
+
+LEVER_WORDS: tuple[LeverWords, ...] = (
+    *(LeverWords("kernels", kernel, kernel, short) for kernel, short in zip(
+        KERNELS, ("rmsnorm", "swiglu", "rope", "flce"), strict=True)),
+    *(LeverWords("attention", backend, f"attention {backend}", backend) for backend in ATTENTION_BACKENDS),
+    *(LeverWords("float8", scaling, f"float8 {scaling}", f"fp8 {scaling}") for scaling in FLOAT8_SCALINGS),
+)
+_WORDS = {(words.field, words.value): words for words in LEVER_WORDS}
+
+
+def _chosen(kernels: Sequence[str], attention: str | None, float8: str | None) -> list[LeverWords]:
+    return ([_WORDS["kernels", k] for k in kernels] + ([_WORDS["attention", attention]] if attention else [])
+            + ([_WORDS["float8", float8]] if float8 else []))
+
+
+def names_of(kernels: Sequence[str], attention: str | None, float8: str | None) -> tuple[str, ...]:
+    """The levers these choices pull, one name each: the kernels, `attention NAME`, `float8 SCALING`."""
+    return tuple(words.name for words in _chosen(kernels, attention, float8))
+
+
+def lever_names(layout: Planned) -> tuple[str, ...]:
+    """The levers a layout pulls, one name each (names_of)."""
+    return names_of(layout.kernels, layout.attention, layout.float8)
+
+
+def lever_parts(layout: Planned) -> list[str]:
+    """The levers a layout pulls in short: `liger rmsnorm+flce` (its kernels), the attention backend, `fp8 SCALING`."""
+    chosen = _chosen(layout.kernels, layout.attention, layout.float8)
+    kernels = [words.short for words in chosen if words.field == "kernels"]
+    return ([f"liger {'+'.join(kernels)}"] if kernels else []) + [w.short for w in chosen if w.field != "kernels"]
+
+
+def lever_slug(layout: Planned) -> str:
+    """`-liger-rmsnorm+flce-sdpa-flash-fp8-tensorwise`: the short forms as a slug's tail."""
+    return "".join(f"-{part.replace(' ', '-')}" for part in lever_parts(layout))
+
+
+def lever_text(layout: Planned) -> str:
+    """`, compiled, no reshard, liger flce, fp8 tensorwise` for a table cell: the levers a layout pulls."""
+    parts = (["compiled"] if layout.compile else []) + ([] if layout.reshard_after_forward else ["no reshard"])
+    parts += lever_parts(layout)
+    parts += [layout.low_precision] if layout.low_precision else []
+    return "".join(f", {part}" for part in parts)
+
+
+def describe(layout: Planned) -> str:
+    """`TP1 PP1 DP2, none recompute, 1 row(s) a microbatch, offload 0.5, compiled, liger flce`: the layout's degrees
+    (names.layout_label) and every setting the planner varies beyond them."""
+    return (f"{layout.label}, {layout.recompute} recompute, {layout.rows_per_microbatch} row(s) a microbatch"
+            + (f", offload {layout.offload_fraction:g}" if layout.offload_fraction else "") + lever_text(layout))
