@@ -1,8 +1,7 @@
-"""A model's Plan page as the planner's data: what it plans (the workload, engine, GPU types and counts), each table's
-ranked layouts and notable misses, the measured recipes and runs and the nearest published entries beside the
-planner's prediction of their own layout (`plan.export_model`'s objects). tune/export.py adds each row's planned
-recipe, composed through the rooms above the planner's, and writes plans/*.json.
-"""
+"""A model's Plan page as the planner's data, per GPU type and count: the ranked fitting layouts (memory parts,
+headroom, held-out interval), notable misses, the catalog's measured recipes and our other runs and the nearest
+published entries of the public record beside the planner's prediction of their own layout (or why it cannot make
+one). Each runnable row's planned recipe comes from tune (`Offers`), composed through rooms above the planner's."""
 
 from __future__ import annotations
 
@@ -166,10 +165,6 @@ def plan_command(request: PlanRequest) -> str:
     parts += [f"--float8 {request.float8}"] if request.float8 else []
     parts += ["--float8 measured"] if request.search.float8 == "measured" and not request.float8 else []
     return " ".join(parts)
-
-
-def command(request: PlanRequest, top: int = PLAN_TOP) -> str:
-    return f"{plan_command(request)} --top {top}"
 
 
 def _layout_key(row: PredictedLayout) -> tuple[str, str, float]:
@@ -361,7 +356,7 @@ def model_plan(catalog: Catalog, model: str, stamp: str, offers: Offers | None =
         measured, total = _measured(catalog, request, ranked, errors)
         instance = min((n for n, row in tables.instances.items() if row.gpu == gpu_type), default=None)
         planned.append(PlanTable(gpu_type=gpu_type, variant=ctx.links.variant, gpus=gpus,
-                                 command=command(request, top), instance=instance,
+                                 command=f"{plan_command(request)} --top {top}", instance=instance,
                                  usd_per_gpu_hour=ctx.usd_per_gpu_hour, data=ranked.data, measured=measured,
                                  measured_total=total, runs=_runs(catalog, request, ranked, errors),
                                  published=nearest))

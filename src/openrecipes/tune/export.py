@@ -1,15 +1,6 @@
-"""The Plan pages as data: `openrecipes plan export --out DIR` writes one JSON file per model, every figure the
-planner's, so that the site renders them without running the predictor.
-
-A model's file holds, per GPU type and count: the ranked fitting layouts (with memory parts, headroom and the
-held-out interval), notable layouts that do not fit, the catalog's measured recipes and our other measured runs
-beside the planner's prediction of their own layout and their held-out error, the model's nearest published entries
-of the public record (author-reported, beside the planner's held-out prediction of their own layout or the reason it
-cannot make one): openrecipes.plan.pages computes all of it but, for torchtitan tables with a recipe to compose
-from, each runnable row's planned recipe (the text `plan emit` writes), composed here. Each file is sealed with a
-fingerprint of every input and of its own content (openrecipes.tune.fingerprint): `refresh --check` fails when a
-committed one is stale or edited.
-"""
+"""The Plan pages as data: `openrecipes plan export --out DIR` writes one JSON file per model (openrecipes.plan.pages
+computes it) with each runnable row's planned recipe composed here, sealed with a fingerprint of every input and of
+its own content (openrecipes.tune.fingerprint): `refresh --check` fails when a committed one is stale or edited."""
 
 from __future__ import annotations
 
