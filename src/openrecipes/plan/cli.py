@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import wraps
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -92,12 +91,7 @@ def register(parent: typer.Typer) -> None:
     parent.add_typer(app, name="plan")
 
 
-@dataclass(frozen=True)
-class Asked:
-    """A plan request as asked on the command line, the catalog it was read against, and why its engine."""
-    request: PlanRequest
-    choice: EngineChoice
-    catalog: Catalog
+Asked = tuple[PlanRequest, EngineChoice, Catalog]  # a request as asked, why its engine, the catalog it was read in
 
 
 def ask(
@@ -148,7 +142,7 @@ def ask(
                           variant=variant)
     if row_tokens is None or global_batch is None:
         choice = EngineChoice(choice.engine, f"{choice.reason}; {workload.reason}")
-    return Asked(request, choice, catalog)
+    return request, choice, catalog
 
 
 def with_request(command: Callable[..., None]) -> Callable[..., None]:
@@ -156,13 +150,9 @@ def with_request(command: Callable[..., None]) -> Callable[..., None]:
     options) and then the command's own, in one signature, so that the long option list is written once."""
     shared = inspect.signature(ask, eval_str=True).parameters
     own = list(inspect.signature(command, eval_str=True).parameters.values())[1:]
-
-    @wraps(command)
-    def run(**given: Any) -> None:
-        command(ask(**{name: given.pop(name) for name in shared}), **given)
-
-    run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [p.replace(kind=p.KEYWORD_ONLY) for p in [*shared.values(), *own]])
+    run = wraps(command)(lambda **given: command(ask(**{name: given.pop(name) for name in shared}), **given))
+    params = [p.replace(kind=p.KEYWORD_ONLY) for p in [*shared.values(), *own]]
+    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     return run
 
 
@@ -175,7 +165,7 @@ def plan(
 ) -> None:
     """Predict memory and speed of every valid layout and rank them: fitting layouts by tokens/s per GPU,
     then the ones that do not fit with the reason. Exit 2 on bad input."""
-    request, choice, catalog = asked.request, asked.choice, asked.catalog
+    request, choice, catalog = asked
     ranked = predict(request)
     if not any(p.peak_fits for p in ranked):
         closest = ranked[0]  # the ones that do not fit come closest first
@@ -298,8 +288,7 @@ def _layout_text(layout: Layout) -> str:
             + (f", offload {layout.offload_fraction:g}" if layout.offload_fraction else "") + lever_text(layout))
 
 
-app.command(PLAN_MODEL, hidden=True, cls=PlannedModel, epilog=(
-    "Its commands: `openrecipes plan compare MODEL` (the planner beside the public record), `openrecipes plan emit "
-    "MODEL ... --rank K --out FILE` (the K-th layout as a recipe), `openrecipes plan export --out DIR` (the Plan "
-    "pages' tables); see `openrecipes plan --help`."))(with_request(plan))
+app.command(PLAN_MODEL, hidden=True, cls=PlannedModel, epilog="The other commands: `openrecipes plan compare MODEL`, "
+            "`plan emit MODEL ... --rank K --out FILE`, `plan export --out DIR` (`openrecipes plan --help`).")(
+    with_request(plan))
 app.command("compare")(compare)

@@ -15,8 +15,8 @@ from openrecipes.catalog.model import FLOAT8_SCALINGS
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
 from openrecipes.errors import UserError
-from openrecipes.plan import cli as plan_cli
-from openrecipes.plan.cli import MAX_GPUS, Asked
+from openrecipes.plan.cli import MAX_GPUS, Asked, with_request
+from openrecipes.plan.cli import app as plan_app
 from openrecipes.plan.levers import lever_text
 
 MAX_STEPS = 1_000_000  # a measuring run is short; a larger count is a typo (and overflows the run's fields)
@@ -24,8 +24,8 @@ MAX_STEPS = 1_000_000  # a measuring run is short; a larger count is a typo (and
 
 def register(app: typer.Typer) -> None:
     app.command("tune")(tune)
-    plan_cli.app.command("emit")(plan_cli.with_request(emit))
-    plan_cli.app.command("export")(export)
+    plan_app.command("emit")(with_request(emit))
+    plan_app.command("export")(export)
 
 
 def emit(
@@ -48,7 +48,7 @@ def emit(
         raise UserError("--emit-recipe needs --out FILE (where the planned recipe goes)")
     if top is not None or as_json:
         raise UserError("--emit-recipe writes one recipe: --top and --json do not apply to it; leave them out")
-    planned = emit_recipe(asked.request, rank, out, force=force)
+    planned = emit_recipe(asked[0], rank, out, force=force)
     p = planned.prediction
     print(f"wrote {out}: #{planned.rank} {p.layout.label} {p.layout.recompute} recompute, "
           f"{p.layout.rows_per_microbatch} row(s) a microbatch{lever_text(p.layout)}; predicted "
