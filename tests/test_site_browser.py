@@ -14,10 +14,10 @@ from site_helpers import HOSTILE_CATALOG, HOSTILE_SLUG, PAYLOADS, REPO, served
 
 from openrecipes.audit.noise import noise_band_percent
 from openrecipes.catalog.store import load_catalog
+from openrecipes.plan.pages import PLAN_TOP
 from openrecipes.site import format as fmt
 from openrecipes.site.build import build_site
 from openrecipes.site.pages import site_pages
-from openrecipes.tune.export import PLAN_TOP
 
 CHROMIUM = Path("/usr/bin/chromium")
 sync_api = pytest.importorskip("playwright.sync_api")

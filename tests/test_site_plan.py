@@ -11,12 +11,12 @@ from site_helpers import REPO
 
 from openrecipes import figures
 from openrecipes.catalog.store import load_catalog
+from openrecipes.plan import pages
 from openrecipes.plan.predict import plan_table
 from openrecipes.plan.trust import stored_points
 from openrecipes.site import format as fmt
 from openrecipes.site.plan import read_plan
 from openrecipes.site.settings import read_token_budget
-from openrecipes.tune import export
 
 GPTOSS_PAGE = "plan/gpt-oss-20b.html"
 
@@ -72,9 +72,9 @@ def test_every_row_is_plan_tables(bundled_site, h200_rows):
     code; planning GLM on 64 GPUs again here would cost the test 4 s)."""
     section = _section(bundled_site, GPTOSS_PAGE, "plan-h200-8")
     page = (bundled_site.out / GPTOSS_PAGE).read_text(encoding="utf-8")
-    expected = [r for r in h200_rows if r.fits][:export.PLAN_TOP]
+    expected = [r for r in h200_rows if r.fits][:pages.PLAN_TOP]
     shown = _rows(section, "plan-rows")
-    assert len(shown) == export.PLAN_TOP
+    assert len(shown) == pages.PLAN_TOP
     for row, want in zip(shown, expected, strict=False):
         assert _cells(row)[1:4] == [want.label, "BF16", want.recompute]  # every prediction says its precision
         usd = "" if want.usd_per_million_tokens is None else str(want.usd_per_million_tokens)
@@ -129,7 +129,7 @@ def test_torchtitan_rows_offer_the_planned_recipe(bundled_site):
 def test_glm_on_one_node_shows_why_nothing_fits(bundled_site):
     section = _section(bundled_site, "plan/glm-5.2-744b-a40b.html", "plan-b200-8")
     assert "No layout fits 8 × B200." in section
-    assert len(_rows(section, "plan-misses")) == export.CLOSEST_MISSES + export.FASTEST_MISSES
+    assert len(_rows(section, "plan-misses")) == pages.CLOSEST_MISSES + pages.FASTEST_MISSES
 
 
 def test_plan_pages_are_linked_from_the_index_and_every_board(bundled_site):
@@ -141,10 +141,10 @@ def test_plan_pages_are_linked_from_the_index_and_every_board(bundled_site):
 
 def test_tables_do_not_depend_on_the_recipes():
     catalog = load_catalog(REPO)
-    assert export.plan_counts(catalog, "gpt-oss-20b") == [8]
-    assert export.plan_counts(catalog, "GLM-5.2-744B-A40B") == [8, 64]
-    assert export.model_settings(catalog, "gpt-oss-20b").grad_reduce_bf16
-    assert not export.model_settings(catalog, "GLM-5.2-744B-A40B").grad_reduce_bf16
+    assert pages.plan_counts(catalog, "gpt-oss-20b") == [8]
+    assert pages.plan_counts(catalog, "GLM-5.2-744B-A40B") == [8, 64]
+    assert pages.model_settings(catalog, "gpt-oss-20b").grad_reduce_bf16
+    assert not pages.model_settings(catalog, "GLM-5.2-744B-A40B").grad_reduce_bf16
 
 
 def test_our_runs_without_a_recipe_sit_beside_their_predictions(bundled_site):

@@ -17,9 +17,9 @@ from site_helpers import REPO
 
 from openrecipes.catalog.published import published_label
 from openrecipes.catalog.store import load_catalog
+from openrecipes.plan import pages
 from openrecipes.plan.public_record import compare
 from openrecipes.site.plan import read_plan
-from openrecipes.tune import export
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def test_each_table_carries_the_nearest_published_entries_same_gpu_type_first(ca
     plan = read_plan(REPO, model)
     assert plan is not None and plan.published_entries == len(entries) > 0
     for gpu_type, gpus, shown in _sizes(plan):
-        assert len(shown) == min(export.NEAREST_PUBLISHED, len(entries))
+        assert len(shown) == min(pages.NEAREST_PUBLISHED, len(entries))
         distances = [_distance(entries[n.slug], gpu_type, gpus) for n in shown]
         assert distances == sorted(distances)  # same GPU type first, then the nearest count
         hidden = [e for slug, e in entries.items() if slug not in {n.slug for n in shown}]
@@ -68,12 +68,12 @@ def test_equally_near_entries_are_the_newest_releases(catalog):
     plan = read_plan(REPO, "llama-3.1-70b")
     table = next(t for t in plan.tables if (t.gpu_type, t.gpus) == ("H100", 64))
     same = [e for e in _published(catalog, "llama-3.1-70b") if (e.entry.gpu.type, e.entry.gpu.count) == ("H100", 64)]
-    assert len(same) > export.NEAREST_PUBLISHED
+    assert len(same) > pages.NEAREST_PUBLISHED
 
     def version(entry):
-        return export._release(entry.entry.published.engine_version)
+        return pages._release(entry.entry.published.engine_version)
 
-    newest = sorted(same, key=version, reverse=True)[:export.NEAREST_PUBLISHED]
+    newest = sorted(same, key=version, reverse=True)[:pages.NEAREST_PUBLISHED]
     assert [n.slug for n in table.published] == [e.slug for e in newest]
 
 
@@ -107,16 +107,16 @@ def test_a_model_with_only_published_entries_is_planned_at_their_sizes_and_workl
     assert f"its {len(entries)} published entries" in plan.planned_for and f"the workload {uses} of them" in \
         plan.planned_for
     assert ("H100", 64) in {(t.gpu_type, t.gpus) for t in plan.tables}
-    assert set(export.plan_models(catalog)) >= {e.entry.model for e in catalog.record if e.entry.published} & set(
+    assert set(pages.plan_models(catalog)) >= {e.entry.model for e in catalog.record if e.entry.published} & set(
         catalog.tables.models)
 
 
 def test_a_size_the_planner_refuses_still_lists_its_published_entries(monkeypatch):
     """A GPU count that is not whole nodes (GB300 trays hold 4 GPUs) is listed with the reason and its entries."""
     catalog = load_catalog(REPO)
-    scope = export.plan_scope(catalog, "kimi-k2")
-    monkeypatch.setattr(export, "plan_scope", lambda *_: replace(scope, sizes=[("GB300", 258)]))
-    plan = export.model_plan(catalog, "kimi-k2", "test")
+    scope = pages.plan_scope(catalog, "kimi-k2")
+    monkeypatch.setattr(pages, "plan_scope", lambda *_: replace(scope, sizes=[("GB300", 258)]))
+    plan = pages.model_plan(catalog, "kimi-k2", "test")
     assert plan.tables == [] and [(s.gpu_type, s.gpus) for s in plan.skipped] == [("GB300", 258)]
     assert "4-GPU GB300 nodes" in plan.skipped[0].reason and plan.skipped[0].published
 

@@ -15,11 +15,11 @@ from openrecipes.catalog import cli as catalog_cli
 from openrecipes.errors import EXIT_BAD_INPUT, UserError
 from openrecipes.launch import cli as launch_cli
 from openrecipes.measure import cli as measure_cli
+from openrecipes.plan import cli as plan_cli
 from openrecipes.rows import cli as rows_cli
 from openrecipes.site import cli as site_cli
 from openrecipes.textfile import shown
 from openrecipes.tune import cli as tune_cli
-from openrecipes.tune import plan_cli
 from openrecipes.tune import refresh as refresh_cli
 from openrecipes.verify import cli as verify_cli
 

@@ -2,7 +2,7 @@
 reads back. One model on both sides, so a stale or hand-edited file is refused with the field that is wrong, not
 read by string key into a KeyError.
 
-The planner's objects (`Prediction.exported()`) are `PredictedLayout`s; the rest is what tune/export.py adds around
+The planner's objects (`Prediction.exported()`) are `PredictedLayout`s; the rest is what plan/pages.py adds around
 them. Imports nothing of the predictor: the site reads these files without it.
 """
 
@@ -147,7 +147,7 @@ class PlanTable(Exported):
     instance: str | None  # the priced instance
     usd_per_gpu_hour: float | None
     data: TableData
-    measured: list[MeasuredRecipe]  # the fastest, at most tune/export.py's MEASURED_SHOWN
+    measured: list[MeasuredRecipe]  # the fastest, at most plan/pages.py's MEASURED_SHOWN
     measured_total: int
     runs: list[MeasuredRun]
     published: list[PublishedNeighbour]  # the model's nearest published entries: same GPU type first, then count

@@ -1,7 +1,7 @@
 """Predict every valid layout of a model on N GPUs: does it fit, how fast, what it costs; ranked.
 
 `predict` returns them as Predictions; `plan_table` returns them exported (`PredictedLayout`, the objects
-`openrecipes plan --json` prints); the site's tables are the same objects, exported as JSON by openrecipes.tune.export.
+`openrecipes plan --json` prints); the site's tables are the same objects, computed by openrecipes.plan.pages.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""`openrecipes tune`: measure the planner's best torchtitan layouts and write the winner as a recipe."""
+"""`openrecipes tune`: measure the planner's best torchtitan layouts and write the winner as a recipe; and the two
+`plan` commands that compose recipes through the renderer (launch/) and the recipe writer (audit/): `plan emit` and
+`plan export`, added to the planner's `plan` group."""
 
 from __future__ import annotations
 
@@ -10,14 +12,64 @@ import typer
 
 from openrecipes.atomic import check_output
 from openrecipes.catalog.model import FLOAT8_SCALINGS
+from openrecipes.catalog.paths import default_catalog_root
+from openrecipes.catalog.store import load_catalog
 from openrecipes.errors import UserError
-from openrecipes.tune.plan_cli import MAX_GPUS
+from openrecipes.plan.cli import MAX_GPUS, Asked, with_request
+from openrecipes.plan.cli import app as plan_app
+from openrecipes.plan.levers import lever_text
 
 MAX_STEPS = 1_000_000  # a measuring run is short; a larger count is a typo (and overflows the run's fields)
 
 
 def register(app: typer.Typer) -> None:
     app.command("tune")(tune)
+    plan_app.command("emit")(with_request(emit))
+    plan_app.command("export")(export)
+
+
+def emit(
+    asked: Asked,
+    rank: Annotated[int, typer.Option(
+        "--rank", "--emit-recipe", help="write the K-th fitting torchtitan layout a recipe can run as a recipe "
+        "(status: planned; stack, rows and environment from the catalog's torchtitan recipe of MODEL)")],
+    out: Annotated[Path | None, typer.Option("--out", help="where the recipe goes")] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="replace a planned recipe this command wrote inside the catalog's recipes/")] = False,
+    # the old spelling `plan MODEL ... --emit-recipe K` shared these with the table: refused in words, not unknown
+    top: Annotated[int | None, typer.Option("--top", hidden=True)] = None,
+    as_json: Annotated[bool, typer.Option("--json", hidden=True)] = False,
+) -> None:
+    """Write the K-th fitting torchtitan layout of MODEL on N GPUs as a runnable recipe (status: planned). Exit 2 on
+    bad input."""
+    from openrecipes.tune.emit import emit_recipe
+
+    if out is None:
+        raise UserError("--emit-recipe needs --out FILE (where the planned recipe goes)")
+    if top is not None or as_json:
+        raise UserError("--emit-recipe writes one recipe: --top and --json do not apply to it; leave them out")
+    planned = emit_recipe(asked[0], rank, out, force=force)
+    p = planned.prediction
+    print(f"wrote {out}: #{planned.rank} {p.layout.label} {p.layout.recompute} recompute, "
+          f"{p.layout.rows_per_microbatch} row(s) a microbatch{lever_text(p.layout)}; predicted "
+          f"{p.tokens_per_s_per_gpu:,.1f} tokens/s per GPU (status: planned, not measured); run it with "
+          f"`openrecipes run {out}`")
+
+
+def export(
+    out: Annotated[Path | None, typer.Option("--out", help="the folder (the site reads plans/ in the catalog root)")]
+    = None,
+) -> None:
+    """Write every model's Plan-page tables as JSON, one file per model (the site renders them). Exit 2 on bad
+    input."""
+    from openrecipes.tune.export import check_plans_folder
+    from openrecipes.tune.export import export as export_plans
+
+    if out is None:
+        raise UserError("plan export needs --out DIR (the site reads plans/ in the catalog root)")
+    check_plans_folder(out)  # before the catalog is read
+    for path in export_plans(load_catalog(default_catalog_root()), out):
+        print(f"wrote {path}")
 
 
 def tune(

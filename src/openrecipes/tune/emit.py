@@ -21,6 +21,7 @@ from openrecipes.catalog.store import load_catalog, load_recipe
 from openrecipes.engines.registry import engine_named
 from openrecipes.engines.torchtitan import engine as torchtitan
 from openrecipes.errors import UserError
+from openrecipes.plan.pages import plan_command
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict
 from openrecipes.tune.arms import candidate_recipe, rendered_run
 from openrecipes.tune.candidates import as_candidate, renderable, runs_on_engine
@@ -131,20 +132,6 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, request: 
         status="planned", layout=layout, result=result, correctness=correctness, runs=None, run=run,
         notes=notes)).revalidated()
     return PlannedRecipe(rank, prediction, base_path, recipe_text(planned, HEADER))
-
-
-def plan_command(request: PlanRequest) -> str:
-    """The `openrecipes plan` command line that asks this request (its defaults left out)."""
-    parts = [f"openrecipes plan {request.model} --gpu {request.gpu_type} --gpus {request.gpus} --engine "
-             f"{request.engine}"]
-    parts += [f"--row-tokens {request.row_tokens}"] if request.row_tokens != 8192 else []
-    parts += [f"--global-batch {request.global_batch}"] if request.global_batch != 128 else []
-    parts += ["--grad-reduce-bf16"] if request.grad_reduce_bf16 else []
-    parts += [f"--kernels {','.join(request.kernels)}"] if request.kernels else []
-    parts += [f"--attention {request.attention}"] if request.attention else []
-    parts += [f"--float8 {request.float8}"] if request.float8 else []
-    parts += ["--float8 measured"] if request.search.float8 == "measured" and not request.float8 else []
-    return " ".join(parts)
 
 
 def emit_recipe(request: PlanRequest, rank: int, out: Path, root: Path | None = None,

@@ -223,8 +223,9 @@ def _public_record(root: Path, check: bool) -> StepState:
 
 def _plans(root: Path, check: bool) -> StepState:
     from openrecipes.catalog.store import load_catalog
+    from openrecipes.plan.pages import plan_models
     from openrecipes.textfile import read_text
-    from openrecipes.tune.export import export, plan_models
+    from openrecipes.tune.export import export
     from openrecipes.tune.fingerprint import MAX_SOURCE_BYTES, fingerprint, seal_problem
 
     catalog = load_catalog(root)

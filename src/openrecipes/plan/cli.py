@@ -1,13 +1,16 @@
-"""`openrecipes plan`: the ranked predicted layouts of a model on N GPUs, and the Plan pages' tables.
+"""`openrecipes plan`: the ranked predicted layouts of a model on N GPUs (`plan MODEL`), and the planner beside the
+public record (`plan compare MODEL`).
 
-It lives beside the tuner because a planned recipe (`--emit-recipe`) and the Plan pages' planned recipes are composed
-as `openrecipes tune` composes its arms: through the torchtitan renderer (launch/) and the recipe writer (audit/),
-rooms above the planner's.
+tune/ adds `plan emit` and `plan export` to this group: they compose recipes through the renderer (launch/) and the
+recipe writer (audit/), rooms above the planner's. `plan emit` takes its request options from here (`with_request`),
+and the old spelling `plan MODEL ... --emit-recipe K` reaches it by that flag (`PlanGroup`), importing nothing above.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import inspect
+from collections.abc import Callable
+from functools import wraps
 from typing import Annotated
 
 import typer
@@ -17,7 +20,7 @@ from typer._click import core as click  # typer vendors click
 from typer.core import TyperCommand, TyperGroup
 
 from openrecipes.catalog.paths import default_catalog_root
-from openrecipes.catalog.store import load_catalog
+from openrecipes.catalog.store import Catalog, load_catalog
 from openrecipes.engines.registry import names as engine_names
 from openrecipes.errors import UserError
 from openrecipes.jsonout import json_text
@@ -48,41 +51,51 @@ NARROW_COLUMNS = ("#", "Layout", "tok/s/GPU", "Range", "Basis", "GiB", "Fit")
 BASIS_WORDS = {HELD_OUT: "held out", OTHER_VARIANTS: "other variants", OTHER_BANDS: "other bands"}
 # The text columns share the width the figures leave (which never wrap), the layout the larger part.
 COLUMN_RATIOS = {"Layout": 3, "Fit": 2}
+PLAN_MODEL = "model"  # the command `plan MODEL` runs, hidden from `plan --help` (the group's help shows its usage)
+# Flags of the old spellings `plan MODEL ... --FLAG`, and the command each one is now (`--out` was --emit-recipe's).
+OLD_SPELLINGS = {"--emit-recipe": "emit", "--out": "emit", "--compare-published": "compare"}
+MODEL_HELP = "model name, as in models/*.yaml (e.g. gpt-oss-20b)"
 
 
-class ModelFirst(TyperGroup):
-    """`plan export ...` runs the export; any other first word is the model that `plan MODEL ...` plans (and names
-    the command in a usage error: `see openrecipes plan MODEL --help`)."""
+class PlanGroup(TyperGroup):
+    """`plan COMMAND ...` runs the command; any other first word is the model that `plan MODEL ...` plans (and names
+    the command in a usage error: `see openrecipes plan MODEL --help`), or that an old spelling's flag hands to its
+    command with the rest of the words."""
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
                                                                                list[str]]:
         if args and args[0] not in self.commands:
-            return args[0], self.commands[PLAN_MODEL], args
+            flags = {word.partition("=")[0] for word in args}
+            name = next((name for flag, name in OLD_SPELLINGS.items() if flag in flags and name in self.commands),
+                        None)
+            return (name, self.commands[name], args) if name else (args[0], self.commands[PLAN_MODEL], args)
         return super().resolve_command(ctx, args)
 
 
 class PlannedModel(TyperCommand):
     """The command `plan MODEL` runs: its usage line is `openrecipes plan MODEL [OPTIONS]`, the model already in
-    the command's path (ModelFirst names it so)."""
+    the command's path (PlanGroup names it so)."""
 
     def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
         return [self.options_metavar or ""]
 
 
-PLAN_MODEL = "model"  # the command `plan MODEL` runs, hidden from `plan --help` (the group's help shows its usage)
 app = typer.Typer(
-    cls=ModelFirst, subcommand_metavar="MODEL [OPTIONS] | export --out DIR",
+    cls=PlanGroup, subcommand_metavar="MODEL [OPTIONS] | COMMAND [ARGS]",
     help="Predict the ranked layouts of MODEL on N GPUs: `openrecipes plan MODEL --gpu TYPE --gpus N` (see "
-         "`openrecipes plan MODEL --help` for its options); `openrecipes plan export --out DIR` writes the Plan pages' "
-         "tables.")
+         "`openrecipes plan MODEL --help` for its options); the commands below compare the planner with the public "
+         "record and write a planned recipe or the Plan pages' tables.")
 
 
 def register(parent: typer.Typer) -> None:
     parent.add_typer(app, name="plan")
 
 
-def plan(
-    model: Annotated[str, typer.Argument(help="model name, as in models/*.yaml (e.g. gpt-oss-20b)")],
+Asked = tuple[PlanRequest, EngineChoice, Catalog]  # a request as asked, why its engine, the catalog it was read in
+
+
+def ask(
+    model: Annotated[str, typer.Argument(help=MODEL_HELP)],
     gpu: Annotated[str | None, typer.Option("--gpu", help="GPU type (its default variant, the part a user rents: "
                                             "H100, H200) or a variant id of hardware/gpus.yaml "
                                             "(H100-SXM-96GB-500W)")] = None,
@@ -109,25 +122,8 @@ def plan(
     precision: Annotated[str | None, typer.Option(
         "--precision", help="Megatron: every layout's block GEMMs in fp8 (delayed or current scaling), mxfp8 or nvfp4 "
         "(Blackwell), timed by the speed-up fitted on the public record; default BF16")] = None,
-    top: Annotated[int | None, typer.Option("--top", min=0, max=10**6, help="fitting layouts to show (0: all; "
-                                                                            "default 20)")] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="print every ranked layout (or --top of them) as JSON")] = False,
-    emit_recipe: Annotated[int | None, typer.Option(
-        "--emit-recipe", help="write the N-th fitting torchtitan layout a recipe can run as a recipe (status: planned; "
-        "stack, rows and environment from the catalog's torchtitan recipe of MODEL)")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="where --emit-recipe writes the recipe")] = None,
-    compare_published: Annotated[bool, typer.Option(
-        "--compare-published", help="print every published entry of MODEL beside the planner's prediction of its "
-        "own layout (no --gpu or --gpus)")] = False,
-    force: Annotated[bool, typer.Option(
-        "--force", help="let --emit-recipe replace a planned recipe it wrote inside the catalog's recipes/")] = False,
-) -> None:
-    """Predict memory and speed of every valid layout and rank them: fitting layouts by tokens/s per GPU,
-    then the ones that do not fit with the reason. Exit 2 on bad input."""
-    if compare_published:
-        _compare_published(model)
-        return
+) -> Asked:
+    """The request of each command that plans a model on N GPUs (`plan MODEL`, `plan emit`), checked."""
     check_current()
     if gpu is None or gpus is None:
         raise UserError("give --gpu TYPE and --gpus N (e.g. openrecipes plan gpt-oss-20b --gpu H200 --gpus 8)")
@@ -146,17 +142,36 @@ def plan(
                           variant=variant)
     if row_tokens is None or global_batch is None:
         choice = EngineChoice(choice.engine, f"{choice.reason}; {workload.reason}")
-    if emit_recipe is not None:
-        _emit(request, emit_recipe, out, top, as_json, force)
-        return
-    if out is not None:
-        raise UserError("--out is where --emit-recipe writes; give --emit-recipe N or leave --out out")
+    return request, choice, catalog
+
+
+def with_request(command: Callable[..., None]) -> Callable[..., None]:
+    """`command(asked, **its own options)` as typer reads a command: `ask`'s parameters (MODEL and the request's
+    options) and then the command's own, in one signature, so that the long option list is written once."""
+    shared = inspect.signature(ask, eval_str=True).parameters
+    own = list(inspect.signature(command, eval_str=True).parameters.values())[1:]
+    run = wraps(command)(lambda **given: command(ask(**{name: given.pop(name) for name in shared}), **given))
+    params = [p.replace(kind=p.KEYWORD_ONLY) for p in [*shared.values(), *own]]
+    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    return run
+
+
+def plan(
+    asked: Asked,
+    top: Annotated[int | None, typer.Option("--top", min=0, max=10**6, help="fitting layouts to show (0: all; "
+                                                                            "default 20)")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print every ranked layout (or --top of them) as JSON")] = False,
+) -> None:
+    """Predict memory and speed of every valid layout and rank them: fitting layouts by tokens/s per GPU,
+    then the ones that do not fit with the reason. Exit 2 on bad input."""
+    request, choice, catalog = asked
     ranked = predict(request)
     if not any(p.peak_fits for p in ranked):
         closest = ranked[0]  # the ones that do not fit come closest first
-        raise UserError(f"no layout of {model} fits {gpus} x {gpu} ({choice.engine}): the closest, "
-                        f"{_layout_text(closest.layout)}, needs {closest.memory.total_gib:,.1f} GiB per GPU of "
-                        f"{closest.capacity_gib:.1f}; plan more GPUs or shorter rows")
+        raise UserError(f"no layout of {request.model} fits {request.gpus} x {request.gpu_type} ({request.engine}): "
+                        f"the closest, {_layout_text(closest.layout)}, needs {closest.memory.total_gib:,.1f} GiB per "
+                        f"GPU of {closest.capacity_gib:.1f}; plan more GPUs or shorter rows")
     published = published_figures(catalog, request, ranked)
     if as_json:
         rows = [p.exported() for p in ranked[:top or None]]
@@ -167,7 +182,12 @@ def plan(
                  measured_above(catalog, request, ranked), published)
 
 
-def _compare_published(model: str) -> None:
+def compare(
+    model: Annotated[str, typer.Argument(help=MODEL_HELP)],
+    old_spelling: Annotated[bool, typer.Option("--compare-published", hidden=True)] = False,
+) -> None:
+    """Print every published entry of MODEL beside the planner's prediction of its own layout. Exit 2 on bad
+    input."""
     from openrecipes.catalog.names import model_name
     from openrecipes.plan.public_record import compared
 
@@ -189,21 +209,6 @@ def _compare_published(model: str) -> None:
         table.add_row(r.name.removeprefix("record-"), f"{r.gpus:,} x {r.gpu_type}", r.engine, r.precision, r.layout,
                       f"{r.published:,.0f}", *cells)
     Console().print(table)
-
-
-def _emit(request: PlanRequest, rank: int, out: Path | None, top: int | None, as_json: bool, force: bool) -> None:
-    from openrecipes.tune.emit import emit_recipe as emit
-
-    if out is None:
-        raise UserError("--emit-recipe needs --out FILE (where the planned recipe goes)")
-    if top is not None or as_json:
-        raise UserError("--emit-recipe writes one recipe: --top and --json do not apply to it; leave them out")
-    planned = emit(request, rank, out, force=force)
-    p = planned.prediction
-    print(f"wrote {out}: #{planned.rank} {p.layout.label} {p.layout.recompute} recompute, "
-          f"{p.layout.rows_per_microbatch} row(s) a microbatch{lever_text(p.layout)}; predicted "
-          f"{p.tokens_per_s_per_gpu:,.1f} tokens/s per GPU (status: planned, not measured); run it with "
-          f"`openrecipes run {out}`")
 
 
 def _names(model: str, gpu: str) -> tuple[str, str, str]:
@@ -283,21 +288,7 @@ def _layout_text(layout: Layout) -> str:
             + (f", offload {layout.offload_fraction:g}" if layout.offload_fraction else "") + lever_text(layout))
 
 
-def export(
-    out: Annotated[Path | None, typer.Option("--out", help="the folder (the site reads plans/ in the catalog root)")]
-    = None,
-) -> None:
-    """Write every model's Plan-page tables as JSON, one file per model (the site renders them). Exit 2 on bad
-    input."""
-    from openrecipes.tune.export import check_plans_folder
-    from openrecipes.tune.export import export as export_plans
-
-    if out is None:
-        raise UserError("plan export needs --out DIR (the site reads plans/ in the catalog root)")
-    check_plans_folder(out)  # before the catalog is read
-    for path in export_plans(load_catalog(default_catalog_root()), out):
-        print(f"wrote {path}")
-
-
-app.command(PLAN_MODEL, hidden=True, cls=PlannedModel)(plan)
-app.command("export")(export)
+app.command(PLAN_MODEL, hidden=True, cls=PlannedModel, epilog="The other commands: `openrecipes plan compare MODEL`, "
+            "`plan emit MODEL ... --rank K --out FILE`, `plan export --out DIR` (`openrecipes plan --help`).")(
+    with_request(plan))
+app.command("compare")(compare)
