@@ -35,9 +35,10 @@ from openrecipes.plan.answer import (
     widened,
 )
 from openrecipes.plan.layouts import Layout
-from openrecipes.plan.levers import lever_text, parse_levers
+from openrecipes.plan.levers import parse_levers
 from openrecipes.plan.predict import PlanRequest, Prediction, predict
 from openrecipes.plan.trust import HELD_OUT, OTHER_BANDS, OTHER_VARIANTS, check_current, memory_margin
+from openrecipes.plan.words import lever_text
 
 # Non-fitting layouts shown under the fitting ones: enough to see what stops the next-larger layouts.
 NON_FITTING_SHOWN = 5
@@ -282,7 +283,8 @@ def _print_table(console: Console, request: PlanRequest, choice: EngineChoice, r
 
 
 def _layout_text(layout: Layout) -> str:
-    """The layout, its recompute, rows a microbatch and levers, in one cell (wrapped, never cut)."""
+    """The layout, its recompute, rows a microbatch and levers, in one cell (wrapped, never cut): words.describe's
+    words, shortened for a terminal's table."""
     return (f"{layout.label}, {layout.recompute} AC, {layout.rows_per_microbatch} row"
             f"{'' if layout.rows_per_microbatch == 1 else 's'}/mb"
             + (f", offload {layout.offload_fraction:g}" if layout.offload_fraction else "") + lever_text(layout))

@@ -41,7 +41,6 @@ from openrecipes.errors import UserError
 from openrecipes.plan.constants import BF16_BYTES, HERE
 from openrecipes.plan.layouts import Layout, LeverSet
 from openrecipes.plan.words import lever_names, names_of
-from openrecipes.plan.words import lever_text as lever_text  # plan_cli.py's import, until it imports plan.words
 
 FUSED_LINEAR_CROSS_ENTROPY = "liger-fused-linear-cross-entropy"
 FUSED_RMSNORM = "liger-rmsnorm"

@@ -34,12 +34,12 @@ from openrecipes.plan.export_model import (
     TableData,
 )
 from openrecipes.plan.layouts import EngineName
-from openrecipes.plan.levers import lever_names
 from openrecipes.plan.points import MeasuredPoint, reference_rows
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict, predict_layout
 from openrecipes.plan.public_record import Compared
 from openrecipes.plan.public_record import compared as record_compared
 from openrecipes.plan.trust import memory_margin, stored_points
+from openrecipes.plan.words import describe
 
 # Fitting layouts shown per table, best predicted tokens/s first (predict's order).
 PLAN_TOP = 15
@@ -281,9 +281,7 @@ def _runs(catalog: Catalog, request: PlanRequest, ranked: RankedTable,
         rows.append(MeasuredRun(
             name=row["name"], measured=row["tokens_per_s_per_gpu"], memory_gib=row["memory_gib"], log=row["log"],
             held_out_error=errors.get(row["name"]),
-            label=f"{lay.label} · {lay.recompute} recompute · {lay.rows_per_microbatch} row(s) a "
-                  f"microbatch · {'torch.compile' if lay.compile else 'eager'}"
-                  + "".join(f" · {name}" for name in lever_names(lay)),
+            label=describe(lay),
             **vars(_compared(point, request, ranked, catalog.tables))))
     return sorted(rows, key=lambda r: (-r.measured, r.name))
 

@@ -17,7 +17,7 @@ from openrecipes.catalog.store import load_catalog
 from openrecipes.errors import UserError
 from openrecipes.plan.cli import MAX_GPUS, Asked, with_request
 from openrecipes.plan.cli import app as plan_app
-from openrecipes.plan.levers import lever_text
+from openrecipes.plan.words import describe
 
 MAX_STEPS = 1_000_000  # a measuring run is short; a larger count is a typo (and overflows the run's fields)
 
@@ -50,8 +50,7 @@ def emit(
         raise UserError("--emit-recipe writes one recipe: --top and --json do not apply to it; leave them out")
     planned = emit_recipe(asked[0], rank, out, force=force)
     p = planned.prediction
-    print(f"wrote {out}: #{planned.rank} {p.layout.label} {p.layout.recompute} recompute, "
-          f"{p.layout.rows_per_microbatch} row(s) a microbatch{lever_text(p.layout)}; predicted "
+    print(f"wrote {out}: #{planned.rank} {describe(p.layout)}; predicted "
           f"{p.tokens_per_s_per_gpu:,.1f} tokens/s per GPU (status: planned, not measured); run it with "
           f"`openrecipes run {out}`")
 
