@@ -3,15 +3,20 @@ same bytes, a changed value changes only its lines, and a layout it cannot edit 
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import yaml
-from conftest import REPO
+from conftest import GPTOSS_1, REPO
 
 from openrecipes.errors import UserError
+from openrecipes.measure.result import inputs_from_recipe, measure, read_run
+from openrecipes.measure.write import write_result
 from openrecipes.plan.constants import HERE
 from openrecipes.yamledit import set_fields
 
 RECIPES = sorted((REPO / "recipes").rglob("*.yaml"))
+SLIME_GPTOSS_1 = REPO / "tests/fixtures/logs/slime-gpt-oss-20b-attune-tp1-pp1-ep4.log"
 
 
 def _own_texts(text: str, *path: str) -> dict[tuple[str, ...], str | list[str]]:
@@ -88,3 +93,13 @@ def test_a_layout_the_editor_cannot_handle_is_one_line_naming_file_field_and_fix
     assert message.startswith("r.yaml: ") and problem in message and message.endswith("; fix it")
     assert "\n" not in message
 
+
+def test_measure_write_refuses_a_result_it_cannot_edit_and_leaves_the_recipe(tmp_path):
+    recipe = tmp_path / "recipe.yaml"
+    shutil.copy(GPTOSS_1, recipe)
+    result = measure(read_run([SLIME_GPTOSS_1]), inputs_from_recipe(recipe), None)
+    hostile = GPTOSS_1.read_text().replace("result:\n", "result:\n  mfu: 0.1\n", 1)
+    recipe.write_text(hostile)
+    with pytest.raises(UserError, match=rf"^{recipe}: line \d+: found duplicate key \"mfu\".*edit its result block"):
+        write_result(recipe, result)
+    assert recipe.read_text() == hostile
