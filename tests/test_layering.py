@@ -13,7 +13,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "openrecipes"
 
 FLOORS = {
     "figures": 1, "thresholds": 1, "atomic": 1, "errors": 1, "jsonout": 1, "textfile": 1, "steptable": 1, "names": 1,
-    "digest": 1, "verdict": 1, "forked": 1, "__init__": 1,
+    "digest": 1, "verdict": 1, "forked": 1, "yamledit": 1, "__init__": 1,
     "rows": 2,
     "engines": 3,
     "catalog": 4,

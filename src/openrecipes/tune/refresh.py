@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 import subprocess
 import sys
@@ -35,6 +34,7 @@ import yaml
 from openrecipes.atomic import node_kind, write_atomic
 from openrecipes.errors import EXIT_CHECK_FAILED, UserError
 from openrecipes.textfile import shown
+from openrecipes.yamledit import set_fields
 
 STEPS = ("calibration", "heldout", "public_record", "plans")
 # The planner's files refresh reads: kept by hand (restored from git when broken) or written by refresh itself.
@@ -177,23 +177,14 @@ def recorded_values(text: str) -> dict[str, float]:
 
 
 def with_fitted_values(text: str, fits: dict[str, float]) -> str:
-    """calibration.yaml with each fitted entry's `value:` line set to its fit (four significant digits), every
-    comment, prior and `applies_to` kept as written. A fitted name without an entry cannot be written by code (its
-    prior and what it applies to are words): that is an error naming the entry to add."""
-    lines, section, entry, seen = text.splitlines(keepends=True), None, None, set()
-    for number, line in enumerate(lines):
-        if re.match(r"^\S[^:]*:", line):
-            section, entry = line.split(":", 1)[0], None
-        elif section == "fitted" and (head := re.match(r"^  (\S[^:]*):\s*$", line)):
-            entry = head.group(1)
-        elif section == "fitted" and entry in fits and re.match(r"^    value:", line):
-            lines[number] = f"    value: {_number(fits[entry])}\n"
-            seen.add(entry)
-    missing = sorted(set(fits) - seen)
-    if missing:
+    """calibration.yaml with each fitted entry's `value:` set to its fit (four significant digits), every other byte
+    kept (openrecipes.yamledit). A fitted name without an entry cannot be written by code (its prior and what it
+    applies to are words): that is an error naming the entry to add."""
+    if missing := sorted(set(fits) - set(recorded_values(text))):
         raise UserError(f"calibration.yaml: no fitted entry for {', '.join(missing)}; add one under fitted: with its "
                         "value, prior and applies_to, then run `openrecipes refresh`")
-    return "".join(lines)
+    return set_fields(text, {("fitted", name, "value"): _number(fit) for name, fit in fits.items()},
+                      "calibration.yaml", "put the file back (`git checkout` it), then run `openrecipes refresh`")
 
 
 def _number(value: float) -> str:
