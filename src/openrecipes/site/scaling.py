@@ -20,7 +20,7 @@ from pathlib import Path
 from openrecipes.catalog.published import published_label
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import HERE
-from openrecipes.site.plots import Line2D, _svg, inline_svg, plt
+from openrecipes.site.plots import Line2D, _subplots, _svg, inline_svg, plt
 from openrecipes.site.record import MIN_POINTS, RecordRow
 
 PREDICTIONS = HERE / "public_record.json"
@@ -105,7 +105,7 @@ def sweeps_svg(sweeps: list[Sweep], id_prefix: str) -> str:
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     with plt.rc_context({"svg.fonttype": "none", "font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans"],
                          "svg.hashsalt": id_prefix}):
-        figure, axes = plt.subplots(figsize=(6.4, 3.6))
+        figure, axes = _subplots(6.4, 3.6)
         counts = sorted({p.gpus for sweep in sweeps for p in sweep.points})
         for sweep, colour in zip(sweeps, cycle(colours)):
             gpus = [p.gpus for p in sweep.points]
