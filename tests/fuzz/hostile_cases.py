@@ -362,6 +362,9 @@ def option_cases(scratch: _Scratch) -> list[Case]:
     # seconds of work, and is run by CI itself as `refresh --check`).
     cases.append(Case("refresh/unknown-option", "refresh", ["refresh", "--catalog-of-strangers"], str(root),
                       expect=BAD))
+    # Another command with no value option: a model that is not a card, and an option it does not take.
+    cases += [Case(f"plan compare/{i}", "plan compare", ["plan", "compare", *argv], str(root), expect=BAD)
+              for i, argv in enumerate([["no-such-model"], ["qwen3-8b", "--gpu", "H200"], ["../../etc/passwd"]])]
     port = str(held_port())
     for i, host in enumerate(["", " ", "0.0.0.0\0", "::", "localhost:80", "http://x", "a" * 300]):
         cases.append(Case(f"serve/host-{i}", "serve", ["serve", "--host", host, "--port", port], str(root)))
