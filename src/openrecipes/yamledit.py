@@ -3,6 +3,7 @@ every other byte (comments, key order, quoting, folded scalars) is kept: a ruame
 re-fold long plain scalars and write `null` as nothing."""
 
 import re
+from typing import Any
 
 from ruamel.yaml import YAML, CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
@@ -10,9 +11,7 @@ from ruamel.yaml.error import YAMLError
 from openrecipes.errors import UserError
 
 
-def set_fields(text: str, changes: dict[tuple[str, ...], str | list[str]], where: str, fix: str) -> str:
-    """`text` with each field (its path of keys) set to its YAML text, a list to its items' in the old list's style;
-    a field its mapping lacks is added after the mapping's last key. What this cannot edit is a UserError."""
+def _load(text: str, where: str, fix: str) -> tuple[Any, list[str]]:
     try:
         doc = YAML(typ="rt").load(text)
     except YAMLError as error:  # a duplicated key too, so that a field is never set in one copy of two
@@ -20,12 +19,25 @@ def set_fields(text: str, changes: dict[tuple[str, ...], str | list[str]], where
         raise UserError(f"{where}: {f'line {mark.line + 1}: ' if mark else ''}{' '.join(str(problem).split())}; "
                         f"{fix}") from None
     # ruamel.yaml's line breaks: str.splitlines would also split at \f, \x85, \u2028 and more, shifting every line.
-    lines, splices = [line for line in re.split(r"(?<=\n)|(?<=\r)(?!\n)", text) if line], []
+    return doc, [line for line in re.split(r"(?<=\n)|(?<=\r)(?!\n)", text) if line]
+
+
+def _mapping(doc: Any, lines: list[str], keys: tuple[str, ...]) -> tuple[Any, int]:
+    """The value at `keys` (None where a key is absent) and the line its parent's field ends before."""
+    mapping, stop = doc, len(lines)
+    for key in keys:
+        found = isinstance(mapping, CommentedMap) and key in mapping.lc.data
+        stop, mapping = (_end(lines, mapping, key, stop), mapping[key]) if found else (stop, None)
+    return mapping, stop
+
+
+def set_fields(text: str, changes: dict[tuple[str, ...], str | list[str]], where: str, fix: str) -> str:
+    """`text` with each field (its path of keys) set to its YAML text, a list to its items' in the old list's style;
+    a field its mapping lacks is added after the mapping's last key. What this cannot edit is a UserError."""
+    doc, lines = _load(text, where, fix)
+    splices = []
     for path, value in changes.items():
-        mapping, stop, name = doc, len(lines), path[-1]
-        for key in path[:-1]:
-            found = isinstance(mapping, CommentedMap) and key in mapping.lc.data
-            stop, mapping = (_end(lines, mapping, key, stop), mapping[key]) if found else (stop, None)
+        (mapping, stop), name = _mapping(doc, lines, path[:-1]), path[-1]
         if not isinstance(mapping, CommentedMap) or mapping.fa.flow_style() or isinstance(mapping.get(name), dict):
             raise UserError(f"{where}: cannot set {'.'.join(path)} in place: '{'.'.join(path[:-1])}' must be a block "
                             f"of `key: value` lines (not absent, a list, a value or {{...}}) and {name} not a mapping; "
@@ -34,6 +46,27 @@ def set_fields(text: str, changes: dict[tuple[str, ...], str | list[str]], where
     for start, end, new in sorted(splices[::-1], key=lambda splice: splice[0], reverse=True):  # added: in order
         lines[start:end] = [new]
     return "".join(lines)
+
+
+def append_item(text: str, path: tuple[str, ...], item: str, where: str, fix: str) -> str:
+    """`text` with `item` (a list item's lines, indented) last in the block list at `path`, before the blank lines
+    after it; an absent list is added with the item at the end of its mapping. What this cannot edit is a UserError."""
+    doc, lines = _load(text, where, fix)
+    (mapping, stop), name = _mapping(doc, lines, path[:-1]), path[-1]
+    old = mapping.get(name) if isinstance(mapping, CommentedMap) else None
+    if not isinstance(mapping, CommentedMap) or mapping.fa.flow_style() or old is not None and (
+            not isinstance(old, CommentedSeq) or old.fa.flow_style() is not False):  # `[]`: None
+        raise UserError(f"{where}: cannot append to {'.'.join(path)} in place: it must be absent, empty or a list of "
+                        f"`- item` lines, in a block of `key: value` lines; {fix}")
+    keys = list(mapping.lc.data)
+    if name in keys:
+        at = next((mapping.lc.key(key)[0] for key in keys[keys.index(name) + 1:]), stop)
+        while at > mapping.lc.key(name)[0] + 1 and not lines[at - 1].strip():
+            at -= 1
+    else:
+        at, item = stop, f"{' ' * mapping.lc.col}{name}:\n{item}"
+    glue = "" if not at or lines[at - 1].endswith(("\n", "\r")) else "\n"  # the file's last line may have no break
+    return "".join(lines[:at]) + glue + item + "".join(lines[at:])
 
 
 def _splice(lines: list[str], mapping: CommentedMap, stop: int, name: str, value: str | list[str]) -> tuple:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
+from openrecipes.catalog.command import CommandError, ParsedRun, read_run
 from openrecipes.catalog.leaderboard import workload_of
 from openrecipes.catalog.model import Recipe
 from openrecipes.verdict import Finding
@@ -46,33 +46,28 @@ def signature(recipe: Recipe, parsed: ParsedRun) -> tuple:
             tuple(sorted(parsed.exports.items())))
 
 
+def _parse(run: str) -> ParsedRun | None:
+    parsed = read_run(run)  # read once per process: a catalog often repeats one command with another layout
+    return None if isinstance(parsed, CommandError) else parsed  # the validator reports a command it cannot read
+
+
 class DuplicateIndex:
-    """The catalog's recipes grouped by configuration; each run command is parsed once (the shell reader is the
-    costly part: a catalog often repeats one command with another layout)."""
+    """The catalog's recipes grouped by configuration."""
 
     def __init__(self, entries: list[Entry], rules: Rules) -> None:
         self.rules = rules
-        self.parsed: dict[str, ParsedRun | None] = {}
         self.groups: dict[tuple, list[tuple[Entry, ParsedRun]]] = {}
         self.members: dict[tuple, set[Path]] = {}  # each group's paths, so a recipe finds its others in one step
         for entry in entries:
-            parsed = self._parse(entry.recipe.run)
+            parsed = _parse(entry.recipe.run)
             if parsed is not None:
                 key = signature(entry.recipe, parsed)
                 self.groups.setdefault(key, []).append((entry, parsed))
                 self.members.setdefault(key, set()).add(entry.path)
 
-    def _parse(self, run: str) -> ParsedRun | None:
-        if run not in self.parsed:
-            try:
-                self.parsed[run] = parse_run(run)
-            except CommandError:
-                self.parsed[run] = None  # the validator reports a run command it cannot read
-        return self.parsed[run]
-
     def findings(self, entry: Entry, root: Path) -> Iterator[Finding]:
         """One finding naming the recipe's other entries of the same configuration, if any."""
-        parsed = self._parse(entry.recipe.run)
+        parsed = _parse(entry.recipe.run)
         if parsed is None:
             return
         key = signature(entry.recipe, parsed)

@@ -23,7 +23,7 @@ from openrecipes.atomic import Ours, check_output
 from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
 from openrecipes.audit.review import audit, catalog_entries, reference_run
 from openrecipes.audit.stack import STACK_FIELDS
-from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
+from openrecipes.catalog.command import parse_or_fail, parse_run
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.layout_reader import with_command_layout
 from openrecipes.catalog.model import Convergence, Correctness, Recipe, RunFolders
@@ -88,20 +88,13 @@ def reference_arm(like: Recipe, folder: Path, root: Path, tables: ReferenceTable
     return run_arm(folder, fallback)
 
 
-def _parsed(run: str, where: Path) -> ParsedRun:
-    try:
-        return parse_run(run)
-    except CommandError as error:
-        raise UserError(f"{where}: {error}") from None
-
-
 def record(like: Recipe, candidate: RecordedRun, reference: RecordedRun, root: Path, tables: ReferenceTables,
            notes: str | None = None, window: tuple[int, int] | None = None) -> Recorded:
     """The recipe of `candidate`'s run, shaped like `like` with the layout, GPU count and batch shape read from
     the run's own command (a torchtitan run; another engine's keeps like's), checked against `reference`. Nothing
     is written."""
-    like = with_command_layout(like, _parsed(candidate.run, candidate.folder), str(candidate.folder),
-                               tables.models[like.model])
+    command = parse_or_fail(candidate.run, candidate.folder)
+    like = with_command_layout(like, command, str(candidate.folder), tables.models[like.model])
     table = read_run([candidate.log])
     steps = table.steps[-1].step + 1
     window = window or clip_window(like.result.window, steps)
@@ -159,7 +152,7 @@ def record(like: Recipe, candidate: RecordedRun, reference: RecordedRun, root: P
                       reference=where[reference], reference_sha256=file_sha256(reference.log))
     recipe = like.model_copy(update={
         "status": "measured", "stack": stack, "result": result, "correctness": correctness, "runs": runs,
-        "run": candidate.run, "env": _parsed(candidate.run, candidate.folder).exports, "reproductions": [],
+        "run": candidate.run, "env": command.exports, "reproductions": [],
         "notes": notes if notes is not None else like.notes,
     })
     try:

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from openrecipes import figures
 from openrecipes.audit.reproduce import reproduce
 from openrecipes.audit.stack import compare_stack
-from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
+from openrecipes.catalog.command import parse_or_fail
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Recipe, Reproduction, RunFolders
 from openrecipes.catalog.paths import RUN_LOG, evidence_problem
@@ -53,10 +53,6 @@ class AuditInputs:
     reference_run: str | None  # the reference arm's command: its recipe's run, or command.sh beside its log
 
 
-def _published_text(doc: YamlDocument, field: str, value: object) -> str:
-    return doc.raw.get(field, str(value))
-
-
 def _compare_rounded(doc: YamlDocument, field: str, published: float | None, derived: float | None,
                      source: str) -> Iterator[Finding]:
     if published is None or derived is None:
@@ -64,7 +60,7 @@ def _compare_rounded(doc: YamlDocument, field: str, published: float | None, der
             said = "is missing" if published is None else f"is {published}"
             yield Finding(field, published, derived, f"{said} but {source} gives {derived}")
         return
-    text = _published_text(doc, field, published)
+    text = doc.raw.get(field, str(published))
     if not figures.within_published_rounding(derived, text):
         yield Finding(field, text, derived, f"is {text} but {source} gives {derived}; the published figure must "
                       f"round to it (within ±{figures.published_half_unit(text):g})")
@@ -104,9 +100,8 @@ def check_pins(ev: AuditInputs, runs: RunFolders) -> Iterator[Finding]:
                           "or swapped; restore the measured log, or measure the new one and pin it")
 
 
-def measure_log(log: Path, recipe: Recipe, tables: ReferenceTables, window: tuple[int, int] | None = None,
-                steps_per_run: int | None = None) -> Measured:
-    return measure(read_run([log]), run_inputs(recipe, tables, steps_per_run=steps_per_run, window=window), None)
+def measure_log(log: Path, recipe: Recipe, tables: ReferenceTables) -> Measured:
+    return measure(read_run([log]), run_inputs(recipe, tables), None)
 
 
 def check_result(ev: AuditInputs, runs: RunFolders) -> Iterator[Finding]:
@@ -164,13 +159,6 @@ def check_convergence_block(ev: AuditInputs, runs: RunFolders) -> Iterator[Findi
                                     getattr(verdict, name), source)
 
 
-def _parsed(text: str, what: str) -> ParsedRun:
-    try:
-        return parse_run(text)
-    except CommandError as error:
-        raise UserError(f"{what}: {error}") from None
-
-
 def check_configuration(ev: AuditInputs, runs: RunFolders) -> Iterator[Finding]:
     if runs.reference is None:
         return
@@ -180,8 +168,8 @@ def check_configuration(ev: AuditInputs, runs: RunFolders) -> Iterator[Finding]:
                       f"has runs.candidate {runs.reference} and that folder holds no command.sh; add the "
                       "reference arm's recipe or its command")
         return
-    verdict = config_verdict(_parsed(ev.reference_run, "the reference arm's command"),
-                           _parsed(ev.recipe.run, "run"), ev.rules)
+    verdict = config_verdict(parse_or_fail(ev.reference_run, "the reference arm's command"),
+                             parse_or_fail(ev.recipe.run, "run"), ev.rules)
     if not published.startswith(verdict.result):
         yield Finding("correctness.configuration", published, verdict.result,
                       f"is '{published}' but `openrecipes check config` against the reference arm's command gives "

@@ -1,10 +1,9 @@
 """`openrecipes reproduce RECIPE LOG...`: a user's run of a recipe measured with the recipe's window and set
 against the published figure, its noise band, the recipe's own loss curve and its stack; `--write` appends it to
-the recipe's `reproductions:`."""
+the recipe's `reproductions:` (openrecipes.yamledit: every other byte kept)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from openrecipes.measure.stack import StackLine, read_stack_line
 from openrecipes.steptable import StepTable
 from openrecipes.verify.convergence import read_curve
 from openrecipes.verify.verdicts import convergence_verdict
+from openrecipes.yamledit import append_item
 
 
 @dataclass(frozen=True)
@@ -138,22 +138,6 @@ def _entry_lines(entry: Reproduction) -> str:
     return "".join(f"  {line}" for line in text.splitlines(keepends=True))
 
 
-def append_reproduction(text: str, entry: Reproduction) -> str:
-    """The recipe's text with `entry` last in its reproductions: block (added at the end when it has none); every
-    other line kept byte for byte."""
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if re.match(r"^reproductions:\s*(#.*)?$", line)), None)
-    if start is None:
-        body = text if text.endswith("\n") else text + "\n"
-        return body + "reproductions:\n" + _entry_lines(entry)
-    end = start + 1
-    while end < len(lines) and (not lines[end].strip() or lines[end][0] in " \t#-"):
-        end += 1
-    while end > start + 1 and not lines[end - 1].strip():
-        end -= 1
-    return "".join(lines[:end]) + _entry_lines(entry) + "".join(lines[end:])
-
-
 def write_reproduction(path: Path, recipe: Recipe, reproduced: Reproduced, tables: ReferenceTables) -> None:
     """Append the entry, validate the new text under the recipe's own path, and replace the file atomically."""
     check_regular(path, "--write")
@@ -164,7 +148,8 @@ def write_reproduction(path: Path, recipe: Recipe, reproduced: Reproduced, table
     if reproduced.copy_of is not None:
         raise UserError(f"{entry.log}: is the run of {reproduced.copy_of} the recipe already cites; a reproduction "
                         "is a new run of the recipe, with its own log")
-    updated = append_reproduction(path.read_text(encoding="utf-8"), entry)
+    updated = append_item(path.read_text(encoding="utf-8"), ("reproductions",), _entry_lines(entry), str(path),
+                          "the recipe was left unchanged")
     report = validate_document(parse_yaml(updated, path), tables)
     written = report.entry
     if not report.ok or not isinstance(written, Recipe) \

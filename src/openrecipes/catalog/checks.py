@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from openrecipes import figures
-from openrecipes.catalog.command import CommandError, ParsedRun, read_run
+from openrecipes.catalog.command import CommandError, ParsedRun
 from openrecipes.catalog.hardware import ReferenceTables, variant_issue
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import catalog_root, evidence_problem
@@ -337,11 +337,6 @@ CHECKS: tuple[Callable[[Context], Iterator[Finding]], ...] = (
     check_command,
     check_correctness,
 )
-
-
-def read_command(recipe: Recipe) -> ParsedRun | CommandError:
-    """The recipe's run script read once for every check and caller, or the error that says why it cannot be."""
-    return read_run(recipe.run)
 
 
 def run_checks(recipe: Recipe, doc: YamlDocument, tables: ReferenceTables,

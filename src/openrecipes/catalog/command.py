@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 
+from openrecipes.errors import UserError
+
 _ARRAY_START = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=\($")
 _ARRAY_USE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\[@\]\}$|^\"\$\{([A-Za-z_][A-Za-z0-9_]*)\[@\]\}\"$")
 _LAUNCHERS = ("python3", "python", "torchrun")
@@ -170,6 +172,14 @@ def parse_run(text: str) -> ParsedRun:
     if array_name is not None:
         raise CommandError(f"run: the array {array_name}=( is never closed with ')'")
     return parsed
+
+
+def parse_or_fail(text: str, where: object) -> ParsedRun:
+    """parse_run, a script it cannot read being a UserError that names `where`."""
+    try:
+        return parse_run(text)
+    except CommandError as error:
+        raise UserError(f"{where}: {error}") from None
 
 
 @cache

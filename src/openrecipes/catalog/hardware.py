@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from openrecipes import figures
 from openrecipes.catalog.model import Degree, Figure, NonNegativeInt, PositiveInt
 from openrecipes.catalog.paths import bundled_root
-from openrecipes.catalog.yamlio import read_yaml
+from openrecipes.catalog.yamlio import YamlDocument, read_yaml
 from openrecipes.errors import UserError
 
 
@@ -172,19 +172,21 @@ class ReferenceTables:
     model_files: dict[str, Path]  # model name -> card path (its stem is the recipes/ folder name)
 
 
+def _validated(row_model: type[_Row], data: Any, doc: YamlDocument, *key: object) -> Any:
+    """`data` as a `row_model`; the first schema error names the file, its line and the field (under `key`)."""
+    try:
+        return row_model.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(p) for p in (*key, *first["loc"]))
+        raise UserError(f"{doc.path}:{doc.line_of(field)}: {field}: {first['msg']}") from None
+
+
 def _load_table(path: Path, row_model: type[_Row]) -> dict[str, Any]:
     doc = read_yaml(path)
     if not isinstance(doc.data, dict):
         raise UserError(f"{path}:1: expected a mapping of name -> row; fix the file's top level")
-    table = {}
-    for key, row in doc.data.items():
-        try:
-            table[str(key)] = row_model.model_validate(row)
-        except ValidationError as error:
-            first = error.errors()[0]
-            field = ".".join(str(p) for p in (key, *first["loc"]))
-            raise UserError(f"{path}:{doc.line_of(field)}: {field}: {first['msg']}") from None
-    return table
+    return {str(key): _validated(row_model, row, doc, key) for key, row in doc.data.items()}
 
 
 def _reference_dir(root: Path, name: str) -> Path:
@@ -264,12 +266,7 @@ def load_reference_tables(root: Path | None = None) -> ReferenceTables:
     models, model_files = {}, {}
     for card_path in sorted(_reference_dir(root, "models").glob("*.yaml")):
         doc = read_yaml(card_path)
-        try:
-            card = ModelCard.model_validate(doc.data)
-        except ValidationError as error:
-            first = error.errors()[0]
-            field = ".".join(str(p) for p in first["loc"])
-            raise UserError(f"{card_path}:{doc.line_of(field)}: {field}: {first['msg']}") from None
+        card = _validated(ModelCard, doc.data, doc)
         models[card.name] = card
         model_files[card.name] = card_path
     variants = _load_table(hardware / "gpus.yaml", GpuSpec)
@@ -304,8 +301,7 @@ def peak_column(precision: str) -> str:
 def precision_peak_flops(spec: GpuSpec, precision: str) -> float | None:
     """The dense peak of the tensor-core format a precision runs its matmuls in; None where the vendor publishes
     none for this GPU (FP8 on an A100, NVFP4 on a Hopper)."""
-    value: float | None = getattr(spec, peak_column(precision))
-    return value
+    return getattr(spec, peak_column(precision))
 
 
 @dataclass(frozen=True)

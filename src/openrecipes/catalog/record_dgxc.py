@@ -24,6 +24,7 @@ from typing import Any
 
 from openrecipes.catalog.record_import import Skipped, entry_name
 from openrecipes.catalog.record_sources import (
+    SEPARATOR,
     Decimal,
     Excerpt,
     ParsedLayout,
@@ -88,7 +89,6 @@ def _release(excerpt: Excerpt) -> str:
     return found.group(1)
 
 
-_SEPARATOR = re.compile(r"\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*")
 Body = list[tuple[int, tuple[str, ...]]]
 
 
@@ -103,9 +103,9 @@ def _tables(excerpt: Excerpt) -> list[tuple[int, Body, str | None]]:
         number, text = numbers[i], excerpt.lines[numbers[i]]
         if (found := re.match(r"^\*\*([A-Z0-9]+)\*\*:", text)):
             label = found.group(1)
-        elif _SEPARATOR.fullmatch(text):
+        elif SEPARATOR.fullmatch(text):
             raise UserError(f"{excerpt.where(number)}: a table separator without its header line above")
-        elif i + 1 < len(numbers) and numbers[i + 1] == number + 1 and _SEPARATOR.fullmatch(
+        elif i + 1 < len(numbers) and numbers[i + 1] == number + 1 and SEPARATOR.fullmatch(
                 excerpt.lines[number + 1]):
             body: Body = []
             i += 2
@@ -209,12 +209,11 @@ def _cells_a(excerpt: Excerpt, release: str, header_line: int, header: tuple[str
 def _cell(excerpt: Excerpt, release: str, title: re.Match[str], system: str, gpus: int, layout: ParsedLayout,
           header_line: int, rows: dict[str, tuple[int, tuple[str, ...]]], column: int, lines: list[int]) -> Cell:
     step_line, tokens_line, mfu_line = rows[_STEP][0], rows[_TOKENS][0], rows[_MFU][0]
-    cell = Cell(excerpt, release, title.group(1), title.group(0).split(" (")[0], title.group(2), system, gpus, layout,
+    return Cell(excerpt, release, title.group(1), title.group(0).split(" (")[0], title.group(2), system, gpus, layout,
                 parse_decimal(rows[_STEP][1][column], excerpt.where(step_line), "step time"),
                 parse_decimal(rows[_TOKENS][1][column], excerpt.where(tokens_line), "tokens/s"),
                 parse_percent(rows[_MFU][1][column], excerpt.where(mfu_line), "MFU"),
                 header_line, tokens_line, tuple(sorted({*lines, step_line, tokens_line, mfu_line})))
-    return cell
 
 
 def _keep(cell: Cell, out: list[Cell], skipped: list[Skipped]) -> None:

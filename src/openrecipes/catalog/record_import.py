@@ -35,6 +35,7 @@ from openrecipes.catalog.hardware import (
 from openrecipes.catalog.model import MAX_DEGREE, PUBLISHED_PRECISIONS, PublishedSummary, SummaryGpu
 from openrecipes.catalog.paths import bundled_root
 from openrecipes.catalog.published import check_published
+from openrecipes.catalog.record_sources import SEPARATOR, cells
 from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import EXIT_BAD_INPUT, UserError
 from openrecipes.textfile import MIB, read_text
@@ -129,16 +130,6 @@ class Table:
         return row.cells[self.header.index(name)] if name in self.header else None
 
 
-def _cells(line: str) -> tuple[str, ...]:
-    body = line.strip()
-    body = body[1:] if body.startswith("|") else body
-    body = body[:-1] if body.endswith("|") else body
-    return tuple(cell.strip() for cell in body.split("|"))
-
-
-_SEPARATOR = re.compile(r"^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
-
-
 def markdown_tables(text: str, where: Path) -> list[Table]:
     """Every pipe table of a Markdown file; a row whose cell count differs from its header is a UserError naming
     the file and line."""
@@ -154,15 +145,15 @@ def markdown_tables(text: str, where: Path) -> list[Table]:
             level = len(heading.group(1))
             headings = [h for h in headings if h[0] < level] + [(level, heading.group(2).strip())]
             paragraph = caption = ""
-        elif line.lstrip().startswith("|") and i + 1 < len(lines) and _SEPARATOR.match(lines[i + 1]):
-            table = Table(i + 1, tuple(h for _, h in headings), (paragraph or caption).strip(), _cells(line))
+        elif line.lstrip().startswith("|") and i + 1 < len(lines) and SEPARATOR.fullmatch(lines[i + 1]):
+            table = Table(i + 1, tuple(h for _, h in headings), (paragraph or caption).strip(), cells(line))
             i += 2
             while i < len(lines) and lines[i].lstrip().startswith("|"):
-                cells = _cells(lines[i])
-                if len(cells) != len(table.header):
-                    raise UserError(f"{where}:{i + 1}: table row has {len(cells)} cells, its header "
+                row = cells(lines[i])
+                if len(row) != len(table.header):
+                    raise UserError(f"{where}:{i + 1}: table row has {len(row)} cells, its header "
                                     f"{len(table.header)}; fix the row or the header")
-                table.rows.append(TableRow(i + 1, lines[i].rstrip(), cells))
+                table.rows.append(TableRow(i + 1, lines[i].rstrip(), row))
                 i += 1
             tables.append(table)
             paragraph = caption = ""
@@ -215,11 +206,6 @@ def parse_figure(cell: str, where: str) -> int | float:
     if not 0 < value <= 1e15:
         raise UserError(f"{where}: '{_shown_cell(cell)}' is not a figure above 0 and at most 10^15; fix the cell")
     return value
-
-
-def number(cell: str, where: str) -> int | float:
-    """A published figure as written; parse_figure under its earlier name."""
-    return parse_figure(cell, where)
 
 
 def parse_precision(cell: str, gpu: str, where: str, spellings: Mapping[str, str],

@@ -23,6 +23,7 @@ EXCERPTS = Path("data/record-sources")
 MAX_EXCERPT_BYTES = 1 * MIB
 _HEADER = re.compile(r"^# (origin|commit|file sha256|kept): (.*)$")
 _LINE = re.compile(r"^([1-9][0-9]*): (.*)$")
+SEPARATOR = re.compile(r"\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*")  # a Markdown table's header separator
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from openrecipes.catalog.checks import read_command, run_checks
-from openrecipes.catalog.command import ParsedRun
+from openrecipes.catalog.checks import run_checks
+from openrecipes.catalog.command import ParsedRun, read_run
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables, variants_of
 from openrecipes.catalog.model import PublishedSummary, Recipe
 from openrecipes.catalog.published import check_published
@@ -42,10 +42,6 @@ class FileReport:
         }
 
 
-def _loc(loc: tuple) -> str:
-    return ".".join(str(part) for part in loc)
-
-
 def _missing_hint(dotted: str, doc: YamlDocument, tables: ReferenceTables) -> str:
     """What to add for a missing field where the reference tables know the choices (gpu.variant)."""
     if dotted != "gpu.variant":
@@ -61,7 +57,7 @@ def _schema_errors(error: ValidationError, doc: YamlDocument, tables: ReferenceT
     for item in error.errors(include_url=False):
         # Union/tagged members add their type name to the location; a user knows only the YAML keys.
         loc = tuple(p for p in item["loc"] if not (isinstance(p, str) and p[:1].isupper()))
-        dotted = _loc(loc)
+        dotted = ".".join(str(part) for part in loc)
         message = item["msg"]
         if item["type"] == "missing":
             message = f"is missing; add it (see schema/recipe.schema.yaml){_missing_hint(dotted, doc, tables)}"
@@ -94,7 +90,7 @@ def validate_document(doc: YamlDocument, tables: ReferenceTables) -> FileReport:
         return report
     report.entry = entry
     if isinstance(entry, Recipe):
-        command = read_command(entry)
+        command = read_run(entry.run)  # read once for every check and caller
         report.command = command if isinstance(command, ParsedRun) else None
         report.errors.extend(_located(doc, run_checks(entry, doc, tables, command)))
     else:

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from openrecipes.catalog.command import CommandError, ParsedRun, parse_run
+from openrecipes.catalog.command import ParsedRun, parse_or_fail
 from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.engines.registry import current_words
 from openrecipes.errors import UserError
@@ -86,10 +86,7 @@ def read_run(path: Path) -> ParsedRun:
         text = load_recipe(path).run
     else:
         text = read_text(path, MAX_SCRIPT_BYTES, "run script")
-    try:
-        parsed = parse_run(text)
-    except CommandError as error:
-        raise UserError(f"{shown(path)}: {error}") from None
+    parsed = parse_or_fail(text, shown(path))
     if not parsed.argv:
         raise UserError(f"{shown(path)}: no launch command (python3, python or torchrun) in the run script")
     for flag, values in parsed.conflicts.items():
