@@ -129,10 +129,7 @@ def launch_environment(launch: TorchtitanLaunch) -> dict[str, str]:
 def write_steps_csv(steps: list[Step], path: Path) -> None:
     """The run's step table as `step,loss,step_time` (seconds), the CSV `check convergence` reads."""
     text = io.StringIO()
-    writer = csv.writer(text)
-    writer.writerow(["step", "loss", "step_time"])
-    for step in steps:
-        writer.writerow([step.step, step.loss, step.step_time_s])
+    csv.writer(text).writerows([["step", "loss", "step_time"], *([s.step, s.loss, s.step_time_s] for s in steps)])
     write_atomic(path, text.getvalue())
 
 

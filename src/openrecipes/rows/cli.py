@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated
 
@@ -56,20 +57,19 @@ def _run_build(request: BuildRequest) -> RowsManifest:
     return manifest
 
 
-def _check_format(chat_format: str) -> str:
-    """The format's canonical spelling (any case, `-` or `_`: gpt-oss is gpt_oss)."""
-    try:
-        return canonical(chat_format, CHAT_FORMATS, "chat format", "docs/rows.md")
-    except UserError as error:
-        raise typer.BadParameter(str(error)) from None
+def _spelling_check(known: Iterable[str], what: str) -> Callable[[str], str]:
+    """An option's canonical spelling (any case, `-` or `_`: gpt-oss is gpt_oss, gpt_oss is gpt-oss)."""
+    def check(given: str) -> str:
+        try:
+            return canonical(given, known, what, "docs/rows.md")
+        except UserError as error:
+            raise typer.BadParameter(str(error)) from None
+
+    return check
 
 
-def _check_family(family: str) -> str:
-    """The tokenizer family's canonical spelling (any case, `-` or `_`: gpt_oss is gpt-oss)."""
-    try:
-        return canonical(family, VOCABS, "tokenizer family", "docs/rows.md")
-    except UserError as error:
-        raise typer.BadParameter(str(error)) from None
+_check_format = _spelling_check(CHAT_FORMATS, "chat format")
+_check_family = _spelling_check(VOCABS, "tokenizer family")
 
 
 WorkersOption = Annotated[int, typer.Option(

@@ -124,12 +124,8 @@ def render_llama3(messages: list[dict], eos: str) -> list[Part]:
 
 
 RENDERERS: dict[str, Callable[[list[dict], str], list[Part]]] = {
-    "gpt_oss": render_gpt_oss,
-    "glm5": render_glm5,
-    "qwen3": render_qwen3,
-    "chatml": render_chatml,
-    "llama3": render_llama3,
-}
+    "gpt_oss": render_gpt_oss, "glm5": render_glm5, "qwen3": render_qwen3, "chatml": render_chatml,
+    "llama3": render_llama3}
 # The special tokens each format writes; a tokenizer without them is the wrong tokenizer for the format.
 FORMAT_SPECIALS = {
     "gpt_oss": ("<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>"),

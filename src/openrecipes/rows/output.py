@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from openrecipes.digest import file_sha256
+
 ROWS_PER_ROW_GROUP = 64
 SCHEMA_FIELDS = (("input_ids", "int32"), ("loss_mask", "uint8"))
 
@@ -55,13 +57,9 @@ class RowsWriter:
         if self._ids:
             self._write_group()
         self.writer.close()
-        digest = hashlib.sha256()
-        with self.temporary.open("rb") as written:
-            for block in iter(lambda: written.read(1 << 20), b""):
-                digest.update(block)
-        size = self.temporary.stat().st_size
+        digest, size = file_sha256(self.temporary), self.temporary.stat().st_size
         os.replace(self.temporary, self.target)
-        return digest.hexdigest(), size
+        return digest, size
 
     def abandon(self) -> None:
         self.writer.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import json
 import struct
 from dataclasses import dataclass
@@ -144,14 +145,8 @@ def verified_ranks(family: str) -> tuple[list[bytes], bytes]:
 def _byte_to_unicode() -> dict[int, str]:
     """GPT-2's reversible byte -> printable character map that byte-level BPE vocabularies are written in."""
     printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), 256))
-    mapping, extra = {}, 0
-    for byte in range(256):
-        if byte in printable:
-            mapping[byte] = chr(byte)
-        else:
-            mapping[byte] = chr(256 + extra)
-            extra += 1
-    return mapping
+    others = (chr(256 + extra) for extra in itertools.count())  # the rest, in byte order, from U+0100 on
+    return {byte: chr(byte) if byte in printable else next(others) for byte in range(256)}
 
 
 def _merges(tokens: list[bytes]) -> list[tuple[int, int]]:

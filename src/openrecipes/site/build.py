@@ -94,7 +94,7 @@ def _environment() -> jinja2.Environment:
                        notes=_notes, note_line=_note_line)
     env.globals.update(csp=CSP, fmt=fmt, citations=citations(), page_of=recipe_page_path, yaml_of=recipe_yaml_path,
                        plan_of=lambda section: plan_page_path(section.folder), reproductions_of=reproduction_summary,
-                       evidence_levels=EVIDENCE_LEVELS, pareto_svg=_pareto_svg, scaling_svg=_scaling_svg,
+                       evidence_levels=EVIDENCE_LEVELS, inline_plot=_inline_plot,
                        running_of=lambda board_page: board_page.running_path, precision_of=prediction_precision,
                        precision_family=precision_family, evidence_of=evidence_path, training_of=training,
                        board_csv_of=lambda board_page: board_page.csv_path, describe=describe)
@@ -131,20 +131,11 @@ def _note_line(context, text: str) -> Markup:
     return lines[key]
 
 
-def _relative_links(context, svg: str) -> Markup:
+@jinja2.pass_context
+def _inline_plot(context, svg: str) -> Markup:
     """An inline plot's links (written relative to the site root) made relative to this page."""
     prefix = relative_url(context["page_path"], "")
     return Markup(svg.replace('<a href="', f'<a href="{prefix}'))
-
-
-@jinja2.pass_context
-def _pareto_svg(context, section: ModelSection) -> Markup:
-    return _relative_links(context, section.pareto_svg)
-
-
-@jinja2.pass_context
-def _scaling_svg(context, section: ModelSection) -> Markup:
-    return _relative_links(context, section.scaling_svg)
 
 
 def output_folder(out: Path) -> Path:
@@ -325,29 +316,23 @@ def _record_page(site: Site, section: ModelSection, gpu_type: str, page: RecordP
 
 def _recipes(site: Site, entries: list[RecipeEntry], write: _Writer) -> None:
     for entry in entries:
-        _recipe(write, site, entry)
-
-
-def _recipe(write: _Writer, site: Site, entry: RecipeEntry) -> None:
-    recipe = entry.entry
-    board_page, rank = site.board_of[entry.slug]
-    section = site.section(recipe.model)
-    yaml_text = read_text(site.catalog.root / entry.path, MAX_YAML_BYTES, "recipe")
-    write.bytes(recipe_yaml_path(entry), yaml_text.encode("utf-8"))
-    run_images = run_plots(site.catalog.root, entry)
-    for image in run_images:
-        write.bytes(image.path, image.svg)
-    run_files = recipe_files(site.catalog.root, entry)
-    for file in run_files:
-        write.bytes(file.path, file.data)
-    partner = _compare_partner(site, entry, board_page, rank)
-    write.page(recipe_page_path(entry), "recipe.html", site=site, section=section, board_page=board_page,
-               rank=rank, entry=entry, recipe=recipe, yaml_text=yaml_text, run_images=run_images, run_files=run_files,
-               compare_partner=partner, inputs=run_inputs(site.catalog, entry),
-               title=f"{entry.name} · {recipe.model} on {recipe.gpu.type}")
-    write.bytes(compare_data_path(entry), compare_script(compare_record(entry, board_page, rank,
-                                                                            site.usd_values[entry.slug],
-                                                                            site.evidence(entry))))
+        recipe = entry.entry
+        board_page, rank = site.board_of[entry.slug]
+        yaml_text = read_text(site.catalog.root / entry.path, MAX_YAML_BYTES, "recipe")
+        write.bytes(recipe_yaml_path(entry), yaml_text.encode("utf-8"))
+        run_images = run_plots(site.catalog.root, entry)
+        for image in run_images:
+            write.bytes(image.path, image.svg)
+        run_files = recipe_files(site.catalog.root, entry)
+        for file in run_files:
+            write.bytes(file.path, file.data)
+        write.page(recipe_page_path(entry), "recipe.html", site=site, section=site.section(recipe.model),
+                   board_page=board_page, rank=rank, entry=entry, recipe=recipe, yaml_text=yaml_text,
+                   run_images=run_images, run_files=run_files,
+                   compare_partner=_compare_partner(site, entry, board_page, rank),
+                   inputs=run_inputs(site.catalog, entry), title=f"{entry.name} · {recipe.model} on {recipe.gpu.type}")
+        write.bytes(compare_data_path(entry), compare_script(compare_record(
+            entry, board_page, rank, site.usd_values[entry.slug], site.evidence(entry))))
 
 
 def _compare_partner(site: Site, entry: RecipeEntry, board_page, rank: int) -> RecipeEntry | None:

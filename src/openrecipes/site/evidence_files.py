@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,12 +41,16 @@ def _inside(root: Path, catalog_path: str) -> Path:
 def steps_csv(table: StepTable) -> bytes:
     """The steps the one log reader (openrecipes.measure) read from a log, one row each; a figure it did not find
     is an empty cell."""
+    return _csv(STEP_COLUMNS, (["" if value is None else value for value in
+                                (step.step, step.loss, step.step_time_s, step.grad_norm, step.memory_gib)]
+                               for step in table.steps))
+
+
+def _csv(columns: tuple[str, ...], rows: Iterable[list]) -> bytes:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(STEP_COLUMNS)
-    for step in table.steps:
-        writer.writerow(["" if value is None else value for value in
-                         (step.step, step.loss, step.step_time_s, step.grad_norm, step.memory_gib)])
+    writer.writerow(columns)
+    writer.writerows(rows)
     return out.getvalue().encode("utf-8")
 
 
@@ -81,12 +86,7 @@ BOARD_COLUMNS = ("rank", "recipe", "slug", "evidence", "gpu_type", "gpus", "layo
 
 def board_csv(rows: list[tuple[int, RecipeEntry, str, float | None, str]]) -> bytes:
     """A leaderboard as CSV, every rank: (rank, entry, evidence level, $ per 1M tokens, site path of its page)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(BOARD_COLUMNS)
-    for rank, entry, evidence, usd, page in rows:
-        recipe = entry.entry
-        writer.writerow([rank, entry.name, entry.slug, evidence, recipe.gpu.type, recipe.gpu.count,
-                         recipe.layout.label, recipe.result.tokens_per_s_per_gpu, "" if usd is None else usd,
-                         recipe.result.mfu, recipe.result.measured, recipe.author.name, page])
-    return out.getvalue().encode("utf-8")
+    return _csv(BOARD_COLUMNS, ([rank, entry.name, entry.slug, evidence, recipe.gpu.type, recipe.gpu.count,
+                                 recipe.layout.label, recipe.result.tokens_per_s_per_gpu, "" if usd is None else usd,
+                                 recipe.result.mfu, recipe.result.measured, recipe.author.name, page]
+                                for rank, entry, evidence, usd, page in rows for recipe in (entry.entry,)))

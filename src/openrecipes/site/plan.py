@@ -10,6 +10,7 @@ the calibration.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -98,7 +99,6 @@ class ModelPlan:
     downloads: dict[str, str] = field(default_factory=dict)  # site path -> a planned recipe's YAML
     # published entry slug -> its model's record page on its GPU type, and its row's anchor there
     record_links: dict[str, tuple[str, str]] = field(default_factory=dict)
-    _numbers: dict[str, int] = field(default_factory=dict, repr=False)  # basis -> its number, worked out once
 
     @property
     def precision(self) -> str:
@@ -115,12 +115,12 @@ class ModelPlan:
         return list(dict.fromkeys(row.interval.basis for row in rows))
 
     def basis_number(self, row: PredictedLayout) -> int:
-        return self._basis_numbers()[row.interval.basis]
+        return self._basis_numbers[row.interval.basis]
 
+    @cached_property
     def _basis_numbers(self) -> dict[str, int]:
-        if not self._numbers:
-            self._numbers.update((basis, number) for number, basis in enumerate(self.bases, start=1))
-        return self._numbers
+        """Each basis's number, worked out once."""
+        return {basis: number for number, basis in enumerate(self.bases, start=1)}
 
 
 def plan_page_path(folder: str) -> str:

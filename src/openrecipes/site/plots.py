@@ -134,23 +134,20 @@ def _place_labels(axes, points: list[ParetoPoint], numbered: list[ParetoPoint]) 
     for point in numbered:
         (x, y), radius = where[id(point)]
         text = str(point.number)
-        half_w, half_h = (_label_box(0, 0, text)[2], _label_box(0, 0, text)[3])
-        choice = None
-        for ring in _LABEL_RINGS:
-            for sx, sy in _LABEL_OFFSETS:
-                dx = sx * (radius + ring + half_w)
-                dy = sy * (radius + ring + half_h)
-                box = _label_box(x + dx, y + dy, text)
-                inside = frame[0] <= box[0] and box[2] <= frame[2] and frame[1] <= box[1] and box[3] <= frame[3]
-                if inside and not taken.overlaps(box):
-                    choice = (dx, dy)
-                    break
-            if choice:
-                break
-        choice = choice or (radius + 2 + half_w, 0.0)
+        _, _, half_w, half_h = _label_box(0, 0, text)
+        candidates = ((sx * (radius + ring + half_w), sy * (radius + ring + half_h))
+                      for ring in _LABEL_RINGS for sx, sy in _LABEL_OFFSETS)
+        choice = next((d for d in candidates if _fits(_label_box(x + d[0], y + d[1], text), frame, taken)),
+                      (radius + 2 + half_w, 0.0))
         taken.add(_label_box(x + choice[0], y + choice[1], text))
         offsets.append(choice)
     return offsets
+
+
+def _fits(box, frame, taken: _Taken) -> bool:
+    """Inside the axes' frame and clear of every label and marker placed so far."""
+    return (frame[0] <= box[0] and box[2] <= frame[2] and frame[1] <= box[1] and box[3] <= frame[3]
+            and not taken.overlaps(box))
 
 
 def pareto_svg(points: list[ParetoPoint], front: list[ParetoPoint], link: dict[int, tuple[str, str]],
@@ -315,11 +312,7 @@ def loss_svg(title: str, curves: dict[str, tuple[list[int], list[float]]]) -> by
     for i, ((label, (steps, losses)), colour) in enumerate(zip(curves.items(), GPU_COLOURS, strict=False)):
         axes.plot(steps, losses, marker="o", markersize=5 - 2 * i, linewidth=1.2, color=colour, label=label,
                   linestyle="-" if i == 0 else "--", markerfacecolor=colour if i == 0 else "none")
-    axes.set_xlabel("step (from 0)")
-    axes.set_ylabel("loss")
-    axes.set_title(plain(title), loc="left", fontsize=10, y=1.0)
-    axes.legend(fontsize=8, frameon=False)
-    return _svg(axes.figure)
+    return _run_plot(axes, title, "loss")
 
 
 def step_time_svg(title: str, steps: list[int], seconds: list[float], window: tuple[int, int]) -> bytes:
@@ -327,8 +320,13 @@ def step_time_svg(title: str, steps: list[int], seconds: list[float], window: tu
     axes = _run_axes()
     axes.axvspan(window[0] - 0.5, window[1] + 0.5, color="#ebf4ff", label=f"scored window {window[0]}–{window[1]}")
     axes.plot(steps, seconds, marker="o", markersize=3, linewidth=1.2, color=GPU_COLOURS[0], label="step time")
+    return _run_plot(axes, title, "seconds")
+
+
+def _run_plot(axes: Axes, title: str, ylabel: str) -> bytes:
+    """A run plot's labels, title and legend, drawn."""
     axes.set_xlabel("step (from 0)")
-    axes.set_ylabel("seconds")
+    axes.set_ylabel(ylabel)
     axes.set_title(plain(title), loc="left", fontsize=10, y=1.0)
     axes.legend(fontsize=8, frameon=False)
     return _svg(axes.figure)

@@ -47,14 +47,11 @@ def known_figures(site: Site, plans: list[ModelPlan]) -> list[Known]:
         known.append(Known(summary.entry.model, summary.entry.gpu.type, summary.entry.gpu.count, "BF16", "published",
                            site.evidence(summary), summary.entry.result.tokens_per_s_per_gpu, None, None,
                            f"{summary.entry.gpu.type} published summary", recipe_yaml_path(summary)))
-    for section in site.sections:
-        for rows in section.record.values():
-            for row in rows:
-                published = row.entry.entry
-                known.append(Known(published.model, published.gpu.type, published.gpu.count,
-                                   precision_family(row.run.precision), "published", site.evidence(row.entry),
-                                   published.result.tokens_per_s_per_gpu, None, None, row.entry.name,
-                                   record_row_path(row)))
+    for row in (row for section in site.sections for rows in section.record.values() for row in rows):
+        published = row.entry.entry
+        known.append(Known(published.model, published.gpu.type, published.gpu.count,
+                           precision_family(row.run.precision), "published", site.evidence(row.entry),
+                           published.result.tokens_per_s_per_gpu, None, None, row.entry.name, record_row_path(row)))
     for plan in plans:
         for view in plan.tables:
             if not view.table.data.rows:
