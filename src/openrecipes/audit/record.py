@@ -23,7 +23,7 @@ from openrecipes.atomic import Ours, check_output
 from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
 from openrecipes.audit.review import audit, catalog_entries, reference_run
 from openrecipes.audit.stack import STACK_FIELDS
-from openrecipes.catalog.command import parse_or_fail, parse_run
+from openrecipes.catalog.command import parse_or_fail
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.layout_reader import with_command_layout
 from openrecipes.catalog.model import Convergence, Correctness, Recipe, RunFolders
@@ -102,7 +102,7 @@ def record(like: Recipe, candidate: RecordedRun, reference: RecordedRun, root: P
     measured = measure(table, inputs, None)
     reference_measured = measure(read_run([reference.log]), inputs, None)
     rules = load_rules()
-    config = config_verdict(parse_run(reference.run), parse_run(candidate.run), rules)
+    config = config_verdict(parse_or_fail(reference.run, reference.folder), command, rules)
     convergence = convergence_verdict(read_curve(candidate.log), read_curve(reference.log))
     passed = config.result in (PASS, PRECISION_CHANGE) and convergence.passed  # FP8's bar is convergence
     where = {arm: relative_path(arm.folder, root) for arm in (candidate, reference)}
