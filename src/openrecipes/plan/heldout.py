@@ -157,8 +157,7 @@ def memory_margins(root: Path | None = None) -> list[MemoryMargin]:
 
 def compute(root: Path | None = None) -> dict:
     rows = leave_one_out(root)
-    return {"inputs": input_digests(),
-            "points": [asdict(row) for row in rows],
+    return {"inputs": input_digests(), "points": [asdict(row) for row in rows],
             "rank_agreement": {k: list(v) for k, v in rank_agreement(rows).items()},
             "memory_margins": [asdict(m) for m in memory_margins(root)],
             "measured_features": {engine: sorted(_features(engine, root)) for engine in engine_names()}}
