@@ -90,8 +90,7 @@ def leave_one_out(root: Path | None = None, fixed: dict[str, float] | None = Non
         rows.append(HeldOutPoint(point.slug, r.model, r.gpu_type, r.gpus, r.engine, describe(point.layout),
                                  point.tokens_per_s_per_gpu, round(predicted_with(point, full), 2),
                                  round(predicted_with(point, without), 2), _variant(point),
-                                 precision_class(point.layout),
-                                 round(predicted_with(point, refits[by_variant[i]]), 2),
+                                 precision_class(point.layout), round(predicted_with(point, refits[by_variant[i]]), 2),
                                  round(predicted_with(point, refits[by_band[i]]), 2)))
     return rows
 

@@ -353,8 +353,7 @@ def model_plan(catalog: Catalog, model: str, stamp: str, offers: Offers | None =
         planned.append(PlanTable(gpu_type=gpu_type, variant=ctx.links.variant, gpus=gpus,
                                  command=f"{plan_command(request)} --top {top}", instance=instance,
                                  usd_per_gpu_hour=ctx.usd_per_gpu_hour, data=ranked.data, measured=measured,
-                                 measured_total=total, runs=_runs(catalog, request, ranked, errors),
-                                 published=nearest))
+                                 measured_total=total, runs=_runs(catalog, request, ranked, errors), published=nearest))
     margin = memory_margin(settings.engine)
     return ModelPlanExport(fingerprint=stamp, model=model, settings=settings.label,
                            planned_for=scope.planned_for, published_entries=len(published), engine=settings.engine,
