@@ -110,8 +110,7 @@ def strip_colour(text: str) -> str:
 
 def log_lines(path: Path) -> Iterator[str]:
     """A log's lines, terminal colour codes removed, read as a stream: a log of any size in constant memory."""
-    for line in iter_lines(path):
-        yield strip_colour(line)
+    return map(strip_colour, iter_lines(path))
 
 
 def read_log_lines(path: Path) -> list[str]:

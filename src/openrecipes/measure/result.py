@@ -23,13 +23,8 @@ if TYPE_CHECKING:  # the catalog (pydantic) is imported only when a recipe is gi
     from openrecipes.catalog.model import Recipe
 
 # Decimals each figure is published with on the seed pages (10,483.91 tokens/s, $0.21, 1.71 %, MFU 0.2294, 0.94 h).
-PUBLISHED_DECIMALS = {
-    "tokens_per_s_per_gpu": 2,
-    "usd_per_million_tokens": 2,
-    "step_time_cv_percent": 2,
-    "mfu": 4,
-    "gpu_hours": 2,
-}
+PUBLISHED_DECIMALS = {"tokens_per_s_per_gpu": 2, "usd_per_million_tokens": 2, "step_time_cv_percent": 2, "mfu": 4,
+                      "gpu_hours": 2}
 
 
 @dataclass(frozen=True)
@@ -103,17 +98,12 @@ def run_inputs(recipe: Recipe, tables: ReferenceTables | None = None, steps_per_
     hardware tables prices and peaks come from (default: the bundled catalog's)."""
     from openrecipes.catalog.hardware import peak_flops, usd_per_gpu_hour
 
-    first, last = window if window is not None else recipe.result.window
     return RunInputs(
-        gpus=recipe.gpu.count,
-        global_batch=recipe.workload.global_batch,
-        row_tokens=recipe.workload.row_tokens,
-        active_params=recipe.result.active_params.count,
-        peak_flops_per_gpu=peak_flops(recipe.gpu.variant, tables),
+        gpus=recipe.gpu.count, global_batch=recipe.workload.global_batch, row_tokens=recipe.workload.row_tokens,
+        active_params=recipe.result.active_params.count, peak_flops_per_gpu=peak_flops(recipe.gpu.variant, tables),
         usd_per_gpu_hour=usd_per_gpu_hour(recipe.gpu.instance, tables),
         steps_per_run=steps_per_run if steps_per_run is not None else recipe.result.steps_per_run,
-        window=window if window is not None else recipe.result.window,
-    )
+        window=window if window is not None else recipe.result.window)
 
 
 def inputs_from_recipe(path: Path) -> RunInputs:
@@ -204,12 +194,9 @@ def measure(table: StepTable, inputs: RunInputs | None, window: tuple[int, int] 
         elapsed = (table.last_timestamp - table.first_timestamp).total_seconds()
         gpu_hours = _published("gpu_hours", figures.gpu_hours(inputs.gpus, elapsed))
     return RecipeMeasured(
-        tokens_per_s_per_gpu=_published("tokens_per_s_per_gpu", throughput),
-        usd_per_million_tokens=_published(
-            "usd_per_million_tokens", figures.usd_per_million_tokens(inputs.usd_per_gpu_hour, throughput)
-        ),
+        tokens_per_s_per_gpu=_published("tokens_per_s_per_gpu", throughput), usd_per_million_tokens=_published(
+            "usd_per_million_tokens", figures.usd_per_million_tokens(inputs.usd_per_gpu_hour, throughput)),
         step_time_cv_percent=cv,
         mfu=_published("mfu", figures.mfu(inputs.active_params, throughput, inputs.peak_flops_per_gpu)),
         window=window, window_tokens=tokens, gpu_hours=gpu_hours, steps_per_run=steps_per_run, measured=date,
-        log_format=table.log_format, window_seconds=seconds, ended_early=ended_early,
-    )
+        log_format=table.log_format, window_seconds=seconds, ended_early=ended_early)

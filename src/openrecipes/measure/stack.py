@@ -28,8 +28,7 @@ class StackLine:
 def read_stack_line(lines: list[str]) -> StackLine | None:
     """The first stack line of a log's lines, or None when the run printed none."""
     for line in lines:
-        match = _STACK.search(line)
-        if match:
+        if match := _STACK.search(line):
             pairs = dict(_PAIR.findall(match.group(1).strip()))
             return StackLine(**{name: pairs.get(name) for name in StackLine.__dataclass_fields__})
     return None

@@ -17,24 +17,19 @@ def merge(tables: list[StepTable]) -> StepTable:
     stamps = [s for t in tables for s in (t.first_timestamp, t.last_timestamp) if s is not None]
     planned = [t.planned_steps for t in tables if t.planned_steps is not None]
     return StepTable(
-        log_format=formats[0],
-        steps=sorted((s for t in tables for s in t.steps), key=lambda s: s.step),
-        first_timestamp=min(stamps, default=None),
-        last_timestamp=max(stamps, default=None),
-        planned_steps=max(planned, default=None),
-        sources=[src for t in tables for src in t.sources],
+        log_format=formats[0], steps=sorted((s for t in tables for s in t.steps), key=lambda s: s.step),
+        first_timestamp=min(stamps, default=None), last_timestamp=max(stamps, default=None),
+        planned_steps=max(planned, default=None), sources=[src for t in tables for src in t.sources],
         # Only the log holding the run's last step can say why the run ended there.
-        out_of_data=max(tables, key=lambda t: t.steps[-1].step if t.steps else -1).out_of_data,
-    )
+        out_of_data=max(tables, key=lambda t: t.steps[-1].step if t.steps else -1).out_of_data)
 
 
 def require_unique_steps(table: StepTable) -> None:
     seen: dict[int, Step] = {}
     for step in table.steps:
         if step.step in seen:
-            raise UserError(
-                f"{step.where}: step {step.step} is also at {seen[step.step].where}; give one rank's log of one run"
-            )
+            raise UserError(f"{step.where}: step {step.step} is also at {seen[step.step].where}; give one rank's log "
+                            "of one run")
         seen[step.step] = step
 
 
@@ -63,10 +58,8 @@ def require_contiguous_steps(table: StepTable) -> None:
     for before, after in pairwise(table.steps):
         if after.step != before.step + 1:
             missing = f"{before.step + 1}" if after.step == before.step + 2 else f"{before.step + 1}-{after.step - 1}"
-            raise UserError(
-                f"{after.where}: steps {missing} are missing before step {after.step}; "
-                "log every step (Megatron --log-interval 1, torchtitan --metrics.log_freq 1)"
-            )
+            raise UserError(f"{after.where}: steps {missing} are missing before step {after.step}; "
+                            "log every step (Megatron --log-interval 1, torchtitan --metrics.log_freq 1)")
 
 
 def require_finite(table: StepTable) -> None:
@@ -102,10 +95,8 @@ def require_complete_run(table: StepTable, steps_per_run: int | None) -> None:
     expected = steps_per_run if steps_per_run is not None else table.planned_steps
     last = table.steps[-1]
     if expected is not None and last.step + 1 < expected:
-        raise UserError(
-            f"{last.where}: the log ends at step {last.step} but the run has {expected} steps (0-{expected - 1}); "
-            "the log is truncated or the run stopped early"
-        )
+        raise UserError(f"{last.where}: the log ends at step {last.step} but the run has {expected} steps "
+                        f"(0-{expected - 1}); the log is truncated or the run stopped early")
 
 
 def check_for_measure(table: StepTable, steps_per_run: int | None) -> None:

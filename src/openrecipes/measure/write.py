@@ -22,17 +22,8 @@ if TYPE_CHECKING:
     from openrecipes.measure.result import Measured
 
 # The result fields a measurement sets; the others (active_params, runs, notes) are the author's.
-WRITTEN_FIELDS = (
-    "tokens_per_s_per_gpu",
-    "usd_per_million_tokens",
-    "step_time_cv_percent",
-    "mfu",
-    "measured",
-    "steps_per_run",
-    "window",
-    "window_tokens",
-    "gpu_hours",
-)
+WRITTEN_FIELDS = ("tokens_per_s_per_gpu", "usd_per_million_tokens", "step_time_cv_percent", "mfu", "measured",
+                  "steps_per_run", "window", "window_tokens", "gpu_hours")
 
 
 def _yaml_scalar(name: str, value: object) -> str:

@@ -36,14 +36,13 @@ def reference_points() -> dict[str, MeasuredPoint]:
                               variant=row["variant"])
         lay = row["layout"]
         layout = Layout(engine=REFERENCE_ENGINE, tp=lay["tp"], pp=lay["pp"], vpp=1, cp=lay["cp"], ep=lay.get("ep", 1),
-                        etp=1, dp=lay["dp"],
-                        stage_layers=_even_stages(_model_layers(model), lay["pp"]), recompute=lay["recompute"],
-                        offload_fraction=0.0, rows_per_microbatch=lay["rows_per_microbatch"],
+                        etp=1, dp=lay["dp"], stage_layers=_even_stages(_model_layers(model), lay["pp"]),
+                        recompute=lay["recompute"], offload_fraction=0.0,
+                        rows_per_microbatch=lay["rows_per_microbatch"],
                         max_tokens_per_gpu=lay["rows_per_microbatch"] * row["row_tokens"] // lay["cp"],
                         grad_reduce_bf16=False, compile=lay.get("compile", False),
                         reshard_after_forward=lay.get("reshard_after_forward", True),
-                        kernels=tuple(lay.get("kernels", ())), attention=lay.get("attention"),
-                        float8=lay.get("float8"))
+                        kernels=tuple(lay.get("kernels", ())), attention=lay.get("attention"), float8=lay.get("float8"))
         points[row["name"]] = MeasuredPoint(row["name"], request, layout, row.get("tokens_per_s_per_gpu"),
                                             row.get("memory_gib"))
     return points

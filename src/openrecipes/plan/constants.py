@@ -188,16 +188,11 @@ def calibration() -> Calibration:
     doc = calibration_document()
     assumed = doc["assumed"]
     base = Calibration(
-        compute_efficiency={},
+        compute_efficiency={}, amp_composite_norm_s_per_element=0.0,
         cpu_optimizer_params_per_s_per_gpu=doc["measured"]["cpu_optimizer_params_per_s_per_gpu"]["value"],
-        amp_composite_norm_s_per_element=0.0,
-        exposed_communication=assumed["exposed_communication"],
-        nvlink_bus_efficiency=assumed["nvlink_bus_efficiency"],
-        network_bus_efficiency=assumed["network_bus_efficiency"],
-        selective_recompute_time_factor=assumed["selective_recompute_time_factor"],
-        runtime_reserve_gib=assumed["runtime_reserve_gib"],
-        memory_bound_share=assumed["memory_bound_share"],
-    )
+        **{name: assumed[name] for name in ("exposed_communication", "nvlink_bus_efficiency", "network_bus_efficiency",
+                                            "selective_recompute_time_factor", "runtime_reserve_gib",
+                                            "memory_bound_share")})
     return base.with_values({name: row["value"] for name, row in doc["fitted"].items()})
 
 

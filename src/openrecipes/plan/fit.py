@@ -115,11 +115,8 @@ def refits_without_each(points: list[SpeedPoint], full: Calibration,
     log_values = np.log([full.fitted_values()[n] for n in problem.names])
     residual = problem.residuals(log_values)
     jacobian = problem.jacobian(log_values, residual)
-    refits = []
-    for i in range(len(points)):
-        keep = np.arange(len(points)) != i
-        refits.append(problem.calibration(_linear_refit(problem, log_values, residual[keep], jacobian[keep])))
-    return refits
+    keeps = (np.arange(len(points)) != i for i in range(len(points)))
+    return [problem.calibration(_linear_refit(problem, log_values, residual[keep], jacobian[keep])) for keep in keeps]
 
 
 def refits_without_groups(points: list[SpeedPoint], full: Calibration,

@@ -90,8 +90,7 @@ def leave_one_out(root: Path | None = None, fixed: dict[str, float] | None = Non
         rows.append(HeldOutPoint(point.slug, r.model, r.gpu_type, r.gpus, r.engine, describe(point.layout),
                                  point.tokens_per_s_per_gpu, round(predicted_with(point, full), 2),
                                  round(predicted_with(point, without), 2), _variant(point),
-                                 precision_class(point.layout),
-                                 round(predicted_with(point, refits[by_variant[i]]), 2),
+                                 precision_class(point.layout), round(predicted_with(point, refits[by_variant[i]]), 2),
                                  round(predicted_with(point, refits[by_band[i]]), 2)))
     return rows
 
@@ -157,8 +156,7 @@ def memory_margins(root: Path | None = None) -> list[MemoryMargin]:
 
 def compute(root: Path | None = None) -> dict:
     rows = leave_one_out(root)
-    return {"inputs": input_digests(),
-            "points": [asdict(row) for row in rows],
+    return {"inputs": input_digests(), "points": [asdict(row) for row in rows],
             "rank_agreement": {k: list(v) for k, v in rank_agreement(rows).items()},
             "memory_margins": [asdict(m) for m in memory_margins(root)],
             "measured_features": {engine: sorted(_features(engine, root)) for engine in engine_names()}}

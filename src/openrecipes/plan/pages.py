@@ -261,8 +261,7 @@ def _measured(catalog: Catalog, request: PlanRequest, ranked: RankedTable,
             rows.append(MeasuredRecipe(slug=entry.slug, measured=measured, held_out_error=held_out, prediction=None,
                                        error=str(error)))
             continue
-        rows.append(MeasuredRecipe(slug=entry.slug, measured=measured, held_out_error=held_out,
-                                   **vars(compared)))
+        rows.append(MeasuredRecipe(slug=entry.slug, measured=measured, held_out_error=held_out, **vars(compared)))
     return rows, len(entries)
 
 
@@ -277,11 +276,9 @@ def _runs(catalog: Catalog, request: PlanRequest, ranked: RankedTable,
                 or (row["model"], row["gpu"], row["gpus"]) != (request.model, request.gpu_type, request.gpus)):
             continue
         point = points[row["name"]]
-        lay = point.layout
         rows.append(MeasuredRun(
             name=row["name"], measured=row["tokens_per_s_per_gpu"], memory_gib=row["memory_gib"], log=row["log"],
-            held_out_error=errors.get(row["name"]),
-            label=describe(lay),
+            held_out_error=errors.get(row["name"]), label=describe(point.layout),
             **vars(_compared(point, request, ranked, catalog.tables))))
     return sorted(rows, key=lambda r: (-r.measured, r.name))
 
@@ -356,13 +353,11 @@ def model_plan(catalog: Catalog, model: str, stamp: str, offers: Offers | None =
         planned.append(PlanTable(gpu_type=gpu_type, variant=ctx.links.variant, gpus=gpus,
                                  command=f"{plan_command(request)} --top {top}", instance=instance,
                                  usd_per_gpu_hour=ctx.usd_per_gpu_hour, data=ranked.data, measured=measured,
-                                 measured_total=total, runs=_runs(catalog, request, ranked, errors),
-                                 published=nearest))
+                                 measured_total=total, runs=_runs(catalog, request, ranked, errors), published=nearest))
     margin = memory_margin(settings.engine)
     return ModelPlanExport(fingerprint=stamp, model=model, settings=settings.label,
                            planned_for=scope.planned_for, published_entries=len(published), engine=settings.engine,
                            tables=planned, skipped=skipped, calibration=_calibration_rows(),
-                           memory_margin=ExportedMargin(engine=margin.engine, margin=margin.margin,
-                                                        basis=margin.basis))
+                           memory_margin=ExportedMargin(engine=margin.engine, margin=margin.margin, basis=margin.basis))
 
 

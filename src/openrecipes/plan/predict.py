@@ -128,21 +128,17 @@ class Prediction:
             "recompute": layout.recompute, "offload_fraction": layout.offload_fraction,
             "rows_per_microbatch": layout.rows_per_microbatch, "max_tokens_per_gpu": layout.max_tokens_per_gpu,
             "grad_reduce_bf16": layout.grad_reduce_bf16, "compile": layout.compile,
-            "reshard_after_forward": layout.reshard_after_forward,
-            "kernels": list(layout.kernels), "attention": layout.attention, "float8": layout.float8,
-            "low_precision": layout.low_precision, "unmeasured_levers": list(self.step.unmeasured_levers),
-            "fits": self.fits, "peak_fits": self.peak_fits, "reason": self.reason,
-            "memory_gib": round(self.memory.total_gib, 2), "capacity_gib": self.capacity_gib,
+            "reshard_after_forward": layout.reshard_after_forward, "kernels": list(layout.kernels),
+            "attention": layout.attention, "float8": layout.float8, "low_precision": layout.low_precision,
+            "unmeasured_levers": list(self.step.unmeasured_levers), "fits": self.fits, "peak_fits": self.peak_fits,
+            "reason": self.reason, "memory_gib": round(self.memory.total_gib, 2), "capacity_gib": self.capacity_gib,
             "headroom_gib": round(self.headroom_gib, 2), "margin_gib": round(self.margin_gib, 2),
-            "memory_parts": self.memory.parts_gib(),
-            "step_time_s": round(self.step.total_s, 4), "step_parts_s": self.step.parts_s(),
-            "tokens_per_s_per_gpu": round(self.tokens_per_s_per_gpu, 1),
+            "memory_parts": self.memory.parts_gib(), "step_time_s": round(self.step.total_s, 4),
+            "step_parts_s": self.step.parts_s(), "tokens_per_s_per_gpu": round(self.tokens_per_s_per_gpu, 1),
             "interval": {"low": interval.low, "high": interval.high, "basis": interval.basis,
                          "constrained": interval.constrained, "basis_kind": interval.basis_kind},
-            "mfu": round(self.mfu, 4),
-            "usd_per_million_tokens": (round(self.usd_per_million_tokens, 4)
-                                       if self.usd_per_million_tokens is not None else None),
-        })
+            "mfu": round(self.mfu, 4), "usd_per_million_tokens": (
+                round(self.usd_per_million_tokens, 4) if self.usd_per_million_tokens is not None else None)})
 
 
 @contextmanager
@@ -219,15 +215,11 @@ def _prediction(ctx: Context, layout: Layout, memory: MemoryEstimate, step: Step
     tokens = request.global_batch * request.row_tokens
     throughput = figures.tokens_per_s_per_gpu(tokens, step.total_s, layout.gpus)
     return Prediction(
-        layout=layout, memory=memory, step=step, capacity_gib=ctx.links.capacity_gib,
-        tokens_per_s_per_gpu=throughput,
+        layout=layout, memory=memory, step=step, capacity_gib=ctx.links.capacity_gib, tokens_per_s_per_gpu=throughput,
         mfu=figures.mfu(ctx.shape.active_params, throughput, ctx.peak_flops),
         usd_per_million_tokens=(figures.usd_per_million_tokens(ctx.usd_per_gpu_hour, throughput)
                                 if ctx.usd_per_gpu_hour else None),
-        gpu_type=request.gpu_type,
-        variant=ctx.links.variant,
-        margin_gib=_margin_gib(ctx, layout, memory),
-    )
+        gpu_type=request.gpu_type, variant=ctx.links.variant, margin_gib=_margin_gib(ctx, layout, memory))
 
 
 def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list[Prediction]:

@@ -82,9 +82,8 @@ def _layout(entry: SummaryEntry, engine: str, layers: int) -> tuple[Layout, int]
     vpp = lay.vp or 1
     recompute = run.recompute or "none"
     # ETP unpublished: 1, as Megatron-Bridge's MoE recipes set expert_tensor_parallel_size (TP x EP need not divide).
-    layout = Layout(engine, lay.tp, lay.pp, vpp, lay.cp, lay.ep or 1, lay.etp or 1, dp,
-                    split, recompute, 0.0, rows, rows * run.seq_length // lay.cp, False,
-                    compile="torch.compile" in run.techniques,
+    layout = Layout(engine, lay.tp, lay.pp, vpp, lay.cp, lay.ep or 1, lay.etp or 1, dp, split, recompute, 0.0, rows,
+                    rows * run.seq_length // lay.cp, False, compile="torch.compile" in run.techniques,
                     float8=run.precision.removeprefix("fp8-") if modelled.levers and run.precision != "bf16" else None,
                     low_precision=run.precision if modelled.layout.low_precision and run.precision != "bf16" else None)
     return layout, global_batch

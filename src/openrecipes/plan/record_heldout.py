@@ -15,18 +15,14 @@ from dataclasses import dataclass
 
 from openrecipes.catalog.store import Catalog
 from openrecipes.plan.public_record import WITHIN, Compared, compared
+from openrecipes.plan.trust import BANDS, band_of
 
 SOURCES = {"record-dgxc-": "dgxc-benchmarking", "record-mlperf-": "MLPerf Training",
            "record-mbridge-": "Megatron-Bridge", "record-titan-": "torchtitan"}
-BANDS = ((1, 8, "1-8"), (9, 64, "9-64"), (65, 1024, "65-1,024"), (1025, None, "1,025+"))
 
 
 def source_of(name: str) -> str:
     return next((source for prefix, source in SOURCES.items() if name.startswith(prefix)), "other")
-
-
-def band_of(gpus: int) -> str:
-    return next(label for low, high, label in BANDS if gpus >= low and (high is None or gpus <= high))
 
 
 @dataclass(frozen=True)

@@ -136,28 +136,16 @@ def model_shape(card: ModelCard) -> ModelShape:
     if "untied_embeddings" not in arch:
         raise UserError(f"unknown: untied_embeddings (model card '{name}' lacks architecture.untied_embeddings)")
     shape = ModelShape(
-        name=name,
-        layers=layers,
-        hidden=hidden,
-        vocab=_field(arch, "padded_vocab_size", name),
-        untied_embeddings=bool(arch["untied_embeddings"]),
-        attention_heads=heads,
-        query_groups=groups,
-        attention_params_per_layer=attention_params,
-        attention_qkv_width=qkv_width,
-        attention_out_width=out_width,
-        attention_score_width=figures.attention_score_width(arch),
-        attention_latent_width=latent,
-        attention_window=window,
-        windowed_layer_fraction=windowed_fraction,
+        name=name, layers=layers, hidden=hidden, vocab=_field(arch, "padded_vocab_size", name),
+        untied_embeddings=bool(arch["untied_embeddings"]), attention_heads=heads, query_groups=groups,
+        attention_params_per_layer=attention_params, attention_qkv_width=qkv_width, attention_out_width=out_width,
+        attention_score_width=figures.attention_score_width(arch), attention_latent_width=latent,
+        attention_window=window, windowed_layer_fraction=windowed_fraction,
         sparse_attention_topk=int(arch["index_topk"]) if arch.get("index_topk") else None,
         dense_ffn=_field(arch, "ffn_hidden_size", name) if (not experts or arch.get("dense_layers")) else None,
-        dense_layers=int(arch.get("dense_layers") or 0) if experts else layers,
-        experts=experts,
+        dense_layers=int(arch.get("dense_layers") or 0) if experts else layers, experts=experts,
         expert_ffn=_field(arch, "expert_ffn_hidden_size", name) if experts else 0,
         router_topk=_field(arch, "router_topk", name) if experts else 0,
-        shared_experts=int(arch.get("shared_experts") or 0),
-        active_params=card.active_params.count,
-        norm_width=2 * hidden + qk_norm_width,
-    )
+        shared_experts=int(arch.get("shared_experts") or 0), active_params=card.active_params.count,
+        norm_width=2 * hidden + qk_norm_width)
     return _SHAPES.setdefault(shape, shape)

@@ -273,15 +273,7 @@ def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, peak_
     overhead_s = _microbatch_overhead_s(layout, calibration)
     host_s = _microbatch_host_s(layout, calibration)
     return [StepTime(
-        microbatch_compute_s=seconds,
-        microbatch_comm_s=dict(comm),  # each step its own dict
-        pipeline_slots=pipeline_slots,
-        microbatches=microbatches,
-        dp_s=dp_s,
-        offload_s=_offload_s(each, calibration, heaviest),
-        microbatch_norm_s=norm_s,
-        microbatch_overhead_s=overhead_s,
-        microbatch_host_s=host_s,
-        lever_speedup=levers.speedup,
-        unmeasured_levers=levers.unmeasured,
-    ) for each in layouts]
+        microbatch_compute_s=seconds, microbatch_comm_s=dict(comm),  # each step its own dict
+        pipeline_slots=pipeline_slots, microbatches=microbatches, dp_s=dp_s, microbatch_norm_s=norm_s,
+        offload_s=_offload_s(each, calibration, heaviest), microbatch_overhead_s=overhead_s, microbatch_host_s=host_s,
+        lever_speedup=levers.speedup, unmeasured_levers=levers.unmeasured) for each in layouts]

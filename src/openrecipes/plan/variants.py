@@ -41,8 +41,7 @@ def _same_chip(a: GpuSpec, b: GpuSpec) -> bool:
 
 
 def _full_power(spec: GpuSpec, specs: dict[str, GpuSpec]) -> float | None:
-    powers = [s.power_w for s in specs.values() if _same_chip(s, spec) and s.power_w]
-    return max(powers) if powers else None
+    return max((s.power_w for s in specs.values() if _same_chip(s, spec) and s.power_w), default=None)
 
 
 def _clock(spec: GpuSpec, specs: dict[str, GpuSpec]) -> float:
@@ -82,13 +81,10 @@ def carried(engine: str, variant: str, measured: frozenset[str], share: float) -
     return Carried(variant, source, physical_ratio(target, specs[source], specs, share))
 
 
-def measured_variants(calibration: Calibration, engine: str) -> frozenset[str]:
-    prefix = f"{engine}/"
-    return frozenset(key[len(prefix):] for key in calibration.compute_efficiency if key.startswith(prefix))
-
-
 def efficiency_source(calibration: Calibration, engine: str, variant: str) -> Carried:
-    return carried(engine, variant, measured_variants(calibration, engine), calibration.memory_bound_share)
+    prefix = f"{engine}/"
+    measured = frozenset(key[len(prefix):] for key in calibration.compute_efficiency if key.startswith(prefix))
+    return carried(engine, variant, measured, calibration.memory_bound_share)
 
 
 def efficiency(calibration: Calibration, engine: str, variant: str) -> float:

@@ -30,8 +30,7 @@ def candidate_recipe(base: Recipe, candidate: Candidate, steps: int) -> Recipe:
         float8=float8_field(lay)))
     workload = base.workload.model_copy(update={"precision": "fp8"}) if lay.float8 else base.workload
     return base.model_copy(update={
-        "layout": layout, "workload": workload,
-        "result": base.result.model_copy(update={"steps_per_run": steps})})
+        "layout": layout, "workload": workload, "result": base.result.model_copy(update={"steps_per_run": steps})})
 
 
 def float8_field(layout: Layout) -> Float8 | None:

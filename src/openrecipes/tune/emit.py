@@ -107,9 +107,8 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, request: 
     per_gpu_hour = figures.usd_per_gpu_hour(instance.usd_per_hour, instance.gpus)
     steps = base.result.steps_per_run
     result = composed.result.model_copy(update=dict(
-        tokens_per_s_per_gpu=tokens,
+        tokens_per_s_per_gpu=tokens, step_time_cv_percent=0.0,
         usd_per_million_tokens=round(figures.usd_per_million_tokens(per_gpu_hour, tokens), 4),
-        step_time_cv_percent=0.0,
         mfu=round(figures.mfu(base.result.active_params.count, tokens, gpu.peak_bf16_flops), 4),
         gpu_hours=round(max(figures.gpu_hours(base.gpu.count * steps, prediction.step.total_s), 0.01), 2),
         gpu_hours_note="predicted: GPUs x steps x predicted step time (no compile warm-up, no start-up)",

@@ -129,10 +129,9 @@ def data_files() -> list[Path]:
 def fingerprint(catalog: Catalog) -> str:
     """The hash of every input of the export (the module docstring says which)."""
     digest = hashlib.sha256(str(EXPORT_VERSION).encode())
-    for path in code_files():
-        digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + code_text(path).encode() + b"\0")
-    for path in data_files():
-        digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + data_text(path).encode() + b"\0")
+    for files, text in ((code_files(), code_text), (data_files(), data_text)):
+        for path in files:
+            digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + text(path).encode() + b"\0")
     tables = catalog.tables
     inputs = {"entries": sorted(json.dumps(e.entry.model_dump(mode="json", exclude={"notes"}), sort_keys=True)
                                 for e in catalog.entries),

@@ -74,8 +74,7 @@ def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner 
     from openrecipes.measure.result import measure, read_run, run_inputs
 
     tables = tables or load_reference_tables()
-    card = tables.models[recipe.model]
-    launch = run_launch(recipe, card, parse_run(recipe.run), steps)
+    launch = run_launch(recipe, tables.models[recipe.model], parse_run(recipe.run), steps)
     if env:
         launch = dataclasses.replace(launch, env={**launch.env, **env})
     tokens_per_step = recipe.workload.global_batch * recipe.workload.row_tokens

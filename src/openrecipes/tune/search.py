@@ -182,10 +182,6 @@ def _leader(outcomes: list[Outcome]) -> Outcome | None:
     return max(measured, key=lambda o: o.measured_run.figures.tokens_per_s_per_gpu, default=None)
 
 
-def _cannot_win(candidate: Candidate, efficiency: Efficiency, leader: Outcome) -> bool:
-    return optimistic_prediction(candidate, efficiency) < leader.measured_run.pessimistic
-
-
 def _memory_miss(candidate: Candidate) -> str:
     return (f"out of memory: predicted {candidate.memory_gib:.1f} GiB of {candidate.capacity_gib:.1f}, so the planner "
             f"said it fits; the layout is unfit (memory under-predicted by at least "
@@ -246,7 +242,8 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
         pool = rank(pool, efficiency)
         leader = _leader(contestants(s, reference, result.outcomes))
         if leader is not None:
-            for candidate in [c for c in pool if _cannot_win(c, efficiency, leader)]:
+            for candidate in [c for c in pool
+                              if optimistic_prediction(c, efficiency) < leader.measured_run.pessimistic]:
                 pool.remove(candidate)
                 best_case = optimistic_prediction(candidate, efficiency)
                 outcomes.append(Outcome(candidate, None, dropped=f"cannot win: optimistic {best_case:,.0f} < "

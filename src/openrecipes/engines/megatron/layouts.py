@@ -14,14 +14,7 @@ BF16_LOGIT_AND_FP32_UPCAST_BYTES = 2 + 4
 
 RULES = LayoutRules(
     offload_fractions=(0.0, 0.5, 0.9, 1.0),  # none, half, the seeds' 0.9, all
-    fsdp=False,
-    experts_within_fsdp=False,
-    logits_bytes=BF16_LOGIT_AND_FP32_UPCAST_BYTES,
+    fsdp=False, experts_within_fsdp=False, logits_bytes=BF16_LOGIT_AND_FP32_UPCAST_BYTES,
     compiled_logits_bytes=BF16_LOGIT_AND_FP32_UPCAST_BYTES,  # the planner never compiles Megatron
-    selective_saved_matmul_fraction=None,
-    amp_without_fsdp=False,
-    host_overhead_per_microbatch=False,
-    ring_attention=False,
-    compiles=False,
-    low_precision=True,
-)
+    selective_saved_matmul_fraction=None, amp_without_fsdp=False, host_overhead_per_microbatch=False,
+    ring_attention=False, compiles=False, low_precision=True)

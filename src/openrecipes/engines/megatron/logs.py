@@ -64,12 +64,9 @@ def read_megatron(path: Path, lines: Iterable[str]) -> StepTable:
         grad = _MEGATRON_GRAD_NORM.search(line)
         planned = read_count(match.group(2), where, "iteration count")
         steps.append(Step(
-            step=read_count(match.group(1), where, "iteration") - 1,
-            where=where,
-            step_time_s=fields["elapsed time per iteration (ms)"] / 1000.0,
-            loss=fields["lm loss"],
-            grad_norm=read_number(grad.group(1), where, "grad norm") if grad else None,
-        ))
+            step=read_count(match.group(1), where, "iteration") - 1, where=where,
+            step_time_s=fields["elapsed time per iteration (ms)"] / 1000.0, loss=fields["lm loss"],
+            grad_norm=read_number(grad.group(1), where, "grad norm") if grad else None))
     steps = [dataclasses.replace(s, memory_gib=memory_gib[s.step]) if s.step in memory_gib else s for s in steps]
     return StepTable("megatron", steps, planned_steps=planned)
 
@@ -109,13 +106,10 @@ def read_slime(path: Path, lines: Iterable[str]) -> StepTable:
         perf_metrics = perf.get(step, ("", {}))[1]
         memory = perf_metrics.get("perf/max_cuda_memory_allocated_bytes")
         steps.append(Step(
-            step=step,
-            where=where,
-            step_time_s=perf_metrics.get("perf/step_time"),
+            step=step, where=where, step_time_s=perf_metrics.get("perf/step_time"),
             loss=metrics.get("train/loss") if step in train else None,
             grad_norm=metrics.get("train/grad_norm") if step in train else None,
-            memory_gib=memory / GIB if memory is not None else None,
-        ))
+            memory_gib=memory / GIB if memory is not None else None))
     return StepTable("slime", steps)
 
 

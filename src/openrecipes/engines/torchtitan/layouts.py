@@ -13,21 +13,15 @@ from __future__ import annotations
 from openrecipes.engines.knowledge import LayoutRules
 
 RULES = LayoutRules(
-    offload_fractions=(0.0,),
-    fsdp=True,
-    experts_within_fsdp=True,
+    offload_fractions=(0.0,), fsdp=True, experts_within_fsdp=True,
     # The unfused loss: the BF16 output, the FP32 log-softmax it saves, and in its backward the FP32 gradients of
     # the log-softmax output and input at once.
     logits_bytes=2 + 3 * 4,
     # Compiled ("Compiling the loss function with torch.compile"): the fused cross-entropy keeps the BF16 logits and
     # one FP32 tensor, as Megatron's does.
     compiled_logits_bytes=2 + 4,
-    selective_saved_matmul_fraction=0.5,
-    amp_without_fsdp=True,
-    host_overhead_per_microbatch=True,
-    ring_attention=True,
-    compiles=True,
-    low_precision=False,
+    selective_saved_matmul_fraction=0.5, amp_without_fsdp=True, host_overhead_per_microbatch=True,
+    ring_attention=True, compiles=True, low_precision=False,
     # No torchtitan run measures an interleaved schedule, and the step model counts no cost per virtual stage, so
     # deeper interleaving would rank first on the bubble alone: 2 and 4, as torchtitan's docs show.
     max_virtual_stages=4,

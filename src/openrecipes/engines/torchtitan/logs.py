@@ -40,13 +40,11 @@ def torchtitan_step(line: str, where: str, previous_time: datetime | None) -> St
         raise UserError(f"{where}: the step line has no timestamp; torchtitan's step time is read from them")
     grad, memory = _TITAN_GRAD_NORM.search(line), _TITAN_MEMORY.search(line)
     return Step(
-        step=read_count(match.group(1), where, "step") - 1,
-        where=where,
+        step=read_count(match.group(1), where, "step") - 1, where=where,
         step_time_s=(now - previous_time).total_seconds() if previous_time is not None else None,
         loss=read_number(match.group(2), where, "loss"),
         grad_norm=read_number(grad.group(1), where, "grad_norm") if grad else None,
-        memory_gib=read_number(memory.group(1), where, "memory") if memory else None,
-    )
+        memory_gib=read_number(memory.group(1), where, "memory") if memory else None)
 
 
 class TorchtitanReader:
