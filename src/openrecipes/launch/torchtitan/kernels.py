@@ -13,7 +13,6 @@ supported; anything else exits with the reason.
 
 from __future__ import annotations
 
-import functools
 import importlib
 from collections.abc import Callable
 from typing import Any
@@ -97,11 +96,15 @@ def liger_rotary_emb(xq: torch.Tensor, xk: torch.Tensor, rope_cache: torch.Tenso
     return q.transpose(1, 2), k.transpose(1, 2)
 
 
-@functools.cache
+_SWIGLU_CLASSES: dict[type[nn.Module], type[nn.Module]] = {}
+
+
 def liger_swiglu_class(feed_forward: type[nn.Module]) -> type[nn.Module]:
     """One swapped class per feed-forward class: compiled blocks guard on the module's type, so a class per module
     would recompile every block."""
-    return type("LigerSwiGLU" + feed_forward.__name__, (LigerSwiGLU, feed_forward), {})
+    if feed_forward not in _SWIGLU_CLASSES:
+        _SWIGLU_CLASSES[feed_forward] = type("LigerSwiGLU" + feed_forward.__name__, (LigerSwiGLU, feed_forward), {})
+    return _SWIGLU_CLASSES[feed_forward]
 
 
 def swap_modules(model: nn.Module, kernels: tuple[str, ...]) -> dict[str, int]:
