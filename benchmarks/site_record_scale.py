@@ -21,7 +21,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from site_scale import BASELINE_COMMIT, TARGET_BUILD_S, baseline_tree, run_arm
+from site_scale import BASELINE_COMMIT, TARGET_BUILD_S, run_arms
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -47,11 +47,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as temp:
         work = Path(temp)
         _catalog(work / "catalog", args.entries)
-        arms = {"before": baseline_tree(work / "before"), "now": REPO / "src"}
-        results: dict[str, list[dict]] = {arm: [] for arm in arms}
-        for run in range(args.runs):
-            for arm, source in arms.items():
-                results[arm].append(run_arm(source, work / "catalog", work / f"site-{arm}-{run}"))
+        results = run_arms(work, args.runs)
     load_after = os.getloadavg()
 
     def cell(arm: str, key: str) -> str:
@@ -61,7 +57,7 @@ def main() -> None:
     rows = [f"| {arm} | {cell(arm, 'load_s')} | {cell(arm, 'build_s')} | "
             f"{statistics.median(r['load_s'] + r['build_s'] for r in results[arm]):.1f} s | {cell(arm, 'load_cpu')} | "
             f"{cell(arm, 'build_cpu')} | {results[arm][-1]['pages']:,} | {results[arm][-1]['largest'][0]} "
-            f"{results[arm][-1]['largest'][1] / 1024:,.0f} KB |" for arm in arms]
+            f"{results[arm][-1]['largest'][1] / 1024:,.0f} KB |" for arm in results]
     total = statistics.median(r["load_s"] + r["build_s"] for r in results["now"])
     print(f"""
 ## Site build with a public record of {args.entries:,} more entries — {datetime.date.today()}
