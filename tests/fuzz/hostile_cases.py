@@ -311,7 +311,7 @@ def record_cases(scratch: _Scratch) -> list[Case]:
 
 
 BASE_ARGV = {  # a valid call of each command, for the option sweeps; OUT is a new path per case
-    ("plan",): ["plan", "qwen3-8b", "--gpu", "H200", "--gpus", "2"],
+    ("plan", "model"): ["plan", "qwen3-8b", "--gpu", "H200", "--gpus", "2"],
     ("tune",): ["tune", "qwen3-8b", "--gpu", "H200", "--gpus", "2", "--budget-minutes", "5", "--dry-run"],
     ("measure",): ["measure", str(GOOD_LOG), "--window", "0", "2"],
     ("launch",): ["launch", STOCK, "--slurm"],
