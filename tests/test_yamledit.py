@@ -13,7 +13,7 @@ from openrecipes.errors import UserError
 from openrecipes.measure.result import inputs_from_recipe, measure, read_run
 from openrecipes.measure.write import write_result
 from openrecipes.plan.constants import HERE
-from openrecipes.yamledit import set_fields
+from openrecipes.yamledit import append_item, set_fields
 
 RECIPES = sorted((REPO / "recipes").rglob("*.yaml"))
 SLIME_GPTOSS_1 = REPO / "tests/fixtures/logs/slime-gpt-oss-20b-attune-tp1-pp1-ep4.log"
@@ -103,3 +103,29 @@ def test_measure_write_refuses_a_result_it_cannot_edit_and_leaves_the_recipe(tmp
     with pytest.raises(UserError, match=rf"^{recipe}: line \d+: found duplicate key \"mfu\".*edit its result block"):
         write_result(recipe, result)
     assert recipe.read_text() == hostile
+
+
+ITEM = "- by: someone\n  tokens_per_s_per_gpu: 1.5\n"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # the item goes last in the list, before the blank lines after it
+    ("a: 1\nreproductions:\n- by: x\n  tokens_per_s_per_gpu: 2.0\n\n\nz: 2\n",
+     f"a: 1\nreproductions:\n- by: x\n  tokens_per_s_per_gpu: 2.0\n{ITEM}\n\nz: 2\n"),
+    # an absent list is added at the end of its mapping
+    ("a: 1  # kept\n", f"a: 1  # kept\nreproductions:\n{ITEM}"),
+    # a file whose last line has no line break
+    ("a: 1", f"a: 1\nreproductions:\n{ITEM}"),
+    # a key with nothing after it (null) takes the item
+    ("reproductions:\nb: 2\n", f"reproductions:\n{ITEM}b: 2\n"),
+])
+def test_an_item_is_appended_and_every_other_byte_kept(text, expected):
+    assert append_item(text, ("reproductions",), ITEM, "r.yaml", "edit it by hand") == expected
+
+
+@pytest.mark.parametrize("text", ["reproductions: []\n", "reproductions: 3\n", "reproductions: {a: 1}\n",
+                                  "- a\n- b\n", "a: 1\na: 2\n", "a: [1\n"])
+def test_a_list_it_cannot_append_to_is_one_line_naming_the_file(text):
+    with pytest.raises(UserError) as error:
+        append_item(text, ("reproductions",), ITEM, "r.yaml", "edit it by hand")
+    assert str(error.value).startswith("r.yaml") and "\n" not in str(error.value)
