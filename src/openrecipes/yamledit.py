@@ -58,23 +58,18 @@ def append_item(text: str, path: tuple[str, ...], item: str, where: str, fix: st
             not isinstance(old, CommentedSeq) or old.fa.flow_style() is not False):  # `[]`: None
         raise UserError(f"{where}: cannot append to {'.'.join(path)} in place: it must be absent, empty or a list of "
                         f"`- item` lines, in a block of `key: value` lines; {fix}")
-    keys = list(mapping.lc.data)
-    if name in keys:
-        at = next((mapping.lc.key(key)[0] for key in keys[keys.index(name) + 1:]), stop)
-        while at > mapping.lc.key(name)[0] + 1 and not lines[at - 1].strip():
-            at -= 1
+    if name in mapping.lc.data:  # the item goes after the comments that end the list, as the list's own lines
+        at = _end(lines, mapping, name, stop, past=("",))
     else:
         at, item = stop, f"{' ' * mapping.lc.col}{name}:\n{item}"
-    glue = "" if not at or lines[at - 1].endswith(("\n", "\r")) else "\n"  # the file's last line may have no break
-    return "".join(lines[:at]) + glue + item + "".join(lines[at:])
+    return "".join(lines[:at]) + _glue(lines, at) + item + "".join(lines[at:])
 
 
 def _splice(lines: list[str], mapping: CommentedMap, stop: int, name: str, value: str | list[str]) -> tuple:
     flow = f"[{', '.join(value)}]" if isinstance(value, list) else value
     if name not in mapping.lc.data:  # absent, or only merged in by `<<:`
         at, last = _end(lines, mapping, list(mapping.lc.data)[-1], stop), list(mapping.lc.data)[-1]
-        glue = "" if lines[at - 1].endswith(("\n", "\r")) else "\n"  # the file's last line may have no break
-        return at, at, f"{glue}{' ' * mapping.lc.key(last)[1]}{name}: {flow}\n"
+        return at, at, f"{_glue(lines, at)}{' ' * mapping.lc.key(last)[1]}{name}: {flow}\n"
     first, (value_line, column), old = mapping.lc.key(name)[0], mapping.lc.value(name), mapping[name]
     body = text = lines[first].rstrip("\r\n")
     comment = (mapping.ca.items.get(name) or [None] * 3)[2]
@@ -88,10 +83,16 @@ def _splice(lines: list[str], mapping: CommentedMap, stop: int, name: str, value
     return first, end, "\n".join(new) + lines[end - 1][len(lines[end - 1].rstrip("\r\n")):]
 
 
-def _end(lines: list[str], mapping: CommentedMap, name: str, stop: int) -> int:
-    """The line after the field: the next key's (`stop` after the last), up past blank and comment lines."""
+def _end(lines: list[str], mapping: CommentedMap, name: str, stop: int, past: tuple[str, ...] = ("", "#")) -> int:
+    """The line after the field: the next key's (`stop` after the last), up past the blank and comment lines (those
+    whose first character is in `past`) before it."""
     keys = list(mapping.lc.data)  # its own keys, in order: not those merged in by `<<:`
     end = next((mapping.lc.key(key)[0] for key in keys[keys.index(name) + 1:]), stop)
-    while end > mapping.lc.key(name)[0] + 1 and lines[end - 1].strip()[:1] in ("", "#"):
+    while end > mapping.lc.key(name)[0] + 1 and lines[end - 1].strip()[:1] in past:
         end -= 1
     return end
+
+
+def _glue(lines: list[str], at: int) -> str:
+    """The line break text inserted at line `at` needs first: the file's last line may have none."""
+    return "" if not at or lines[at - 1].endswith(("\n", "\r")) else "\n"

@@ -86,7 +86,7 @@ BOARD_COLUMNS = ("rank", "recipe", "slug", "evidence", "gpu_type", "gpus", "layo
 
 def board_csv(rows: list[tuple[int, RecipeEntry, str, float | None, str]]) -> bytes:
     """A leaderboard as CSV, every rank: (rank, entry, evidence level, $ per 1M tokens, site path of its page)."""
-    return _csv(BOARD_COLUMNS, ([rank, entry.name, entry.slug, evidence, recipe.gpu.type, recipe.gpu.count,
-                                 recipe.layout.label, recipe.result.tokens_per_s_per_gpu, "" if usd is None else usd,
-                                 recipe.result.mfu, recipe.result.measured, recipe.author.name, page]
-                                for rank, entry, evidence, usd, page in rows for recipe in (entry.entry,)))
+    return _csv(BOARD_COLUMNS, ([rank, entry.name, entry.slug, evidence, entry.entry.gpu.type, entry.entry.gpu.count,
+                                 entry.entry.layout.label, entry.entry.result.tokens_per_s_per_gpu,
+                                 "" if usd is None else usd, entry.entry.result.mfu, entry.entry.result.measured,
+                                 entry.entry.author.name, page] for rank, entry, evidence, usd, page in rows))
