@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from openrecipes.catalog.hardware import ParameterCounts
 from openrecipes.catalog.model import MAX_COUNT
 from openrecipes.errors import UserError
 from openrecipes.textfile import MIB, json_depth, read_text, shown
@@ -185,7 +186,6 @@ def load_config(path: Path) -> tuple[str, dict[str, Any]]:
 
 
 def family_of(path: Path, data: dict[str, Any]) -> str:
-    known = ", ".join(sorted(FAMILIES))
     model_type = data.get("model_type")
     architectures = data.get("architectures")
     if architectures is not None and (not isinstance(architectures, list) or len(architectures) != 1
@@ -196,7 +196,7 @@ def family_of(path: Path, data: dict[str, Any]) -> str:
         model_type = BY_ARCHITECTURE.get(architectures[0])
     if not isinstance(model_type, str) or model_type not in FAMILIES:
         raise ConfigError(f"{shown(path)}: model_type: {model_type!r} is not an architecture this catalog derives "
-                          f"cards for; known: {known}")
+                          f"cards for; known: {', '.join(sorted(FAMILIES))}")
     if architectures and architectures[0] != FAMILIES[model_type].architecture:
         raise ConfigError(f"{shown(path)}: architectures: {architectures[0]} does not build model_type {model_type} "
                           f"(that is {FAMILIES[model_type].architecture}); fix one of the two")
@@ -217,11 +217,9 @@ def read_shape(path: Path, data: dict[str, Any]) -> Shape:
                      f"{hidden} is not divisible by num_attention_heads {heads} and no head_dim is given; add head_dim")
     head_dim = read.count("head_dim", hidden // heads)
     attention_bias = read.flag("attention_bias", False)
-    mla = None
-    if family.mla:
-        q_lora = data.get("q_lora_rank")
-        mla = Mla(read.count("q_lora_rank") if q_lora is not None else None, read.count("kv_lora_rank"),
-                  read.count("qk_nope_head_dim"), read.count("qk_rope_head_dim"), read.count("v_head_dim"))
+    mla = Mla(read.count("q_lora_rank") if data.get("q_lora_rank") is not None else None, read.count("kv_lora_rank"),
+              read.count("qk_nope_head_dim"), read.count("qk_rope_head_dim"), read.count("v_head_dim")
+              ) if family.mla else None
     _refuse_other_moe_keys(read, model_type, family)
     moe = _read_moe(read, family, layers) if family.moe else None
     dense = layers - (moe.moe_layers if moe else 0)
@@ -327,27 +325,6 @@ def _read_window(read: _Reader, family: Family, layers: int) -> tuple[int | None
 
 # --- the counts -----------------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Counts:
-    """Every parameter count of a shape (see the module docstring for what is counted)."""
-
-    total: int
-    active: int
-    active_matmul: int  # active weights of matmuls only: no input embedding, norms, biases, sinks
-    embedding: int
-    output_head: int  # 0 when tied to the embedding
-    final_norm: int
-    attention_per_layer: int
-    norms_per_layer: int
-    dense_mlp_per_layer: int | None
-    router_per_layer: int | None
-    expert: int | None  # one routed expert
-    shared_experts_per_layer: int | None
-    dense_layer: int | None
-    moe_layer: int | None
-    moe_layer_active: int | None
-
-
 TORCH_MISSING = ("counting a model's parameters needs torch (transformers builds the model on its meta device); "
                  "install its CPU build: pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu")
 BEYOND = ("these sizes make {total} parameters, beyond any model (and exact arithmetic); check hidden_size, "
@@ -385,9 +362,10 @@ def _matmul_size(module: Any) -> int:
     return sum(p.numel() for name, p in module.named_parameters() if p.dim() >= 2 and not name.endswith("bias"))
 
 
-def counts(path: Path, data: dict[str, Any], shape: Shape) -> Counts:
+def counts(path: Path, data: dict[str, Any], shape: Shape) -> ParameterCounts:
     """The parameters of the model the config builds, in total, per part, and those a token uses: the routed experts
-    a token does not visit are left out of the active counts."""
+    a token does not visit are left out of the active counts (see the module docstring for what is counted). Not
+    validated here: the card that carries them is."""
     least = shape.vocab * shape.hidden + shape.layers * shape.hidden  # the embedding and the layers' norms
     if least > MAX_COUNT:  # refused before building: a meta tensor this large cannot even be counted
         raise ConfigError(f"{shown(path)}: hidden_size: {BEYOND.format(total=f'at least {least:.3g}')}")
@@ -411,64 +389,57 @@ def counts(path: Path, data: dict[str, Any], shape: Shape) -> Counts:
         router = _size(moe.mlp) - _size(moe.mlp.experts) - shared
         moe_layer = _size(moe)
         moe_active = moe_layer - unvisited * expert
-    return Counts(total=total, active=active, active_matmul=active_matmul, embedding=embedding,
+    counted = ("every parameter transformers builds from the config, once (a tied output head is the embedding); "
+               "buffers are not parameters")
+    if shape.model_type == "deepseek_v3":
+        counted += ("; the multi-token-prediction layer (num_nextn_predict_layers) is not counted: transformers does "
+                    "not build it")
+    return ParameterCounts.model_construct(total=total, active=active, active_matmul=active_matmul, embedding=embedding,
                   output_head=0 if shape.tied else _size(model.lm_head), final_norm=_size(inner.norm),
                   attention_per_layer=_size(first.self_attn),
                   norms_per_layer=_size(first.input_layernorm) + _size(first.post_attention_layernorm),
                   dense_mlp_per_layer=_size(dense.mlp) if dense is not None else None, router_per_layer=router,
                   expert=expert, shared_experts_per_layer=shared,
                   dense_layer=_size(dense) if dense is not None else None, moe_layer=moe_layer,
-                  moe_layer_active=moe_active)
+                  moe_layer_active=moe_active, counted=counted)
 
 
 # --- the card -------------------------------------------------------------------------------------------------------
 
 def architecture_fields(shape: Shape) -> dict[str, Any]:
-    """The card's architecture, in the keys the planner and engines read (Megatron's names)."""
-    arch: dict[str, Any] = {
-        "hf_architecture": shape.family.architecture, "hf_model_type": shape.model_type,
-        "layers": shape.layers, "hidden_size": shape.hidden}
-    if shape.ffn:
-        arch["ffn_hidden_size"] = shape.ffn
-    arch["attention_heads"] = shape.heads
-    if not shape.mla:  # MLA has no key/value heads of its own: its shape is the latent ranks below
-        arch |= {"query_groups": shape.kv_heads, "kv_channels": shape.head_dim}
-    arch |= {"padded_vocab_size": shape.vocab, "untied_embeddings": not shape.tied, "qk_norm": shape.family.qk_norm,
-             "attention_bias": shape.qkv_bias or shape.o_bias}
-    if shape.mla:
-        m = shape.mla
-        arch |= {"attention": "multi-head latent attention (MLA)", "kv_lora_rank": m.kv_lora_rank,
-                 "qk_head_dim": m.qk_nope_dim, "qk_pos_emb_head_dim": m.qk_rope_dim, "v_head_dim": m.v_dim}
-        if m.q_lora_rank:
-            arch["q_lora_rank"] = m.q_lora_rank
-    if shape.family.sinks:
-        arch["attention_sinks"] = True
-    if shape.moe:
-        arch |= {"experts": shape.moe.experts, "expert_ffn_hidden_size": shape.moe.expert_ffn,
-                 "router_topk": shape.moe.topk, "shared_experts": shape.moe.shared_experts,
-                 "dense_layers": shape.dense_layers}
-    if shape.window and shape.windowed_layers:
+    """The card's architecture, in the keys the planner and engines read (Megatron's names); a key that does not
+    apply to the shape (None below) is left out."""
+    m, moe = shape.mla, shape.moe
+    windowed = shape.windowed_layers if shape.window else 0
+    full = shape.layers - windowed  # the layers that attend fully
+    arch = {
+        "hf_architecture": shape.family.architecture, "hf_model_type": shape.model_type, "layers": shape.layers,
+        "hidden_size": shape.hidden, "ffn_hidden_size": shape.ffn, "attention_heads": shape.heads,
+        # MLA has no key/value heads of its own: its shape is the latent ranks below
+        "query_groups": None if m else shape.kv_heads, "kv_channels": None if m else shape.head_dim,
+        "padded_vocab_size": shape.vocab, "untied_embeddings": not shape.tied, "qk_norm": shape.family.qk_norm,
+        "attention_bias": shape.qkv_bias or shape.o_bias,
+        "attention": m and "multi-head latent attention (MLA)", "kv_lora_rank": m and m.kv_lora_rank,
+        "qk_head_dim": m and m.qk_nope_dim, "qk_pos_emb_head_dim": m and m.qk_rope_dim, "v_head_dim": m and m.v_dim,
+        "q_lora_rank": m and m.q_lora_rank, "attention_sinks": shape.family.sinks or None,
+        "experts": moe and moe.experts, "expert_ffn_hidden_size": moe and moe.expert_ffn,
+        "router_topk": moe and moe.topk, "shared_experts": moe and moe.shared_experts,
+        "dense_layers": moe and shape.dense_layers,
         # Megatron's --window-size W attends W past tokens plus the token itself; Hugging Face counts the token.
-        arch["window_size"] = shape.window - 1
-        if shape.windowed_layers < shape.layers:
-            arch["window_attn_skip_freq"] = round(shape.layers / (shape.layers - shape.windowed_layers))
-    return arch
+        "window_size": shape.window - 1 if shape.window and windowed else None,
+        "window_attn_skip_freq": round(shape.layers / full) if windowed and full else None}
+    return {key: value for key, value in arch.items() if value is not None}
 
 
-def card_data(name: str, shape: Shape, c: Counts, config_file: str, config_sha256: str, origin: str
+def card_data(name: str, shape: Shape, c: ParameterCounts, config_file: str, config_sha256: str, origin: str
               ) -> dict[str, Any]:
-    counted = ("every parameter transformers builds from the config, once (a tied output head is the embedding); "
-               "buffers are not parameters")
-    if shape.model_type == "deepseek_v3":
-        counted += ("; the multi-token-prediction layer (num_nextn_predict_layers) is not counted: transformers does "
-                    "not build it")
     routed = (f"; active: all but the {shape.moe.experts - shape.moe.topk} routed experts a token does not visit in "
               f"each of the {shape.moe.moe_layers} MoE layers" if shape.moe else "; dense: active = total")
     return {
         "name": name,
         "family": shape.family.name,
         "architecture": {"source": f"{config_file} ({origin})", **architecture_fields(shape)},
-        "parameters": {key: value for key, value in vars(c).items() if value is not None} | {"counted": counted},
+        "parameters": c.model_dump(exclude_none=True),
         "active_params": {"count": c.active, "source": f"derived from {config_file} by `openrecipes model add`"
                           f"{routed}; the input embedding is included", "revision": None},
         "total_params": c.total,
