@@ -6,12 +6,12 @@ import datetime
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from openrecipes import figures
-from openrecipes.catalog.model import Degree, Figure, NonNegativeInt, PositiveInt
+from openrecipes.catalog.model import Degree, Figure, Gpu, NonNegativeInt, PositiveInt, SummaryGpu
 from openrecipes.catalog.paths import bundled_root
 from openrecipes.catalog.yamlio import YamlDocument, read_yaml
 from openrecipes.errors import UserError
@@ -314,27 +314,15 @@ class EntryPeak:
     flops: float | None
 
 
-class GpuBlock(Protocol):
-    """An entry's `gpu:` block as entry_peak reads it (a recipe's Gpu, a published entry's SummaryGpu)."""
-
-    @property
-    def type(self) -> str: ...
-
-    @property
-    def variant(self) -> str: ...
-
-
-def entry_peak(gpu: GpuBlock, precision: str | None, tables: ReferenceTables) -> EntryPeak | None:
+def entry_peak(gpu: Gpu | SummaryGpu, precision: str | None, tables: ReferenceTables) -> EntryPeak | None:
     """The dense peak of the GPU an entry's `gpu:` block names, at the entry's precision; an entry that states no
     precision is held to the fastest peak the part has. None where gpus.yaml has no such GPU (a finding of its own).
     Every plausibility check looks its peak up here, so the row an entry names is found in one place."""
     spec = tables.variants.get(gpu.variant)
     if spec is None or spec.type != gpu.type:
         return None
-    if precision is None:
-        column = max((c for c in _ALL_COLUMNS if getattr(spec, c) is not None), key=lambda c: getattr(spec, c))
-    else:
-        column = peak_column(precision)
+    column = peak_column(precision) if precision is not None else max(
+        (c for c in _ALL_COLUMNS if getattr(spec, c) is not None), key=lambda c: getattr(spec, c))
     return EntryPeak(gpu.variant, column, getattr(spec, column))
 
 

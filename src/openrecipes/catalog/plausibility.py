@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from openrecipes import figures
-from openrecipes.catalog.hardware import GpuBlock, ModelCard, ReferenceTables, entry_peak
+from openrecipes.catalog.hardware import ModelCard, ReferenceTables, entry_peak
+from openrecipes.catalog.model import Gpu, SummaryGpu
 from openrecipes.verdict import Finding
 
 # What flops_per_token reads from every card (head widths come from kv_channels, the MLA fields or hidden / heads).
@@ -51,7 +52,7 @@ def least_flops_per_token(card: ModelCard, seq_length: int | None, frozen_weight
 class Claim:
     """What an entry claims, with the fields that state it."""
 
-    gpu: GpuBlock
+    gpu: Gpu | SummaryGpu  # the entry's `gpu:` block
     precision: str | None  # None: the entry states none (it is held to the part's fastest peak)
     precision_field: str
     tokens_per_s_per_gpu: float
