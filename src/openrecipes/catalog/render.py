@@ -13,6 +13,7 @@ from rich.text import Text
 from openrecipes.catalog import facts
 from openrecipes.catalog.leaderboard import boards
 from openrecipes.catalog.model import PublishedSummary
+from openrecipes.catalog.paths import relative_path
 from openrecipes.catalog.published import published_figures, published_label
 from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.catalog.validate import FileReport
@@ -25,7 +26,8 @@ def validation_reports(console: Console, reports: list[FileReport]) -> None:
     for report in reports:
         if report.path.parent != folder:
             folder = report.path.parent
-            console.print(f"[bold]{escape(_from_here(folder))}/[/]", highlight=False, soft_wrap=True)
+            # The folder as the user would type it: relative to the working folder when inside it.
+            console.print(f"[bold]{escape(relative_path(folder, Path.cwd()))}/[/]", highlight=False, soft_wrap=True)
         state = "[green]ok[/]     " if report.ok else "[red]invalid[/]"
         console.print(f"  {state} {escape(report.path.name)}", highlight=False, soft_wrap=True)
         _lines(console, report, report.errors, "")
@@ -41,17 +43,7 @@ def _lines(console: Console, report: FileReport, items: list[Finding], prefix: s
     for item in items:
         console.print(f"    {prefix}{escape(report.path.name)}", highlight=False, soft_wrap=True)
         where = f"line {item.line}: " if item.line else ""
-        console.print(Text(textwrap.fill(f"{where}{item.field or 'file'}: {item.message}", width=max(console.width, 40),
-                                         initial_indent="      ", subsequent_indent="      ", break_long_words=False,
-                                         break_on_hyphens=False)), soft_wrap=True)
-
-
-def _from_here(folder: Path) -> str:
-    """A folder as the user would type it: relative to the working folder when inside it."""
-    try:
-        return str(folder.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(folder)
+        _indented(console, f"{where}{item.field or 'file'}: {item.message}", indent="      ")
 
 
 def leaderboards(console: Console, catalog: Catalog) -> None:
@@ -81,11 +73,11 @@ def leaderboards(console: Console, catalog: Catalog) -> None:
                            f"{layout}")
 
 
-def _indented(console: Console, text: str, style: str = "") -> None:
-    """Text under a row's name: wrapped at the terminal's width between words, each line indented four spaces and
+def _indented(console: Console, text: str, style: str = "", indent: str = "    ") -> None:
+    """Text under a row's name: wrapped at the terminal's width between words, each line indented (four spaces) and
     none padded (printed with soft_wrap, rich adds no breaks of its own)."""
-    console.print(Text(textwrap.fill(text, width=max(console.width, 40), initial_indent="    ",
-                                     subsequent_indent="    ", break_long_words=False, break_on_hyphens=False),
+    console.print(Text(textwrap.fill(text, width=max(console.width, 40), initial_indent=indent,
+                                     subsequent_indent=indent, break_long_words=False, break_on_hyphens=False),
                        style=style), soft_wrap=True)
 
 
