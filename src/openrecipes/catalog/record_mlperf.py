@@ -53,7 +53,6 @@ class Run:
 
     excerpt: Excerpt
     benchmark: str
-    org: str
     division: str
     platform: str
     global_batch: int
@@ -152,8 +151,7 @@ def parse_run(excerpt: Excerpt) -> Run | str:
     lines = {*(single[k][0] for k in needed)}
     for before, block in used:
         lines |= {before.samples_line or 0, block.start_line, block.end_line or 0, block.samples_line or 0}
-    return Run(excerpt, str(single["submission_benchmark"][1]), str(single["submission_org"][1]), division,
-               str(single["submission_platform"][1]),
+    return Run(excerpt, str(single["submission_benchmark"][1]), division, str(single["submission_platform"][1]),
                _whole(single["global_batch_size"][1], excerpt.where(single["global_batch_size"][0]), "GBS"),
                _whole(single["max_sequence_length"][1], excerpt.where(single["max_sequence_length"][0]), "seq"),
                sum((block.samples or 0) - (before.samples or 0) for before, block in used),
@@ -183,19 +181,17 @@ def parse_system(excerpt: Excerpt) -> System:
     for key in ("accelerator_model_name", "number_of_nodes", "accelerators_per_node"):
         if key not in fields:
             raise UserError(f"{excerpt.shown}: no {key}; the system description is incomplete")
-    counts = []
     for key in ("number_of_nodes", "accelerators_per_node"):
         if not re.fullmatch(r"[1-9][0-9]*", fields[key]):
             raise UserError(f"{excerpt.shown}: {key} '{fields[key]}' is not a whole positive number")
-        counts.append(int(fields[key]))
-    return System(excerpt, fields["accelerator_model_name"], counts[0], counts[1], fields)
+    return System(excerpt, fields["accelerator_model_name"], int(fields["number_of_nodes"]),
+                  int(fields["accelerators_per_node"]), fields)
 
 
 @dataclass(frozen=True)
 class Config:
     excerpt: Excerpt
     variables: dict[str, str]  # the script's and its sourced files' literal assignments (the script's win)
-    lines: tuple[int, ...]
     missing: tuple[str, ...]  # sourced files the repository does not hold: the script is not read whole
 
     def degree(self, *names: str) -> int | None:
@@ -214,7 +210,6 @@ def read_config(root: Path, relative: str, seen: tuple[str, ...] = ()) -> Config
     `missing`, and the script then fits no submission)."""
     excerpt = read_excerpt(root, relative)
     variables: dict[str, str] = {}
-    lines: list[int] = []
     missing: list[str] = []
     for number, text in excerpt.lines.items():
         if (sourced := _SOURCE.match(text)):
@@ -229,10 +224,9 @@ def read_config(root: Path, relative: str, seen: tuple[str, ...] = ()) -> Config
             missing += inner.missing
         elif (found := _ASSIGN.match(text)) and "$" not in found.group(2):
             variables[found.group(1)] = found.group(2)
-            lines.append(number)
         elif not found and not re.match(r"^\s*(?:source|\.)\s", text):
             raise UserError(f"{excerpt.where(number)}: neither an assignment nor a sourced file; re-store the excerpt")
-    return Config(excerpt, variables, tuple(lines), tuple(missing))
+    return Config(excerpt, variables, tuple(missing))
 
 
 def layout_of(config: Config, system: System, global_batch: int) -> ParsedLayout | None:
@@ -251,14 +245,11 @@ def layout_of(config: Config, system: System, global_batch: int) -> ParsedLayout
     gbs = config.degree("GBS") or (config.degree("MINIBS") or 0) * (gpus // (tp * pp * cp))
     if gbs != global_batch:
         return None
-    if config.flag("FP4"):
-        precision, shown = "nvfp4", "FP4=True"
-    elif config.flag("FP8"):
-        precision, shown = "fp8", "FP8=True"
-    elif config.flag("FP8_PARAMS"):  # AMD's scripts: FP8 weights, which Transformer Engine trains in FP8 only
-        precision, shown = "fp8", "FP8_PARAMS=1"
-    else:
+    # FP8_PARAMS, AMD's scripts: FP8 weights, which Transformer Engine trains in FP8 only.
+    flags = (("FP4", "nvfp4", "FP4=True"), ("FP8", "fp8", "FP8=True"), ("FP8_PARAMS", "fp8", "FP8_PARAMS=1"))
+    if (found := next(((precision, shown) for flag, precision, shown in flags if config.flag(flag)), None)) is None:
         return None
+    precision, shown = found
     vp = config.degree("INTERLEAVED_PIPELINE", "VP")
     return ParsedLayout(tp, pp, cp, vp if vp and vp > 1 else None, config.degree("MICRO_BATCH_SIZE", "MBS") or 1,
                         precision=precision, precision_as_published=shown)
@@ -342,12 +333,6 @@ def submissions(root: Path, skipped: list[Skipped]) -> list[Submission]:
     return out
 
 
-def _system_tag(system_name: str) -> str:
-    """Six hex digits of the system's folder name: two systems of one submitter at the same size and layout get
-    different files, and the name still fits an 80-column terminal (the entry names the system in full)."""
-    return hashlib.sha256(system_name.encode()).hexdigest()[:6]
-
-
 def entry(sub: Submission) -> tuple[Path, dict[str, Any]]:
     """The published entry of one submission: the median of its runs."""
     first = sub.runs[0]
@@ -359,12 +344,15 @@ def entry(sub: Submission) -> tuple[Path, dict[str, Any]]:
     lay = sub.layout
     assert lay.precision is not None  # layout_of gives every layout its precision
     dp = gpus // (lay.tp * lay.pp * lay.cp)
-    system_name = sub.folder.split("/")[3]
+    submitter = re.sub(r"[^a-z0-9]+", "", sub.submitter.lower())
+    # Six hex digits of the system's folder name: two systems of one submitter at the same size and layout get
+    # different files, and the name still fits an 80-column terminal (the entry names the system in full).
+    system_tag = hashlib.sha256(sub.folder.split("/")[3].encode()).hexdigest()[:6]
     shown = sub.folder.split("/", 1)[1]  # the folder inside the repository
     scripts = [Path(c.excerpt.path).name for c in sub.configs]
     name = entry_name(TAG, sub.version.replace(".", ""), "pretrain", lay.precision, gpus,
                       {"tp": lay.tp, "pp": lay.pp, "cp": lay.cp, "vp": lay.vp},
-                      [re.sub(r"[^a-z0-9]+", "", sub.submitter.lower())[:10], _system_tag(system_name)])
+                      [submitter[:10], system_tag])
     data: dict[str, Any] = {
         "schema_version": 1, "kind": "published_summary", "model": model,
         "gpu": {"type": gpu_type, "variant": variant, "count": gpus},
@@ -395,7 +383,7 @@ def entry(sub: Submission) -> tuple[Path, dict[str, Any]]:
                             "median of the runs, rounded to 0.01"),
                 "lines": list(first.lines), "run_tokens_per_s_per_gpu": per_run,
                 "run_files": [run.excerpt.shown for run in sub.runs],
-                "sweep": f"mlperf-{sub.version}-{re.sub(r'[^a-z0-9]+', '', sub.submitter.lower())}-{model}-"
+                "sweep": f"mlperf-{sub.version}-{submitter}-{model}-"
                          f"{lay.precision}-{gpu_type}-tp{lay.tp}pp{lay.pp}cp{lay.cp}vp{lay.vp or 1}",
                 "submitter": sub.submitter, "division": first.division,
                 "audited": first.division == "closed",
@@ -409,14 +397,10 @@ def rederive(data: dict[str, Any], stem: str, root: Path) -> list[str]:
     """What differs between a stored MLPerf entry and the entry its excerpts give today (empty: it holds)."""
     if (problem := pin_problem(root, data["published"]["derivation"])) is not None:
         return [problem]
-    derived = _entries(root, _stamp(root)).get(stem)
+    # The excerpts as they are on disk now (name, size, mtime): a changed file re-derives everything.
+    excerpts = sorted((root / EXCERPTS / SOURCE).rglob("*.txt"))
+    derived = _entries(root, tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in excerpts)).get(stem)
     return ["no stored submission gives this entry"] if derived is None else differences(data, derived)
-
-
-def _stamp(root: Path) -> tuple[tuple[str, int, int], ...]:
-    """The excerpts as they are on disk now (name, size, mtime): a changed file re-derives everything."""
-    folder = root / EXCERPTS / SOURCE
-    return tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.rglob("*.txt")))
 
 
 @functools.lru_cache(maxsize=2)
