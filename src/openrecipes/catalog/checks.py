@@ -209,8 +209,7 @@ def check_command(ctx: Context) -> Iterator[Finding]:
         return
     for flag in command.repeated:
         yield Finding.at("run", f"{flag} is given more than once; keep one")
-    if ctx.recipe.env != command.exports:
-        yield from _compare_env(ctx.recipe.env, command.exports)
+    yield from _compare_env(ctx.recipe.env, command.exports)
     engine = engine_of(command)
     if engine is None:
         yield Finding.at("run", f"the launch line starts {' '.join(command.argv[:3])}..., no engine's command; "

@@ -122,7 +122,8 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
     lines: list[tuple[int, str]] = []
     buffer: list[str] = []
     start = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
+    # An empty line after the last ends a continuation the text leaves open.
+    for number, raw in enumerate([*text.splitlines(), ""], start=1):
         if not buffer:
             start = number
         stripped = raw.rstrip()
@@ -134,9 +135,6 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
         if joined.strip():
             lines.append((start, joined))
         buffer = []
-    joined = "".join(buffer)
-    if joined.strip():
-        lines.append((start, joined))
     return lines
 
 

@@ -156,9 +156,7 @@ def leaderboards_view(catalog: Catalog) -> Leaderboards:
                  e.entry.result.usd_per_million_tokens, e.entry.gpu.count, e.entry.layout.label,
                  e.entry.layout.highlights, e.entry.result.measured.isoformat(), e.entry.author.name)
         for rank, e in enumerate(b.ranked, start=1)]) for b in boards(catalog)]
-    summaries = []
-    for entry in catalog.summaries:
-        s = entry.entry
-        summaries.append(SummaryView(entry.slug, entry.path.as_posix(), s.model, s.gpu.type, s.gpu.count,
-                                     s.result.tokens_per_s_per_gpu, s.result.usd_per_million_tokens, s.source))
+    summaries = [SummaryView(e.slug, e.path.as_posix(), e.entry.model, e.entry.gpu.type, e.entry.gpu.count,
+                             e.entry.result.tokens_per_s_per_gpu, e.entry.result.usd_per_million_tokens, e.entry.source)
+                 for e in catalog.summaries]
     return Leaderboards(views, summaries)

@@ -66,12 +66,10 @@ class Build(Strict):
     rows: PositiveInt = Field(description="rows built")
     row_tokens: PositiveInt = Field(description="tokens in every row")
     padding_tokens: NonNegativeInt = Field(description="padding tokens in the build (0 for packed rows)")
-    seed: Annotated[int, Field(ge=-(2**63), le=2**64 - 1, strict=True)] = Field(
-        description="seed of the global permutation of conversations")
+    seed: int = Field(ge=-(2**63), le=2**64 - 1, strict=True,
+                      description="seed of the global permutation of conversations")
     packing: str = Field(description="how conversations become rows")
-    supervised_token_ratio: Annotated[float, Field(ge=0, le=1, strict=True)] = Field(
-        description="fraction of tokens with a loss target"
-    )
+    supervised_token_ratio: float = Field(ge=0, le=1, strict=True, description="fraction of tokens with a loss target")
     parquet_sha256: Sha256 = Field(description="sha256 of rows.parquet")
     parquet_bytes: PositiveInt = Field(description="size of rows.parquet in bytes")
     builder: str = Field(description="the program that built the rows")
@@ -106,9 +104,8 @@ class Recompute(Strict):
 
 
 class Offload(Strict):
-    optimizer_fraction: Annotated[float, Field(gt=0, le=1, strict=True)] = Field(
-        description="fraction of optimizer state updated on the CPU"
-    )
+    optimizer_fraction: float = Field(gt=0, le=1, strict=True,
+                                      description="fraction of optimizer state updated on the CPU")
     overlap_d2h_h2d: bool = Field(description="device/host copies overlapped with compute")
 
 
@@ -197,10 +194,8 @@ class Result(Strict):
     usd_per_million_tokens: Figure = Field(
         description="$ per 1M tokens at the instance's on-demand price (figures.py)"
     )
-    step_time_cv_percent: Annotated[float, Field(ge=0, le=1e6, strict=True)] = Field(
-        description="step-time CV over the window, percent")
-    mfu: Annotated[float, Field(gt=0, lt=1, strict=True)] = Field(
-        description="6*N*tokens/s/GPU / peak dense BF16 FLOP/s")
+    step_time_cv_percent: float = Field(ge=0, le=1e6, strict=True, description="step-time CV over the window, percent")
+    mfu: float = Field(gt=0, lt=1, strict=True, description="6*N*tokens/s/GPU / peak dense BF16 FLOP/s")
     mfu_note: str | None = Field(description="how to read the MFU, if it needs a note")
     active_params: ActiveParams = Field(description="N used for the MFU")
     measured: datetime.date = Field(description="date of the measured run")
@@ -230,10 +225,8 @@ class ComponentTest(Strict):
 class Convergence(Strict):
     steps: PositiveInt = Field(description="steps compared")
     result: Literal["pass", "fail"] = Field(description="verdict")
-    correlation: Annotated[float, Field(ge=-1, le=1, strict=True)] = Field(
-        description="Pearson correlation of the loss curves")
-    final_loss_difference: Annotated[float, Field(ge=0, strict=True)] = Field(
-        description="relative difference of the final losses")
+    correlation: float = Field(ge=-1, le=1, strict=True, description="Pearson correlation of the loss curves")
+    final_loss_difference: float = Field(ge=0, strict=True, description="relative difference of the final losses")
     pointwise_failures: NonNegativeInt = Field(description="steps outside the pointwise tolerance")
     note: str = Field(description="what the two arms were")
 
@@ -283,12 +276,11 @@ class Reproduction(Strict):
     window: tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)]] = Field(
         description="steps scored: the recipe's window, clipped into a shorter run"
     )
-    tokens_per_s_per_gpu: Annotated[float, Field(gt=0)] = Field(description="reproduced tokens/s per GPU")
-    step_time_cv_percent: Annotated[float, Field(ge=0)] = Field(description="step-time CV over the window, percent")
+    tokens_per_s_per_gpu: float = Field(gt=0, description="reproduced tokens/s per GPU")
+    step_time_cv_percent: float = Field(ge=0, description="step-time CV over the window, percent")
     delta_percent: float = Field(description="reproduced over published tokens/s per GPU, minus 1, in percent")
-    noise_band_percent: Annotated[float, Field(gt=0)] = Field(
-        description="how far a reproduction may land from the published figure by run-to-run noise (docs/trust.md)"
-    )
+    noise_band_percent: float = Field(gt=0, description="how far a reproduction may land from the published figure "
+                                      "by run-to-run noise (docs/trust.md)")
     within_noise_band: bool = Field(description="|delta| <= the noise band")
     convergence: ReproductionConvergence | None = Field(
         description="its loss curve checked against the recipe's candidate log; null when the recipe stores none"
@@ -365,10 +357,9 @@ class PublishedLayout(Strict):
 class PublishedReference(Strict):
     """Where exactly a published figure was copied from."""
 
-    repository: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")] = Field(
-        description="GitHub owner/name")
+    repository: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", description="GitHub owner/name")
     path: str = Field(description="file path inside the repository")
-    commit: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")] = Field(description="the commit the file was read at")
+    commit: str = Field(pattern=r"^[0-9a-f]{40}$", description="the commit the file was read at")
     table: str = Field(description="the table: its section headings and caption, as the source writes them")
     row: str = Field(description="the row, cell by cell as the source writes it")
     line: PositiveInt = Field(description="line of the row in the file at that commit")
@@ -379,7 +370,7 @@ class ExcerptDerivation(Strict):
     (data/record-sources/), with the raw numbers it used: `openrecipes audit` re-derives it from the excerpt."""
 
     excerpt: str = Field(description="the stored excerpt, relative to the catalog root")
-    excerpt_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] = Field(description="sha256 of the excerpt")
+    excerpt_sha256: Sha256 = Field(description="sha256 of the excerpt")
     method: Literal["table-throughput", "mllog-blocks"] = Field(
         description="table-throughput: a table's tokens/s over its GPUs, checked against sequence length x global "
         "batch / step time; mllog-blocks: MLPerf samples over block time x sequence length / GPUs, median of runs")

@@ -106,12 +106,11 @@ def _megatron_layout(run: PublishedRun, gpus: int) -> Iterator[Finding]:
 def _gradient_accumulation(run: PublishedRun, gpus: int) -> Iterator[Finding]:
     """A published GA column that disagrees with GBS / (MBS x DP): the source contradicts itself, which is shown
     (a finding), since which of its numbers is wrong cannot be known from the table."""
-    layout = run.layout
-    if None in (run.gradient_accumulation, run.global_batch, run.micro_batch) or gpus % (layout.tp * layout.pp
-                                                                                           * layout.cp):
+    model_parallel = run.layout.tp * run.layout.pp * run.layout.cp
+    if None in (run.gradient_accumulation, run.global_batch, run.micro_batch) or gpus % model_parallel:
         return
     assert run.global_batch is not None and run.micro_batch is not None
-    implied = run.global_batch / (run.micro_batch * gpus // (layout.tp * layout.pp * layout.cp))
+    implied = run.global_batch / (run.micro_batch * gpus // model_parallel)
     if run.gradient_accumulation != implied:
         yield Finding.at("published.gradient_accumulation", f"published GA {run.gradient_accumulation} != GBS / (MBS x "
                           f"DP) = {implied:g}; the source's table contradicts itself")

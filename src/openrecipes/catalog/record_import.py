@@ -266,12 +266,6 @@ def _existing_references(root: Path, prefix: str) -> dict[tuple[str, str, str], 
     return seen
 
 
-def _render(data: dict[str, Any], comment: str) -> str:
-    """The entry's fields as the importer read them (6667 stays 6667, not the model's float 6667.0)."""
-    body = yaml.safe_dump(data, sort_keys=False, width=116, allow_unicode=True)
-    return "".join(f"# {line}\n" for line in comment.splitlines()) + body
-
-
 def with_variants(imported: list[Imported], tables: ReferenceTables) -> list[Imported]:
     """Each entry's gpu block with the variant its source's system name stands for (hardware/gpus.yaml
     published_as), written right after the type."""
@@ -311,6 +305,7 @@ def write_entries(root: Path, source_tag: str, imported: list[Imported], skipped
         raise UserError(f"{root / 'recipes'}: is a symbolic link; an import replaces recipes/ as a whole, so give the "
                         "catalog whose recipes/ is a folder")
     old = set(p.relative_to(root) for p in (root / "recipes").rglob(f"{prefix}*.yaml"))
+    header = "".join(f"# {line}\n" for line in comment.splitlines())
     # The whole of recipes/ is built beside the catalog (a copy, this source's files replaced by the new ones), then
     # swapped in by one exchange of the two folders: a reader, or an import killed half-way, sees the catalog as it
     # was or as the import leaves it, never a part of each.
@@ -324,7 +319,9 @@ def write_entries(root: Path, source_tag: str, imported: list[Imported], skipped
             target.parent.mkdir(parents=True, exist_ok=True)
             if target.is_symlink():  # an entry of this source's that someone made a link: the link goes, not its target
                 target.unlink()
-            target.write_text(_render(item.data, comment), encoding="utf-8")
+            # The entry's fields as the importer read them (6667 stays 6667, not the model's float 6667.0).
+            target.write_text(header + yaml.safe_dump(item.data, sort_keys=False, width=116, allow_unicode=True),
+                              encoding="utf-8")
             result.written.append(path)
         publish_folder(staged, root / "recipes")
     return result

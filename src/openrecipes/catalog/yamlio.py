@@ -144,13 +144,11 @@ def _read(text: str, doc: YamlDocument) -> None:
                                     "a catalog file needs a few")
             value: Any = ({} if kind is yaml.MappingStartEvent else []) if collection else _scalar(event)
             parent = stack[-1] if stack else None
-            skip, dotted = documents > 1, ""
+            skip, dotted = documents > 1 or (parent is not None and parent.skip), ""
             if skip:
                 pass
             elif parent is None:
                 doc.data = value
-            elif parent.skip:
-                skip = True
             elif isinstance(parent.value, list):
                 dotted = join_path(parent.path, len(parent.value))
                 doc.lines[dotted] = line
