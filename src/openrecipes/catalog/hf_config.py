@@ -125,18 +125,14 @@ class Shape:
         return self.layers - (self.moe.moe_layers if self.moe else 0)
 
 
-class ConfigError(UserError):
-    pass
-
-
 class _Reader:
     """Reads fields of one config, each error naming the file and the field."""
 
     def __init__(self, path: Path, data: dict[str, Any]) -> None:
         self.path, self.data = path, data
 
-    def fail(self, field: str, problem: str) -> ConfigError:
-        return ConfigError(f"{shown(self.path)}: {field}: {problem}")
+    def fail(self, field: str, problem: str) -> UserError:
+        return UserError(f"{shown(self.path)}: {field}: {problem}")
 
     def count(self, key: str, default: int | None = None, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
         value = self.data.get(key, default)
@@ -166,22 +162,22 @@ def load_config(path: Path) -> tuple[str, dict[str, Any]]:
     text = read_text(path, MAX_CONFIG_BYTES, "config.json")
 
     def no_constant(name: str) -> None:
-        raise ConfigError(f"{shown(path)}: {name} is not a number a config may hold; write a finite number")
+        raise UserError(f"{shown(path)}: {name} is not a number a config may hold; write a finite number")
 
     if json_depth(text) > MAX_DEPTH:
-        raise ConfigError(f"{shown(path)}: nested deeper than {MAX_DEPTH} levels; give the model's config.json itself")
+        raise UserError(f"{shown(path)}: nested deeper than {MAX_DEPTH} levels; give the model's config.json itself")
     try:
         data = json.loads(text, parse_constant=no_constant)
     except json.JSONDecodeError as error:
-        raise ConfigError(f"{shown(path)}:{error.lineno}: not JSON ({error.msg}); give the model's config.json"
+        raise UserError(f"{shown(path)}:{error.lineno}: not JSON ({error.msg}); give the model's config.json"
                           ) from None
     except ValueError as error:  # a number of thousands of digits
-        raise ConfigError(f"{shown(path)}: {error}; write the numbers of the model's config.json") from None
+        raise UserError(f"{shown(path)}: {error}; write the numbers of the model's config.json") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{shown(path)}: the top level is not a JSON object; give the model's config.json")
+        raise UserError(f"{shown(path)}: the top level is not a JSON object; give the model's config.json")
     for key, value in data.items():
         if isinstance(value, float) and not math.isfinite(value):  # 1e999 parses to inf
-            raise ConfigError(f"{shown(path)}: {key}: {value} is not finite; write a finite number")
+            raise UserError(f"{shown(path)}: {key}: {value} is not finite; write a finite number")
     return text, data
 
 
@@ -190,15 +186,15 @@ def family_of(path: Path, data: dict[str, Any]) -> str:
     architectures = data.get("architectures")
     if architectures is not None and (not isinstance(architectures, list) or len(architectures) != 1
                                       or not isinstance(architectures[0], str)):
-        raise ConfigError(f"{shown(path)}: architectures: expected a list of one class name such as "
+        raise UserError(f"{shown(path)}: architectures: expected a list of one class name such as "
                           "[\"LlamaForCausalLM\"]; write the model's class")
     if model_type is None and architectures:
         model_type = BY_ARCHITECTURE.get(architectures[0])
     if not isinstance(model_type, str) or model_type not in FAMILIES:
-        raise ConfigError(f"{shown(path)}: model_type: {model_type!r} is not an architecture this catalog derives "
+        raise UserError(f"{shown(path)}: model_type: {model_type!r} is not an architecture this catalog derives "
                           f"cards for; known: {', '.join(sorted(FAMILIES))}")
     if architectures and architectures[0] != FAMILIES[model_type].architecture:
-        raise ConfigError(f"{shown(path)}: architectures: {architectures[0]} does not build model_type {model_type} "
+        raise UserError(f"{shown(path)}: architectures: {architectures[0]} does not build model_type {model_type} "
                           f"(that is {FAMILIES[model_type].architecture}); fix one of the two")
     return model_type
 
@@ -349,7 +345,7 @@ def meta_model(path: Path, data: dict[str, Any]) -> Any:
                 return transformers.AutoModelForCausalLM.from_config(config)
         except (RuntimeError, ValueError, TypeError, KeyError, OverflowError) as error:
             problem = str(error).splitlines()[0][:160] if str(error) else type(error).__name__
-            raise ConfigError(f"{shown(path)}: transformers cannot build a model from it ({problem}); give the "
+            raise UserError(f"{shown(path)}: transformers cannot build a model from it ({problem}); give the "
                               "model's config.json") from None
 
 
@@ -368,11 +364,11 @@ def counts(path: Path, data: dict[str, Any], shape: Shape) -> ParameterCounts:
     validated here: the card that carries them is."""
     least = shape.vocab * shape.hidden + shape.layers * shape.hidden  # the embedding and the layers' norms
     if least > MAX_COUNT:  # refused before building: a meta tensor this large cannot even be counted
-        raise ConfigError(f"{shown(path)}: hidden_size: {BEYOND.format(total=f'at least {least:.3g}')}")
+        raise UserError(f"{shown(path)}: hidden_size: {BEYOND.format(total=f'at least {least:.3g}')}")
     model = meta_model(path, data)
     inner, total = model.model, _size(model)
     if total > MAX_COUNT:
-        raise ConfigError(f"{shown(path)}: hidden_size: {BEYOND.format(total=f'{total:.3g}')}")
+        raise UserError(f"{shown(path)}: hidden_size: {BEYOND.format(total=f'{total:.3g}')}")
     embedding, first = _size(inner.embed_tokens), inner.layers[0]
     dense = next((layer for layer in inner.layers if not hasattr(layer.mlp, "experts")), None)
     moe = next((layer for layer in inner.layers if hasattr(layer.mlp, "experts")), None)
