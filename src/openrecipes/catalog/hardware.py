@@ -8,20 +8,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from openrecipes import figures
-from openrecipes.catalog.model import Degree, Figure, Gpu, NonNegativeInt, PositiveInt, SummaryGpu
+from openrecipes.catalog.model import Degree, Figure, Gpu, NonNegativeInt, PositiveInt, Strict, SummaryGpu
 from openrecipes.catalog.paths import bundled_root
 from openrecipes.catalog.yamlio import YamlDocument, read_yaml
 from openrecipes.errors import UserError
 
 
-class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-
-class GpuSpec(_Row):
+class GpuSpec(Strict):
     """One hardware variant: a part a figure ran on (hardware/gpus.yaml)."""
 
     type: str  # the family (H100, H200, ...) instance prices and recipe folders name
@@ -43,7 +39,7 @@ class GpuSpec(_Row):
     date: datetime.date
 
 
-class InstanceSpec(_Row):
+class InstanceSpec(Strict):
     gpu: str
     gpus: Degree
     usd_per_hour: Figure
@@ -51,13 +47,13 @@ class InstanceSpec(_Row):
     date: datetime.date
 
 
-class ActiveParamsCard(_Row):
+class ActiveParamsCard(Strict):
     count: PositiveInt
     source: str
     revision: str | None
 
 
-class Architecture(_Row):
+class Architecture(Strict):
     """The architecture fields the validator, planner and engines read, typed; a card may carry more (its sources,
     descriptions), which are kept as written."""
 
@@ -90,7 +86,7 @@ class Architecture(_Row):
     torchtitan_flavor: str | None = None
 
 
-class ParameterCounts(_Row):
+class ParameterCounts(Strict):
     """A derived card's parameter counts (`openrecipes model add`, catalog/hf_config.py), each part of the total."""
 
     total: PositiveInt
@@ -124,13 +120,13 @@ class ParameterCounts(_Row):
         return self
 
 
-class ConfigSource(_Row):
+class ConfigSource(Strict):
     file: str  # the config.json, relative to the card's folder
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     origin: str  # where the config came from: repository, path and commit, or how it was written
 
 
-class ModelCard(_Row):
+class ModelCard(Strict):
     name: str
     family: str
     architecture: dict[str, Any]
@@ -172,7 +168,7 @@ class ReferenceTables:
     model_files: dict[str, Path]  # model name -> card path (its stem is the recipes/ folder name)
 
 
-def _validated(row_model: type[_Row], data: Any, doc: YamlDocument, *key: object) -> Any:
+def _validated(row_model: type[Strict], data: Any, doc: YamlDocument, *key: object) -> Any:
     """`data` as a `row_model`; the first schema error names the file, its line and the field (under `key`)."""
     try:
         return row_model.model_validate(data)
@@ -182,7 +178,7 @@ def _validated(row_model: type[_Row], data: Any, doc: YamlDocument, *key: object
         raise UserError(f"{doc.path}:{doc.line_of(field)}: {field}: {first['msg']}") from None
 
 
-def _load_table(path: Path, row_model: type[_Row]) -> dict[str, Any]:
+def _load_table(path: Path, row_model: type[Strict]) -> dict[str, Any]:
     doc = read_yaml(path)
     if not isinstance(doc.data, dict):
         raise UserError(f"{path}:1: expected a mapping of name -> row; fix the file's top level")
