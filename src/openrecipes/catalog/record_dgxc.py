@@ -82,13 +82,6 @@ class Cell:
     lines: tuple[int, ...]
 
 
-def _release(excerpt: Excerpt) -> str:
-    found = re.search(r"^data/record-sources/dgxc-benchmarking/(v[0-9.]+)/", excerpt.shown)
-    if not found:
-        raise UserError(f"{excerpt.shown}: not under data/record-sources/dgxc-benchmarking/<release tag>/")
-    return found.group(1)
-
-
 Body = list[tuple[int, tuple[str, ...]]]
 
 
@@ -120,18 +113,6 @@ def _tables(excerpt: Excerpt) -> list[tuple[int, Body, str | None]]:
     return tables
 
 
-def _params(text: str, where: str) -> dict[str, int]:
-    """'TP=4, PP=4, CP=2, VP=5, MBS=1, GA=64' -> {'TP': 4, ...}; an unknown or repeated key is a UserError."""
-    out: dict[str, int] = {}
-    for part in text.split(","):
-        found = re.fullmatch(r"\s*(TP|PP|CP|VP|MBS|GA)=([1-9][0-9]*)\s*", part)
-        if not found or found.group(1) in out:
-            raise UserError(f"{where}: '{part.strip()}' is not one of TP, PP, CP, VP, MBS, GA = a count; fix the "
-                            "table's first cell")
-        out[found.group(1)] = int(found.group(2))
-    return out
-
-
 _TITLE_A = re.compile(r"^Llama 3\.1 (8b|70b|405b)(?: 24\.09)? (BF16|FP8) \((.*)\)$")
 _COLUMN_A = re.compile(r"^Throughput on ([1-9][0-9]*)x (H100) GPUs(?: \(GBS=([1-9][0-9]*)\))?$")
 _TITLE_B = re.compile(r"^Llama ?3\.1 (8b|70b|405b) (BF16|FP8)$")
@@ -156,7 +137,9 @@ def _rows(body: Body, width: int, where: Excerpt,
 
 def parse(excerpt: Excerpt, skipped: list[Skipped]) -> list[Cell]:
     """Every importable cell of a Llama 3.1 excerpt; proxy columns are reported in `skipped`."""
-    release = _release(excerpt)
+    if not (found := re.search(r"^data/record-sources/dgxc-benchmarking/(v[0-9.]+)/", excerpt.shown)):
+        raise UserError(f"{excerpt.shown}: not under data/record-sources/dgxc-benchmarking/<release tag>/")
+    release = found.group(1)
     tables = _tables(excerpt)
     layouts = _layout_tables(excerpt, tables)
     out: list[Cell] = []
@@ -176,7 +159,13 @@ def parse(excerpt: Excerpt, skipped: list[Skipped]) -> list[Cell]:
 def _cells_a(excerpt: Excerpt, release: str, header_line: int, header: tuple[str, ...],
              body: Body, title: re.Match[str], skipped: list[Skipped]) -> list[Cell]:
     where = excerpt.where(header_line)
-    params = _params(title.group(3), where)
+    params: dict[str, int] = {}  # 'TP=4, PP=4, CP=2, VP=5, MBS=1, GA=64' -> {'TP': 4, ...}
+    for part in title.group(3).split(","):
+        found = re.fullmatch(r"\s*(TP|PP|CP|VP|MBS|GA)=([1-9][0-9]*)\s*", part)
+        if not found or found.group(1) in params:
+            raise UserError(f"{where}: '{part.strip()}' is not one of TP, PP, CP, VP, MBS, GA = a count; fix the "
+                            "table's first cell")
+        params[found.group(1)] = int(found.group(2))
     for needed in ("TP", "PP", "CP", "MBS"):
         if needed not in params:
             raise UserError(f"{where}: the first cell names no {needed}; fix the table")
@@ -197,9 +186,8 @@ def _cells_a(excerpt: Excerpt, release: str, header_line: int, header: tuple[str
         gbs_text = per.get("GBS", found.group(3))
         if gbs_text is None:
             raise UserError(f"{where}: column {column} gives no global batch (GBS); fix the table")
-        vp_text = per.get("VP")
         layout = ParsedLayout(params["TP"], parse_count(per["PP"], where, "PP") if "PP" in per else params["PP"],
-                        params["CP"], optional_degree(vp_text, where, "VP") if vp_text else params.get("VP"),
+                        params["CP"], optional_degree(per["VP"], where, "VP") if per.get("VP") else params.get("VP"),
                         params["MBS"], None if per else params.get("GA"), parse_count(gbs_text, where, "GBS"), layers)
         _keep(_cell(excerpt, release, title, found.group(2), gpus, layout, header_line, rows, column, lines), out,
               skipped)
