@@ -110,7 +110,7 @@ def _read(text: str, doc: YamlDocument) -> None:
     duplicate: UserError | None = None
     unhashable: yaml.MarkedYAMLError | None = None
     stack: list[_Open] = []
-    depth, documents, first_document = 0, 0, None
+    documents, first_document = 0, None
     try:
         while True:
             event: Any = loader.get_event()  # libyaml's events, typed as their base class
@@ -118,7 +118,6 @@ def _read(text: str, doc: YamlDocument) -> None:
             if kind is yaml.StreamEndEvent:
                 break
             if kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-                depth -= 1
                 stack.pop()
                 continue
             if kind is yaml.DocumentStartEvent:
@@ -137,11 +136,9 @@ def _read(text: str, doc: YamlDocument) -> None:
             if event.tag is not None:
                 raise UserError(f"{shown(path)}:{line}: YAML tags ({event.tag}) are not allowed; write a plain value")
             collection = kind is not yaml.ScalarEvent
-            if collection:
-                depth += 1
-                if depth > MAX_DEPTH:
-                    raise UserError(f"{shown(path)}:{line}: nested deeper than {MAX_DEPTH} levels; "
-                                    "a catalog file needs a few")
+            if collection and len(stack) >= MAX_DEPTH:  # the stack holds every open collection
+                raise UserError(f"{shown(path)}:{line}: nested deeper than {MAX_DEPTH} levels; "
+                                "a catalog file needs a few")
             value: Any = ({} if kind is yaml.MappingStartEvent else []) if collection else _scalar(event)
             parent = stack[-1] if stack else None
             skip, dotted = documents > 1 or (parent is not None and parent.skip), ""
