@@ -261,9 +261,8 @@ def command_inputs(text: str) -> CommandInputs:
                 found = inputs.arrays if array else inputs.variables
                 if name not in assigned and name not in found:
                     found.append(name)
-        for placeholder in _PLACEHOLDER.findall(line.partition(" #")[0]):
-            if placeholder not in inputs.placeholders:
-                inputs.placeholders.append(placeholder)
+        inputs.placeholders += _PLACEHOLDER.findall(line.partition(" #")[0])
+    inputs.placeholders = list(dict.fromkeys(inputs.placeholders))  # each once, in order of first use
     # The program: a script (train_async.py) or a dotted module after -m; a placeholder is listed above instead.
     inputs.program = [w for w in parsed.launcher
                       if (w.endswith(".py") or "." in w) and not w.startswith("-") and not _PLACEHOLDER.search(w)][:1]

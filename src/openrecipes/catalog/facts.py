@@ -83,8 +83,7 @@ def levers(recipe: Recipe) -> list[tuple[str, str]]:
     lay = recipe.layout
     facts = [("Fused kernels", f"Liger-Kernel: {', '.join(lay.kernels)}")] if lay.kernels else []
     facts += [("Attention", lay.attention)] if lay.attention else []
-    if lay.float8 is not None:
-        f8 = lay.float8
+    if (f8 := lay.float8) is not None:
         parts = [f"torchao float8 linear layers, {f8.scaling} scaling"]
         parts += ["weights all-gathered in FP8"] if f8.fsdp_float8_all_gather else []
         parts += ["scales precomputed in one all-reduce"] if f8.precomputed_scales else []

@@ -42,9 +42,8 @@ class PublishedFigures:
     @property
     def tflops_ratio(self) -> float | None:
         """Published over implied model TFLOP/s; 1.0 is perfect agreement."""
-        if self.published_tflops_per_gpu is None:
-            return None
-        return self.published_tflops_per_gpu / self.implied_tflops_per_gpu
+        published = self.published_tflops_per_gpu
+        return None if published is None else published / self.implied_tflops_per_gpu
 
 
 def data_parallel(run: PublishedRun, gpus: int) -> float:
@@ -162,8 +161,7 @@ def check_published(entry: PublishedSummary, tables: ReferenceTables) -> tuple[l
     if not fsdp:
         findings.extend(_gradient_accumulation(run, entry.gpu.count))
     derived = published_figures(entry, tables)
-    ratio = derived.tflops_ratio if derived else None
-    if derived is not None and ratio is not None:
+    if derived is not None and (ratio := derived.tflops_ratio) is not None:
         text = (f"published {derived.published_tflops_per_gpu:g} model TFLOP/s per GPU against "
                 f"{derived.implied_tflops_per_gpu:.0f} from tokens/s x our {derived.flops_per_token / 1e9:.2f} "
                 f"GFLOP per token ({ratio - 1:+.1%})")

@@ -140,8 +140,7 @@ def markdown_tables(text: str, where: Path) -> list[Table]:
     i = 0
     while i < len(lines):
         line = lines[i]
-        heading = re.match(r"^(#{1,6})\s+(.*)$", line)
-        if heading:
+        if heading := re.match(r"^(#{1,6})\s+(.*)$", line):
             level = len(heading.group(1))
             headings = [h for h in headings if h[0] < level] + [(level, heading.group(2).strip())]
             paragraph = caption = ""

@@ -74,9 +74,7 @@ def excerpt_files(root: Path, source: str) -> list[str]:
 
 def cells(text: str) -> tuple[str, ...]:
     """The cells of a Markdown table line, stripped; a trailing pipe is optional (the dgxc tables omit some)."""
-    body = text.strip().removeprefix("|")
-    body = body[:-1] if body.endswith("|") else body
-    return tuple(cell.strip() for cell in body.split("|"))
+    return tuple(cell.strip() for cell in text.strip().removeprefix("|").removesuffix("|").split("|"))
 
 
 @dataclass(frozen=True)
@@ -93,8 +91,7 @@ class Decimal:
 
     @property
     def half_unit(self) -> float:
-        decimals = len(self.text.split(".")[1]) if "." in self.text else 0
-        return 0.5 * 10.0 ** -decimals
+        return 0.5 * 10.0 ** -len(self.text.partition(".")[2])  # the decimals written
 
 
 def parse_decimal(cell: str, where: str, what: str) -> Decimal:
