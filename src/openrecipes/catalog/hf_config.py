@@ -42,7 +42,6 @@ class MoeKeys:
     shared_experts: str | None = None  # each shared expert is one expert-sized FFN every token visits
     first_dense: str | None = None  # leading layers with a dense FFN instead
     sparse_step: bool = False  # Qwen-MoE's decoder_sparse_step and mlp_only_layers
-    biases: bool = False  # gpt-oss: router and expert biases
 
 
 @dataclass(frozen=True)
@@ -52,8 +51,7 @@ class Family:
     name: str
     architecture: str  # the class in `architectures`
     mla: bool = False  # multi-head latent attention (DeepSeek)
-    qkv_bias: bool | None = False  # None: the config's attention_bias decides
-    o_bias: bool | None = False
+    attention_bias: bool | None = False  # on any attention projection (Qwen2: q, k and v); None: the config decides
     qk_norm: bool = False  # per-head RMSNorm on queries and keys (Qwen3)
     sinks: bool = False  # one learned attention sink per head (gpt-oss)
     window_key: str | None = None  # sliding window attention, where it is used
@@ -61,19 +59,19 @@ class Family:
 
 
 FAMILIES: dict[str, Family] = {
-    "llama": Family("Llama", "LlamaForCausalLM", qkv_bias=None, o_bias=None),
+    "llama": Family("Llama", "LlamaForCausalLM", attention_bias=None),
     "mistral": Family("Mistral", "MistralForCausalLM", window_key="sliding_window"),
-    "qwen2": Family("Qwen2", "Qwen2ForCausalLM", qkv_bias=True),
-    "qwen3": Family("Qwen3", "Qwen3ForCausalLM", qkv_bias=None, o_bias=None, qk_norm=True),
-    "qwen3_moe": Family("Qwen3-MoE", "Qwen3MoeForCausalLM", qkv_bias=None, o_bias=None, qk_norm=True,
+    "qwen2": Family("Qwen2", "Qwen2ForCausalLM", attention_bias=True),
+    "qwen3": Family("Qwen3", "Qwen3ForCausalLM", attention_bias=None, qk_norm=True),
+    "qwen3_moe": Family("Qwen3-MoE", "Qwen3MoeForCausalLM", attention_bias=None, qk_norm=True,
                         moe=MoeKeys("num_experts", "moe_intermediate_size", sparse_step=True)),
     "mixtral": Family("Mixtral", "MixtralForCausalLM", window_key="sliding_window",
                       moe=MoeKeys("num_local_experts", "intermediate_size")),
-    "deepseek_v3": Family("DeepSeek-V3", "DeepseekV3ForCausalLM", mla=True, qkv_bias=None, o_bias=None,
+    "deepseek_v3": Family("DeepSeek-V3", "DeepseekV3ForCausalLM", mla=True, attention_bias=None,
                           moe=MoeKeys("n_routed_experts", "moe_intermediate_size", shared_experts="n_shared_experts",
                                       first_dense="first_k_dense_replace")),
-    "gpt_oss": Family("GPT-OSS", "GptOssForCausalLM", qkv_bias=None, o_bias=None, sinks=True,
-                      window_key="sliding_window", moe=MoeKeys("num_local_experts", "intermediate_size", biases=True)),
+    "gpt_oss": Family("GPT-OSS", "GptOssForCausalLM", attention_bias=None, sinks=True,
+                      window_key="sliding_window", moe=MoeKeys("num_local_experts", "intermediate_size")),
 }
 BY_ARCHITECTURE = {family.architecture: model_type for model_type, family in FAMILIES.items()}
 
@@ -96,7 +94,6 @@ class Moe:
     expert_ffn: int
     shared_experts: int
     moe_layers: int
-    biases: bool
 
 
 @dataclass(frozen=True)
@@ -113,16 +110,11 @@ class Shape:
     kv_heads: int
     head_dim: int
     ffn: int | None  # dense FFN width; None when no layer is dense
-    qkv_bias: bool
-    o_bias: bool
+    attention_bias: bool
     mla: Mla | None
     moe: Moe | None
     window: int | None  # sliding window in tokens (Hugging Face's count, the token itself included)
     windowed_layers: int
-
-    @property
-    def dense_layers(self) -> int:
-        return self.layers - (self.moe.moe_layers if self.moe else 0)
 
 
 class _Reader:
@@ -224,8 +216,7 @@ def read_shape(path: Path, data: dict[str, Any]) -> Shape:
         model_type=model_type, family=family, layers=layers, hidden=hidden, vocab=read.count("vocab_size"),
         tied=read.flag("tie_word_embeddings", False), heads=heads, kv_heads=kv_heads, head_dim=head_dim,
         ffn=read.count("intermediate_size") if dense else None,
-        qkv_bias=attention_bias if family.qkv_bias is None else family.qkv_bias,
-        o_bias=attention_bias if family.o_bias is None else family.o_bias,
+        attention_bias=attention_bias if family.attention_bias is None else family.attention_bias,
         mla=mla, moe=moe, window=window, windowed_layers=windowed)
     read.flag("mlp_bias", False)  # refused here, naming the key, when not true or false (transformers reads it)
     return shape
@@ -253,7 +244,7 @@ def _read_moe(read: _Reader, family: Family, layers: int) -> Moe:
                  f"no layer of the {layers} has experts ({dense_keys} make every layer dense); a mixture of experts "
                  "needs at least one MoE layer")
     return Moe(experts=experts, topk=topk, expert_ffn=read.count(keys.expert_ffn), shared_experts=shared,
-               moe_layers=moe_layers, biases=keys.biases)
+               moe_layers=moe_layers)
 
 
 def _layer_numbers(read: _Reader, key: str, layers: int) -> list[int]:
@@ -414,13 +405,13 @@ def architecture_fields(shape: Shape) -> dict[str, Any]:
         # MLA has no key/value heads of its own: its shape is the latent ranks below
         "query_groups": None if m else shape.kv_heads, "kv_channels": None if m else shape.head_dim,
         "padded_vocab_size": shape.vocab, "untied_embeddings": not shape.tied, "qk_norm": shape.family.qk_norm,
-        "attention_bias": shape.qkv_bias or shape.o_bias,
+        "attention_bias": shape.attention_bias,
         "attention": m and "multi-head latent attention (MLA)", "kv_lora_rank": m and m.kv_lora_rank,
         "qk_head_dim": m and m.qk_nope_dim, "qk_pos_emb_head_dim": m and m.qk_rope_dim, "v_head_dim": m and m.v_dim,
         "q_lora_rank": m and m.q_lora_rank, "attention_sinks": shape.family.sinks or None,
         "experts": moe and moe.experts, "expert_ffn_hidden_size": moe and moe.expert_ffn,
         "router_topk": moe and moe.topk, "shared_experts": moe and moe.shared_experts,
-        "dense_layers": moe and shape.dense_layers,
+        "dense_layers": moe and shape.layers - moe.moe_layers,
         # Megatron's --window-size W attends W past tokens plus the token itself; Hugging Face counts the token.
         "window_size": shape.window - 1 if shape.window and windowed else None,
         "window_attn_skip_freq": round(shape.layers / full) if windowed and full else None}
