@@ -162,7 +162,7 @@ def load_config(path: Path) -> tuple[str, dict[str, Any]]:
         data = json.loads(text, parse_constant=no_constant)
     except json.JSONDecodeError as error:
         raise UserError(f"{shown(path)}:{error.lineno}: not JSON ({error.msg}); give the model's config.json"
-                          ) from None
+                        ) from None
     except ValueError as error:  # a number of thousands of digits
         raise UserError(f"{shown(path)}: {error}; write the numbers of the model's config.json") from None
     if not isinstance(data, dict):
@@ -179,15 +179,15 @@ def family_of(path: Path, data: dict[str, Any]) -> str:
     if architectures is not None and (not isinstance(architectures, list) or len(architectures) != 1
                                       or not isinstance(architectures[0], str)):
         raise UserError(f"{shown(path)}: architectures: expected a list of one class name such as "
-                          "[\"LlamaForCausalLM\"]; write the model's class")
+                        "[\"LlamaForCausalLM\"]; write the model's class")
     if model_type is None and architectures:
         model_type = BY_ARCHITECTURE.get(architectures[0])
     if not isinstance(model_type, str) or model_type not in FAMILIES:
         raise UserError(f"{shown(path)}: model_type: {model_type!r} is not an architecture this catalog derives "
-                          f"cards for; known: {', '.join(sorted(FAMILIES))}")
+                        f"cards for; known: {', '.join(sorted(FAMILIES))}")
     if architectures and architectures[0] != FAMILIES[model_type].architecture:
         raise UserError(f"{shown(path)}: architectures: {architectures[0]} does not build model_type {model_type} "
-                          f"(that is {FAMILIES[model_type].architecture}); fix one of the two")
+                        f"(that is {FAMILIES[model_type].architecture}); fix one of the two")
     return model_type
 
 
@@ -337,7 +337,7 @@ def meta_model(path: Path, data: dict[str, Any]) -> Any:
         except (RuntimeError, ValueError, TypeError, KeyError, OverflowError) as error:
             problem = str(error).splitlines()[0][:160] if str(error) else type(error).__name__
             raise UserError(f"{shown(path)}: transformers cannot build a model from it ({problem}); give the "
-                              "model's config.json") from None
+                            "model's config.json") from None
 
 
 def _size(module: Any) -> int:
@@ -381,14 +381,15 @@ def counts(path: Path, data: dict[str, Any], shape: Shape) -> ParameterCounts:
     if shape.model_type == "deepseek_v3":
         counted += ("; the multi-token-prediction layer (num_nextn_predict_layers) is not counted: transformers does "
                     "not build it")
-    return ParameterCounts.model_construct(total=total, active=active, active_matmul=active_matmul, embedding=embedding,
-                  output_head=0 if shape.tied else _size(model.lm_head), final_norm=_size(inner.norm),
-                  attention_per_layer=_size(first.self_attn),
-                  norms_per_layer=_size(first.input_layernorm) + _size(first.post_attention_layernorm),
-                  dense_mlp_per_layer=_size(dense.mlp) if dense is not None else None, router_per_layer=router,
-                  expert=expert, shared_experts_per_layer=shared,
-                  dense_layer=_size(dense) if dense is not None else None, moe_layer=moe_layer,
-                  moe_layer_active=moe_active, counted=counted)
+    return ParameterCounts.model_construct(
+        total=total, active=active, active_matmul=active_matmul, embedding=embedding,
+        output_head=0 if shape.tied else _size(model.lm_head), final_norm=_size(inner.norm),
+        attention_per_layer=_size(first.self_attn),
+        norms_per_layer=_size(first.input_layernorm) + _size(first.post_attention_layernorm),
+        dense_mlp_per_layer=_size(dense.mlp) if dense is not None else None, router_per_layer=router,
+        expert=expert, shared_experts_per_layer=shared,
+        dense_layer=_size(dense) if dense is not None else None, moe_layer=moe_layer,
+        moe_layer_active=moe_active, counted=counted)
 
 
 # --- the card -------------------------------------------------------------------------------------------------------

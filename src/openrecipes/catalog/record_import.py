@@ -286,7 +286,7 @@ def write_entries(root: Path, source_tag: str, imported: list[Imported], skipped
     prefix = f"{ENTRY_PREFIX}{source_tag}-"
     existing = _existing_references(root, prefix)
     result = ImportResult(skipped=list(dict.fromkeys(skipped)))  # a row of two runs is reported once
-    chosen: dict[Path, tuple[Imported, PublishedSummary]] = {}
+    chosen: dict[Path, Imported] = {}
     for item in imported:
         entry = _validate(item, tables)
         assert entry.published is not None  # _validate refuses an entry without its published block
@@ -296,9 +296,9 @@ def write_entries(root: Path, source_tag: str, imported: list[Imported], skipped
             result.skipped.append(Skipped(entry.model, item.source_line, f"already in the catalog as {existing[key]}"))
             continue
         if item.path in chosen:
-            raise UserError(f"{item.source_line}: the same entry name as {chosen[item.path][0].source_line} "
+            raise UserError(f"{item.source_line}: the same entry name as {chosen[item.path].source_line} "
                             f"({item.path}); the import names entries by model, GPU and layout")
-        chosen[item.path] = (item, entry)
+        chosen[item.path] = item
     (root / "recipes").mkdir(exist_ok=True)  # a new catalog: an empty recipes/ to swap with
     if (root / "recipes").is_symlink():
         raise UserError(f"{root / 'recipes'}: is a symbolic link; an import replaces recipes/ as a whole, so give the "
@@ -313,7 +313,7 @@ def write_entries(root: Path, source_tag: str, imported: list[Imported], skipped
         copy_folder(root / "recipes", staged)
         for stale in old - set(chosen):
             (staged / stale.relative_to("recipes")).unlink()
-        for path, (item, _) in sorted(chosen.items()):
+        for path, item in sorted(chosen.items()):
             target = staged / path.relative_to("recipes")
             target.parent.mkdir(parents=True, exist_ok=True)
             if target.is_symlink():  # an entry of this source's that someone made a link: the link goes, not its target
