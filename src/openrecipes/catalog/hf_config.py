@@ -116,6 +116,10 @@ class Shape:
     window: int | None  # sliding window in tokens (Hugging Face's count, the token itself included)
     windowed_layers: int
 
+    @property
+    def dense_layers(self) -> int:
+        return self.layers - (self.moe.moe_layers if self.moe else 0)
+
 
 class _Reader:
     """Reads fields of one config, each error naming the file and the field."""
@@ -412,7 +416,7 @@ def architecture_fields(shape: Shape) -> dict[str, Any]:
         "q_lora_rank": m and m.q_lora_rank, "attention_sinks": shape.family.sinks or None,
         "experts": moe and moe.experts, "expert_ffn_hidden_size": moe and moe.expert_ffn,
         "router_topk": moe and moe.topk, "shared_experts": moe and moe.shared_experts,
-        "dense_layers": moe and shape.layers - moe.moe_layers,
+        "dense_layers": moe and shape.dense_layers,
         # Megatron's --window-size W attends W past tokens plus the token itself; Hugging Face counts the token.
         "window_size": shape.window - 1 if shape.window and windowed else None,
         "window_attn_skip_freq": round(shape.layers / full) if windowed and full else None}
