@@ -75,11 +75,8 @@ def pareto_points(catalog: Catalog, model: str) -> list[ParetoPoint]:
                       and e.entry.result.usd_per_million_tokens is not None),
                      key=lambda e: (-e.entry.result.tokens_per_s_per_gpu, usd_recomputed(catalog, e), e.slug))
     return [ParetoPoint(e, e.entry.result.tokens_per_s_per_gpu, usd_recomputed(catalog, e), e.entry.gpu.count,
-                        e.entry.gpu.type, number, _precision(e)) for number, e in enumerate(entries, start=1)]
-
-
-def _precision(entry: CatalogEntry) -> str:
-    return entry.entry.workload.precision if isinstance(entry.entry, Recipe) else BF16
+                        e.entry.gpu.type, number, e.entry.workload.precision if isinstance(e.entry, Recipe) else BF16)
+            for number, e in enumerate(entries, start=1)]
 
 
 def usd_recomputed(catalog: Catalog, entry: CatalogEntry) -> float:
@@ -369,11 +366,9 @@ def _cheapest_by_recomputed(catalog: Catalog, best: list[GpuBest]) -> list[GpuBe
                    and e.entry.result.usd_per_million_tokens is not None
                    and e.entry.gpu.type == gpu.gpu_type and e.is_summary == gpu.cheapest.is_summary
                    and ranked_with_bf16(e) == ranked_with_bf16(gpu.cheapest)]  # FP8 never stands in for BF16
-        if not entries:  # no priced entry: the published one stands, shown "not published"
-            out.append(gpu)
-            continue
-        cheapest = min(entries, key=lambda e: (usd_recomputed(catalog, e), e.slug))
-        out.append(replace(gpu, cheapest=cheapest))
+        # no priced entry: the published one stands, shown "not published"
+        out.append(replace(gpu, cheapest=min(entries, key=lambda e: (usd_recomputed(catalog, e), e.slug)))
+                   if entries else gpu)
     return out
 
 
