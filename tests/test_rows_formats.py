@@ -11,11 +11,25 @@ import pytest
 from openrecipes.rows.encode import TemplateEncoder
 from openrecipes.rows.encoders import PartsEncoder
 from openrecipes.rows.formats import FORMAT_SPECIALS
-from openrecipes.rows.qwen3_template import QWEN3_GENERATION_TEMPLATE
 from openrecipes.rows.vocab_export import VOCABS, build_tokenizer, read_ranks, read_specials
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rows"
 CONVERSATIONS = [json.loads(line)["messages"] for line in (FIXTURES / "conversations.jsonl").read_text().splitlines()]
+
+# The qwen3 format's mask written as {% generation %} markers on Qwen3's template (text conversations only), to check
+# the qwen3 format against apply_chat_template through `--chat-format template`.
+QWEN3_GENERATION_TEMPLATE = (
+    "{%- set ns = namespace(last_query=messages|length - 1) %}"
+    "{%- for m in messages[::-1] %}{%- if m.role == 'user' and ns.last_query == messages|length - 1 %}"
+    "{%- set ns.last_query = messages|length - 1 - loop.index0 %}{%- endif %}{%- endfor %}"
+    "{%- for m in messages %}{%- if m.role == 'assistant' %}"
+    "{%- if loop.index0 > ns.last_query and loop.last %}"
+    "{{- '<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n' }}"
+    "{%- generation %}{{- m.content.lstrip('\\n') + '<|im_end|>' }}{%- endgeneration %}"
+    "{%- else %}{{- '<|im_start|>assistant\\n' }}"
+    "{%- generation %}{{- m.content + '<|im_end|>' }}{%- endgeneration %}{%- endif %}{{- '\\n' }}"
+    "{%- else %}{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{%- endif %}{%- endfor %}"
+)
 
 
 @pytest.fixture(scope="module")

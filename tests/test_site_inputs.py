@@ -78,7 +78,7 @@ def test_running_steps_use_the_recipes_own_format_rows_and_paths(catalog):
     assert not gptoss.runs_here
     qwen = running_steps(catalog.find("openrecipes-compile-noac-mb4"))
     assert qwen.rows_command == "openrecipes rows demo --out .data/qwen3-rows --chat-format qwen3 --rows 320 --seed 42"
-    assert qwen.runs_here and qwen.recipe_path == "recipes/qwen3-1.7b/h200/openrecipes-compile-noac-mb4.yaml"
+    assert qwen.runs_here and qwen.entry.path.as_posix() == "recipes/qwen3-1.7b/h200/openrecipes-compile-noac-mb4.yaml"
     glm = running_steps(catalog.find("attune-tp4-pp2-cp8"))
     assert "--chat-format glm5" in glm.rows_command and "--rows 12800" in glm.rows_command
     assert glm.tokenizer_command is None and "TOKENIZER_DIR" in glm.rows_command

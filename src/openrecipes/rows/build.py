@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import shutil
 import tempfile
 from collections import Counter, deque
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from openrecipes.rows.formats import CHAT_FORMATS
 from openrecipes.rows.manifest import PACKING, PERMUTATION, DemoCorpus, ManifestSource, ManifestTokenizer, RowsManifest
 from openrecipes.rows.memo import ConversationMemo, Encoded, encode_parsed, mean_record_bytes
 from openrecipes.rows.output import RowPacker, RowsWriter
-from openrecipes.rows.publish import discard, locked, publish, stage
+from openrecipes.rows.publish import locked, publish, stage
 from openrecipes.rows.room import SPILL_TOKENS, check_free_space, output_bytes_bound, source_tokens_bound
 from openrecipes.rows.sources import JsonlLines, open_source
 
@@ -170,7 +171,7 @@ def _write_rows(request: BuildRequest, eos: str, pool, on_progress: Callable[[Pr
                             "one a line")
     except BaseException:
         writer.abandon()
-        discard(staged)
+        shutil.rmtree(staged, ignore_errors=True)
         raise
     parquet_sha256, parquet_bytes = writer.commit()
     manifest = RowsManifest(

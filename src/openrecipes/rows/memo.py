@@ -45,9 +45,7 @@ class Encoded:
 
 
 def mean_record_bytes(records: list[bytes] | pa.Array) -> float:
-    if isinstance(records, list):
-        return sum(map(len, records)) / max(1, len(records))
-    return records.nbytes / max(1, len(records))
+    return (sum(map(len, records)) if isinstance(records, list) else records.nbytes) / max(1, len(records))
 
 
 def encode_parsed(encoder: Encoder, parsed: list[list[dict] | str]) -> Encoded:

@@ -73,10 +73,6 @@ def publish(out: Path, staged: Path) -> None:
     _remove_leftovers(out)
 
 
-def discard(staged: Path) -> None:
-    shutil.rmtree(staged, ignore_errors=True)
-
-
 def _link(path: Path, target: str) -> None:
     """Point the link `path` at `target` in one rename (a new link beside it, renamed over it)."""
     if path.is_symlink() and os.readlink(path) == target:

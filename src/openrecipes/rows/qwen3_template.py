@@ -89,18 +89,3 @@ QWEN3_CHAT_TEMPLATE = r'''{%- if tools %}
         {{- '<think>\n\n</think>\n\n' }}
     {%- endif %}
 {%- endif %}'''  # noqa: E501 (the published template, byte for byte: its exports' digests are pinned)
-
-# The qwen3 format's mask written as {% generation %} markers on Qwen3's template (text conversations only), for
-# `--chat-format template` and for checking the qwen3 format against apply_chat_template.
-QWEN3_GENERATION_TEMPLATE = (
-    "{%- set ns = namespace(last_query=messages|length - 1) %}"
-    "{%- for m in messages[::-1] %}{%- if m.role == 'user' and ns.last_query == messages|length - 1 %}"
-    "{%- set ns.last_query = messages|length - 1 - loop.index0 %}{%- endif %}{%- endfor %}"
-    "{%- for m in messages %}{%- if m.role == 'assistant' %}"
-    "{%- if loop.index0 > ns.last_query and loop.last %}"
-    "{{- '<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n' }}"
-    "{%- generation %}{{- m.content.lstrip('\\n') + '<|im_end|>' }}{%- endgeneration %}"
-    "{%- else %}{{- '<|im_start|>assistant\\n' }}"
-    "{%- generation %}{{- m.content + '<|im_end|>' }}{%- endgeneration %}{%- endif %}{{- '\\n' }}"
-    "{%- else %}{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{%- endif %}{%- endfor %}"
-)

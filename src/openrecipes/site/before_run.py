@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
-from openrecipes.catalog.command import CommandError, CommandInputs, ParsedRun, command_inputs, read_run
+from openrecipes.catalog.command import CommandError, ParsedRun, command_inputs, read_run
 from openrecipes.catalog.store import Catalog, RecipeEntry
 from openrecipes.catalog.yamlio import read_yaml
 
@@ -47,9 +47,7 @@ def parsed_run(run: str) -> ParsedRun:
     return found
 
 
-@cache
-def _inputs(run: str) -> CommandInputs:
-    return command_inputs(run)
+_inputs = cache(command_inputs)
 
 
 def run_inputs(catalog: Catalog, entry: RecipeEntry) -> list[RunInput]:

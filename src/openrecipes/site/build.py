@@ -54,7 +54,7 @@ from openrecipes.site.pages import (
 )
 from openrecipes.site.plan import model_plans, plan_page_path, precision_family, prediction_precision, training
 from openrecipes.site.question import ANSWERS_PATH, answers_script
-from openrecipes.site.record import RecordPage, RecordRow, record_row_path
+from openrecipes.site.record import RecordPage, record_row_path
 from openrecipes.site.running import running_steps
 from openrecipes.site.runs import run_plots
 from openrecipes.site.scaling import record_sweeps, sweeps_svg
@@ -76,15 +76,6 @@ class BuildReport:
     out: Path
     pages: dict[str, int] = field(default_factory=dict)  # site path of each HTML page -> bytes
 
-    @property
-    def largest(self) -> tuple[str, int]:
-        return max(self.pages.items(), key=lambda item: item[1])
-
-
-@lru_cache(maxsize=1)
-def citations() -> dict[str, dict[str, str]]:
-    return read_yaml(HERE / "citations.yaml").data
-
 
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
@@ -92,27 +83,17 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(tokens_board=fmt.tokens_board, tokens_detail=fmt.tokens_detail, usd=fmt.usd,
                        notes=_notes, note_line=_note_line)
-    env.globals.update(csp=CSP, fmt=fmt, citations=citations(), page_of=recipe_page_path, yaml_of=recipe_yaml_path,
-                       plan_of=lambda section: plan_page_path(section.folder), reproductions_of=reproduction_summary,
-                       evidence_levels=EVIDENCE_LEVELS, inline_plot=_inline_plot,
-                       running_of=lambda board_page: board_page.running_path, precision_of=prediction_precision,
-                       precision_family=precision_family, evidence_of=evidence_path, training_of=training,
-                       board_csv_of=lambda board_page: board_page.csv_path, describe=describe)
+    env.globals.update(csp=CSP, fmt=fmt, citations=read_yaml(HERE / "citations.yaml").data, page_of=recipe_page_path,
+                       yaml_of=recipe_yaml_path, plan_of=lambda section: plan_page_path(section.folder),
+                       reproductions_of=reproduction_summary, evidence_levels=EVIDENCE_LEVELS, inline_plot=_inline_plot,
+                       precision_of=prediction_precision, precision_family=precision_family, evidence_of=evidence_path,
+                       training_of=training, describe=describe)
     return env
 
 
 def _note_link(context):
     """Where a repository path in a note links from this page: its recipe page, the repository's file, or nowhere."""
-    site, url = context["site"], context["url"]
-
-    def link(path: str) -> str | None:
-        target = site.link_target(path)
-        if target is None:
-            return None
-        address, on_site = target
-        return url(address) if on_site else address
-
-    return link
+    return partial(context["site"].link_target, url=context["url"])
 
 
 @jinja2.pass_context
@@ -170,13 +151,6 @@ def _build_lock(out: Path):  # noqa: ANN202
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _remove_leftovers(out: Path) -> None:
-    """Folders an earlier build left when it was killed (its staging, or the old site it was removing); safe to
-    remove under the lock, as no build is using them."""
-    for leftover in out.parent.glob(f".{glob.escape(out.name)}.building*"):
-        shutil.rmtree(leftover, ignore_errors=True)
-
-
 class _Writer:
     def __init__(self, out: Path, report: BuildReport):
         self.out, self.report = out, report
@@ -205,7 +179,10 @@ def build_site(catalog: Catalog, out: Path) -> BuildReport:
     out = output_folder(out)
     with _build_lock(out):
         out = output_folder(out)  # the build this one waited for may have changed it
-        _remove_leftovers(out)
+        # Folders an earlier build left when it was killed (its staging, or the old site it was removing): safe to
+        # remove under the lock, as no build is using them.
+        for leftover in out.parent.glob(f".{glob.escape(out.name)}.building*"):
+            shutil.rmtree(leftover, ignore_errors=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
         try:
             os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp's folder is private; a site folder is not
@@ -231,7 +208,8 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
         write.bytes(recipe_yaml_path(summary), (catalog.root / summary.path).read_bytes())
     # The pages that grow with the catalog, each job written apart (on every core, for a large catalog); the
     # single large files first, so no core is left with one at the end.
-    jobs: list[Callable[[_Writer], None]] = [partial(_recipes_json, site)]
+    jobs: list[Callable[[_Writer], None]] = [
+        lambda write: write.bytes("recipes.json", export_json(site).encode("utf-8"))]
     jobs += [partial(_record_page, site, section, gpu_type, record_page)
              for section in site.sections for gpu_type, record_pages in section.record_pages.items()
              for record_page in record_pages]
@@ -303,10 +281,6 @@ def _model_pages(site: Site, section: ModelSection, write: _Writer) -> None:
                    title=f"Running {section.name} on {board_page.board.gpu_type}")
 
 
-def _recipes_json(site: Site, write: _Writer) -> None:
-    write.bytes("recipes.json", export_json(site).encode("utf-8"))
-
-
 def _record_page(site: Site, section: ModelSection, gpu_type: str, page: RecordPage, write: _Writer) -> None:
     sweeps = record_sweeps(page.rows)
     write.page(page.path, "record.html", site=site, section=section, gpu_type=gpu_type, page=page, sweeps=sweeps,
@@ -348,25 +322,18 @@ def _compare_partner(site: Site, entry: RecipeEntry, board_page, rank: int) -> R
 
 def _plot_links(section: ModelSection) -> dict[int, tuple[str, str]]:
     """Each plotted point's link (site path: the recipe page, or a summary's YAML) and accessible name."""
-    links = {}
-    for point in section.points:
-        target = recipe_yaml_path(point.entry) if point.entry.is_summary else recipe_page_path(point.entry)
-        links[point.number] = (quote(target), f"{point.number}: {point.label} on {point.gpu_type}")
-    return links
-
-
-def _record_json(row: RecordRow) -> dict[str, Any]:
-    """A published run's place on the site, its exact source and what our code derives from it (never ranked)."""
-    return {"page": record_row_path(row), "source_url": row.source_url,
-            "derived": dataclasses.asdict(row.figures) if row.figures else None,
-            "tflops_disagreement": row.disagreement}
+    return {point.number: (quote((recipe_yaml_path if point.entry.is_summary else recipe_page_path)(point.entry)),
+                           f"{point.number}: {point.label} on {point.gpu_type}") for point in section.points}
 
 
 def export_json(site: Site) -> str:
     """The whole catalog for tools: every entry with its permalink, its board rank, and its fields; the public
     record's entries with their source, evidence level and derived figures, kind `published_summary` and unranked."""
-    records = {row.entry.slug: _record_json(row) for section in site.sections
-               for rows in section.record.values() for row in rows}
+    # A published run's place on the site, its exact source and what our code derives from it (never ranked).
+    records = {row.entry.slug: {"page": record_row_path(row), "source_url": row.source_url,
+                                "derived": dataclasses.asdict(row.figures) if row.figures else None,
+                                "tflops_disagreement": row.disagreement}
+               for section in site.sections for rows in section.record.values() for row in rows}
     entries = []
     for entry in (*site.catalog.entries, *site.catalog.record):
         record: dict[str, Any] = {"slug": entry.slug, "path": entry.path.as_posix(),

@@ -31,7 +31,7 @@ def build(
 
     output_folder(out)  # a bad --out is told before the catalog is read
     report = build_site(load_catalog(catalog or default_catalog_root()), out)
-    page, size = report.largest
+    page, size = max(report.pages.items(), key=lambda item: item[1])
     typer.echo(f"wrote {len(report.pages)} pages to {report.out} (largest {page}, {size / 1024:.0f} KB); "
                f"open {report.out / 'index.html'}")
 

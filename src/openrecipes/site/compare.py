@@ -18,11 +18,7 @@ from openrecipes.site.before_run import parsed_run
 from openrecipes.site.pages import BoardPage, recipe_page_path
 from openrecipes.verify.config import load_rules
 
-
-@lru_cache(maxsize=1)
-def _rules():
-    """The configuration check's argument classes (rules/argument-classes.yaml)."""
-    return load_rules()
+_rules = lru_cache(maxsize=1)(load_rules)  # the configuration check's argument classes (rules/argument-classes.yaml)
 
 
 def _arguments(run: str) -> tuple[dict[str, str], dict[str, str]]:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from openrecipes.catalog.store import RecipeEntry
 from openrecipes.errors import UserError
-from openrecipes.steptable import StepTable
 
 EVIDENCE_FOLDER = "evidence"  # in the site: the catalog's own paths beneath it
 COMMAND_FILE = "command.sh"  # the command a runs/ folder stores beside its log, shipped where present
@@ -31,21 +30,6 @@ def evidence_path(catalog_path: str) -> str:
     return f"{EVIDENCE_FOLDER}/{catalog_path}"
 
 
-def _inside(root: Path, catalog_path: str) -> Path:
-    path = (root / catalog_path).resolve()
-    if not path.is_relative_to(root.resolve()):
-        raise UserError(f"'{catalog_path}' lies outside the catalog {root}; name a file under runs/")
-    return path
-
-
-def steps_csv(table: StepTable) -> bytes:
-    """The steps the one log reader (openrecipes.measure) read from a log, one row each; a figure it did not find
-    is an empty cell."""
-    return _csv(STEP_COLUMNS, (["" if value is None else value for value in
-                                (step.step, step.loss, step.step_time_s, step.grad_norm, step.memory_gib)]
-                               for step in table.steps))
-
-
 def _csv(columns: tuple[str, ...], rows: Iterable[list]) -> bytes:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -58,14 +42,20 @@ def log_files(root: Path, log: str, arm: str) -> list[EvidenceFile]:
     """One run's files: its raw log, the command stored beside it, and the steps read from the log."""
     from openrecipes.measure.formats import read_log
 
-    path = _inside(root, log)
+    path = (root / log).resolve()
+    if not path.is_relative_to(root.resolve()):
+        raise UserError(f"'{log}' lies outside the catalog {root}; name a file under runs/")
     folder = Path(log).parent.as_posix()
     files = [EvidenceFile(evidence_path(log), f"{arm}: {path.name}", path.read_bytes())]
     if (path.parent / COMMAND_FILE).is_file():
         files.append(EvidenceFile(evidence_path(f"{folder}/{COMMAND_FILE}"), f"{arm}: {COMMAND_FILE}",
                                   (path.parent / COMMAND_FILE).read_bytes()))
+    # The steps the one log reader (openrecipes.measure) read from the log, one row each; a figure it did not find is
+    # an empty cell.
+    steps = (["" if value is None else value for value in (s.step, s.loss, s.step_time_s, s.grad_norm, s.memory_gib)]
+             for s in read_log(path).steps)
     files.append(EvidenceFile(evidence_path(f"{folder}/{path.stem}-steps.csv"), f"{arm}: steps (CSV)",
-                              steps_csv(read_log(path))))
+                              _csv(STEP_COLUMNS, steps)))
     return files
 
 

@@ -10,7 +10,8 @@ an address written in the text, so a note cannot inject markup, script or a fore
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from itertools import takewhile
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -57,20 +58,13 @@ def _inline(tokens: list[Token], link: Link) -> Markup:
             target = link(token.content) if re.fullmatch(_PATH, token.content) else None
             out.append(_anchor(target, Markup("<code>{}</code>").format(token.content)))
         elif token.type == "link_open":
-            inner = list(_until_close(tokens_left))
+            inner = list(takewhile(lambda t: t.type != "link_close", tokens_left))  # the link_close is consumed too
             out.append(_anchor(link(str(token.attrs["href"])), escape("".join(t.content for t in inner))))
         elif token.type in ("softbreak", "hardbreak"):
             out.append(Markup(" "))
         else:
             out.append(_text(token.content, link))
     return Markup("").join(out)
-
-
-def _until_close(tokens: Iterator[Token]) -> Iterator[Token]:
-    for token in tokens:
-        if token.type == "link_close":
-            return
-        yield token
 
 
 def inline(text: str, link: Link) -> Markup:

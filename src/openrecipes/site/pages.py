@@ -6,6 +6,7 @@ adds the Pareto front and gives every page its stable path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path, PurePosixPath
@@ -21,10 +22,12 @@ from openrecipes.catalog.leaderboard import BF16, Board, GpuBest, best_per_gpu, 
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.store import Catalog, CatalogEntry, RecipeEntry, SummaryEntry
 from openrecipes.errors import UserError
+from openrecipes.site.plan import training
 from openrecipes.site.record import (
     RecordPage,
     RecordRow,
     ScalingPoint,
+    hardware_order,
     model_page_path,
     record_audits,
     record_pages,
@@ -72,11 +75,8 @@ def pareto_points(catalog: Catalog, model: str) -> list[ParetoPoint]:
                       and e.entry.result.usd_per_million_tokens is not None),
                      key=lambda e: (-e.entry.result.tokens_per_s_per_gpu, usd_recomputed(catalog, e), e.slug))
     return [ParetoPoint(e, e.entry.result.tokens_per_s_per_gpu, usd_recomputed(catalog, e), e.entry.gpu.count,
-                        e.entry.gpu.type, number, _precision(e)) for number, e in enumerate(entries, start=1)]
-
-
-def _precision(entry: CatalogEntry) -> str:
-    return entry.entry.workload.precision if isinstance(entry.entry, Recipe) else BF16
+                        e.entry.gpu.type, number, e.entry.workload.precision if isinstance(e.entry, Recipe) else BF16)
+            for number, e in enumerate(entries, start=1)]
 
 
 def usd_recomputed(catalog: Catalog, entry: CatalogEntry) -> float:
@@ -218,7 +218,7 @@ class ModelSection:
 
     def board_for(self, gpu_type: str) -> BoardPage | None:
         """The GPU type's board holding its fastest recipe (a GPU type may have several workloads)."""
-        best = next((b for b in self.best if b.gpu_type == gpu_type), None)
+        best = self.best_on(gpu_type)
         if best is None or best.summary_only:
             return None
         return next(p for p in self.boards if best.fastest in p.board.ranked)
@@ -269,30 +269,26 @@ class Site:
         """Wall hours and $ (None: the instance is not priced) to train the token budget at the recipe's speed on
         its GPUs, through figures.py from hardware/instances.yaml's price."""
         recipe = entry.entry
-        speed = recipe.result.tokens_per_s_per_gpu
-        hours = figures.time_to_train_hours(self.token_budget, speed, recipe.gpu.count)
         instance = self.catalog.tables.instances.get(recipe.gpu.instance)
-        if instance is None:
-            return hours, None
-        per_gpu_hour = figures.usd_per_gpu_hour(instance.usd_per_hour, instance.gpus)
-        return hours, figures.cost_to_train_usd(self.token_budget, speed, per_gpu_hour)
+        per_gpu_hour = figures.usd_per_gpu_hour(instance.usd_per_hour, instance.gpus) if instance else None
+        return training(self.token_budget, recipe.result.tokens_per_s_per_gpu, recipe.gpu.count, per_gpu_hour)
 
     def usd_text(self, entry: CatalogEntry) -> str:
         """$ per 1M tokens as shown: ranked digits where costs tie, else as published ("not published" if none)."""
         return self.usd_texts.get(entry.slug) or facts.usd(entry.entry.result.usd_per_million_tokens)
 
-    def link_target(self, path: str) -> tuple[str, bool] | None:
-        """Where a repository path written in a note links: (site path of its recipe page, True), (address of
-        the file in the repository, False), or None for a path that is not a file of the catalog."""
+    def link_target(self, path: str, url: Callable[[str], str]) -> str | None:
+        """Where a repository path written in a note links: its recipe page (`url` makes a site path relative to the
+        page), the address of the file in the repository, or None for a path that is not a file of the catalog."""
         if "\\" in path or path.startswith("/") or ".." in PurePosixPath(path).parts:
             return None
         entry = self.recipe_by_path.get(path)
         if entry is not None:
-            return recipe_page_path(entry), True
+            return url(recipe_page_path(entry))
         file = (self.catalog.root / path).resolve()
         if self.repository is None or not file.is_file() or not file.is_relative_to(self.catalog.root):
             return None
-        return self.repository.file(path), False
+        return self.repository.file(path)
 
 
 def recipe_page_path(entry: CatalogEntry) -> str:
@@ -307,11 +303,6 @@ def compare_data_path(entry: CatalogEntry) -> str:
     return f"compare/{entry.slug}.js"
 
 
-def _model_folder(catalog: Catalog, model: str) -> str:
-    card = catalog.tables.model_files.get(model)
-    return card.stem if card else model.lower()
-
-
 def site_pages(catalog: Catalog) -> Site:
     _require_unique_slugs(catalog)
     by_model: dict[str, list[Board]] = {}
@@ -322,21 +313,21 @@ def site_pages(catalog: Catalog) -> Site:
     for published in catalog.record:
         record_by_model.setdefault(published.entry.model, []).append(published)
     recipe_pages = {entry.slug: recipe_page_path(entry) for entry in catalog.recipes}
-    gpu_order = {gpu_type: index for index, gpu_type in enumerate(catalog.tables.gpus)}
+    in_hardware_order = hardware_order(catalog)
     # Every model with an entry, a published run or only a card: a card-only model's page says what is known.
     for model in sorted({*models(catalog), *record_by_model, *catalog.tables.models}):
         card = catalog.tables.models[model]
-        folder = _model_folder(catalog, model)
+        card_file = catalog.tables.model_files.get(model)
+        folder = card_file.stem if card_file else model.lower()
         section = ModelSection(name=model, family=card.family, folder=folder, notes=card.notes,
                                notes_source=card.notes_source, card=card,
-                               best=_in_hardware_order(catalog, _cheapest_by_recomputed(
-                                   catalog, best_per_gpu(catalog, model))),
+                               best=sorted(_cheapest_by_recomputed(catalog, best_per_gpu(catalog, model)),
+                                           key=lambda b: in_hardware_order(b.gpu_type)),
                                points=pareto_points(catalog, model))
         section.front = pareto_front(section.points)
         rows = record_rows(catalog, record_by_model.get(model, []))
         order = {row.entry.slug: index for index, row in enumerate(rows)}
-        for gpu_type in sorted({row.entry.entry.gpu.type for row in rows},
-                               key=lambda g: (gpu_order.get(g, len(gpu_order)), g)):
+        for gpu_type in sorted({row.entry.entry.gpu.type for row in rows}, key=in_hardware_order):
             paged = record_pages(folder, gpu_type, [r for r in rows if r.entry.entry.gpu.type == gpu_type])
             section.record_pages[gpu_type] = paged
             section.record[gpu_type] = sorted((r for p in paged for r in p.rows), key=lambda r: order[r.entry.slug])
@@ -375,18 +366,10 @@ def _cheapest_by_recomputed(catalog: Catalog, best: list[GpuBest]) -> list[GpuBe
                    and e.entry.result.usd_per_million_tokens is not None
                    and e.entry.gpu.type == gpu.gpu_type and e.is_summary == gpu.cheapest.is_summary
                    and ranked_with_bf16(e) == ranked_with_bf16(gpu.cheapest)]  # FP8 never stands in for BF16
-        if not entries:  # no priced entry: the published one stands, shown "not published"
-            out.append(gpu)
-            continue
-        cheapest = min(entries, key=lambda e: (usd_recomputed(catalog, e), e.slug))
-        out.append(replace(gpu, cheapest=cheapest))
+        # no priced entry: the published one stands, shown "not published"
+        out.append(replace(gpu, cheapest=min(entries, key=lambda e: (usd_recomputed(catalog, e), e.slug)))
+                   if entries else gpu)
     return out
-
-
-def _in_hardware_order(catalog: Catalog, best: list[GpuBest]) -> list[GpuBest]:
-    """GPU types in hardware/gpus.yaml's order (H100, H200, B200, ...), as the seed pages list them."""
-    order = {gpu_type: index for index, gpu_type in enumerate(catalog.tables.gpus)}
-    return sorted(best, key=lambda b: (order.get(b.gpu_type, len(order)), b.gpu_type))
 
 
 def _require_unique_slugs(catalog: Catalog) -> None:

@@ -105,7 +105,7 @@ class ModelPlan:
         """The precision of the page's predictions, for the sizes the planner could not plan."""
         return self.tables[0].precision if self.tables else BF16
 
-    @property
+    @cached_property
     def bases(self) -> list[str]:
         """The distinct bases of the page's ranges, in the order the short answer and then the tables first give
         them: each range cell names its basis by number and the page lists them once, so a long basis is written
@@ -115,12 +115,7 @@ class ModelPlan:
         return list(dict.fromkeys(row.interval.basis for row in rows))
 
     def basis_number(self, row: PredictedLayout) -> int:
-        return self._basis_numbers[row.interval.basis]
-
-    @cached_property
-    def _basis_numbers(self) -> dict[str, int]:
-        """Each basis's number, worked out once."""
-        return {basis: number for number, basis in enumerate(self.bases, start=1)}
+        return self.bases.index(row.interval.basis) + 1
 
 
 def plan_page_path(folder: str) -> str:

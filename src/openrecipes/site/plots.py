@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import re
 from collections import defaultdict
+from contextlib import contextmanager
 from functools import cache
 from html import escape, unescape
 from itertools import cycle
@@ -50,14 +51,14 @@ def plain(text: str) -> str:
     return text.replace("$", r"\$")
 
 
-def _svg(figure) -> bytes:
+def _svg(figure) -> str:
     """The figure cropped to its contents, as bbox_inches="tight" crops it, drawn once: "tight" draws the figure
     a first time only to lay it out, but its box is found without that draw (ticks, title, labels and legend are
     placed when measured), the same box to a millionth of a point."""
     box = figure.get_tightbbox().padded(plt.rcParams["savefig.pad_inches"])
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", bbox_inches=box, metadata={"Date": None})
-    return buffer.getvalue().encode("utf-8")
+    return buffer.getvalue()
 
 
 @cache
@@ -67,12 +68,16 @@ def _figure(width: float, height: float) -> Figure:
     return figure
 
 
-def _subplots(width: float, height: float, rows: int = 1, sharex: bool = False):  # noqa: ANN202 (Axes or an array)
-    """An emptied figure of this size and its axes: a site of many plots makes one figure of each size and clears
+@contextmanager
+def inline_figure(id_prefix: str, width: float, height: float, rows: int = 1, sharex: bool = False):  # noqa: ANN201
+    """An emptied figure of this size and its axes (Axes or an array), for a plot set inside a page: its text stays
+    text and its ids are salted with the plot's prefix. A site of many plots makes one figure of each size and clears
     it for the next plot (making a figure costs more than clearing one; a cleared figure draws the same bytes)."""
-    figure = _figure(width, height)
-    figure.clear()
-    return figure, figure.subplots(rows, 1, sharex=sharex)
+    with plt.rc_context({"svg.fonttype": "none", "font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans"],
+                         "svg.hashsalt": id_prefix}):
+        figure = _figure(width, height)
+        figure.clear()
+        yield figure, figure.subplots(rows, 1, sharex=sharex)
 
 
 def _marker_area(gpus: int) -> float:
@@ -158,9 +163,7 @@ def pareto_svg(points: list[ParetoPoint], front: list[ParetoPoint], link: dict[i
     could not be followed). A plot of thousands of points numbers its front only: thousands of numbers would
     cover each other and cost most of the drawing."""
     numbered = points if numbered is None else numbered
-    with plt.rc_context({"svg.fonttype": "none", "font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans"],
-                         "svg.hashsalt": id_prefix}):
-        figure, axes = _subplots(7.2, 3.9)
+    with inline_figure(id_prefix, 7.2, 3.9) as (figure, axes):
         gpu_types = sorted({p.gpu_type for p in points})
         precisions = sorted({p.precision for p in points}, key=lambda precision: (precision != "bf16", precision))
         for colour, gpu_type in zip(cycle(GPU_COLOURS), gpu_types):
@@ -200,8 +203,7 @@ def pareto_svg(points: list[ParetoPoint], front: list[ParetoPoint], link: dict[i
         # place, and kept.
         found, anchor = legend.get_window_extent(), legend.get_bbox_to_anchor()
         legend.set_loc(((found.x0 - anchor.x0) / anchor.width, (found.y0 - anchor.y0) / anchor.height))
-        return inline_svg(_svg(figure).decode("utf-8"), id_prefix,
-                          {href: name for href, name in link.values()})
+        return inline_svg(_svg(figure), id_prefix, {href: name for href, name in link.values()})
 
 
 # A scaling plot's marker per precision family, so BF16 and the 8-bit and 4-bit formats read apart without colour.
@@ -217,9 +219,7 @@ def scaling_svg(points: list[ScalingPoint], id_prefix: str) -> str:
     """Tokens/s per GPU (top) and MFU (bottom) against GPU count: one colour per GPU type, one marker per precision,
     re-derived recipes filled, everything else (author-reported, failed, audited) hollow; every marker a link to its run
     (ScalingPoint.href, relative to the site root). Inline SVG, as pareto_svg."""
-    with plt.rc_context({"svg.fonttype": "none", "font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans"],
-                         "svg.hashsalt": id_prefix}):
-        figure, (speed, mfu) = _subplots(7.2, 5.6, 2, sharex=True)
+    with inline_figure(id_prefix, 7.2, 5.6, 2, sharex=True) as (figure, (speed, mfu)):
         gpu_types = list(dict.fromkeys(p.gpu_type for p in points))
         colours = dict(zip(gpu_types, cycle(GPU_COLOURS)))
         groups: defaultdict[tuple[str, str, bool], list[ScalingPoint]] = defaultdict(list)
@@ -252,7 +252,7 @@ def scaling_svg(points: list[ScalingPoint], id_prefix: str) -> str:
         handles += [Line2D([], [], linestyle="", marker=marker, color="#a0aec0", label=f"shape: {name.upper()}")
                     for name, marker in _PRECISION_MARKERS.items() if marker in shapes]
         speed.legend(handles=handles, fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        return inline_svg(_svg(figure).decode("utf-8"), id_prefix, {p.href: p.label for p in points})
+        return inline_svg(_svg(figure), id_prefix, {p.href: p.label for p in points})
 
 
 _STYLE = re.compile(r'\sstyle="([^"]*)"')
@@ -329,4 +329,4 @@ def _run_plot(axes: Axes, title: str, ylabel: str) -> bytes:
     axes.set_ylabel(ylabel)
     axes.set_title(plain(title), loc="left", fontsize=10, y=1.0)
     axes.legend(fontsize=8, frameon=False)
-    return _svg(axes.figure)
+    return _svg(axes.figure).encode("utf-8")

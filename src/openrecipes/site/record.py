@@ -9,6 +9,7 @@ implied TFLOP/s, MFU) comes from catalog/published.py, and whether the source's 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from openrecipes import figures
@@ -39,18 +40,9 @@ class RecordRow:
         assert self.entry.entry.published is not None  # only structured entries become rows
         return self.entry.entry.published
 
-    # What the table's filters select by (precision, GPU count, engine).
-    @property
-    def precision(self) -> str:
-        return self.run.precision
-
     @property
     def gpus(self) -> int:
         return self.entry.entry.gpu.count
-
-    @property
-    def engine(self) -> str:
-        return self.run.engine
 
     @property
     def label(self) -> str:
@@ -87,7 +79,7 @@ class RecordPage:
     page_paths: list[str] = field(default_factory=list)
 
 
-def _sweep_of(row: RecordRow) -> str | None:
+def sweep_of(row: RecordRow) -> str | None:
     return row.run.derivation.sweep if row.run.derivation else None
 
 
@@ -97,7 +89,7 @@ def record_pages(folder: str, gpu_type: str, rows: list[RecordRow]) -> list[Reco
     RECORD_PAGE_ROWS rows and RECORD_PAGE_SWEEPS sweeps."""
     units: dict[str, list[RecordRow]] = {}  # a sweep's rows, or one row alone, keyed in the table's order
     for row in rows:
-        units.setdefault(_sweep_of(row) or row.entry.slug, []).append(row)
+        units.setdefault(sweep_of(row) or row.entry.slug, []).append(row)
     groups: list[list[list[RecordRow]]] = [[]]
     for unit in units.values():
         page = groups[-1]
@@ -113,6 +105,12 @@ def record_pages(folder: str, gpu_type: str, rows: list[RecordRow]) -> list[Reco
         paged = sorted((replace(row, page=path) for unit in group for row in unit), key=lambda r: order[r.entry.slug])
         pages.append(RecordPage(path, paged, paths))
     return pages
+
+
+def hardware_order(catalog: Catalog) -> Callable[[str], tuple[int, str]]:
+    """A sort key of GPU types: hardware/gpus.yaml's order (H100, H200, B200, ...), then any other by name."""
+    order = {gpu_type: index for index, gpu_type in enumerate(catalog.tables.gpus)}
+    return lambda gpu_type: (order.get(gpu_type, len(order)), gpu_type)
 
 
 def model_page_path(folder: str) -> str:
@@ -186,6 +184,5 @@ def scaling_points(catalog: Catalog, model: str, rows: list[RecordRow],
                                    row.run.engine, summary.result.tokens_per_s_per_gpu,
                                    row.figures.mfu_bf16 if row.figures else None, False,
                                    record_row_path(row)))
-    order = {gpu_type: index for index, gpu_type in enumerate(catalog.tables.gpus)}
-    return sorted(points, key=lambda p: (order.get(p.gpu_type, len(order)), p.gpu_type, p.gpus, not p.measured,
-                                         p.entry.slug))
+    in_order = hardware_order(catalog)
+    return sorted(points, key=lambda p: (*in_order(p.gpu_type), p.gpus, not p.measured, p.entry.slug))

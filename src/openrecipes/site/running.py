@@ -23,14 +23,6 @@ class RunningSteps:
     rows_command: str
     runs_here: bool  # a recipe `openrecipes run` starts (a torchtitan one); others print their command only
 
-    @property
-    def recipe_path(self) -> str:
-        return self.entry.path.as_posix()
-
-    @property
-    def build(self):
-        return self.entry.entry.workload.dataset.build
-
 
 def running_steps(entry: RecipeEntry) -> RunningSteps:
     recipe = entry.entry
@@ -54,11 +46,7 @@ def running_steps(entry: RecipeEntry) -> RunningSteps:
             f"The rows use {build.tokenizer}." if family else
             f"The rows use {build.tokenizer}; put that tokenizer's folder (tokenizer.json and its config) at "
             "TOKENIZER_DIR: our tool rebuilds only the gpt-oss and Qwen3 tokenizers offline.")
+    engine = engine_of(parse_run(recipe.run))
     return RunningSteps(entry, f"openrecipes tokenizer export {family} --out {tokenizer_dir}"
                         if family and not ours else None,
-                        note, rows, _runs_here(recipe.run))
-
-
-def _runs_here(run: str) -> bool:
-    engine = engine_of(parse_run(run))
-    return engine is not None and engine.runs_here
+                        note, rows, engine is not None and engine.runs_here)

@@ -20,8 +20,8 @@ from pathlib import Path
 from openrecipes.catalog.published import published_label
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import HERE
-from openrecipes.site.plots import Line2D, _subplots, _svg, inline_svg, plt
-from openrecipes.site.record import MIN_POINTS, RecordRow
+from openrecipes.site.plots import Line2D, _svg, inline_figure, inline_svg, plt
+from openrecipes.site.record import MIN_POINTS, RecordRow, sweep_of
 
 PREDICTIONS = HERE / "public_record.json"
 STALE = "no stored prediction: run `openrecipes refresh`"
@@ -86,9 +86,8 @@ def record_sweeps(rows: list[RecordRow]) -> list[Sweep]:
     predictions = stored_predictions()
     groups: dict[str, list[RecordRow]] = {}
     for row in rows:
-        derivation = row.run.derivation
-        if derivation is not None and derivation.sweep is not None:
-            groups.setdefault(derivation.sweep, []).append(row)
+        if (sweep_id := sweep_of(row)) is not None:
+            groups.setdefault(sweep_id, []).append(row)
     sweeps: list[Sweep] = []
     for sweep_id, group in sorted(groups.items()):
         if len({row.gpus for row in group}) >= MIN_POINTS:
@@ -103,9 +102,7 @@ def sweeps_svg(sweeps: list[Sweep], id_prefix: str) -> str:
     sweep, and the planner's prediction of each point with its range as an error bar (dashed, labelled predicted).
     Inline SVG, as the model pages' plots."""
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    with plt.rc_context({"svg.fonttype": "none", "font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans"],
-                         "svg.hashsalt": id_prefix}):
-        figure, axes = _subplots(6.4, 3.6)
+    with inline_figure(id_prefix, 6.4, 3.6) as (figure, axes):
         counts = sorted({p.gpus for sweep in sweeps for p in sweep.points})
         for sweep, colour in zip(sweeps, cycle(colours)):
             gpus = [p.gpus for p in sweep.points]
@@ -131,4 +128,4 @@ def sweeps_svg(sweeps: list[Sweep], id_prefix: str) -> str:
         axes.legend([Line2D([], [], color="#4a5568", marker="o"),
                      Line2D([], [], color="#4a5568", marker="s", linestyle="--")],
                     ["published", "predicted (range)"], fontsize=7, frameon=False, loc="lower left")
-        return inline_svg(_svg(figure).decode("utf-8"), id_prefix, {})
+        return inline_svg(_svg(figure), id_prefix, {})
