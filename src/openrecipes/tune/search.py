@@ -216,13 +216,9 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
         raise UserError(f"--window-from {window_first} leaves no window in {steps} steps; give a smaller one")
     environments = lane_environments(lanes, s.base.gpu.count)
 
-    def measure_batch(arms: list[Arm]) -> list[Measurement]:
-        def one(lane: int) -> Measurement:
-            arm = arms[lane]
-            return measure_candidate(arm.recipe, steps, s.run_root / arm.name, runner, s.tables, clock,
-                                     env=environments[lane], window_first=window_first)
-        with ThreadPoolExecutor(max_workers=len(arms)) as pool:
-            return list(pool.map(one, range(len(arms))))
+    def measure(arm: Arm, env: dict[str, str]) -> Measurement:  # one lane's arm, with that lane's environment
+        return measure_candidate(arm.recipe, steps, s.run_root / arm.name, runner, s.tables, clock, env=env,
+                                 window_first=window_first)
 
     efficiency = s.prior
     reference = Outcome(s.reference, reference_arm(s.base, s.card, s.reference, steps))
@@ -271,7 +267,9 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
             break
         if batch != [reference]:  # the contenders in rank order, before a batch that measures some of them
             result.rankings.append([o.candidate.slug for o in batch if o is not reference] + [c.slug for c in pool])
-        for outcome, measurement in zip(batch, measure_batch([o.arm_to_run for o in batch]), strict=True):
+        with ThreadPoolExecutor(max_workers=len(batch)) as threads:
+            measured = list(threads.map(measure, [o.arm_to_run for o in batch], environments))
+        for outcome, measurement in zip(batch, measured, strict=True):
             outcome.measurement = measurement
             result.spent_minutes += measurement.minutes
             if outcome is reference:
