@@ -52,19 +52,15 @@ def lstat_mode(path: Path) -> int | None:
 
 def node_kind(mode: int) -> str | None:
     """What a non-regular node is, in words; None for a regular file."""
-    for test, kind in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a device"),
-                       (stat.S_ISBLK, "a device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return kind
-    return None
+    return next((kind for test, kind in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"),
+                                         (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
+                                         (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")) if test(mode)), None)
 
 
 def _catalog_entry(path: Path) -> str | None:
     """'recipe' or 'run' when `path` lies in a catalog's recipes/ or runs/ (a folder beside a recipes/ folder)."""
-    for folder in Path(os.path.abspath(path)).parents:
-        if folder.name in ("recipes", "runs") and (folder.parent / "recipes").is_dir():
-            return folder.name[:-1]
-    return None
+    return next((folder.name[:-1] for folder in Path(os.path.abspath(path)).parents
+                 if folder.name in ("recipes", "runs") and (folder.parent / "recipes").is_dir()), None)
 
 
 def check_output(path: Path, option: str, ours: Ours | None, force: bool = False) -> None:

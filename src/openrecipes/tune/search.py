@@ -62,7 +62,6 @@ class Outcome:
 
     @property
     def measured_run(self) -> Measurement:
-        """The measurement of an outcome that ran."""
         if self.measurement is None:
             raise ValueError(f"{self.candidate.label}: not measured")
         return self.measurement
