@@ -47,9 +47,8 @@ class Measured:
 
     def as_json(self) -> dict:
         """The figures as `measure --json` prints them (window a list, the date ISO text)."""
-        data = dataclasses.asdict(self)
-        data.update(window=list(self.window), measured=self.measured.isoformat() if self.measured else None)
-        return data
+        return {**dataclasses.asdict(self), "window": list(self.window),
+                "measured": self.measured.isoformat() if self.measured else None}
 
 
 @dataclass(frozen=True)

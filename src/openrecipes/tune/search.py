@@ -114,13 +114,10 @@ def contestants(s: Setup, reference: Outcome, outcomes: list[Outcome]) -> list[O
 
 def find_base(model: str, gpu_type: str, gpus: int, root: Path) -> Path:
     """The catalog's stock torchtitan recipe of the model on this many GPUs of this type (no reference arm)."""
-    found = []
-    for entry in load_catalog(root).recipes:
-        recipe = entry.entry
-        if (recipe.model == model and recipe.gpu.type == gpu_type and recipe.gpu.count == gpus
-                and torchtitan.is_recipe(parse_run(recipe.run))):
-            has_reference = recipe.runs is not None and recipe.runs.reference is not None
-            found.append((has_reference, str(entry.path), root / entry.path))
+    found = [(recipe.runs is not None and recipe.runs.reference is not None, str(entry.path), root / entry.path)
+             for entry, recipe in ((e, e.entry) for e in load_catalog(root).recipes)
+             if (recipe.model, recipe.gpu.type, recipe.gpu.count) == (model, gpu_type, gpus)
+             and torchtitan.is_recipe(parse_run(recipe.run))]
     if not found:
         raise UserError(f"no torchtitan recipe of {model} on {gpus} x {gpu_type} in {root / 'recipes'} to start from; "
                         "give --base RECIPE (a torchtitan recipe of this model and GPU count)")
