@@ -42,29 +42,31 @@ def holds(*names: str) -> Ours:
     return lambda folder: any(os.path.lexists(folder / name) for name in names)
 
 
+def lstat_mode(path: Path) -> int | None:
+    """The mode of the node at `path` itself (a link is not followed); None where there is none."""
+    try:
+        return os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+
+
 def node_kind(mode: int) -> str | None:
     """What a non-regular node is, in words; None for a regular file."""
-    for test, kind in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a device"),
-                       (stat.S_ISBLK, "a device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return kind
-    return None
+    return next((kind for test, kind in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"),
+                                         (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
+                                         (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")) if test(mode)), None)
 
 
 def _catalog_entry(path: Path) -> str | None:
     """'recipe' or 'run' when `path` lies in a catalog's recipes/ or runs/ (a folder beside a recipes/ folder)."""
-    for folder in Path(os.path.abspath(path)).parents:
-        if folder.name in ("recipes", "runs") and (folder.parent / "recipes").is_dir():
-            return folder.name[:-1]
-    return None
+    return next((folder.name[:-1] for folder in Path(os.path.abspath(path)).parents
+                 if folder.name in ("recipes", "runs") and (folder.parent / "recipes").is_dir()), None)
 
 
 def check_output(path: Path, option: str, ours: Ours | None, force: bool = False) -> None:
     """Refuse `path` as the output of `option` unless it is new or a regular file of the command's own kind.
     `ours=None`: only a new file. A recipe or run of the catalog is replaced only with `force`."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
+    if (mode := lstat_mode(path)) is None:
         return
     kind = node_kind(mode)
     if kind is not None:
@@ -81,9 +83,7 @@ def check_output(path: Path, option: str, ours: Ours | None, force: bool = False
 
 def check_output_folder(folder: Path, option: str, ours: Ours) -> None:
     """Refuse `folder` unless it is new, an empty folder, or a folder this command filled before."""
-    try:
-        mode = os.lstat(folder).st_mode
-    except FileNotFoundError:
+    if (mode := lstat_mode(folder)) is None:
         return
     if not stat.S_ISDIR(mode):
         raise UserError(f"{folder}: {option} is {node_kind(mode) or 'a file'}, not a folder; give a new folder")
@@ -111,12 +111,9 @@ def write_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None
     The file keeps the permissions of the one it replaces (a new one gets `mode`, else the umask's default).
     Whatever the caller, only a regular file is ever replaced: a link, device, FIFO or folder is refused."""
     path = Path(path)
-    try:
-        current = os.lstat(path).st_mode
-    except FileNotFoundError:
-        current = None
-    if current is not None and node_kind(current) is not None:
-        raise UserError(f"{path}: is {node_kind(current)}, not a regular file; it was left as it is")
+    current = lstat_mode(path)
+    if current is not None and (kind := node_kind(current)) is not None:
+        raise UserError(f"{path}: is {kind}, not a regular file; it was left as it is")
     if mode is None:
         mode = current & 0o777 if current is not None else 0o666 & ~current_umask()
     open_mode, encoding = ("wb", None) if isinstance(data, bytes) else ("w", "utf-8")

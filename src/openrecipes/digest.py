@@ -9,11 +9,8 @@ from openrecipes.errors import UserError
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     try:
         with Path(path).open("rb") as stream:
-            for block in iter(lambda: stream.read(1 << 20), b""):
-                digest.update(block)
+            return hashlib.file_digest(stream, "sha256").hexdigest()
     except OSError as error:
         raise UserError(f"{path}: cannot read ({error.strerror}); check the path") from None
-    return digest.hexdigest()

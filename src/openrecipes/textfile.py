@@ -6,6 +6,7 @@ never blocks a command, a huge file never fills the memory, and a non-UTF-8 name
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import stat
@@ -73,12 +74,7 @@ def iter_lines(path: Path, max_line: int = MAX_LINE_BYTES) -> Iterator[str]:
     are not UTF-8 (a log cut mid-character) become U+FFFD; a line over `max_line` bytes is a UserError."""
     fd = open_regular(path)
     with os.fdopen(fd, "rb", buffering=_CHUNK) as handle:
-        number = 0
-        while True:
-            raw = handle.readline(max_line + 1)
-            if not raw:
-                return
-            number += 1
+        for number, raw in enumerate(iter(lambda: handle.readline(max_line + 1), b""), start=1):
             if len(raw) > max_line and not raw.endswith(b"\n"):
                 raise UserError(f"{shown(path)}:{number}: a line over {max_line // MIB} MiB; not a training log "
                                 "or CSV line (a binary file?)")
@@ -91,12 +87,5 @@ _JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 def json_depth(text: str) -> int:
     """How deep JSON brackets nest, strings skipped: checked before parsing, since Python's json recurses (and fails)
     on text nested thousands deep."""
-    depth = deepest = 0
-    for token in _JSON_NESTING.finditer(text):
-        bracket = token.group()
-        if bracket in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif bracket in "]}":
-            depth -= 1
-    return deepest
+    steps = (1 if token[0] in "[{" else -1 if token[0] in "]}" else 0 for token in _JSON_NESTING.finditer(text))
+    return max(itertools.accumulate(steps, initial=0))

@@ -15,6 +15,7 @@ from openrecipes.jsonout import json_text
 if TYPE_CHECKING:
     from openrecipes.audit.evidence import AuditReport
     from openrecipes.audit.reproduce import Reproduced
+    from openrecipes.catalog.hardware import ReferenceTables
 
 CatalogOption = Annotated[
     Path | None, typer.Option("--catalog", help="folder holding recipes/ and runs/ (default: this checkout's)")
@@ -63,13 +64,14 @@ def _print_reports(reports: list[AuditReport]) -> None:
     console.print(f"{len(reports) - failed} hold, {failed} with findings", markup=False)
 
 
-def _catalog_of(recipe: Path, catalog: Path | None) -> Path:
+def _catalog_of(recipe: Path, catalog: Path | None) -> tuple[Path, ReferenceTables]:
+    from openrecipes.catalog.hardware import load_reference_tables
     from openrecipes.catalog.paths import catalog_root
 
     root = catalog or catalog_root(recipe)
     if root is None:
         raise UserError(f"{recipe}: not under a catalog's recipes/<model>/<gpu>/; give --catalog")
-    return root.resolve()
+    return root.resolve(), load_reference_tables(root.resolve())
 
 
 def reproduce_command(
@@ -85,11 +87,9 @@ def reproduce_command(
     against the recipe's noise band, your loss curve against the recipe's own, the stack. Exit 0 when it holds,
     1 when it lands outside the band or the loss curve fails, 2 on bad input."""
     from openrecipes.audit.reproduce import reproduce, write_reproduction
-    from openrecipes.catalog.hardware import load_reference_tables
     from openrecipes.catalog.store import load_recipe
 
-    root = _catalog_of(recipe, catalog)
-    tables = load_reference_tables(root)
+    root, tables = _catalog_of(recipe, catalog)
     loaded = load_recipe(recipe)
     reproduced = reproduce(loaded, logs, root, tables, by, note)
     if write:
@@ -139,11 +139,9 @@ def record_command(
     """Write a new recipe from a measured run: layout from the run's command; result, correctness, stack and log
     hashes from its logs; the --like recipe's otherwise; written only when it validates and audits clean."""
     from openrecipes.audit.record import recipe_text, record, reference_arm, run_arm, write_recipe
-    from openrecipes.catalog.hardware import load_reference_tables
     from openrecipes.catalog.store import load_recipe
 
-    root = _catalog_of(like, catalog)
-    tables = load_reference_tables(root)
+    root, tables = _catalog_of(like, catalog)
     base = load_recipe(like)
     if reference is None:
         if base.runs is None:

@@ -22,11 +22,9 @@ def excerpt_findings(entry: PublishedSummary, doc: YamlDocument, path: Path, roo
     if run is None or run.derivation is None:
         return []
     data = doc.data if isinstance(doc.data, dict) else {}
+    importer = record_dgxc if run.derivation.method == "table-throughput" else record_mlperf
     try:
-        if run.derivation.method == "table-throughput":
-            problems = record_dgxc.rederive(data, path.stem, root)
-        else:
-            problems = record_mlperf.rederive(data, path.stem, root)
+        problems = importer.rederive(data, path.stem, root)
     except UserError as error:
         problems = [f"the excerpt no longer parses: {error}"]
     return [Finding("published.derivation", None, None, f"not re-derived from {run.derivation.excerpt}: {problem}")

@@ -115,14 +115,10 @@ def record(like: Recipe, candidate: RecordedRun, reference: RecordedRun, root: P
                if getattr(line, printed) is not None},
             "source": f"the 'openrecipes stack:' line rank 0 printed ({relative_path(candidate.log, root)})"})
     result = like.result.model_copy(update={
-        "tokens_per_s_per_gpu": measured.tokens_per_s_per_gpu,
-        "usd_per_million_tokens": measured.usd_per_million_tokens,
-        "step_time_cv_percent": measured.step_time_cv_percent,
-        "mfu": measured.mfu,
+        **{name: getattr(measured, name) for name in ("tokens_per_s_per_gpu", "usd_per_million_tokens",
+                                                      "step_time_cv_percent", "mfu", "steps_per_run", "window",
+                                                      "window_tokens")},
         "measured": measured.measured or datetime.date.today(),
-        "steps_per_run": measured.steps_per_run,
-        "window": measured.window,
-        "window_tokens": measured.window_tokens,
         "runs": 1,
         "profiler": False,
         "gpu_hours": max(measured.gpu_hours or 0.0, MIN_GPU_HOURS),

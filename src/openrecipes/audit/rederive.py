@@ -149,11 +149,9 @@ def check_convergence_block(ev: AuditInputs, runs: RunFolders) -> Iterator[Findi
         yield Finding("correctness.convergence", None, verdict.result,
                       "is missing but runs: holds both arms; add the verdict `openrecipes check convergence` gives")
         return
-    yield from _compare_exact("correctness.convergence.result", published.result,
-                              verdict.result, source)
-    yield from _compare_exact("correctness.convergence.steps", published.steps, verdict.steps, source)
-    yield from _compare_exact("correctness.convergence.pointwise_failures", published.pointwise_failures,
-                              verdict.pointwise_failures, source)
+    for name in ("result", "steps", "pointwise_failures"):
+        yield from _compare_exact(f"correctness.convergence.{name}", getattr(published, name),
+                                  getattr(verdict, name), source)
     for name in ("correlation", "final_loss_difference"):
         yield from _compare_rounded(ev.doc, f"correctness.convergence.{name}", getattr(published, name),
                                     getattr(verdict, name), source)

@@ -4,7 +4,7 @@ the recipe's `reproductions:` (openrecipes.yamledit: every other byte kept)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import yaml
@@ -168,8 +168,7 @@ class ReproductionSummary:
     highest_delta_percent: float | None
 
     def as_json(self) -> dict:
-        return {"count": self.count, "lowest_delta_percent": self.lowest_delta_percent,
-                "highest_delta_percent": self.highest_delta_percent}
+        return asdict(self)
 
 
 def reproduction_summary(recipe: Recipe) -> ReproductionSummary:

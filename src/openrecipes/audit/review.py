@@ -29,12 +29,6 @@ from openrecipes.verify.config import MAX_SCRIPT_BYTES, Rules, load_rules
 
 
 @dataclass(frozen=True)
-class Loaded:
-    doc: YamlDocument
-    report: FileReport
-
-
-@dataclass(frozen=True)
 class Reviewer:
     """What auditing any recipe of one catalog needs, read once."""
 
@@ -69,16 +63,21 @@ class Reviewer:
                            findings=tuple(findings))
 
 
-def _load(path: Path, tables: ReferenceTables) -> Loaded:
+def _load(path: Path, tables: ReferenceTables) -> tuple[YamlDocument, FileReport]:
     doc = read_yaml(path)  # an unreadable file is bad input (UserError, exit 2)
-    return Loaded(doc, validate_document(doc, tables))
+    return doc, validate_document(doc, tables)
 
 
-def catalog_entries(root: Path, tables: ReferenceTables) -> list[Entry]:
-    """Every recipe of the catalog at root that validates."""
+def _load_catalog(root: Path, tables: ReferenceTables) -> dict[Path, tuple[YamlDocument, FileReport]]:
     files = recipe_files([root / "recipes"]) if (root / "recipes").is_dir() else []
-    return [Entry(path.resolve(), item.report.entry) for path in files
-            if isinstance((item := _load(path, tables)).report.entry, Recipe)]
+    return {path.resolve(): _load(path, tables) for path in files}
+
+
+def catalog_entries(root: Path, tables: ReferenceTables,
+                    loaded: dict[Path, tuple[YamlDocument, FileReport]] | None = None) -> list[Entry]:
+    """Every recipe of the catalog at root that validates (`loaded`: the catalog's files, already read)."""
+    return [Entry(path, report.entry) for path, (_, report) in (loaded or _load_catalog(root, tables)).items()
+            if isinstance(report.entry, Recipe)]
 
 
 def reference_run(recipe: Recipe, root: Path, catalog: list[Entry]) -> str | None:
@@ -101,19 +100,16 @@ def audit(root: Path, paths: list[Path] | None = None, rebuild_rows: bool = Fals
     if not (root / "recipes").is_dir() and not paths:
         raise UserError(f"{root}: no recipes/ folder; give --catalog the folder that holds recipes/ and runs/")
     tables = load_reference_tables(root)
-    catalog_files = recipe_files([root / "recipes"]) if (root / "recipes").is_dir() else []
-    loaded = {path.resolve(): _load(path, tables) for path in catalog_files}
+    loaded = _load_catalog(root, tables)
+    catalog = catalog_entries(root, tables, loaded)
     named = [p.resolve() for p in recipe_files(paths)] if paths else list(loaded)
     for path in named:
         if path not in loaded:
             loaded[path] = _load(path, tables)
-    in_catalog = {path.resolve() for path in catalog_files}
-    reviewer = Reviewer.of(root, tables, [Entry(path, item.report.entry) for path, item in loaded.items()
-                                          if path in in_catalog and isinstance(item.report.entry, Recipe)],
-                           rebuild_rows)
+    reviewer = Reviewer.of(root, tables, catalog, rebuild_rows)
     reports = []
     for path in named:
-        doc, report = loaded[path].doc, loaded[path].report
+        doc, report = loaded[path]
         findings = [Finding(e.field, doc.raw.get(e.field), None, e.message) for e in report.errors]
         if isinstance(report.entry, Recipe):
             reports.append(reviewer.review(path, report.entry, doc, findings))

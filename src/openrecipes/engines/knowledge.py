@@ -8,6 +8,7 @@ validator, the measure room and the planner can all ask them (the runners, in op
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -44,12 +45,8 @@ class FlagField:
 
     def field_in(self, recipe: object) -> object:
         """The recipe's value of the dotted field (None where a section on the way is null)."""
-        value = recipe
-        for part in self.field.split("."):
-            if value is None:
-                return None
-            value = getattr(value, part)
-        return value
+        return functools.reduce(lambda value, part: None if value is None else getattr(value, part),
+                                self.field.split("."), recipe)
 
     def expected(self, recipe: object) -> object:
         """The value the recipe's launch command must give the flag (what `read` returns for that command)."""

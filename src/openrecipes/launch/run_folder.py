@@ -8,11 +8,11 @@ name is not a plain slug is refused before anything is written.
 
 from __future__ import annotations
 
-import os
 import re
 import stat
 from pathlib import Path
 
+from openrecipes.atomic import lstat_mode
 from openrecipes.errors import UserError
 from openrecipes.textfile import shown
 
@@ -37,9 +37,7 @@ def run_folder(recipe_path: Path) -> Path:
     anything but a folder: nothing of the run may land outside it."""
     folder = RUNS / run_name(recipe_path)
     for path in (RUNS, folder):
-        try:
-            mode = os.lstat(path).st_mode
-        except FileNotFoundError:
+        if (mode := lstat_mode(path)) is None:
             break
         if not stat.S_ISDIR(mode):
             raise UserError(f"{path}: not a folder (a link, a file or a device); the run writes only inside "

@@ -104,7 +104,6 @@ _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 def strip_colour(text: str) -> str:
-    """`text` without terminal colour codes."""
     return _ANSI_ESCAPE.sub("", text) if "\x1b" in text else text
 
 

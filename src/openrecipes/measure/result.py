@@ -47,9 +47,8 @@ class Measured:
 
     def as_json(self) -> dict:
         """The figures as `measure --json` prints them (window a list, the date ISO text)."""
-        data = dataclasses.asdict(self)
-        data.update(window=list(self.window), measured=self.measured.isoformat() if self.measured else None)
-        return data
+        return {**dataclasses.asdict(self), "window": list(self.window),
+                "measured": self.measured.isoformat() if self.measured else None}
 
 
 @dataclass(frozen=True)
@@ -180,23 +179,22 @@ def measure(table: StepTable, inputs: RunInputs | None, window: tuple[int, int] 
     step_times = window_step_times(table, window)
     seconds = sum(step_times)
     cv = _published("step_time_cv_percent", figures.step_time_cv_percent(step_times))
-    steps_per_run = table.steps[-1].step + 1
-    date = table.last_timestamp.date() if table.last_timestamp else None
-    ended_early = _ended_early(table, inputs.steps_per_run if inputs else None)
+    measured = Measured(
+        tokens_per_s_per_gpu=None, usd_per_million_tokens=None, step_time_cv_percent=cv, mfu=None, window=window,
+        window_tokens=None, gpu_hours=None, steps_per_run=table.steps[-1].step + 1,
+        measured=table.last_timestamp.date() if table.last_timestamp else None, log_format=table.log_format,
+        window_seconds=seconds, ended_early=_ended_early(table, inputs.steps_per_run if inputs else None))
     if inputs is None:
-        return Measured(tokens_per_s_per_gpu=None, usd_per_million_tokens=None, step_time_cv_percent=cv, mfu=None,
-                        window=window, window_tokens=None, gpu_hours=None, steps_per_run=steps_per_run,
-                        measured=date, log_format=table.log_format, window_seconds=seconds, ended_early=ended_early)
+        return measured
     tokens = figures.window_tokens(window[0], window[1], inputs.global_batch, inputs.row_tokens)
     throughput = figures.tokens_per_s_per_gpu(tokens, seconds, inputs.gpus)
     gpu_hours = None
     if table.first_timestamp and table.last_timestamp:
         elapsed = (table.last_timestamp - table.first_timestamp).total_seconds()
         gpu_hours = _published("gpu_hours", figures.gpu_hours(inputs.gpus, elapsed))
-    return RecipeMeasured(
-        tokens_per_s_per_gpu=_published("tokens_per_s_per_gpu", throughput), usd_per_million_tokens=_published(
+    return RecipeMeasured(**{
+        **vars(measured), "tokens_per_s_per_gpu": _published("tokens_per_s_per_gpu", throughput),
+        "usd_per_million_tokens": _published(
             "usd_per_million_tokens", figures.usd_per_million_tokens(inputs.usd_per_gpu_hour, throughput)),
-        step_time_cv_percent=cv,
-        mfu=_published("mfu", figures.mfu(inputs.active_params, throughput, inputs.peak_flops_per_gpu)),
-        window=window, window_tokens=tokens, gpu_hours=gpu_hours, steps_per_run=steps_per_run, measured=date,
-        log_format=table.log_format, window_seconds=seconds, ended_early=ended_early)
+        "mfu": _published("mfu", figures.mfu(inputs.active_params, throughput, inputs.peak_flops_per_gpu)),
+        "window_tokens": tokens, "gpu_hours": gpu_hours})

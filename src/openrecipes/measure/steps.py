@@ -6,7 +6,7 @@ import math
 from itertools import pairwise
 
 from openrecipes.errors import UserError
-from openrecipes.steptable import Step, StepTable
+from openrecipes.steptable import StepTable
 
 
 def merge(tables: list[StepTable]) -> StepTable:
@@ -22,15 +22,6 @@ def merge(tables: list[StepTable]) -> StepTable:
         planned_steps=max(planned, default=None), sources=[src for t in tables for src in t.sources],
         # Only the log holding the run's last step can say why the run ended there.
         out_of_data=max(tables, key=lambda t: t.steps[-1].step if t.steps else -1).out_of_data)
-
-
-def require_unique_steps(table: StepTable) -> None:
-    seen: dict[int, Step] = {}
-    for step in table.steps:
-        if step.step in seen:
-            raise UserError(f"{step.where}: step {step.step} is also at {seen[step.step].where}; give one rank's log "
-                            "of one run")
-        seen[step.step] = step
 
 
 def require_in_order(table: StepTable) -> None:
@@ -100,8 +91,9 @@ def require_complete_run(table: StepTable, steps_per_run: int | None) -> None:
 
 
 def check_for_measure(table: StepTable, steps_per_run: int | None) -> None:
-    require_unique_steps(table)
-    require_contiguous_steps(table)
+    """What a merged table (in step order: measure.result.read_run) must pass before it is measured: a step given
+    twice is refused as one log's step line written twice is."""
+    check_log_steps(table)
     require_finite(table)
     require_positive_step_times(table)
     require_complete_run(table, steps_per_run)

@@ -107,8 +107,6 @@ def tune(
     for option, minutes in (("--budget-minutes", budget_minutes), ("--wall-minutes", wall_minutes)):
         if minutes is not None and not (math.isfinite(minutes) and minutes > 0):  # NaN passes typer's min=
             raise UserError(f"{option} {minutes:g}: give a positive number of minutes")
-    if lanes < 1 or steps < 2:
-        raise UserError(f"--lanes {lanes} --steps {steps}: give at least one lane and two steps")
     if float8 is not None and float8 not in FLOAT8_SCALINGS:
         raise UserError(f"--float8 {float8}: not one of {', '.join(FLOAT8_SCALINGS)}")
     if out_recipe is not None:  # told now, not after the runs

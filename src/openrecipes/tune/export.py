@@ -36,15 +36,10 @@ def _planned_recipes(request: PlanRequest, ranked: list[Prediction], top: int,
     # The fitting layouts a recipe can run, in the table's own order (predicted once, not again here).
     runnable_rank = {id(p): rank for rank, p in enumerate(
         (p for p in ranked if renderable(p.layout, request.global_batch)), start=1)}
-    found = {}
-    for index, p in enumerate(ranked[:top]):
-        if id(p) in runnable_rank:
-            rank = runnable_rank[id(p)]
-            text = planned_recipe(base_path, rank, p, request, root).text
-            found[index] = PlannedRecipeOffer(rank=rank, text=text, command=(
-                f"{plan_command(request)} --emit-recipe {rank} "
-                f"--out {request.model.lower()}-{request.gpu_type.lower()}x{request.gpus}-planned-{rank}.yaml"))
-    return found
+    return {index: PlannedRecipeOffer(rank=rank, text=planned_recipe(base_path, rank, p, request, root).text, command=(
+        f"{plan_command(request)} --emit-recipe {rank} "
+        f"--out {request.model.lower()}-{request.gpu_type.lower()}x{request.gpus}-planned-{rank}.yaml"))
+        for index, p in enumerate(ranked[:top]) if (rank := runnable_rank.get(id(p))) is not None}
 
 
 def export(catalog: Catalog, out: Path) -> list[Path]:

@@ -89,10 +89,7 @@ def data_text(path: Path) -> str:
 
 def _module_file(name: str) -> Path | None:
     relative = PACKAGE.parent.joinpath(*name.split("."))
-    for path in (relative.with_suffix(".py"), relative / "__init__.py"):
-        if path.is_file():
-            return path
-    return None
+    return next((path for path in (relative.with_suffix(".py"), relative / "__init__.py") if path.is_file()), None)
 
 
 def _imported(tree: ast.AST, package: str) -> Iterator[str]:

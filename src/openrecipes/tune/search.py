@@ -62,7 +62,6 @@ class Outcome:
 
     @property
     def measured_run(self) -> Measurement:
-        """The measurement of an outcome that ran."""
         if self.measurement is None:
             raise ValueError(f"{self.candidate.label}: not measured")
         return self.measurement
@@ -115,13 +114,10 @@ def contestants(s: Setup, reference: Outcome, outcomes: list[Outcome]) -> list[O
 
 def find_base(model: str, gpu_type: str, gpus: int, root: Path) -> Path:
     """The catalog's stock torchtitan recipe of the model on this many GPUs of this type (no reference arm)."""
-    found = []
-    for entry in load_catalog(root).recipes:
-        recipe = entry.entry
-        if (recipe.model == model and recipe.gpu.type == gpu_type and recipe.gpu.count == gpus
-                and torchtitan.is_recipe(parse_run(recipe.run))):
-            has_reference = recipe.runs is not None and recipe.runs.reference is not None
-            found.append((has_reference, str(entry.path), root / entry.path))
+    found = [(recipe.runs is not None and recipe.runs.reference is not None, str(entry.path), root / entry.path)
+             for entry, recipe in ((e, e.entry) for e in load_catalog(root).recipes)
+             if (recipe.model, recipe.gpu.type, recipe.gpu.count) == (model, gpu_type, gpus)
+             and torchtitan.is_recipe(parse_run(recipe.run))]
     if not found:
         raise UserError(f"no torchtitan recipe of {model} on {gpus} x {gpu_type} in {root / 'recipes'} to start from; "
                         "give --base RECIPE (a torchtitan recipe of this model and GPU count)")
@@ -216,13 +212,9 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
         raise UserError(f"--window-from {window_first} leaves no window in {steps} steps; give a smaller one")
     environments = lane_environments(lanes, s.base.gpu.count)
 
-    def measure_batch(arms: list[Arm]) -> list[Measurement]:
-        def one(lane: int) -> Measurement:
-            arm = arms[lane]
-            return measure_candidate(arm.recipe, steps, s.run_root / arm.name, runner, s.tables, clock,
-                                     env=environments[lane], window_first=window_first)
-        with ThreadPoolExecutor(max_workers=len(arms)) as pool:
-            return list(pool.map(one, range(len(arms))))
+    def measure(arm: Arm, env: dict[str, str]) -> Measurement:  # one lane's arm, with that lane's environment
+        return measure_candidate(arm.recipe, steps, s.run_root / arm.name, runner, s.tables, clock, env=env,
+                                 window_first=window_first)
 
     efficiency = s.prior
     reference = Outcome(s.reference, reference_arm(s.base, s.card, s.reference, steps))
@@ -271,7 +263,9 @@ def tune(s: Setup, budget_minutes: float, runner: Runner | None = None, steps: i
             break
         if batch != [reference]:  # the contenders in rank order, before a batch that measures some of them
             result.rankings.append([o.candidate.slug for o in batch if o is not reference] + [c.slug for c in pool])
-        for outcome, measurement in zip(batch, measure_batch([o.arm_to_run for o in batch]), strict=True):
+        with ThreadPoolExecutor(max_workers=len(batch)) as threads:
+            measured = list(threads.map(measure, [o.arm_to_run for o in batch], environments))
+        for outcome, measurement in zip(batch, measured, strict=True):
             outcome.measurement = measurement
             result.spent_minutes += measurement.minutes
             if outcome is reference:

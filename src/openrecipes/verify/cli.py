@@ -6,9 +6,8 @@ On a machine with torch only, the component test runs as `python -m openrecipes.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -85,28 +84,18 @@ def _shown(value: object) -> str:
     return "(absent)" if value is None else "(set)" if value is True else str(value)
 
 
-class Shape(StrEnum):
-    small = "small"
-    glm5_moe_layer = "glm5-moe-layer"
-
-
-class Device(StrEnum):
-    cpu = "cpu"
-    cuda = "cuda"
-
-
 @component_app.command("optimizer-offload")
 def optimizer_offload_command(
-    shape: Annotated[
-        Shape, typer.Option("--shape", help="small (CI) or glm5-moe-layer (one EP-8 rank's shard)")] = Shape.small,
-    device: Annotated[
-        Device, typer.Option("--device", help="where the accelerator half of the optimizer runs")] = Device.cpu,
+    shape: Annotated[Literal["small", "glm5-moe-layer"], typer.Option(
+        "--shape", help="small (CI) or glm5-moe-layer (one EP-8 rank's shard)")] = "small",
+    device: Annotated[Literal["cpu", "cuda"], typer.Option(
+        "--device", help="where the accelerator half of the optimizer runs")] = "cpu",
     as_json: JsonOption = False,
 ) -> None:
     """CPU optimizer offload against on-device Adam and an FP64 reference; the negative controls must fail."""
     from openrecipes.verify.components.optimizer_offload import report_lines, run
 
-    verdict = run(shape.value, device.value)
+    verdict = run(shape, device)
     headline, *lines = report_lines(verdict)
     _report(verdict, verdict["passed"], as_json, "\n".join([headline, *lines]), [])
 

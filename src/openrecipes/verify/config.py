@@ -27,10 +27,12 @@ CLASSES = ("placement", "execution_fingerprint", "precision", "numerics")
 PASS, NEEDS_COMPONENT_TEST, PRECISION_CHANGE, FAIL = "pass", "needs component test", "precision change", "fail"
 
 
-@dataclass(frozen=True)
-class ArgumentClass:
-    klass: str
-    why: str
+class ArgumentClass(BaseModel):
+    """One entry of the rules file, as its own schema: `{class: ..., why: ..., component_test: ...}`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    klass: Literal["placement", "execution_fingerprint", "precision", "numerics"] = Field(alias="class")
+    why: str = Field(min_length=1)
     component_test: str | None = None
 
 
@@ -47,19 +49,10 @@ class Rules:
         return self.arguments.get(f"{section}.*") if section else None
 
 
-class _RuleEntry(BaseModel):
-    """One entry of the rules file, as its own schema: `{class: ..., why: ..., component_test: ...}`."""
-
-    model_config = ConfigDict(extra="forbid")
-    klass: Literal["placement", "execution_fingerprint", "precision", "numerics"] = Field(alias="class")
-    why: str = Field(min_length=1)
-    component_test: str | None = None
-
-
 class _RulesFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    arguments: dict[str, _RuleEntry] = {}
-    environment: dict[str, _RuleEntry] = {}
+    arguments: dict[str, ArgumentClass] = {}
+    environment: dict[str, ArgumentClass] = {}
 
 
 def load_rules(path: Path = RULES_PATH) -> Rules:
@@ -73,8 +66,7 @@ def load_rules(path: Path = RULES_PATH) -> Rules:
         raise UserError(f"{shown(path)}:{doc.line_of(field) or 1}: {field or 'file'}: {first['msg']}; the file "
                         "holds 'arguments:' and 'environment:' mappings whose every entry needs 'class' "
                         f"(one of {', '.join(CLASSES)}) and 'why'") from None
-    return Rules(*({name: ArgumentClass(e.klass, e.why, e.component_test) for name, e in entries.items()}
-                   for entries in (rules.arguments, rules.environment)))
+    return Rules(rules.arguments, rules.environment)
 
 
 def read_run(path: Path) -> ParsedRun:

@@ -11,7 +11,7 @@ import csv
 import itertools
 import math
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,6 @@ import numpy as np
 
 from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log
-from openrecipes.measure.steps import require_unique_steps
 from openrecipes.textfile import iter_lines, shown
 from openrecipes.thresholds import (
     PIPELINE_CONVERGENCE,
@@ -38,17 +37,9 @@ def _csv_header(row: list[str]) -> list[str]:
     return [name.strip().lower() for name in row]
 
 
-def _read_csv(path: Path, lines: Iterable[str]) -> LossCurve:
-    """A CSV whose header names a `step` and a `loss` column, in any order among others; without a header, the two
-    columns step,loss. Read as a stream; a field over csv's size limit or a broken quote is a UserError."""
-    rows = csv.reader(lines)
-    try:
-        return _csv_curve(path, rows)
-    except csv.Error as error:
-        raise UserError(f"{shown(path)}:{rows.line_num}: not a readable CSV line ({error})") from None
-
-
 def _csv_curve(path: Path, rows) -> LossCurve:  # noqa: ANN001 (a csv reader)
+    """A CSV whose header names a `step` and a `loss` column, in any order among others; without a header, the two
+    columns step,loss."""
     first: list[str] = next((row for row in rows if row), [])
     header = _csv_header(first)
     pending: list[list[str]] = []
@@ -88,10 +79,12 @@ def read_curve(path: Path) -> LossCurve:
     path = Path(path)
     first = next((line for line in iter_lines(path) if line.strip()), "")
     if path.suffix.lower() == ".csv" or set(_CSV_COLUMNS) <= set(_csv_header(first.split(","))):
-        return _read_csv(path, iter_lines(path))
-    table = read_log(path)
-    require_unique_steps(table)
-    curve = {step.step: step.loss for step in table.steps if step.loss is not None}
+        rows = csv.reader(iter_lines(path))
+        try:
+            return _csv_curve(path, rows)
+        except csv.Error as error:  # a field over csv's size limit or a broken quote
+            raise UserError(f"{shown(path)}:{rows.line_num}: not a readable CSV line ({error})") from None
+    curve = {step.step: step.loss for step in read_log(path).steps if step.loss is not None}  # each step once
     if not curve:
         raise UserError(f"{shown(path)}: the log has no loss values")
     return curve

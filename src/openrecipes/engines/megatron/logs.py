@@ -44,16 +44,15 @@ def read_megatron(path: Path, lines: Iterable[str]) -> StepTable:
     for number, line in enumerate(lines, start=1):
         if "iteration" not in line:  # a cheap test first: a long log is mostly other lines
             continue
+        where = f"{shown(path)}:{number}"
         memory = _MEGATRON_MEMORY.search(line)
         allocated = memory and _MEGATRON_MAX_ALLOCATED.search(line, memory.end())
         if memory and allocated:
-            where = f"{shown(path)}:{number}"
             after = read_count(memory.group(1), where, "iteration")
             memory_gib[after - 1] = read_number(allocated.group(1), where, "max allocated") / MIB_PER_GIB
         match = _MEGATRON_ITERATION.search(line)
         if not match:
             continue
-        where = f"{shown(path)}:{number}"
         fields = {}
         for name, pattern in (("elapsed time per iteration (ms)", _MEGATRON_ELAPSED_MS), ("lm loss", _MEGATRON_LOSS)):
             found = pattern.search(line)

@@ -13,6 +13,7 @@ supported; anything else exits with the reason.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from typing import Any
@@ -96,15 +97,11 @@ def liger_rotary_emb(xq: torch.Tensor, xk: torch.Tensor, rope_cache: torch.Tenso
     return q.transpose(1, 2), k.transpose(1, 2)
 
 
-_SWIGLU_CLASSES: dict[type[nn.Module], type[nn.Module]] = {}
-
-
+@functools.cache
 def liger_swiglu_class(feed_forward: type[nn.Module]) -> type[nn.Module]:
     """One swapped class per feed-forward class: compiled blocks guard on the module's type, so a class per module
     would recompile every block."""
-    if feed_forward not in _SWIGLU_CLASSES:
-        _SWIGLU_CLASSES[feed_forward] = type("LigerSwiGLU" + feed_forward.__name__, (LigerSwiGLU, feed_forward), {})
-    return _SWIGLU_CLASSES[feed_forward]
+    return type("LigerSwiGLU" + feed_forward.__name__, (LigerSwiGLU, feed_forward), {})
 
 
 def swap_modules(model: nn.Module, kernels: tuple[str, ...]) -> dict[str, int]:
@@ -115,7 +112,7 @@ def swap_modules(model: nn.Module, kernels: tuple[str, ...]) -> dict[str, int]:
             module.__class__ = LigerRMSNorm
             swapped["liger-rmsnorm"] += 1
         elif "liger-swiglu" in kernels and {"w1", "w2", "w3"} <= set(dict(module.named_children())):
-            module.__class__ = liger_swiglu_class(type(module))
+            module.__class__ = liger_swiglu_class(type(module))  # type: ignore[arg-type]  # a class hashes
             swapped["liger-swiglu"] += 1
     output = getattr(model, "output", None)
     if "liger-fused-linear-cross-entropy" in kernels:

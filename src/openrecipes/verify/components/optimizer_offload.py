@@ -19,6 +19,7 @@ GPU machine where nothing else is installed:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -96,14 +97,9 @@ def tensor_shapes(shape: MoeLayerShape) -> list[tuple[str, tuple[int, ...]]]:
 
 def offloaded_names(tensors: list[tuple[str, tuple[int, ...]]], fraction: float) -> set[str]:
     """Whole tensors, in order, while the CPU share stays within the fraction (as Megatron's hybrid optimizer)."""
-    total = sum(torch.Size(dims).numel() for _, dims in tensors)
-    chosen, held = set(), 0
-    for name, dims in tensors:
-        if held + torch.Size(dims).numel() > fraction * total:
-            break
-        chosen.add(name)
-        held += torch.Size(dims).numel()
-    return chosen
+    sizes = [torch.Size(dims).numel() for _, dims in tensors]
+    return {name for (name, _), held in zip(tensors, itertools.accumulate(sizes), strict=True)
+            if held <= fraction * sum(sizes)}  # the running total only grows: the tensors up to the first over it
 
 
 class WrittenOutAdamW:
