@@ -48,13 +48,6 @@ def reference_points() -> dict[str, MeasuredPoint]:
     return points
 
 
-def megatron_stage_layers(layers: int, pp: int, first: int, last: int) -> tuple[int, ...]:
-    """Layers per pipeline stage under Megatron's uneven split (--decoder-first/last-pipeline-num-layers): the first
-    and last stages take the given counts, the rest are split evenly over the middle stages."""
-    middle = (layers - first - last) // (pp - 2) if pp > 2 else 0
-    return (first, *[middle] * (pp - 2), last)
-
-
 def _even_stages(layers: int, pp: int) -> tuple[int, ...]:
     stages = stage_split(layers, pp)
     if stages is None:
@@ -63,12 +56,13 @@ def _even_stages(layers: int, pp: int) -> tuple[int, ...]:
 
 
 def _stage_layers(recipe: Recipe, layers: int) -> tuple[int, ...]:
+    """Layers per pipeline stage: even, or under Megatron's uneven split (--decoder-first/last-pipeline-num-layers)
+    the first and last stages take the given counts and the rest are split evenly over the middle stages."""
     split, pp = recipe.layout.layer_split, recipe.layout.pp
     if split is None:
         return _even_stages(layers, pp)
-    return megatron_stage_layers(layers, pp, split.first, split.last)
-
-
+    middle = (layers - split.first - split.last) // (pp - 2) if pp > 2 else 0
+    return (split.first, *[middle] * (pp - 2), split.last)
 
 
 def engine_of(recipe: Recipe) -> str:

@@ -260,8 +260,8 @@ def _print_table(console: Console, request: PlanRequest, choice: EngineChoice, r
         lay, interval = p.layout, widened(p.interval, p.tokens_per_s_per_gpu, published)
         span = f"{interval.low:,.0f}-{interval.high:,.0f}" + ("" if interval.constrained else "*")
         cells = {"#": str(rank) if p.fits else "-", "Layout": _layout_text(lay),
-                 "Offload": f"{lay.offload_fraction:g}", "Tokens/GPU": f"{lay.max_tokens_per_gpu:,}",
-                 "GiB": f"{p.memory.total_gib:.1f}", "Headroom": f"{p.headroom_gib:.1f}",
+                 "Tokens/GPU": f"{lay.max_tokens_per_gpu:,}", "GiB": f"{p.memory.total_gib:.1f}",
+                 "Headroom": f"{p.headroom_gib:.1f}",
                  "Tokens/s/GPU": f"{p.tokens_per_s_per_gpu:,.1f}", "tok/s/GPU": f"{p.tokens_per_s_per_gpu:,.0f}",
                  "Range": span, "Basis": BASIS_WORDS[interval.basis_kind], "MFU": f"{p.mfu:.1%}",
                  "$/1M": f"{p.usd_per_million_tokens:.2f}" if p.usd_per_million_tokens is not None else "-",

@@ -111,21 +111,17 @@ def refits_without_each(points: list[SpeedPoint], full: Calibration,
     fit on all of them (`full`), with that fit's Jacobian less the point's row. Leaving one point of hundreds out
     moves each value a little, where the problem is close to linear: benchmarks/plan_loo.py compares these refits
     with exact ones (`fit` without the point) on every point."""
-    problem = _problem(points, full, fixed)
-    log_values = np.log([full.fitted_values()[n] for n in problem.names])
-    residual = problem.residuals(log_values)
-    jacobian = problem.jacobian(log_values, residual)
-    keeps = (np.arange(len(points)) != i for i in range(len(points)))
-    return [problem.calibration(_linear_refit(problem, log_values, residual[keep], jacobian[keep])) for keep in keeps]
+    return refits_without_groups(points, full, [([i], frozenset()) for i in range(len(points))], fixed)
 
 
 def refits_without_groups(points: list[SpeedPoint], full: Calibration,
-                          groups: Sequence[tuple[Sequence[int], frozenset[str]]]) -> list[Calibration]:
+                          groups: Sequence[tuple[Sequence[int], frozenset[str]]],
+                          fixed: dict[str, float] | None = None) -> list[Calibration]:
     """For each group (the indices of its points, the fitted values only they constrain), the calibration refitted
     without its points and without those values: linearised at the fit on every point, as `refits_without_each`. A
     dropped efficiency is absent from the refit, so its variant's points are predicted as a variant never measured
     is: carried from a neighbour (openrecipes.plan.variants)."""
-    problem = _problem(points, full, None)
+    problem = _problem(points, full, fixed)
     log_values = np.log([full.fitted_values()[n] for n in problem.names])
     residual = problem.residuals(log_values)
     jacobian = problem.jacobian(log_values, residual)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -55,25 +56,18 @@ def _variant(point: MeasuredPoint) -> str:
     return point.request.variant or variant_id(tables.gpus[point.request.gpu_type], tables)
 
 
-def _left_out_groups(points: list[SpeedPoint]) -> tuple[list[tuple[list[int], frozenset[str]]], list[int], list[int]]:
+def _left_out_groups(points: list[SpeedPoint]) -> tuple[dict[tuple, tuple[list[int], frozenset[str]]], list[tuple]]:
     """The groups refitted without: each engine's variants (with the efficiency only they constrain) and each
-    engine's scale bands; and for each point, the index of its variant's group and of its band's."""
-    keys: dict[tuple[str, ...], int] = {}
-    groups: list[tuple[list[int], frozenset[str]]] = []
-    by_variant: list[int] = []
-    by_band: list[int] = []
+    engine's scale bands, by key; and for each point, the key of its variant's group and of its band's."""
+    groups: dict[tuple, tuple[list[int], frozenset[str]]] = {}
+    keys = []
     for i, point in enumerate(points):
-        engine = point.request.engine
-        for key, dropped, found in (
-                (("variant", engine, _variant(point)), frozenset({f"{EFFICIENCY}{engine}/{_variant(point)}"}),
-                 by_variant),
-                (("band", engine, band_of(point.request.gpus)), frozenset(), by_band)):
-            if key not in keys:
-                keys[key] = len(groups)
-                groups.append(([], dropped))
-            groups[keys[key]][0].append(i)
-            found.append(keys[key])
-    return groups, by_variant, by_band
+        engine, variant = point.request.engine, _variant(point)
+        by_variant, by_band = ("variant", engine, variant), ("band", engine, band_of(point.request.gpus))
+        groups.setdefault(by_variant, ([], frozenset({f"{EFFICIENCY}{engine}/{variant}"})))[0].append(i)
+        groups.setdefault(by_band, ([], frozenset()))[0].append(i)
+        keys.append((by_variant, by_band))
+    return groups, keys
 
 
 def leave_one_out(root: Path | None = None, fixed: dict[str, float] | None = None) -> list[HeldOutPoint]:
@@ -82,16 +76,17 @@ def leave_one_out(root: Path | None = None, fixed: dict[str, float] | None = Non
     band (transferred from other bands)."""
     points = speed_points(root)
     full = fit(points, fixed=fixed)
-    groups, by_variant, by_band = _left_out_groups(points)
-    refits = refits_without_groups(points, full, groups)
+    groups, keys = _left_out_groups(points)
+    refits = dict(zip(groups, refits_without_groups(points, full, list(groups.values())), strict=True))
     rows = []
-    for i, (point, without) in enumerate(zip(points, refits_without_each(points, full, fixed), strict=True)):
+    for point, without, (by_variant, by_band) in zip(points, refits_without_each(points, full, fixed), keys,
+                                                     strict=True):
         r = point.request
         rows.append(HeldOutPoint(point.slug, r.model, r.gpu_type, r.gpus, r.engine, describe(point.layout),
                                  point.tokens_per_s_per_gpu, round(predicted_with(point, full), 2),
                                  round(predicted_with(point, without), 2), _variant(point),
-                                 precision_class(point.layout), round(predicted_with(point, refits[by_variant[i]]), 2),
-                                 round(predicted_with(point, refits[by_band[i]]), 2)))
+                                 precision_class(point.layout), round(predicted_with(point, refits[by_variant]), 2),
+                                 round(predicted_with(point, refits[by_band]), 2)))
     return rows
 
 
@@ -167,13 +162,9 @@ def _features(engine: str, root: Path | None) -> set[str]:
 
 
 def median_abs_error(rows: list[HeldOutPoint]) -> float:
-    errors = sorted(abs(r.error) for r in rows)
-    middle = len(errors) // 2
-    return errors[middle] if len(errors) % 2 else (errors[middle - 1] + errors[middle]) / 2
+    return statistics.median(abs(r.error) for r in rows)
 
 
 def write(root: Path | None = None) -> Path:
     write_atomic(HELDOUT_FILE, json.dumps(compute(root), indent=1) + "\n")
     return HELDOUT_FILE
-
-

@@ -204,15 +204,12 @@ def _fsdp_states(shape: ModelShape, layout: Layout, stage: int, non_expert: floa
             **_fsdp_gathered(shape, layout, stage, non_expert, expert)}
 
 
-def _bytes_per_logit(layout: Layout) -> int:
-    rules = layout.rules
-    return rules.compiled_logits_bytes if layout.compile and rules.compiles else rules.logits_bytes
-
-
 def _logits_part(shape: ModelShape, layout: Layout) -> float:
     if FUSED_LINEAR_CROSS_ENTROPY in layout.kernels:
         return fused_cross_entropy_bytes(layout.max_tokens_per_gpu, shape.vocab, shape.hidden, layout.tp)
-    return logits_bytes(layout.max_tokens_per_gpu, shape.vocab, layout.tp, _bytes_per_logit(layout))
+    rules = layout.rules
+    per_logit = rules.compiled_logits_bytes if layout.compile and rules.compiles else rules.logits_bytes
+    return logits_bytes(layout.max_tokens_per_gpu, shape.vocab, layout.tp, per_logit)
 
 
 def memories_in_order(shape: ModelShape, layouts: Sequence[Layout], global_batch: int,

@@ -172,14 +172,10 @@ def _layout_key(row: PredictedLayout) -> tuple[str, str, float]:
 
 
 def _distinct(rows: list[PredictedLayout], count: int) -> list[PredictedLayout]:
-    seen, kept = set(), []
+    first: dict[tuple[str, str, float], PredictedLayout] = {}
     for row in rows:
-        if _layout_key(row) not in seen:
-            seen.add(_layout_key(row))
-            kept.append(row)
-        if len(kept) == count:
-            break
-    return kept
+        first.setdefault(_layout_key(row), row)
+    return list(first.values())[:count]
 
 
 @dataclass(frozen=True)
@@ -253,15 +249,12 @@ def _measured(catalog: Catalog, request: PlanRequest, ranked: RankedTable,
                      key=lambda e: (-e.entry.result.tokens_per_s_per_gpu, e.slug))
     rows = []
     for entry in entries[:MEASURED_SHOWN]:
-        measured = entry.entry.result.tokens_per_s_per_gpu
-        held_out = errors.get(entry.slug)
         try:
-            compared = _compared(measured_point(entry.slug, entry.entry), request, ranked, catalog.tables)
+            compared = vars(_compared(measured_point(entry.slug, entry.entry), request, ranked, catalog.tables))
         except UserError as error:
-            rows.append(MeasuredRecipe(slug=entry.slug, measured=measured, held_out_error=held_out, prediction=None,
-                                       error=str(error)))
-            continue
-        rows.append(MeasuredRecipe(slug=entry.slug, measured=measured, held_out_error=held_out, **vars(compared)))
+            compared = {"prediction": None, "error": str(error)}
+        rows.append(MeasuredRecipe(slug=entry.slug, measured=entry.entry.result.tokens_per_s_per_gpu,
+                                   held_out_error=errors.get(entry.slug), **compared))
     return rows, len(entries)
 
 
@@ -359,5 +352,3 @@ def model_plan(catalog: Catalog, model: str, stamp: str, offers: Offers | None =
                            planned_for=scope.planned_for, published_entries=len(published), engine=settings.engine,
                            tables=planned, skipped=skipped, calibration=_calibration_rows(),
                            memory_margin=ExportedMargin(engine=margin.engine, margin=margin.margin, basis=margin.basis))
-
-

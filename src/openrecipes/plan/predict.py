@@ -245,7 +245,6 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
                                               -p.tokens_per_s_per_gpu if p.peak_fits else p.memory.total_bytes))
 
 
-
 def _check_low_precision(request: PlanRequest, tables: ReferenceTables) -> None:
     """--precision: a Megatron lever whose GEMM speed-up is fitted, on a GPU type with tensor cores for it."""
     precision = request.low_precision

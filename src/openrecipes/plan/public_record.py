@@ -177,13 +177,18 @@ class GroupAccuracy:
     range_coverage: float | None  # share whose published figure lies inside the prediction's range
 
 
-def _errors(rows: list[Compared]) -> list[float]:
+def held_out_errors(rows: list[Compared]) -> list[float]:
     return [error for error in (r.error for r in rows) if error is not None]
 
 
-def _worst(errors: list[float]) -> float:
-    """The error of the largest magnitude, its sign kept."""
-    return max(errors, key=lambda error: abs(error))
+def error_figures(errors: list[float]) -> tuple[float | None, float | None, float | None]:
+    """The median absolute error, the error of the largest magnitude (its sign kept) and the share within WITHIN,
+    rounded; None without errors."""
+    if not errors:
+        return None, None, None
+    worst = max(errors, key=abs)
+    return (round(statistics.median(abs(e) for e in errors), 4), round(worst, 4),
+            round(sum(abs(e) <= WITHIN for e in errors) / len(errors), 4))
 
 
 def accuracy(rows: list[Compared]) -> list[GroupAccuracy]:
@@ -192,13 +197,10 @@ def accuracy(rows: list[Compared]) -> list[GroupAccuracy]:
         groups.setdefault((row.engine, row.gpu_type, band_of(row.gpus)), []).append(row)
     found = []
     for (engine, gpu_type, band), group in sorted(groups.items()):
-        errors = _errors(group)
+        errors = held_out_errors(group)
         expressed = [r for r in group if r.predicted is not None]
         found.append(GroupAccuracy(
-            engine, gpu_type, band, len(group), len(errors),
-            round(statistics.median(abs(e) for e in errors), 4) if errors else None,
-            round(_worst(errors), 4) if errors else None,
-            round(sum(abs(e) <= WITHIN for e in errors) / len(errors), 4) if errors else None,
+            engine, gpu_type, band, len(group), len(errors), *error_figures(errors),
             round(sum(r.low <= r.published <= r.high for r in expressed  # type: ignore[operator]
                       ) / len(expressed), 4) if expressed else None))
     return found
@@ -219,11 +221,10 @@ def rank_agreement(rows: list[Compared]) -> dict[str, tuple[int, float]]:
 def summary(root: Path | None = None) -> dict:
     """What public_record.json holds: per group and overall accuracy, rank agreement, every inexpressible entry."""
     rows = compared(load_catalog(root or default_catalog_root()))
-    errors = _errors(rows)
+    errors = held_out_errors(rows)
+    median, _, within = error_figures(errors)
     return {
-        "entries": len(rows), "expressed": len(errors),
-        "median_abs_error": round(statistics.median(abs(e) for e in errors), 4) if errors else None,
-        "within_20_percent": round(sum(abs(e) <= WITHIN for e in errors) / len(errors), 4) if errors else None,
+        "entries": len(rows), "expressed": len(errors), "median_abs_error": median, "within_20_percent": within,
         "groups": [asdict(g) for g in accuracy(rows)],
         "rank_agreement": {k: list(v) for k, v in rank_agreement(rows).items()},
         "not_expressed": [{"name": r.name, "reason": r.reason} for r in rows if r.reason is not None],

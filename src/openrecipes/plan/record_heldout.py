@@ -10,11 +10,10 @@ the planner cannot express are counted here and listed with their reason in publ
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
 from openrecipes.catalog.store import Catalog
-from openrecipes.plan.public_record import WITHIN, Compared, compared
+from openrecipes.plan.public_record import Compared, compared, error_figures, held_out_errors
 from openrecipes.plan.trust import BANDS, band_of
 
 SOURCES = {"record-dgxc-": "dgxc-benchmarking", "record-mlperf-": "MLPerf Training",
@@ -45,11 +44,6 @@ class SweepRow:
     predicted_loss: float | None  # the same from the held-out predictions; None where either is missing
 
 
-def _worst(errors: list[float]) -> float:
-    """The error of the largest magnitude, its sign kept."""
-    return sorted(errors, key=abs)[-1]
-
-
 def band_rows(rows: list[Compared]) -> list[BandRow]:
     groups: dict[tuple[str, str], list[Compared]] = {}
     for row in rows:
@@ -57,11 +51,8 @@ def band_rows(rows: list[Compared]) -> list[BandRow]:
     order = {label: i for i, (_, _, label) in enumerate(BANDS)}
     out = []
     for (source, band), group in sorted(groups.items(), key=lambda item: (item[0][0], order[item[0][1]])):
-        errors: list[float] = [e for e in (r.error for r in group) if e is not None]
-        out.append(BandRow(source, band, len(group), len(errors),
-                           round(statistics.median(abs(e) for e in errors), 4) if errors else None,
-                           round(_worst(errors), 4) if errors else None,
-                           round(sum(abs(e) <= WITHIN for e in errors) / len(errors), 4) if errors else None))
+        errors = held_out_errors(group)
+        out.append(BandRow(source, band, len(group), len(errors), *error_figures(errors)))
     return out
 
 

@@ -222,18 +222,6 @@ def _low_precision_flops_per_token(shape: ModelShape, layout: Layout, row_tokens
     return 3 * 2 * shape.block_matmul_params + recomputed + grouped_extra
 
 
-def _microbatch_overhead_s(layout: Layout, calibration: Calibration) -> float:
-    if not layout.rules.host_overhead_per_microbatch:
-        return 0.0
-    return calibration.microbatch_overhead_s_per_layer * max(layout.stage_layers)
-
-
-def _microbatch_host_s(layout: Layout, calibration: Calibration) -> float:
-    if layout.rules.selective_saved_matmul_fraction is None or layout.recompute != "selective" or layout.compile:
-        return 0.0
-    return calibration.eager_sac_overhead_s_per_layer * max(layout.stage_layers)
-
-
 def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, peak_flops: float, calibration: Calibration,
                global_batch: int, row_tokens: int) -> list[StepTime]:
     """The step of each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group):
@@ -241,7 +229,8 @@ def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, peak_
     layout = layouts[0]
     microbatches = layout.microbatches(global_batch)
     mean_rows = global_batch / layout.dp / microbatches  # the last microbatch may be short
-    imbalance = max(layout.stage_layers) * layout.pp / shape.layers
+    layers = max(layout.stage_layers)  # on the heaviest stage
+    imbalance = layers * layout.pp / shape.layers
     recomputed = _recomputed_flops_per_token(shape, layout, row_tokens)
     grouped_extra = _grouped_gemm_extra_flops(shape, layout, calibration)
     flops_per_token = shape.step_flops_per_token(row_tokens) + recomputed + grouped_extra
@@ -262,7 +251,7 @@ def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, peak_
         seconds *= calibration.selective_recompute_time_factor[layout.engine]
     norm_s = 0.0
     if amp_composite_norms(layout):
-        normalized = mean_rows * row_tokens * max(layout.stage_layers) * shape.norm_width / layout.tp
+        normalized = mean_rows * row_tokens * layers * shape.norm_width / layout.tp
         norm_s = normalized * calibration.amp_composite_norm_s_per_element \
             * COMPOSITE_NORM_RECOMPUTE_FACTOR[layout.recompute]
     levers = time_effect(layout, links.gpu_type)
@@ -270,8 +259,9 @@ def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, peak_
     comm = _microbatch_comm(shape, layout, links, calibration, heaviest)
     pipeline_slots = microbatches + (layout.pp - 1) / layout.vpp
     dp_s = _dp_sync_s(layout, links, calibration, heaviest)
-    overhead_s = _microbatch_overhead_s(layout, calibration)
-    host_s = _microbatch_host_s(layout, calibration)
+    overhead_s = calibration.microbatch_overhead_s_per_layer * layers if rules.host_overhead_per_microbatch else 0.0
+    eager_sac = rules.selective_saved_matmul_fraction is not None and layout.recompute == "selective"
+    host_s = calibration.eager_sac_overhead_s_per_layer * layers if eager_sac and not layout.compile else 0.0
     return [StepTime(
         microbatch_compute_s=seconds, microbatch_comm_s=dict(comm),  # each step its own dict
         pipeline_slots=pipeline_slots, microbatches=microbatches, dp_s=dp_s, microbatch_norm_s=norm_s,
