@@ -130,8 +130,7 @@ def speed_points(root: Path | None = None) -> list[SpeedPoint]:
 def _record_points(root: Path | None) -> list[SpeedPoint]:
     from openrecipes.plan.public_record import record_points
 
-    return [SpeedPoint(p.slug, p.request, p.layout, p.tokens_per_s_per_gpu)
-            for p in record_points(load_catalog(root or default_catalog_root()))]
+    return record_points(load_catalog(root or default_catalog_root()))
 
 
 def fitted_values(root: Path | None = None) -> dict[str, float]:

@@ -32,13 +32,6 @@ def _contexts(points: Sequence[MeasuredPoint]) -> list[Context]:
     return [found.setdefault(p.request, context(p.request, tables)) for p in points]
 
 
-def _residuals(points: list[SpeedPoint], contexts: list[Context], base: Calibration, names: list[str],
-               log_values: np.ndarray) -> np.ndarray:
-    cal = base.with_values(dict(zip(names, np.exp(log_values), strict=True)))
-    return np.array([math.log(predict_layout(replace(ctx, calibration=cal), p.layout).tokens_per_s_per_gpu
-                              / p.tokens_per_s_per_gpu) for p, ctx in zip(points, contexts, strict=True)])
-
-
 @dataclass(frozen=True)
 class _Problem:
     """The least-squares problem of one set of points: its residuals and their derivatives."""
@@ -51,7 +44,9 @@ class _Problem:
     noise: float  # a measurement's spread (log units)
 
     def residuals(self, log_values: np.ndarray) -> np.ndarray:
-        return _residuals(self.points, self.contexts, self.base, self.names, log_values)
+        cal = self.base.with_values(dict(zip(self.names, np.exp(log_values), strict=True)))
+        return np.array([math.log(predict_layout(replace(ctx, calibration=cal), p.layout).tokens_per_s_per_gpu
+                                  / p.tokens_per_s_per_gpu) for p, ctx in zip(self.points, self.contexts, strict=True)])
 
     def jacobian(self, log_values: np.ndarray, residual: np.ndarray) -> np.ndarray:
         jacobian = np.empty((len(self.points), len(self.names)))

@@ -154,11 +154,8 @@ def compute(root: Path | None = None) -> dict:
     return {"inputs": input_digests(), "points": [asdict(row) for row in rows],
             "rank_agreement": {k: list(v) for k, v in rank_agreement(rows).items()},
             "memory_margins": [asdict(m) for m in memory_margins(root)],
-            "measured_features": {engine: sorted(_features(engine, root)) for engine in engine_names()}}
-
-
-def _features(engine: str, root: Path | None) -> set[str]:
-    return {f for p in speed_points(root) if p.request.engine == engine for f in layout_features(p.layout)}
+            "measured_features": {engine: sorted({f for p in speed_points(root) if p.request.engine == engine
+                                                  for f in layout_features(p.layout)}) for engine in engine_names()}}
 
 
 def median_abs_error(rows: list[HeldOutPoint]) -> float:

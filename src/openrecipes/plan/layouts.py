@@ -115,8 +115,6 @@ def stage_split(layers: int, pp: int) -> tuple[int, ...] | None:
         return None
     if remainder == 0:
         return (base,) * pp
-    if pp == 1:
-        return (layers,)
     if pp == 2:
         return (base, base + remainder)
     splits = []

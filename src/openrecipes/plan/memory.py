@@ -18,7 +18,7 @@ every saved tensor by TP.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache, lru_cache
 
 from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, GIB
@@ -43,11 +43,7 @@ FSDP_BUFFER_BYTES = 2 * BF16_BYTES + FP32_BYTES
 class MemoryEstimate:
     parts: dict[str, float]  # bytes by part, in the order a reader adds them up
     stage: int  # the pipeline stage these parts belong to
-    # Read many times while layouts are ranked and exported: summed once (a field, cheaper than a cached_property).
-    total_bytes: float = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "total_bytes", sum(self.parts.values()))
+    total_bytes: float  # sum(parts.values())
 
     @property
     def total_gib(self) -> float:
@@ -63,7 +59,6 @@ def logits_bytes(tokens: int, vocab: int, tp: int = 1, bytes_per_logit: float = 
     return tokens * vocab / tp * bytes_per_logit
 
 
-@cache  # a request's thousands of layouts share a few stage splits: each split's figures are worked out once
 def _stage_layer_kinds(dense_layers: int, stage_layers: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
     """(dense-FFN layers, MoE layers) on each stage; the dense layers come first in the model."""
     kinds, start = [], 0
@@ -244,8 +239,9 @@ def _peak_stage(shape: ModelShape, layout: Layout, params: tuple[tuple[float, fl
         total = states_sum + activations[stage] + (logits if stage == last else 0.0) + reserve
         if total > peak_total:
             peak, peak_total, peak_states = stage, total, states
-    return MemoryEstimate({**peak_states, "activations": activations[peak], "logits": logits if peak == last else 0.0,
-                           "runtime_reserve": reserve}, peak)
+    parts = {**peak_states, "activations": activations[peak], "logits": logits if peak == last else 0.0,
+             "runtime_reserve": reserve}
+    return MemoryEstimate(parts, peak, sum(parts.values()))
 
 
 # The distributed optimizer's states depend on these alone: a request's thousands of layouts share a few thousand

@@ -10,9 +10,10 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from openrecipes.catalog.hardware import ReferenceTables, variant_id
-from openrecipes.catalog.store import Catalog, RecipeEntry, SummaryEntry
+from openrecipes.catalog.store import Catalog, SummaryEntry
 from openrecipes.engines.registry import PLANNER_DEFAULT, engine_of_framework
 from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import allocator_gib
@@ -75,13 +76,9 @@ class Settings:
                 f"{grads} gradient buffers")
 
 
-def _settings_of(entry: RecipeEntry) -> Settings:
-    request = request_of(entry.entry)
-    return Settings(request.row_tokens, request.global_batch, request.engine, request.grad_reduce_bf16)
-
-
 def model_settings(catalog: Catalog, model: str) -> Settings:
-    counts = Counter(_settings_of(e) for e in catalog.recipes if e.entry.model == model)
+    counts = Counter(Settings(r.row_tokens, r.global_batch, r.engine, r.grad_reduce_bf16)
+                     for r in (request_of(e.entry) for e in catalog.recipes if e.entry.model == model))
     if not counts:
         return Settings()
     return max(counts, key=lambda s: (counts[s], -s.row_tokens, s.engine == PLANNER_DEFAULT.name, s.grad_reduce_bf16))
@@ -222,24 +219,17 @@ def _rank(ranked: RankedTable, prediction: PredictedLayout) -> int | None:
     return 1 + sum(1 for t in ranked.fitting_tokens if t > prediction.tokens_per_s_per_gpu)
 
 
-@dataclass(frozen=True)
-class PointPrediction:
-    """The planner's prediction of a measured point's own layout, and where it ranks in the table."""
-    prediction: PredictedLayout
-    same_settings: bool
-    rank: int | None
-    allocator_gib: float
-
-
 def _compared(point: MeasuredPoint, request: PlanRequest, ranked: RankedTable,
-              tables: ReferenceTables) -> PointPrediction:
+              tables: ReferenceTables) -> dict[str, Any]:
+    """The planner's prediction of a measured point's own layout, and where it ranks in the table: the fields
+    MeasuredRecipe and MeasuredRun share."""
     prediction = predict_layout(context(point.request, tables), point.layout).exported()
     # the same request on the same part: a table asked for by type plans the type's default variant
     default = variant_id(tables.gpus[request.gpu_type], tables)
     same = replace(point.request, variant=point.request.variant or default) == replace(
         request, variant=request.variant or default)
-    return PointPrediction(prediction, same, _rank(ranked, prediction) if same else None,
-                    round(allocator_gib(prediction.memory_gib, calibration().runtime_reserve_gib), 2))
+    return {"prediction": prediction, "same_settings": same, "rank": _rank(ranked, prediction) if same else None,
+            "allocator_gib": round(allocator_gib(prediction.memory_gib, calibration().runtime_reserve_gib), 2)}
 
 
 def _measured(catalog: Catalog, request: PlanRequest, ranked: RankedTable,
@@ -250,7 +240,7 @@ def _measured(catalog: Catalog, request: PlanRequest, ranked: RankedTable,
     rows = []
     for entry in entries[:MEASURED_SHOWN]:
         try:
-            compared = vars(_compared(measured_point(entry.slug, entry.entry), request, ranked, catalog.tables))
+            compared = _compared(measured_point(entry.slug, entry.entry), request, ranked, catalog.tables)
         except UserError as error:
             compared = {"prediction": None, "error": str(error)}
         rows.append(MeasuredRecipe(slug=entry.slug, measured=entry.entry.result.tokens_per_s_per_gpu,
@@ -272,7 +262,7 @@ def _runs(catalog: Catalog, request: PlanRequest, ranked: RankedTable,
         rows.append(MeasuredRun(
             name=row["name"], measured=row["tokens_per_s_per_gpu"], memory_gib=row["memory_gib"], log=row["log"],
             held_out_error=errors.get(row["name"]), label=describe(point.layout),
-            **vars(_compared(point, request, ranked, catalog.tables))))
+            **_compared(point, request, ranked, catalog.tables)))
     return sorted(rows, key=lambda r: (-r.measured, r.name))
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from openrecipes import figures
@@ -78,18 +78,9 @@ class Prediction:
     gpu_type: str
     variant: str
     margin_gib: float  # the memory margin on this layout's predicted allocator peak
-    # Worked out once and read many times while layouts are ranked and exported (fields: cheaper than properties).
-    headroom_gib: float = field(init=False, repr=False, compare=False)
-    # The predicted peak is below capacity (it may still run out of memory inside the margin).
-    peak_fits: bool = field(init=False, repr=False, compare=False)
-    # The predicted peak leaves at least the margin free: a layout the planner bets on.
-    fits: bool = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        headroom = self.capacity_gib - self.memory.total_gib
-        object.__setattr__(self, "headroom_gib", headroom)
-        object.__setattr__(self, "peak_fits", headroom >= 0)
-        object.__setattr__(self, "fits", headroom >= self.margin_gib)
+    headroom_gib: float  # capacity less the predicted peak
+    peak_fits: bool  # the predicted peak is below capacity (it may still run out of memory inside the margin)
+    fits: bool  # the predicted peak leaves at least the margin free: a layout the planner bets on
 
     @property
     def fit_label(self) -> str:
@@ -120,24 +111,16 @@ class Prediction:
     def exported(self) -> PredictedLayout:
         """The prediction as `plan --json` prints it and plans/*.json store it: figures rounded for reading.
         Validated from one dict (the interval nested in it): a single pass of pydantic's validator."""
-        layout, interval = self.layout, self.interval
+        layout = self.layout
         return PredictedLayout.model_validate({
-            "engine": layout.engine, "variant": self.variant, "label": layout.label,
-            "tp": layout.tp, "pp": layout.pp, "vpp": layout.vpp, "cp": layout.cp, "ep": layout.ep, "etp": layout.etp,
-            "dp": layout.dp, "sequence_parallel": layout.sequence_parallel, "stage_layers": list(layout.stage_layers),
-            "recompute": layout.recompute, "offload_fraction": layout.offload_fraction,
-            "rows_per_microbatch": layout.rows_per_microbatch, "max_tokens_per_gpu": layout.max_tokens_per_gpu,
-            "grad_reduce_bf16": layout.grad_reduce_bf16, "compile": layout.compile,
-            "reshard_after_forward": layout.reshard_after_forward, "kernels": list(layout.kernels),
-            "attention": layout.attention, "float8": layout.float8, "low_precision": layout.low_precision,
-            "unmeasured_levers": list(self.step.unmeasured_levers), "fits": self.fits, "peak_fits": self.peak_fits,
-            "reason": self.reason, "memory_gib": round(self.memory.total_gib, 2), "capacity_gib": self.capacity_gib,
+            **vars(layout), "variant": self.variant, "label": layout.label,
+            "sequence_parallel": layout.sequence_parallel, "unmeasured_levers": list(self.step.unmeasured_levers),
+            "fits": self.fits, "peak_fits": self.peak_fits, "reason": self.reason,
+            "memory_gib": round(self.memory.total_gib, 2), "capacity_gib": self.capacity_gib,
             "headroom_gib": round(self.headroom_gib, 2), "margin_gib": round(self.margin_gib, 2),
             "memory_parts": self.memory.parts_gib(), "step_time_s": round(self.step.total_s, 4),
             "step_parts_s": self.step.parts_s(), "tokens_per_s_per_gpu": round(self.tokens_per_s_per_gpu, 1),
-            "interval": {"low": interval.low, "high": interval.high, "basis": interval.basis,
-                         "constrained": interval.constrained, "basis_kind": interval.basis_kind},
-            "mfu": round(self.mfu, 4), "usd_per_million_tokens": (
+            "interval": vars(self.interval), "mfu": round(self.mfu, 4), "usd_per_million_tokens": (
                 round(self.usd_per_million_tokens, 4) if self.usd_per_million_tokens is not None else None)})
 
 
@@ -214,12 +197,14 @@ def _prediction(ctx: Context, layout: Layout, memory: MemoryEstimate, step: Step
     request = ctx.request
     tokens = request.global_batch * request.row_tokens
     throughput = figures.tokens_per_s_per_gpu(tokens, step.total_s, layout.gpus)
+    headroom, margin = ctx.links.capacity_gib - memory.total_gib, _margin_gib(ctx, layout, memory)
     return Prediction(
         layout=layout, memory=memory, step=step, capacity_gib=ctx.links.capacity_gib, tokens_per_s_per_gpu=throughput,
         mfu=figures.mfu(ctx.shape.active_params, throughput, ctx.peak_flops),
         usd_per_million_tokens=(figures.usd_per_million_tokens(ctx.usd_per_gpu_hour, throughput)
                                 if ctx.usd_per_gpu_hour else None),
-        gpu_type=request.gpu_type, variant=ctx.links.variant, margin_gib=_margin_gib(ctx, layout, memory))
+        gpu_type=request.gpu_type, variant=ctx.links.variant, margin_gib=margin, headroom_gib=headroom,
+        peak_fits=headroom >= 0, fits=headroom >= margin)
 
 
 def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list[Prediction]:

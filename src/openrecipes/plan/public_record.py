@@ -25,6 +25,7 @@ from openrecipes.plan.accuracy import spearman
 from openrecipes.plan.constants import HERE
 from openrecipes.plan.layouts import LOW_PRECISIONS, Layout, stage_split
 from openrecipes.plan.levers import measured_factors
+from openrecipes.plan.points import SpeedPoint
 from openrecipes.plan.predict import PlanRequest, context, predict_layout
 from openrecipes.plan.trust import band_of, read_derived, stored_points
 
@@ -61,11 +62,11 @@ def held_out() -> dict[str, float]:
     return {point.name: point.held_out for point in stored_points()}
 
 
-def _layout(entry: SummaryEntry, engine: str, layers: int) -> tuple[Layout, int]:
-    """The planner's layout of a published entry and its global batch; UserError naming what it cannot express."""
-    run = entry.entry.published
+def _planned(entry: SummaryEntry, engine: str, layers: int) -> tuple[PlanRequest, Layout]:
+    """The planner's request and layout of a published entry; UserError naming what it cannot express."""
+    summary, run = entry.entry, entry.entry.published
     assert run is not None
-    lay, gpus = run.layout, entry.entry.gpu.count
+    lay, gpus = run.layout, summary.gpu.count
     if gpus % (lay.tp * lay.pp * lay.cp):
         raise UserError(f"{gpus} GPUs are not a multiple of TP x PP x CP")
     dp = gpus // (lay.tp * lay.pp * lay.cp)
@@ -86,7 +87,8 @@ def _layout(entry: SummaryEntry, engine: str, layers: int) -> tuple[Layout, int]
                     rows * run.seq_length // lay.cp, False, compile="torch.compile" in run.techniques,
                     float8=run.precision.removeprefix("fp8-") if modelled.levers and run.precision != "bf16" else None,
                     low_precision=run.precision if modelled.layout.low_precision and run.precision != "bf16" else None)
-    return layout, global_batch
+    return PlanRequest(summary.model, summary.gpu.type, gpus, run.seq_length, global_batch, engine,
+                       variant=summary.gpu.variant), layout
 
 
 def _expressible_precision(engine: str, precision: str, gpu_type: str) -> str | None:
@@ -123,9 +125,7 @@ def compare(entry: SummaryEntry, catalog: Catalog) -> Compared:
     if reason is not None or card is None:
         return row(reason=reason)
     try:
-        layout, global_batch = _layout(entry, engine, card.layers)
-        request = PlanRequest(summary.model, summary.gpu.type, summary.gpu.count, run.seq_length, global_batch,
-                              engine, variant=summary.gpu.variant)
+        request, layout = _planned(entry, engine, card.layers)
         prediction = predict_layout(context(request, catalog.tables), layout)
     except (UserError, KeyError, ZeroDivisionError, ValueError) as error:
         return row(reason=str(error).strip("'"))
@@ -133,28 +133,17 @@ def compare(entry: SummaryEntry, catalog: Catalog) -> Compared:
     return row(round(prediction.tokens_per_s_per_gpu, 1), interval.low, interval.high)
 
 
-@dataclass(frozen=True)
-class RecordPoint:
-    """A published entry the planner can express, as a measured point of its engine and GPU type."""
-    slug: str
-    request: PlanRequest
-    layout: Layout
-    tokens_per_s_per_gpu: float
-
-
-def record_points(catalog: Catalog) -> list[RecordPoint]:
-    """Every published entry the planner can express (`compare` gives no reason against it), as a point."""
+def record_points(catalog: Catalog) -> list[SpeedPoint]:
+    """Every published entry the planner can express (`compare` gives no reason against it), as a measured point of
+    its engine and GPU type."""
     found = []
     for entry in catalog.record:
         run, summary = entry.entry.published, entry.entry
         card = catalog.tables.models.get(summary.model)
         if run is None or card is None or compare(entry, catalog).reason is not None:
             continue
-        engine = engine_of_framework(run.engine).name
-        layout, global_batch = _layout(entry, engine, card.layers)
-        request = PlanRequest(summary.model, summary.gpu.type, summary.gpu.count, run.seq_length, global_batch, engine,
-                              variant=summary.gpu.variant)
-        found.append(RecordPoint(entry.slug, request, layout, summary.result.tokens_per_s_per_gpu))
+        request, layout = _planned(entry, engine_of_framework(run.engine).name, card.layers)
+        found.append(SpeedPoint(entry.slug, request, layout, summary.result.tokens_per_s_per_gpu))
     return found
 
 

@@ -117,7 +117,6 @@ def margin_key(engine: str, layout: Layout) -> str:
     return engine + WITH_KERNELS if layout.kernels else engine
 
 
-@cache
 def memory_margin(engine: str) -> MemoryMargin:
     """The margin of an engine, or of `margin_key`'s engine with kernels (the engine's own where none was measured)."""
     margins = {m["engine"]: m for m in stored()["memory_margins"]}

@@ -40,13 +40,9 @@ def _same_chip(a: GpuSpec, b: GpuSpec) -> bool:
     return a.peak_bf16_flops == b.peak_bf16_flops and a.peak_fp8_flops == b.peak_fp8_flops
 
 
-def _full_power(spec: GpuSpec, specs: dict[str, GpuSpec]) -> float | None:
-    return max((s.power_w for s in specs.values() if _same_chip(s, spec) and s.power_w), default=None)
-
-
 def _clock(spec: GpuSpec, specs: dict[str, GpuSpec]) -> float:
     """The sustained clock of a variant as a share of its chip's at full power (1 where the power is not known)."""
-    full = _full_power(spec, specs)
+    full = max((s.power_w for s in specs.values() if _same_chip(s, spec) and s.power_w), default=None)
     return (spec.power_w / full) ** CLOCK_POWER_EXPONENT if spec.power_w and full else 1.0
 
 
