@@ -17,8 +17,23 @@ from openrecipes.catalog.yamlio import YamlDocument, read_yaml
 from openrecipes.errors import UserError
 
 
+class ScaleUp(Strict):
+    """The GPU-to-GPU fabric inside one domain (NVLink, Infinity Fabric)."""
+
+    link: str = Field(min_length=1)  # NVLink 3/4/5, Infinity Fabric (xGMI), ...
+    gb_s: float = Field(gt=0, le=1e5, strict=True)  # GB/s per GPU, both directions together, as datasheets print it
+    domain: Degree  # GPUs one fabric joins: 8 (HGX/DGX node, MI300X platform) or 72 (NVL72 rack)
+
+
+class ScaleOut(Strict):
+    """The network between scale-up domains, per GPU."""
+
+    fabric: str = Field(min_length=1)  # InfiniBand NDR/XDR/HDR, EFA, RoCE, ...
+    gbit_s: float = Field(gt=0, le=1e5, strict=True)  # Gb/s per GPU, one direction
+
+
 class GpuSpec(Strict):
-    """One hardware variant: a part a figure ran on (hardware/gpus.yaml)."""
+    """One hardware part: a block of hardware/gpus.yaml, the one home of its facts (docs/catalog.md)."""
 
     type: str  # the family (H100, H200, ...) instance prices and recipe folders name
     default: bool = False  # the variant the type means on its own: the part a user rents
@@ -28,11 +43,12 @@ class GpuSpec(Strict):
     peak_mxfp8_flops: float | None = Field(None, gt=0, le=1e18, strict=True)  # dense MXFP8 (Blackwell)
     peak_nvfp4_flops: float | None = Field(None, gt=0, le=1e18, strict=True)  # dense NVFP4 (Blackwell)
     memory_gb: Degree
-    memory_bandwidth_tb_s: float | None = Field(None, gt=0, le=1e3, strict=True)  # HBM bandwidth of one GPU
-    nvlink_gb_s: float | None = Field(None, gt=0, le=1e5, strict=True)  # NVLink bandwidth of one GPU, both ways
-    nvlink_domain: Degree | None = None  # GPUs one NVLink fabric joins: 8 (HGX/DGX node) or 72 (NVL72 rack)
-    scale_out_gbit_s: float | None = Field(None, gt=0, le=1e5, strict=True)  # network per GPU between domains
-    power_w: float | None = Field(None, gt=0, le=1e5, strict=True)  # board power it runs at: TDP or its cap
+    capacity_gib: float | None = Field(None, gt=0, le=1e6, strict=True)  # the driver's memory.total, GiB
+    memory_bandwidth_tb_s: float = Field(gt=0, le=1e3, strict=True)  # HBM bandwidth of one GPU
+    power_w: float = Field(gt=0, le=1e5, strict=True)  # board power it runs at: TDP or its cap
+    scale_up: ScaleUp
+    scale_out: ScaleOut
+    gpus_per_node: Degree | None = None  # GPUs a node or tray holds, where not scale_up.domain (NVL72 trays: 4)
     published_as: list[str] = Field(default_factory=list)  # system names sources write for it
     reported_as: list[str] = Field(default_factory=list)  # device names the driver prints for it
     source: str
@@ -178,6 +194,43 @@ def _validated(row_model: type[Strict], data: Any, doc: YamlDocument, *key: obje
         raise UserError(f"{doc.path}:{doc.line_of(field)}: {field}: {first['msg']}") from None
 
 
+# How to fix a hardware/gpus.yaml block, by the top-level field its first error is in: a user writes each block by
+# hand from datasheets, and a catalog written before scale_up/scale_out still carries the three flat link fields.
+_ADD_A_PART = 'docs/catalog.md, "Adding a GPU part", gives every field with its unit'
+_FLAT_LINK_FIELDS = ("nvlink_gb_s", "nvlink_domain", "scale_out_gbit_s")
+_MOVED = ("the flat link fields are now nested: nvlink_gb_s is scale_up.gb_s, nvlink_domain is scale_up.domain, "
+          f"scale_out_gbit_s is scale_out.gbit_s ({_ADD_A_PART})")
+_GPU_FIXES = {
+    "scale_up": "write the GPU-to-GPU fabric inside one domain as scale_up: {link: NVLink 4, gb_s: 900, domain: 8} "
+                f"(gb_s: GB/s per GPU, both directions together; {_ADD_A_PART})",
+    "scale_out": "write the network between domains as scale_out: {fabric: InfiniBand NDR, gbit_s: 400} "
+                 f"(gbit_s: Gb/s per GPU, one direction; {_ADD_A_PART})",
+    "memory_bandwidth_tb_s": f"give the HBM bandwidth of one GPU in TB/s, from its datasheet ({_ADD_A_PART})",
+    "power_w": f"give the board power the part runs at in W: its TDP, or the cap it is held at ({_ADD_A_PART})",
+} | dict.fromkeys(_FLAT_LINK_FIELDS, _MOVED)
+
+
+def _gpu_part(key: str, block: Any, doc: YamlDocument) -> GpuSpec:
+    """One block of hardware/gpus.yaml; its first error names the file, the line, the part and the field, and the
+    fix."""
+    try:
+        return GpuSpec.model_validate(block)
+    except ValidationError as error:
+        errors = error.errors()
+        first = next((e for e in errors if e["loc"] and e["loc"][0] in _FLAT_LINK_FIELDS), errors[0])
+        loc = [str(p) for p in first["loc"]]
+        field = ".".join((key, *loc))
+        fix = _GPU_FIXES.get(loc[0] if loc else "", _ADD_A_PART)
+        raise UserError(f"{doc.path}:{doc.line_of(field)}: {field}: {first['msg']}; {fix}") from None
+
+
+def _load_gpus(path: Path) -> dict[str, GpuSpec]:
+    doc = read_yaml(path)
+    if not isinstance(doc.data, dict):
+        raise UserError(f"{path}:1: expected a mapping of part id -> block; fix the file's top level")
+    return {str(key): _gpu_part(str(key), block, doc) for key, block in doc.data.items()}
+
+
 def _load_table(path: Path, row_model: type[Strict]) -> dict[str, Any]:
     doc = read_yaml(path)
     if not isinstance(doc.data, dict):
@@ -265,7 +318,7 @@ def load_reference_tables(root: Path | None = None) -> ReferenceTables:
         card = _validated(ModelCard, doc.data, doc)
         models[card.name] = card
         model_files[card.name] = card_path
-    variants = _load_table(hardware / "gpus.yaml", GpuSpec)
+    variants = _load_gpus(hardware / "gpus.yaml")
     return ReferenceTables(
         gpus=_defaults_by_type(variants, hardware / "gpus.yaml"),
         variants=variants,
