@@ -12,7 +12,7 @@ from conftest import GPTOSS_1, REPO, openrecipes
 
 from openrecipes.catalog.hardware import load_reference_tables, resolve_gpu
 
-H200_LINKS = "  scale_up: {link: NVLink 4, gb_s: 900, domain: 8}\n  scale_out: {fabric: InfiniBand NDR, gbit_s: 400}\n"
+H100_LINKS = "  scale_up: {link: NVLink 4, gb_s: 900, domain: 8}\n  scale_out: {fabric: InfiniBand NDR, gbit_s: 400}\n"
 NEW_PART = """
 X100-OAM-64GB:
   type: X100
@@ -44,12 +44,12 @@ def _catalog(tmp_path: Path, gpus: str) -> Path:
 
 def _bundled() -> str:
     text = (REPO / "hardware/gpus.yaml").read_text(encoding="utf-8")
-    assert text.count(H200_LINKS) >= 2  # H100 SXM5 and H200 carry these links; the edits below hit the H100's
+    assert text.index(H100_LINKS) < text.index("H200-SXM-141GB:")  # each edit below hits the first block, the H100
     return text
 
 
 @pytest.mark.parametrize(("edit", "field", "says"), [
-    (lambda t: t.replace(H200_LINKS, "", 1), "H100-SXM5-80GB.scale_up", "Field required"),
+    (lambda t: t.replace(H100_LINKS, "", 1), "H100-SXM5-80GB.scale_up", "Field required"),
     (lambda t: t.replace("gb_s: 900,", "gb_s: 0,", 1), "H100-SXM5-80GB.scale_up.gb_s", "greater than 0"),
     (lambda t: t.replace("gbit_s: 400}", "gbit_s: -1}", 1), "H100-SXM5-80GB.scale_out.gbit_s", "greater than 0"),
     (lambda t: t.replace("  power_w: 700\n", "", 1), "H100-SXM5-80GB.power_w", "Field required"),
@@ -68,7 +68,7 @@ def test_a_part_missing_a_fact_or_with_an_impossible_one_exits_2_naming_part_fie
 
 
 def test_a_catalog_written_with_the_flat_link_fields_is_told_where_they_went(tmp_path):
-    flat = _bundled().replace(H200_LINKS, "  nvlink_gb_s: 900\n  nvlink_domain: 8\n  scale_out_gbit_s: 400\n", 1)
+    flat = _bundled().replace(H100_LINKS, "  nvlink_gb_s: 900\n  nvlink_domain: 8\n  scale_out_gbit_s: 400\n", 1)
     done = openrecipes("validate", "--catalog", _catalog(tmp_path, flat))
     assert done.returncode == 2
     assert "H100-SXM5-80GB.nvlink_gb_s" in done.stderr and "nvlink_gb_s is scale_up.gb_s" in done.stderr
