@@ -23,7 +23,7 @@ from make_corpus import REPO
 from run import Case
 
 PLANNER = REPO / "src/openrecipes/plan"  # read only: each case edits its clone's copy
-PLANNER_FILES = ("calibration.yaml", "interconnect.yaml", "reference_points.yaml", "heldout.json",
+PLANNER_FILES = ("calibration.yaml", "reference_points.yaml", "heldout.json",
                  "public_record.json")
 CALIBRATION = "src/openrecipes/plan/calibration.yaml"
 # What a stranger may write for a number of calibration.yaml: text a YAML 1.1 reader takes for a float, floats

@@ -291,7 +291,8 @@ def resolve_gpu(name: str, tables: ReferenceTables | None = None) -> tuple[str, 
         gpu_type = by_type[name.lower()]
         return gpu_type, variant_id(tables.gpus[gpu_type], tables)
     raise UserError(f"unknown GPU type or variant '{name}'; known types: {', '.join(tables.gpus)}; known variants: "
-                    f"{', '.join(tables.variants)} (hardware/gpus.yaml)")
+                    f"{', '.join(tables.variants)} (hardware/gpus.yaml; docs/catalog.md, \"Adding a GPU part\", says "
+                    "how to add one)")
 
 
 def variant_of_system(system: str, tables: ReferenceTables) -> str:

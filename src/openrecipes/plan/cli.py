@@ -37,7 +37,7 @@ from openrecipes.plan.answer import (
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.levers import parse_levers
 from openrecipes.plan.predict import PlanRequest, Prediction, predict
-from openrecipes.plan.trust import HELD_OUT, OTHER_BANDS, OTHER_VARIANTS, check_current, memory_margin
+from openrecipes.plan.trust import check_current, memory_margin
 from openrecipes.plan.words import lever_text
 
 # Non-fitting layouts shown under the fitting ones: enough to see what stops the next-larger layouts.
@@ -48,8 +48,6 @@ WIDE_TABLE = 150
 WIDE_COLUMNS = ("#", "Layout", "Tokens/GPU", "GiB", "Headroom", "Tokens/s/GPU", "Range", "Basis", "MFU", "$/1M",
                 "Fit")
 NARROW_COLUMNS = ("#", "Layout", "tok/s/GPU", "Range", "Basis", "GiB", "Fit")
-# The Basis column: what a row's range is calibrated on, in a word (the caption has the whole sentence).
-BASIS_WORDS = {HELD_OUT: "held out", OTHER_VARIANTS: "other variants", OTHER_BANDS: "other bands"}
 # The text columns share the width the figures leave (which never wrap), the layout the larger part.
 COLUMN_RATIOS = {"Layout": 3, "Fit": 2}
 PLAN_MODEL = "model"  # the command `plan MODEL` runs, hidden from `plan --help` (the group's help shows its usage)
@@ -239,13 +237,14 @@ def _print_table(console: Console, request: PlanRequest, choice: EngineChoice, r
     not_fitting = [p for p in ranked if not p.fits]
     rows = (fitting[:top] if top else fitting) + not_fitting[:NON_FITTING_SHOWN]
     margin = memory_margin(request.engine)
-    bases = sorted({p.interval.basis for p in rows})
+    bases = list(dict.fromkeys(widened(p.interval, p.tokens_per_s_per_gpu, published).basis for p in rows))
     narrow = console.width < WIDE_TABLE
     table = Table(title=f"{request.model} on {request.gpus} x {ranked[0].variant}, {request.engine} ({choice.reason}): "
                         f"{len(fitting):,} of {len(ranked):,} valid layouts fit; predicted, not measured",
                   caption=f"{request.row_tokens:,}-token rows, global batch {request.global_batch}; GiB: predicted "
                           f"peak of {ranked[0].capacity_gib:.1f} GiB; fits: leaves {margin.margin:.1%} of the "
-                          f"predicted allocator peak free ({margin.basis}); range: " + " | ".join(bases)
+                          f"predicted allocator peak free ({margin.basis}); range basis "
+                          + "; ".join(f"{n}: {basis}" for n, basis in enumerate(bases, 1))
                           + "; --json has every part", title_justify="left", caption_justify="left")
     headers = NARROW_COLUMNS if narrow else WIDE_COLUMNS
     for header in headers:
@@ -263,7 +262,7 @@ def _print_table(console: Console, request: PlanRequest, choice: EngineChoice, r
                  "Tokens/GPU": f"{lay.max_tokens_per_gpu:,}", "GiB": f"{p.memory.total_gib:.1f}",
                  "Headroom": f"{p.headroom_gib:.1f}",
                  "Tokens/s/GPU": f"{p.tokens_per_s_per_gpu:,.1f}", "tok/s/GPU": f"{p.tokens_per_s_per_gpu:,.0f}",
-                 "Range": span, "Basis": BASIS_WORDS[interval.basis_kind], "MFU": f"{p.mfu:.1%}",
+                 "Range": span, "Basis": str(bases.index(interval.basis) + 1), "MFU": f"{p.mfu:.1%}",
                  "$/1M": f"{p.usd_per_million_tokens:.2f}" if p.usd_per_million_tokens is not None else "-",
                  "Fit": "yes" if p.fits else p.short_reason}
         table.add_row(*(cells[h] for h in headers))

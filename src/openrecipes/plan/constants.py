@@ -1,4 +1,4 @@
-"""The planner's named data: per-GPU-type links (interconnect.yaml) and calibration (calibration.yaml)."""
+"""The planner's named data: a part's links (its hardware/gpus.yaml block) and calibration (calibration.yaml)."""
 
 from __future__ import annotations
 
@@ -95,22 +95,13 @@ FITTED_FIELDS = ("compile_speedup", "cp_attention_efficiency", "microbatch_overh
                  "torchtitan_expert_efficiency", "megatron_expert_efficiency")
 
 
-@lru_cache(maxsize=1)
-def interconnect_document() -> dict:
-    return read_yaml(HERE / "interconnect.yaml").data
-
-
 def links(variant: str, gpu: GpuSpec) -> Links:
-    table = interconnect_document()
-    gpu_type = gpu.type
-    if gpu_type not in table:
-        raise UserError(f"unknown: interconnect of {gpu_type} (add it to src/openrecipes/plan/interconnect.yaml)")
-    row = table[gpu_type]
-    # Without a measured memory.total (measured on the type's default variant), read the vendor's figure as decimal
-    # GB: the smaller, safe reading.
-    capacity = row["capacity_gib"] if gpu.default and "capacity_gib" in row else gpu.memory_gb * GB / GIB
-    return Links(gpu_type, variant, capacity, row["gpus_per_nvlink_domain"], row["nvlink_gb_per_s"] * GB,
-                 row["network_gb_per_s"] * GB, row.get("gpus_per_node", row["gpus_per_nvlink_domain"]))
+    """A part's memory and links as the planner reads them, from its hardware/gpus.yaml block. Without the driver's
+    memory.total, the vendor's GB is read as decimal: the smaller, safe reading. Datasheets print scale-up bandwidth
+    both directions together; a collective moves each byte one way, so half of it is the planner's."""
+    capacity = gpu.capacity_gib if gpu.capacity_gib is not None else gpu.memory_gb * GB / GIB
+    return Links(gpu.type, variant, capacity, gpu.scale_up.domain, gpu.scale_up.gb_s / 2 * GB,
+                 gpu.scale_out.gbit_s / 8 * GB, gpu.gpus_per_node or gpu.scale_up.domain)
 
 
 CALIBRATION_FILE = HERE / "calibration.yaml"

@@ -17,12 +17,12 @@ class Exported(BaseModel):
 
 
 class ExportedInterval(Exported):
-    """The range the held-out errors put around a prediction (plan/trust.py)."""
+    """The range the left-out errors put around a prediction (plan/trust.py)."""
     low: float  # tokens/s per GPU
     high: float
     basis: str  # which held-out errors set it, and why it is wide where it is
     constrained: bool  # False: the layout uses a feature no measured point of its engine has
-    basis_kind: str  # held-out on this variant, transferred from other variants, or from other scale bands
+    basis_kind: str  # left out with its source: the errors of points predicted by fits that never saw their publisher
 
 
 class PredictedLayout(Exported):

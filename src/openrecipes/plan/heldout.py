@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 
 from openrecipes.atomic import write_atomic
@@ -25,15 +25,16 @@ from openrecipes.engines.registry import runner
 from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import allocator_gib, spearman
 from openrecipes.plan.calibrate import measured_points, speed_points
-from openrecipes.plan.constants import EFFICIENCY, Calibration, calibration, links
-from openrecipes.plan.fit import fit, refits_without_each, refits_without_groups
-from openrecipes.plan.points import MeasuredPoint, SpeedPoint, reference_tables
+from openrecipes.plan.constants import calibration, links
+from openrecipes.plan.fit import fit, refits_without_each
+from openrecipes.plan.points import reference_tables
 from openrecipes.plan.predict import context, predict_layout
+from openrecipes.plan.score import PART, SOURCE, left_out_predictions, predicted_with, sources, variant_of
+from openrecipes.plan.shape import model_shape
 from openrecipes.plan.trust import (
     HELDOUT_FILE,
     HeldOutPoint,
     MemoryMargin,
-    band_of,
     input_digests,
     layout_features,
     margin_key,
@@ -45,48 +46,27 @@ from openrecipes.plan.words import describe
 RANKED_GROUP = 4
 
 
-def predicted_with(point: MeasuredPoint, cal: Calibration) -> float:
-    """The point's predicted tokens/s under another calibration (a refit with or without it)."""
-    ctx = replace(context(point.request, reference_tables()), calibration=cal)
-    return predict_layout(ctx, point.layout).tokens_per_s_per_gpu
-
-
-def _variant(point: MeasuredPoint) -> str:
-    tables = reference_tables()
-    return point.request.variant or variant_id(tables.gpus[point.request.gpu_type], tables)
-
-
-def _left_out_groups(points: list[SpeedPoint]) -> tuple[dict[tuple, tuple[list[int], frozenset[str]]], list[tuple]]:
-    """The groups refitted without: each engine's variants (with the efficiency only they constrain) and each
-    engine's scale bands, by key; and for each point, the key of its variant's group and of its band's."""
-    groups: dict[tuple, tuple[list[int], frozenset[str]]] = {}
-    keys = []
-    for i, point in enumerate(points):
-        engine, variant = point.request.engine, _variant(point)
-        by_variant, by_band = ("variant", engine, variant), ("band", engine, band_of(point.request.gpus))
-        groups.setdefault(by_variant, ([], frozenset({f"{EFFICIENCY}{engine}/{variant}"})))[0].append(i)
-        groups.setdefault(by_band, ([], frozenset()))[0].append(i)
-        keys.append((by_variant, by_band))
-    return groups, keys
-
-
 def leave_one_out(root: Path | None = None, fixed: dict[str, float] | None = None) -> list[HeldOutPoint]:
-    """Each point predicted with every value fitted on all points (in-sample), without it (held out), without its
-    engine's points on its variant (transferred from other variants) and without its engine's points in its scale
-    band (transferred from other bands)."""
+    """Each point predicted with every value fitted on all points (in-sample), without it alone (held out), without
+    every point of its publisher (the error that sets ranges) and without every point on its hardware variant
+    (openrecipes.plan.score)."""
     points = speed_points(root)
     full = fit(points, fixed=fixed)
-    groups, keys = _left_out_groups(points)
-    refits = dict(zip(groups, refits_without_groups(points, full, list(groups.values())), strict=True))
+    found = sources(root)
+    by_source = left_out_predictions(points, SOURCE, full, found)
+    by_part = left_out_predictions(points, PART, full, found)
+    covered = {(found[p.slug].publisher, p.request.engine, variant_of(p)) for p in points}
     rows = []
-    for point, without, (by_variant, by_band) in zip(points, refits_without_each(points, full, fixed), keys,
-                                                     strict=True):
-        r = point.request
-        rows.append(HeldOutPoint(point.slug, r.model, r.gpu_type, r.gpus, r.engine, describe(point.layout),
-                                 point.tokens_per_s_per_gpu, round(predicted_with(point, full), 2),
-                                 round(predicted_with(point, without), 2), _variant(point),
-                                 precision_class(point.layout), round(predicted_with(point, refits[by_variant]), 2),
-                                 round(predicted_with(point, refits[by_band]), 2)))
+    for i, (point, without) in enumerate(zip(points, refits_without_each(points, full, fixed), strict=True)):
+        r, source = point.request, found[point.slug].publisher
+        variant = variant_of(point)
+        rows.append(HeldOutPoint(
+            point.slug, r.model, r.gpu_type, r.gpus, r.engine, describe(point.layout), point.tokens_per_s_per_gpu,
+            round(predicted_with(point, full), 2), round(predicted_with(point, without), 2), variant,
+            precision_class(point.layout), model_shape(reference_tables().models[r.model]).is_moe, source,
+            round(by_source[i], 2),
+            any(other != source and engine == r.engine and part == variant for other, engine, part in covered),
+            round(by_part[i], 2)))
     return rows
 
 

@@ -16,6 +16,7 @@ from openrecipes import figures
 from openrecipes.catalog.hardware import (
     ReferenceTables,
     load_reference_tables,
+    peak_column,
     precision_peak_flops,
     variant_id,
     variant_issue,
@@ -81,6 +82,7 @@ class Prediction:
     headroom_gib: float  # capacity less the predicted peak
     peak_fits: bool  # the predicted peak is below capacity (it may still run out of memory inside the margin)
     fits: bool  # the predicted peak leaves at least the margin free: a layout the planner bets on
+    moe: bool  # the model is a mixture of experts (its range is set by MoE points where there are enough)
 
     @property
     def fit_label(self) -> str:
@@ -88,7 +90,7 @@ class Prediction:
 
     @property
     def interval(self) -> Interval:
-        return interval(self.layout.engine, self.variant, self.layout, self.tokens_per_s_per_gpu)
+        return interval(self.layout.engine, self.variant, self.layout, self.tokens_per_s_per_gpu, self.moe)
 
     @property
     def _largest_part(self) -> str:
@@ -204,7 +206,7 @@ def _prediction(ctx: Context, layout: Layout, memory: MemoryEstimate, step: Step
         usd_per_million_tokens=(figures.usd_per_million_tokens(ctx.usd_per_gpu_hour, throughput)
                                 if ctx.usd_per_gpu_hour else None),
         gpu_type=request.gpu_type, variant=ctx.links.variant, margin_gib=margin, headroom_gib=headroom,
-        peak_fits=headroom >= 0, fits=headroom >= margin)
+        peak_fits=headroom >= 0, fits=headroom >= margin, moe=ctx.shape.is_moe)
 
 
 def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list[Prediction]:
@@ -239,8 +241,8 @@ def _check_low_precision(request: PlanRequest, tables: ReferenceTables) -> None:
         raise UserError(f"--precision is Megatron's (Transformer Engine); {request.engine}'s FP8 is --float8")
     spec = tables.variants[request.variant] if request.variant else tables.gpus[request.gpu_type]
     if precision_peak_flops(spec, precision) is None:
-        raise UserError(f"--precision {precision}: {request.gpu_type} has no {precision} tensor cores "
-                        "(hardware/gpus.yaml gives no peak for it)")
+        raise UserError(f"--precision {precision}: {variant_id(spec, tables)} has no dense {precision} peak; where "
+                        f"its vendor publishes one, add {peak_column(precision)} to its block of hardware/gpus.yaml")
 
 
 def plan_table(model: str, gpu_type: str, gpus: int, row_tokens: int = 8192, global_batch: int = 128,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 from openrecipes.atomic import write_atomic
@@ -26,7 +27,7 @@ from openrecipes.plan.constants import HERE
 from openrecipes.plan.layouts import LOW_PRECISIONS, Layout, stage_split
 from openrecipes.plan.levers import measured_factors
 from openrecipes.plan.points import SpeedPoint
-from openrecipes.plan.predict import PlanRequest, context, predict_layout
+from openrecipes.plan.predict import PlanRequest, Prediction, context, predict_layout
 from openrecipes.plan.trust import band_of, read_derived, stored_points
 
 SUMMARY_FILE = HERE / "public_record.json"
@@ -103,19 +104,11 @@ def _expressible_precision(engine: str, precision: str, gpu_type: str) -> str | 
     return f"{precision}: the planner has no {engine} time term for it"
 
 
-def compare(entry: SummaryEntry, catalog: Catalog) -> Compared:
-    """One published entry beside the planner's prediction of its own layout, or the reason it cannot be made."""
+def _expressed(entry: SummaryEntry, catalog: Catalog) -> tuple[PlanRequest, Layout, Prediction] | str:
+    """The planner's request, layout and prediction of a published entry, or why it cannot express the entry."""
     summary, run = entry.entry, entry.entry.published
     assert run is not None
     engine = engine_of_framework(run.engine).name
-
-    def row(predicted: float | None = None, low: float | None = None, high: float | None = None,
-            reason: str | None = None) -> Compared:
-        held = held_out().get(entry.slug) if predicted is not None else None
-        return Compared(entry.slug, entry.name, summary.model, summary.gpu.type, summary.gpu.count, engine,
-                        run.precision, published_label(run, summary.gpu.count), summary.result.tokens_per_s_per_gpu,
-                        predicted, low, high, reason, held)
-
     reason = _expressible_precision(engine, run.precision, summary.gpu.type)
     if reason is None and run.task == "lora":
         reason = "LoRA fine-tuning: the planner times full training (every weight's gradient and optimizer update)"
@@ -123,14 +116,28 @@ def compare(entry: SummaryEntry, catalog: Catalog) -> Compared:
     if reason is None and card is None:
         reason = f"no model card {summary.model}"
     if reason is not None or card is None:
-        return row(reason=reason)
+        return reason or ""
     try:
         request, layout = _planned(entry, engine, card.layers)
-        prediction = predict_layout(context(request, catalog.tables), layout)
+        return request, layout, predict_layout(context(request, catalog.tables), layout)
     except (UserError, KeyError, ZeroDivisionError, ValueError) as error:
-        return row(reason=str(error).strip("'"))
+        return str(error).strip("'")
+
+
+def compare(entry: SummaryEntry, catalog: Catalog) -> Compared:
+    """One published entry beside the planner's prediction of its own layout, or the reason it cannot be made."""
+    summary, run = entry.entry, entry.entry.published
+    assert run is not None
+    expressed = _expressed(entry, catalog)
+    row = partial(Compared, entry.slug, entry.name, summary.model, summary.gpu.type, summary.gpu.count,
+                  engine_of_framework(run.engine).name, run.precision, published_label(run, summary.gpu.count),
+                  summary.result.tokens_per_s_per_gpu)
+    if isinstance(expressed, str):
+        return row(None, None, None, expressed)
+    prediction = expressed[2]
     interval = prediction.interval
-    return row(round(prediction.tokens_per_s_per_gpu, 1), interval.low, interval.high)
+    return row(round(prediction.tokens_per_s_per_gpu, 1), interval.low, interval.high, None,
+               held_out().get(entry.slug))
 
 
 def record_points(catalog: Catalog) -> list[SpeedPoint]:
@@ -138,12 +145,10 @@ def record_points(catalog: Catalog) -> list[SpeedPoint]:
     its engine and GPU type."""
     found = []
     for entry in catalog.record:
-        run, summary = entry.entry.published, entry.entry
-        card = catalog.tables.models.get(summary.model)
-        if run is None or card is None or compare(entry, catalog).reason is not None:
+        if entry.entry.published is None or isinstance(expressed := _expressed(entry, catalog), str):
             continue
-        request, layout = _planned(entry, engine_of_framework(run.engine).name, card.layers)
-        found.append(SpeedPoint(entry.slug, request, layout, summary.result.tokens_per_s_per_gpu))
+        request, layout, _ = expressed
+        found.append(SpeedPoint(entry.slug, request, layout, entry.entry.result.tokens_per_s_per_gpu))
     return found
 
 

@@ -30,20 +30,27 @@ class HeldOutPoint:
     layout: str
     measured: float
     in_sample: float  # predicted with every point in the fit
-    held_out: float  # predicted with this point left out of the fit
+    held_out: float  # predicted with this point alone left out of the fit
     variant: str  # the hardware variant it ran on (hardware/gpus.yaml)
     precision: str  # "bf16", or "low" where its GEMMs run in FP8/MXFP8/NVFP4 (precision_class)
-    transferred: float  # predicted with its engine's points on its variant left out (carried from other variants)
-    band_held_out: float  # predicted with its engine's points in its scale band left out
+    moe: bool  # a mixture-of-experts model
+    source: str  # its publisher (openrecipes.plan.score.sources)
+    source_held_out: float  # predicted with every point of its publisher left out of the fit
+    covered: bool  # its engine kept measured points on its variant when its publisher was left out
+    part_held_out: float  # predicted with every point on its hardware variant left out of the fit
 
     @property
     def error(self) -> float:
         return self.held_out / self.measured - 1
 
-    def error_of(self, basis: str) -> float:
-        """Its error under a range basis: held out alone, or with its variant or its band left out."""
-        predicted = {HELD_OUT: self.held_out, OTHER_VARIANTS: self.transferred, OTHER_BANDS: self.band_held_out}
-        return predicted[basis] / self.measured - 1
+    @property
+    def source_error(self) -> float:
+        """The error that sets ranges: the point predicted by a fit that never saw its publisher."""
+        return self.source_held_out / self.measured - 1
+
+    @property
+    def part_error(self) -> float:
+        return self.part_held_out / self.measured - 1
 
 
 @dataclass(frozen=True)
@@ -53,21 +60,17 @@ class MemoryMargin:
     basis: str
 
 
-# What a range is calibrated on: the held-out errors of measured points of this engine on this variant and scale
-# band, or, where those are too few, the error of carrying the fit to a variant or a band it has not measured.
-HELD_OUT = "held-out on this variant"
-OTHER_VARIANTS = "transferred from other variants"
-OTHER_BANDS = "transferred from other scale bands"
-BASES = (HELD_OUT, OTHER_VARIANTS, OTHER_BANDS)
+# What every range is calibrated on: the errors of measured points predicted by fits that never saw their publisher.
+SOURCE_LEFT_OUT = "left out with its source"
 
 
 @dataclass(frozen=True)
 class Interval:
     low: float  # tokens/s per GPU
     high: float
-    basis: str  # which held-out errors set it, and why it is wide where it is
+    basis: str  # which left-out errors set it, and why it is wide where it is
     constrained: bool  # False: the layout uses a feature no measured point of its engine has
-    basis_kind: str = HELD_OUT  # one of BASES
+    basis_kind: str = SOURCE_LEFT_OUT
 
 
 # The planner's own data heldout.json was computed from: an edit to either makes it stale.
@@ -145,11 +148,8 @@ def precision_class(layout: Layout) -> str:
 BANDS = ((1, 8, "1-8"), (9, 64, "9-64"), (65, 1024, "65-1,024"), (1025, 2**20, "1,025+"))
 # A range is the central share of a group's held-out errors (about 90% of held-out measurements inside it) ...
 COVERAGE = 0.90
-# ... of a group of at least this many points (docs/planning.md, "Ranges").
+# ... of a group of at least this many points (docs/planning.md, "How far to trust it").
 MIN_GROUP = 8
-# ... or, for the points of one precision (BF16, or FP8/MXFP8/NVFP4) of the group, this many: their errors differ
-# most (docs/planning.md), so a smaller group of the same precision beats a larger one that mixes them.
-MIN_PRECISION_GROUP = 5
 # Where the layout uses a feature no measured point of its engine has, the range is widened by this factor.
 UNCONSTRAINED_WIDENING = 2.0
 
@@ -158,51 +158,67 @@ def band_of(gpus: int) -> str:
     return next(label for low, high, label in BANDS if low <= gpus <= high)
 
 
-@cache
-def _points(engine: str, variant: str | None = None, band: str | None = None,
-            precision: str | None = None) -> tuple[HeldOutPoint, ...]:
-    return tuple(p for p in stored_points() if p.engine == engine and variant in (None, p.variant)
-                 and band in (None, band_of(p.gpus)) and precision in (None, p.precision))
+@dataclass(frozen=True)
+class Likeness:
+    """What makes a measured point like a query: whether its engine has measured points on its part, then its engine,
+    precision, dense or MoE, and scale band. A range uses the most alike points there are enough of."""
+
+    covered: bool
+    engine: str
+    precision: str
+    moe: bool
+    band: str
+
+    def of(self, point: HeldOutPoint) -> tuple[bool, ...]:
+        return (point.covered == self.covered, point.engine == self.engine, point.precision == self.precision,
+                point.moe == self.moe, band_of(point.gpus) == self.band)
+
+    def words(self, matched: tuple[bool, ...]) -> str:
+        names = (("on parts its engine measured" if self.covered else "on parts its engine never measured"),
+                 self.engine, self.precision.upper() if self.precision == "bf16" else "FP8/MXFP8/NVFP4",
+                 "MoE" if self.moe else "dense", f"at {self.band} GPUs")
+        return ", ".join(name for name, used in zip(names, matched, strict=True) if used)
 
 
-def _central(errors: tuple[float, ...]) -> tuple[float, float]:
-    """The central COVERAGE of the errors, widened to hold 0: (low, high). The quantiles are split conformal ones
-    (each tail's level moved out by (n + 1) / n, numpy's linear quantiles): a new point falls inside the range of n
-    earlier ones at least COVERAGE of the time, where the plain central share of n points holds less."""
+# Most alike first: every feature, then dropping the scale band, then dense/MoE, then the engine, then the precision.
+BACK_OFF = ((True, True, True, True, True), (True, True, True, True, False), (True, True, True, False, False),
+            (True, False, True, False, False), (True, False, False, False, False))
+
+
+def central(errors: tuple[float, ...]) -> tuple[float, float]:
+    """The central COVERAGE of the errors: (low, high). The quantiles are split conformal ones (each tail's level
+    moved out by (n + 1) / n, numpy's linear quantiles): a new point falls inside the range of n earlier ones at least
+    COVERAGE of the time, where the plain central share of n points holds less. The range is not stretched to hold
+    the prediction itself: where alike points were all predicted high, the range lies below the prediction."""
     upper = min(1.0, (1 - (1 - COVERAGE) / 2) * (len(errors) + 1) / len(errors))
     low, high = np.quantile(errors, [1 - upper, upper])
-    return min(float(low), 0.0), max(float(high), 0.0)
+    return float(low), float(high)
 
 
-def interval(engine: str, variant: str, layout: Layout, tokens_per_s: float) -> Interval:
-    """The range the held-out errors put around a prediction (measured = predicted / (1 + error)): the central 90% of
-    the errors of the points whose basis it shares (range_basis)."""
-    high, low, basis, kind, constrained = _error_bounds(engine, variant, band_of(layout.gpus),
-                                                        layout_features(layout), precision_class(layout))
-    return Interval(round(tokens_per_s / high, 1), round(tokens_per_s / low, 1), basis, constrained, kind)
+@cache
+def _covered(engine: str, variant: str) -> bool:
+    return any(p.engine == engine and p.variant == variant for p in stored_points())
 
 
-def range_basis(engine: str, variant: str, band: str, precision: str, exclude: str | None = None,
-                kind: str | None = None) -> tuple[str, tuple[float, ...], str]:
-    """(basis, errors, where) of a prediction: the held-out errors of this engine's points on this variant and band
-    where it has MIN_GROUP of them; else, where the variant has points of the engine, the errors of predicting a
-    band with that band left out; else the errors of predicting a variant with that variant left out. Each in this
-    band and precision where enough points share them. `exclude` leaves one point out and `kind` sets the basis
-    (benchmarks/plan_ranges.py scores each point against a range it did not set)."""
-    def errors(found: tuple[HeldOutPoint, ...], kind: str) -> tuple[float, ...]:
-        return tuple(p.error_of(kind) for p in found if p.name != exclude)
+def range_basis(likeness: Likeness, exclude_source: str | None = None) -> tuple[tuple[float, ...], str]:
+    """(errors, which points) of a prediction: the leave-one-source-out errors of the most alike points with at least
+    MIN_GROUP of them (BACK_OFF). `exclude_source` leaves a whole publisher out (benchmarks and tests score each
+    point against a range its own publisher did not set)."""
+    points = [p for p in stored_points() if p.source != exclude_source]
+    for matched in BACK_OFF:
+        errors = tuple(p.source_error for p in points if all(got for got, used in zip(likeness.of(p), matched,
+                                                                                        strict=True) if used))
+        if len(errors) >= MIN_GROUP:
+            return errors, likeness.words(matched)
+    return tuple(p.source_error for p in points), "every measured point"
 
-    own = [p for p in _points(engine, variant) if p.name != exclude]
-    kind = kind or (HELD_OUT if len(errors(_points(engine, variant, band), HELD_OUT)) >= MIN_GROUP else
-                    OTHER_BANDS if own else OTHER_VARIANTS)
-    scopes = ((_points(engine, variant, band, precision), f"on {variant} at {band} GPUs, {precision}"),
-              (_points(engine, variant, band), f"on {variant} at {band} GPUs")) if kind == HELD_OUT else \
-        ((_points(engine, None, band, precision), f"at {band} GPUs, {precision}"),
-         (_points(engine, None, band), f"at {band} GPUs"), (_points(engine), "at every scale"))
-    for found, where in scopes:
-        if len(errors(found, kind)) >= (MIN_PRECISION_GROUP if where.endswith(precision) else MIN_GROUP):
-            return kind, errors(found, kind), where
-    return kind, errors(_points(engine), kind), "at every scale"
+
+def interval(engine: str, variant: str, layout: Layout, tokens_per_s: float, moe: bool) -> Interval:
+    """The range the left-out errors put around a prediction (measured = predicted / (1 + error)): the central 90% of
+    the leave-one-source-out errors of the points most like it (range_basis)."""
+    likeness = Likeness(_covered(engine, variant), engine, precision_class(layout), moe, band_of(layout.gpus))
+    high, low, basis, constrained = _error_bounds(likeness, variant, layout_features(layout))
+    return Interval(round(tokens_per_s / high, 1), round(tokens_per_s / low, 1), basis, constrained)
 
 
 def _carried_note(engine: str, variant: str) -> str:
@@ -217,16 +233,14 @@ def _carried_note(engine: str, variant: str) -> str:
 
 
 @cache  # the same for every layout with these features: worked out once, not per layout
-def _error_bounds(engine: str, variant: str, band: str, features: frozenset[str],
-                  precision: str) -> tuple[float, float, str, str, bool]:
-    """(1 + the high error, 1 + the low error, the basis, its kind, constrained): what predicted tokens/s are
-    divided by."""
-    kind, errors, where = range_basis(engine, variant, band, precision)
-    low, high = _central(errors)
-    basis = (f"{kind}: {_carried_note(engine, variant)}central {COVERAGE:.0%} of {len(errors)} {engine} points' "
-             f"errors {where} ({low:+.1%} to {high:+.1%})")
-    missing = sorted(features - set(stored()["measured_features"][engine]))
+def _error_bounds(likeness: Likeness, variant: str, features: frozenset[str]) -> tuple[float, float, str, bool]:
+    """(1 + the high error, 1 + the low error, the basis, constrained): what predicted tokens/s are divided by."""
+    errors, where = range_basis(likeness)
+    low, high = central(errors)
+    basis = (f"{SOURCE_LEFT_OUT}: {_carried_note(likeness.engine, variant)}central {COVERAGE:.0%} of the errors of "
+             f"{len(errors)} points ({where}) predicted without their publisher ({low:+.1%} to {high:+.1%})")
+    missing = sorted(features - set(stored()["measured_features"][likeness.engine]))
     if missing:
-        basis += f"; no measured {engine} layout with {', '.join(missing)}: doubled"
-        return 1 + high * UNCONSTRAINED_WIDENING, max(1 + low * UNCONSTRAINED_WIDENING, 0.05), basis, kind, False
-    return 1 + high, 1 + low, basis, kind, True
+        basis += f"; no measured {likeness.engine} layout with {', '.join(missing)}: doubled"
+        return 1 + high * UNCONSTRAINED_WIDENING, max(1 + low * UNCONSTRAINED_WIDENING, 0.05), basis, False
+    return 1 + high, 1 + low, basis, True

@@ -41,9 +41,11 @@ def _same_chip(a: GpuSpec, b: GpuSpec) -> bool:
 
 
 def _clock(spec: GpuSpec, specs: dict[str, GpuSpec]) -> float:
-    """The sustained clock of a variant as a share of its chip's at full power (1 where the power is not known)."""
-    full = max((s.power_w for s in specs.values() if _same_chip(s, spec) and s.power_w), default=None)
-    return (spec.power_w / full) ** CLOCK_POWER_EXPONENT if spec.power_w and full else 1.0
+    """The sustained clock of a part as a share of its type's at full power: a part held below the highest power of
+    its type (the H100 at 500 W, the B200 at 750 W). Parts of other types run at their own full power, whatever it is
+    (an MI325X is not a faster-clocked MI300X)."""
+    full = max(s.power_w for s in specs.values() if s.type == spec.type)
+    return (spec.power_w / full) ** CLOCK_POWER_EXPONENT
 
 
 def physical_ratio(target: GpuSpec, source: GpuSpec, specs: dict[str, GpuSpec], share: float) -> float:

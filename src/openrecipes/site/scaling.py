@@ -111,13 +111,13 @@ def sweeps_svg(sweeps: list[Sweep], id_prefix: str) -> str:
                           textcoords="offset points", va="center", fontsize=8, color=colour)
             predicted = [p for p in sweep.points if p.prediction.predicted is not None]
             if predicted:
-                values = [p.prediction.predicted or 0.0 for p in predicted]
-                below = [v - (p.prediction.low if p.prediction.low is not None else v)
-                         for v, p in zip(values, predicted, strict=True)]
-                above = [(p.prediction.high if p.prediction.high is not None else v) - v
-                         for v, p in zip(values, predicted, strict=True)]
-                axes.errorbar([p.gpus for p in predicted], values, yerr=[below, above], marker="s", linestyle="--",
-                              color=colour, alpha=0.75, capsize=3)
+                # The range is drawn as it is, not as error bars around the prediction: a range set by alike points'
+                # errors may lie wholly above or below its prediction.
+                xs, values = [p.gpus for p in predicted], [p.prediction.predicted or 0.0 for p in predicted]
+                axes.plot(xs, values, marker="s", linestyle="--", color=colour, alpha=0.75)
+                ranged = [p for p in predicted if p.prediction.low is not None and p.prediction.high is not None]
+                axes.vlines([p.gpus for p in ranged], [p.prediction.low or 0.0 for p in ranged],
+                            [p.prediction.high or 0.0 for p in ranged], color=colour, alpha=0.75)
         axes.set_xscale("log", base=2)
         axes.set_xticks(counts, [str(c) for c in counts])
         axes.minorticks_off()

@@ -38,7 +38,7 @@ from openrecipes.yamledit import set_fields
 
 STEPS = ("calibration", "heldout", "public_record", "plans")
 # The planner's files refresh reads: kept by hand (restored from git when broken) or written by refresh itself.
-KEPT = ("calibration.yaml", "interconnect.yaml", "reference_points.yaml")
+KEPT = ("calibration.yaml", "reference_points.yaml")
 WRITTEN = ("heldout.json", "public_record.json")
 # calibration.yaml's fitted values are written with four significant digits; a fit that moves one by less than
 # the tolerance its test allows (tests/test_plan_calibration.py) is not stale.

@@ -1,0 +1,117 @@
+"""The planner scored on data it was not fitted on: leave one source (publisher) out, one part out, one release out.
+
+    PYTHONPATH=src python benchmarks/plan_score.py [--baseline REF] [--releases] [--tiny]
+
+Leave-one-source-out and leave-one-part-out come from src/openrecipes/plan/heldout.json (`openrecipes refresh`
+writes them: each publisher, each hardware variant left out in turn, refitted exactly, its points predicted);
+`--releases` also refits without each release of each publisher (about a minute). Each point's printed 90% range is
+set by the other publishers' points alone. Prints markdown tables: the headline, then by source, GPU-count band,
+engine, precision, dense/MoE and part. `--baseline REF` scores the ranges of the planner at git commit REF (its own
+heldout.json, its own range rules) around the same left-out predictions, in the same run, for comparison.
+`--tiny`: only the headline, from the stored points (a second).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from openrecipes.plan.score import RELEASE, Summary, facets, scorecard  # noqa: E402
+from openrecipes.plan.trust import HeldOutPoint, stored_points  # noqa: E402
+
+# Run inside a checkout of the baseline commit: its range around each point, as (low, high) shares of the prediction.
+BASELINE_RANGES = """
+import json, sys
+from openrecipes.plan.calibrate import speed_points
+from openrecipes.plan.trust import _error_bounds, band_of, layout_features, precision_class, stored_points
+layouts = {p.slug: p.layout for p in speed_points()}
+out = {}
+for p in stored_points():
+    lay = layouts[p.name]
+    high, low = _error_bounds(p.engine, p.variant, band_of(p.gpus), layout_features(lay), precision_class(lay))[:2]
+    out[p.name] = [1 / high, 1 / low]
+json.dump(out, sys.stdout)
+"""
+
+
+def row(title: str, points: list[HeldOutPoint]) -> str:
+    card = scorecard(points)
+    e = card.errors
+    return (f"| {title} | {e.points} | {e.median_abs_error:.1%} | {e.within_10:.0%} | {e.within_20:.0%} | "
+            f"{card.inside:.0%} | {card.median_width:.0%} |")
+
+
+HEADER = ("| {} | points | median abs. error | within ±10% | within ±20% | inside the 90% range | median range "
+          "width |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+
+
+def baseline(ref: str, points: list[HeldOutPoint]) -> str:
+    """The baseline's ranges around the same leave-one-source-out predictions: how often they hold, how wide."""
+    with tempfile.TemporaryDirectory() as folder:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", folder, ref], check=True,
+                       capture_output=True)
+        try:
+            found = subprocess.run([sys.executable, "-c", BASELINE_RANGES], cwd=folder, check=True,
+                                   capture_output=True, text=True, env={"PYTHONPATH": f"{folder}/src"}).stdout
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", folder], check=True)
+    ranges = json.loads(found)
+    inside = [ranges[p.name][0] * p.source_held_out <= p.measured <= ranges[p.name][1] * p.source_held_out
+              for p in points if p.name in ranges]
+    widths = [ranges[p.name][1] - ranges[p.name][0] for p in points if p.name in ranges]
+    return (f"| ranges of {ref} around the same predictions | {len(inside)} | | | | {sum(inside) / len(inside):.0%} | "
+            f"{statistics.median(widths):.0%} |")
+
+
+def releases() -> list[str]:
+    from openrecipes.plan.calibrate import speed_points
+    from openrecipes.plan.constants import calibration
+    from openrecipes.plan.score import left_out_predictions, sources
+
+    points = speed_points()
+    predicted = left_out_predictions(points, RELEASE, calibration(), sources())
+    errors = [p_ / p.tokens_per_s_per_gpu - 1 for p_, p in zip(predicted, points, strict=True)]
+    e = Summary.of(errors)
+    return [f"| leave one release out | {e.points} | {e.median_abs_error:.1%} | {e.within_10:.0%} | "
+            f"{e.within_20:.0%} | | |"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline", help="a git commit whose ranges to score beside")
+    parser.add_argument("--releases", action="store_true", help="also leave each release out (refits, a minute)")
+    parser.add_argument("--tiny", action="store_true", help="only the headline")
+    args = parser.parse_args()
+    points = list(stored_points())
+    print(HEADER.format("left out"))
+    print(row("leave one source out", points))
+    part = Summary.of(p.part_error for p in points)
+    print(f"| leave one part out | {part.points} | {part.median_abs_error:.1%} | {part.within_10:.0%} | "
+          f"{part.within_20:.0%} | | |")
+    if args.releases:
+        print("\n".join(releases()))
+    ours = [p for p in points if p.source == "OpenRecipes"]
+    print(row("our own runs, leave one source out", ours))
+    if args.baseline:
+        print(baseline(args.baseline, points))
+    if args.tiny:
+        return
+    for facet in facets(points[0]):
+        groups: dict[str, list[HeldOutPoint]] = {}
+        for point in points:
+            groups.setdefault(facets(point)[facet], []).append(point)
+        print("\n" + HEADER.format(f"leave one source out, by {facet}"))
+        for name, members in sorted(groups.items()):
+            print(row(name, members))
+
+
+if __name__ == "__main__":
+    main()
