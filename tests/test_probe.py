@@ -257,3 +257,13 @@ def test_the_written_file_reads_back_as_written():
     probe = ProbeFile.model_validate(probe_data())
     text = probe_text(probe)
     assert json.loads(text) == probe_data() and text.startswith('{\n  "openrecipes_probe": 1,\n')
+
+
+def test_a_gpu_that_runs_out_of_memory_is_told_in_one_line(torch):
+    from openrecipes.probe import run
+
+    def too_big(time_it):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 512.00 MiB")
+
+    with pytest.raises(UserError, match="GEMM bf16 16384x16384x16384: the GPU ran out of memory; free it"):
+        run.measure([run.Step("GEMM bf16 16384x16384x16384", too_big)], lambda operation: [1.0], lambda label: None)

@@ -251,10 +251,11 @@ def _collective(world: World, group: Any, gpus: int, kind: CollectiveKind, size:
     elements = size // 2 // gpus * gpus  # BF16, a whole share per rank
     whole = torch.ones(elements, device=world.device, dtype=torch.bfloat16)
     share = torch.ones(elements // gpus, device=world.device, dtype=torch.bfloat16)
+    received = torch.empty_like(whole)
     run = {"all_reduce": lambda: dist.all_reduce(whole, group=group),
            "all_gather": lambda: dist.all_gather_single(whole, share, group=group),
            "reduce_scatter": lambda: dist.reduce_scatter_single(share, whole, group=group),
-           "all_to_all": lambda: dist.all_to_all_single(torch.empty_like(whole), whole, group=group)}[kind]
+           "all_to_all": lambda: dist.all_to_all_single(received, whole, group=group)}[kind]
     seconds = torch.tensor(time_it(run), device=world.device, dtype=torch.float64)
     dist.all_reduce(seconds, op=dist.ReduceOp.MAX, group=group)  # a collective ends when its slowest rank does
     return CollectiveTiming(kind=kind, message_bytes=elements * 2, gpus=gpus, seconds=seconds.tolist())
@@ -271,9 +272,15 @@ def probe_file(part: str, host: Machine, world: World, quick: bool, timings: lis
 
 def measure(plan: list[Step], time_it: Timer, on_step: Callable[[str], None]) -> list[Timing]:
     """Each step's timing, in order (`on_step` told each step's label as it starts)."""
+    torch = torch_module()
     found = []
     for step in plan:
         on_step(step.label)
-        if (timing := step.measure(time_it)) is not None:
+        try:
+            timing = step.measure(time_it)
+        except torch.OutOfMemoryError:
+            raise UserError(f"{step.label}: the GPU ran out of memory; free it (nvidia-smi lists what holds it) and "
+                            "probe again") from None
+        if timing is not None:
             found.append(timing)
     return found
