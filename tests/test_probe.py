@@ -57,7 +57,7 @@ def catalog(tmp_path: Path) -> Path:
 
 
 def test_a_tiny_cpu_probe_writes_a_file_its_tables_read(tmp_path, torch):
-    out = tmp_path / "cpu.json"
+    out = tmp_path / "hardware/probes/cpu.json"  # its folders made, as a catalog's first probe needs
     done = openrecipes("probe", "--out", out, "--device", "cpu", "--quick")
     assert done.returncode == 0, done.stderr
     assert f"wrote {out}: cpu" in done.stdout
@@ -243,14 +243,14 @@ def test_probe_options_that_cannot_run_write_nothing(tmp_path, options, says):
     assert not out.exists()
 
 
-def test_probe_never_writes_over_a_file_it_did_not_write_nor_into_a_missing_folder(tmp_path):
+def test_probe_never_writes_over_a_file_it_did_not_write_nor_under_a_file(tmp_path):
     mine = tmp_path / "notes.json"
     mine.write_text('{"mine": true}\n')
     done = openrecipes("probe", "--out", mine, "--device", "cpu", "--quick")
     assert done.returncode == 2 and "not a file this command wrote" in done.stderr
     assert mine.read_text() == '{"mine": true}\n'
-    done = openrecipes("probe", "--out", tmp_path / "missing/probe.json", "--device", "cpu", "--quick")
-    assert done.returncode == 2 and "does not exist" in done.stderr
+    done = openrecipes("probe", "--out", mine / "probes/cpu.json", "--device", "cpu", "--quick")
+    assert done.returncode == 2 and "Not a directory" in done.stderr and done.stderr.count("\n") == 1
 
 
 def test_the_written_file_reads_back_as_written():

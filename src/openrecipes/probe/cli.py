@@ -43,9 +43,7 @@ def probe_command(
                         "planner reads probes of GPUs)")
     if device == "cpu" and part is not None:
         raise UserError(f"--part: a CPU probe is of the part '{CPU}'; leave --part out, or probe on the GPU")
-    check_output(out, "--out", OURS)  # before minutes of measuring, not after
-    if not out.parent.is_dir():
-        raise UserError(f"{out}: --out: the folder {out.parent} does not exist; create it or give another path")
+    check_output(out, "--out", OURS)  # before minutes of measuring, not after (a path under a file fails here too)
     reference = load_reference_tables(default_catalog_root())
     world = run.start_world(device)
     host = run.machine(world)
@@ -57,6 +55,7 @@ def probe_command(
     if world.rank != 0:
         return
     probe = run.probe_file(probed, host, world, quick, timings)
+    out.parent.mkdir(parents=True, exist_ok=True)  # a catalog's first probe makes hardware/probes/
     write_probe(out, probe)
     _summary(out, probe, reference.variants.get(probed))
 
