@@ -17,7 +17,7 @@ FLOORS = {
     "rows": 2,
     "engines": 3,
     "catalog": 4,
-    "plan": 5,
+    "plan": 5, "probe": 5,
     "measure": 6,
     "verify": 7,
     "audit": 8,
@@ -32,6 +32,7 @@ FORBIDDEN = {
     "rows": {"catalog"},
     "site": {"launch", "tune"},
     "tune": {"site"},
+    "probe": {"plan"},  # the planner reads the probe's tables, never the other way
 }
 # The predictor: the site reads exported plan tables and never runs these.
 PREDICTOR = {"openrecipes.plan.predict", "openrecipes.plan.speed", "openrecipes.plan.memory",

@@ -16,6 +16,7 @@ from openrecipes.errors import EXIT_BAD_INPUT, UserError
 from openrecipes.launch import cli as launch_cli
 from openrecipes.measure import cli as measure_cli
 from openrecipes.plan import cli as plan_cli
+from openrecipes.probe import cli as probe_cli
 from openrecipes.rows import cli as rows_cli
 from openrecipes.site import cli as site_cli
 from openrecipes.textfile import shown
@@ -32,8 +33,8 @@ app = typer.Typer(
 )
 
 
-for room in (catalog_cli, rows_cli, launch_cli, measure_cli, verify_cli, audit_cli, plan_cli, tune_cli, refresh_cli,
-             site_cli):
+for room in (catalog_cli, rows_cli, launch_cli, measure_cli, verify_cli, audit_cli, plan_cli, probe_cli, tune_cli,
+             refresh_cli, site_cli):
     room.register(app)
 
 

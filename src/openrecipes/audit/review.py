@@ -1,4 +1,5 @@
-"""`openrecipes audit`: each recipe's validation, its re-derivation from raw logs, duplicates on its board.
+"""`openrecipes audit`: each recipe's validation, its re-derivation from raw logs, duplicates on its board; each
+probe file of the catalog's hardware/probes/ re-derived (audit/probes.py).
 
 The whole catalog is read once (references and duplicates need every recipe). A site build audits the catalog it
 has already loaded and validated (`audit_catalog`): only recipes with logs or reproductions are read again, for
@@ -13,6 +14,7 @@ from pathlib import Path
 from openrecipes.audit.duplicates import DuplicateIndex, Entry
 from openrecipes.audit.evidence import AuditReport
 from openrecipes.audit.excerpts import excerpt_findings
+from openrecipes.audit.probes import catalog_probes, probe_report
 from openrecipes.audit.rederive import AuditInputs, check_logged_recipe, check_reproductions
 from openrecipes.audit.rows import RowsRebuilder
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
@@ -102,7 +104,8 @@ def audit(root: Path, paths: list[Path] | None = None, rebuild_rows: bool = Fals
     tables = load_reference_tables(root)
     loaded = _load_catalog(root, tables)
     catalog = catalog_entries(root, tables, loaded)
-    named = [p.resolve() for p in recipe_files(paths)] if paths else list(loaded)
+    probes = [p for p in paths if p.suffix == ".json"] if paths else catalog_probes(root)
+    named = [p.resolve() for p in recipe_files([p for p in paths if p not in probes])] if paths else list(loaded)
     for path in named:
         if path not in loaded:
             loaded[path] = _load(path, tables)
@@ -120,7 +123,7 @@ def audit(root: Path, paths: list[Path] | None = None, rebuild_rows: bool = Fals
                                        audited=bool(derivation and derivation.audited)))
         else:  # a file whose schema failed
             reports.append(AuditReport(Path(relative_path(path, root)), has_logs=False, findings=tuple(findings)))
-    return reports
+    return reports + [probe_report(path, root, tables) for path in probes]
 
 
 def audit_catalog(catalog: Catalog) -> dict[str, AuditReport]:

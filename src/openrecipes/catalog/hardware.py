@@ -244,6 +244,11 @@ def _reference_dir(root: Path, name: str) -> Path:
     return own if own.is_dir() else bundled_root() / name
 
 
+def hardware_dir(root: Path) -> Path:
+    """The hardware folder whose tables apply to the catalog at root: its own, else the bundled one."""
+    return _reference_dir(root, "hardware")
+
+
 def _defaults_by_type(variants: dict[str, GpuSpec], path: Path) -> dict[str, GpuSpec]:
     """Each type's default variant, in the file's order; a type with none, or with two, is an error of the file."""
     defaults: dict[str, GpuSpec] = {}
@@ -312,7 +317,7 @@ def variant_of_device(device: str, tables: ReferenceTables) -> str | None:
 @lru_cache(maxsize=8)
 def load_reference_tables(root: Path | None = None) -> ReferenceTables:
     root = Path(root) if root else bundled_root()
-    hardware = _reference_dir(root, "hardware")
+    hardware = hardware_dir(root)
     models, model_files = {}, {}
     for card_path in sorted(_reference_dir(root, "models").glob("*.yaml")):
         doc = read_yaml(card_path)
