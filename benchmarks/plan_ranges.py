@@ -8,7 +8,7 @@ points in its scale band left out. Each point is scored against the range `plan`
 other points only (openrecipes.plan.trust.range_basis with the point excluded): first with the basis `plan` chooses,
 then as if its variant had never been measured, then as if its band had not. Prints, per basis and scale band, the
 share of points inside their range and the median range width (high minus low, as a share of the prediction).
-CPU only, deterministic, a second.
+CPU only, deterministic, a second: `--tiny` (what tests/test_benchmarks.py runs) is the same run.
 """
 
 from __future__ import annotations
