@@ -3,7 +3,7 @@ validating the same catalog, in one process, on the bundled catalog and on bench
 catalog (seed recipes copied with their commands, so every copy is one configuration with its seed: the
 worst case for the duplicate check, every recipe has a finding).
 
-    .venv/bin/python benchmarks/audit.py [--recipes 1000] [--repeats 3]     # prints a Markdown section
+    .venv/bin/python benchmarks/audit.py [--recipes 1000] [--repeats 3] [--tiny]   # prints a Markdown section
 """
 
 from __future__ import annotations
@@ -45,7 +45,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipes", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tiny", action="store_true", help="5 synthetic recipes, once (a check that it runs)")
     args = parser.parse_args()
+    if args.tiny:
+        args.recipes, args.repeats = 5, 1
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         _synthetic_writer()(Path(folder), args.recipes)

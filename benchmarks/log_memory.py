@@ -2,6 +2,7 @@
 steps, not the file's size.
 
     python benchmarks/log_memory.py [GIB] [STEPS]    # default: a 2 GiB Megatron log of 200,000 steps in /tmp
+    python benchmarks/log_memory.py --tiny           # a 1 MiB log of 100 steps: a check that the benchmark runs
 
 The log is written to /tmp (never committed), measured by a child process whose peak resident memory
 (ru_maxrss) is printed, then removed. A log of the same steps without the noise lines is measured too, so the two
@@ -47,8 +48,9 @@ def peak_rss_mib(log: Path, steps: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    gib = float(sys.argv[1]) if len(sys.argv) > 1 else 2.0
-    steps = int(sys.argv[2]) if len(sys.argv) > 2 else 200_000
+    arguments = ["0.001", "100"] if "--tiny" in sys.argv[1:] else sys.argv[1:]
+    gib = float(arguments[0]) if arguments else 2.0
+    steps = int(arguments[1]) if len(arguments) > 1 else 200_000
     with tempfile.TemporaryDirectory(prefix="openrecipes-log-memory-", dir="/tmp") as folder:
         for name, size in (("steps only", 0), (f"{gib:g} GiB", int(gib * 2**30))):
             log = Path(folder) / "train.log"

@@ -3,7 +3,7 @@ the exported rows, and writing them, with the writer the command uses (pydantic-
 json module with an indent (what it used before; Python's encoder runs in pure Python whenever it indents). Both
 writers run on the same rows, alternately, in one process; the texts must be byte-identical.
 
-    .venv/bin/python benchmarks/plan_json.py [--runs 3]     # prints a Markdown section for RESULTS.md
+    .venv/bin/python benchmarks/plan_json.py [--runs 3] [--tiny]     # prints a Markdown section for RESULTS.md
 """
 
 from __future__ import annotations
@@ -49,7 +49,9 @@ def timed(function, *args) -> tuple[Any, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    runs = parser.parse_args().runs
+    parser.add_argument("--tiny", action="store_true", help="one run (a check that it runs)")
+    args = parser.parse_args()
+    runs = 1 if args.tiny else args.runs
     load = os.getloadavg()[0]
     request = PlanRequest("gpt-oss-20b", "H200", 8)
     seconds: dict[str, list[float]] = {"plan": [], "export": [], "pydantic-core": [], "json": []}

@@ -9,7 +9,7 @@ The new planner leaves out the optimizer offload fractions after the first that 
 adds torchtitan's lever settings, so the arms enumerate different sets: every layout the new one lists that the old
 one also enumerates must have byte-identical `--json` objects in both (checked on every run). Times are CPU seconds.
 
-    .venv/bin/python benchmarks/plan_scale.py [--runs 1] [--baseline REF]   # prints a Markdown section for RESULTS.md
+    .venv/bin/python benchmarks/plan_scale.py [--runs 1] [--baseline REF] [--alone] [--tiny]   # a Markdown section
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ BASELINE = "ff28b97"  # main before plan searched every lever
 COMPARED = [("gpt-oss-20b", "B200", 1024, "megatron"), ("gpt-oss-20b", "B200", 8192, "megatron"),
             ("GLM-5.2-744B-A40B", "B200", 1024, "megatron")]
 SCALES = (1024, 8192)
+# --tiny: one small request through both arms and the first catalog model alone, at 8 GPUs, against this checkout's
+# committed planner (the default baseline cannot read today's calibration): a check that the benchmark runs.
+TINY_COMPARED, TINY_SCALES = [("gpt-oss-20b", "B200", 8, "megatron")], (8,)
 
 
 def _key(row) -> tuple:
@@ -63,15 +66,15 @@ def _cell(values: list[float]) -> str:
     return f"{statistics.median(values):.1f} s ({min(values):.1f}–{max(values):.1f})"
 
 
-def _compare(baseline_ref: str, runs: int) -> tuple[dict, dict]:
-    """Both arms on COMPARED, alternating: CPU seconds and layout counts per request and arm."""
+def _compare(baseline_ref: str, runs: int, compared: list[tuple]) -> tuple[dict, dict]:
+    """Both arms on `compared`, alternating: CPU seconds and layout counts per request and arm."""
     seconds: dict[tuple, list[float]] = {}
     counts: dict[tuple, dict[str, int]] = {}
     with tempfile.TemporaryDirectory() as folder:
         baseline, baseline_modules = load_baseline(baseline_ref, Path(folder))  # with this checkout's plan data
         arms = {"before": (baseline_modules, baseline, Path(folder)), "now": (_package_modules(), current, REPO)}
         for _ in range(runs):
-            for request in COMPARED:
+            for request in compared:
                 rows = {}
                 for arm, (modules, planner, root) in arms.items():
                     rows[arm], elapsed = timed(modules, partial(_rows, planner, root, *request))
@@ -90,19 +93,23 @@ def main() -> None:
     parser.add_argument("--baseline", default=BASELINE)
     parser.add_argument("--alone", action="store_true", help="this checkout only: no baseline arm (a baseline "
                         "whose calibration fields differ cannot read this checkout's calibration.yaml)")
+    parser.add_argument("--tiny", action="store_true", help="one small request, --baseline HEAD (a check that it runs)")
     args = parser.parse_args()
+    compared, scales = (TINY_COMPARED, TINY_SCALES) if args.tiny else (COMPARED, SCALES)
+    if args.tiny:
+        args.runs, args.baseline = 1, "HEAD"
     load = os.getloadavg()
-    seconds, counts = ({}, {}) if args.alone else _compare(args.baseline, args.runs)
+    seconds, counts = ({}, {}) if args.alone else _compare(args.baseline, args.runs, compared)
     alone: dict[tuple, list[tuple[int, float]]] = {}
     catalog = load_catalog(REPO)
     for _ in range(args.runs):
-        for model in sorted(catalog.tables.models):
+        for model in sorted(catalog.tables.models)[:1 if args.tiny else None]:
             engine = default_engine(catalog, model).engine
-            for gpus in SCALES:
+            for gpus in scales:
                 rows, elapsed = timed(_package_modules(), partial(_ranked, current, REPO, model, "B200", gpus, engine))
                 alone.setdefault((model, engine, gpus), []).append((len(rows), elapsed))
     end = os.getloadavg()
-    flags = f"--runs {args.runs}" + (" --alone" if args.alone else "")
+    flags = f"--runs {args.runs}" + (" --alone" if args.alone else "") + (" --tiny" if args.tiny else "")
     print(f"## Planner at scale — {datetime.date.today()} (benchmarks/plan_scale.py {flags})\n")
     print(f"Machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, Python "
           f"{platform.python_version()}; load average (1, 5, 15 min) {', '.join(f'{x:.2f}' for x in load)} at the "
@@ -115,7 +122,7 @@ def main() -> None:
               "calibration. Every layout both arms list has byte-identical `--json` objects.\n")
         print("| request | layouts before | layouts now (both) | before | now | before / now |\n"
               "|---|---:|---:|---:|---:|---:|")
-        for request in COMPARED:
+        for request in compared:
             model, gpu, gpus, engine = request
             before, now = seconds[(request, "before")], seconds[(request, "now")]
             n = counts[request]

@@ -13,7 +13,10 @@ byte-identical `--json` objects (the planner since searches torchtitan's levers 
 fractions, so the lists differ; see benchmarks/plan_scale.py). Times are CPU seconds (of this process, or of the
 command's process): on a machine shared with other work they vary less than wall time.
 
-    .venv/bin/python benchmarks/plan_speed.py [--runs 3] [--baseline REF]   # prints a Markdown section for RESULTS.md
+    .venv/bin/python benchmarks/plan_speed.py [--runs 3] [--baseline REF] [--tiny]   # a Markdown section for RESULTS.md
+
+`--tiny`: one run, the first request, this checkout's committed planner as the baseline (the default baseline cannot
+read today's calibration): a check that the benchmark runs; its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -137,7 +140,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--baseline", default=BASELINE, help="git commit of the baseline planner")
+    parser.add_argument("--tiny", action="store_true", help="one run, one request, --baseline HEAD")
     args = parser.parse_args()
+    requests = dict(list(REQUESTS.items())[:1]) if args.tiny else REQUESTS
+    if args.tiny:
+        args.runs, args.baseline = 1, "HEAD"
     load = os.getloadavg()
     seconds: dict[tuple[str, str], list[float]] = {}
     layouts: dict[str, int] = {}
@@ -145,7 +152,7 @@ def main() -> None:
         baseline, baseline_modules = load_baseline(args.baseline, Path(folder))
         arms = {"before": (baseline_modules, baseline, Path(folder)), "now": (_package_modules(), current, REPO)}
         for run in range(args.runs + 1):  # run 0 warms both arms up (files read, caches filled): not counted
-            for label, kwargs in REQUESTS.items():
+            for label, kwargs in requests.items():
                 texts = {}
                 for arm, (modules, planner, root) in arms.items():
                     request, tables = planner.PlanRequest(**kwargs), planner.load_reference_tables(root)
@@ -173,7 +180,7 @@ def main() -> None:
           "seconds, median (min–max) of "
           f"{args.runs} runs per arm, the arms alternating; every layout both arms list identical in every run.\n")
     print("| what | layouts | before | now | before / now |\n|---|---:|---:|---:|---:|")
-    for label in REQUESTS:
+    for label in requests:
         for what in (f"`predict`: {label}", f"`plan_table`: {label}"):
             before, now = seconds[(what, "before")], seconds[(what, "now")]
             print(f"| {what} (one process, after a warm-up run per arm) | {layouts[label]:,} | {_cell(before)} | "

@@ -25,7 +25,9 @@ or outside a git checkout); the naive loop. Every arm must give the same rows_sh
 parquet_sha256) or the benchmark fails. Each arm runs in a fresh process, so its peak RSS is its own; "CPU s" is
 user+sys of the arm and its worker processes, the figure least moved by other jobs on the machine.
 Run: .venv/bin/python benchmarks/rows_build.py [EPOCHS] [--no-short] [--no-long] [--no-seeds] [--no-seeds-long]
-     [--no-previous]
+     [--no-previous] [--tiny]
+--tiny: one epoch and the seeds' builds cut to a few rows, every arm run (a check that the benchmark runs, in about
+a minute on 2 cores; its figures mean nothing).
 """
 
 from __future__ import annotations
@@ -48,15 +50,19 @@ import numpy as np
 
 from openrecipes.rows.build import MAX_ROWS, BuildRequest, build_rows
 from openrecipes.rows.demo import CORPUS, corpus_dialogs, write_tulu_jsonl
-from openrecipes.rows.qwen3_template import QWEN3_GENERATION_TEMPLATE
 from openrecipes.rows.vocab_export import export_tokenizer
 
 ROW_TOKENS, SEED = 8192, 42
-SEEDS_BUILD_TOKENS = 12_800 * 8_192
+SEEDS_ROWS = 12_800
+SEEDS_BUILD_TOKENS = SEEDS_ROWS * 8_192
+TINY_SEEDS_ROWS = 4  # --tiny: every arm and input, the seeds' builds cut to a few rows
 EOS_ID = 151643  # Qwen3's <|endoftext|>
 LONG_CONTENT_CHARS = 3500
 PREVIOUS = "b8ed046"  # the builder before Arrow parsing and the per-worker memo of encoded conversations
 REPO = Path(__file__).resolve().parents[1]
+# The naive arm's template: the qwen3 format's mask as {% generation %} markers, the reference that
+# tests/test_rows_formats.py checks the qwen3 format against.
+QWEN3_GENERATION_TEMPLATE = (REPO / "tests/fixtures/rows/qwen3-generation.jinja").read_text(encoding="utf-8")
 
 
 def category_dialogs() -> dict[str, list[list[dict]]]:
@@ -223,19 +229,20 @@ def compare(name: str, conversations: Path, root: Path, previous: Path | None) -
     return identical
 
 
-def seeds_build(root: Path, previous: Path | None) -> bool:
+def seeds_build(root: Path, previous: Path | None, rows: int = SEEDS_ROWS) -> bool:
     """The seeds' 12,800 x 8,192-token build from the demo corpus repeated, as `rows demo --rows 12800` does."""
     from openrecipes.rows.demo import epochs_needed
 
     dialogs = corpus_dialogs()
-    epochs = epochs_needed(dialogs, root / "qwen3", "qwen3", 12_800, ROW_TOKENS)
+    epochs = epochs_needed(dialogs, root / "qwen3", "qwen3", rows, ROW_TOKENS)
     write_tulu_jsonl(dialogs, epochs, root / "seeds.jsonl")
-    result = _seeds_size_builder("seeds' size", root / "seeds.jsonl", root, f"{epochs} epochs of the demo corpus")
+    result = _seeds_size_builder("seeds' size", root / "seeds.jsonl", root, f"{epochs} epochs of the demo corpus",
+                                 rows)
     tokens = result["rows"] * ROW_TOKENS
     if previous is None:
         return True
     load = os.getloadavg()[0]
-    before = previous_side(previous, root / "seeds.jsonl", root / "qwen3", root / "rows-seeds-previous", 12_800)
+    before = previous_side(previous, root / "seeds.jsonl", root / "qwen3", root / "rows-seeds-previous", rows)
     print(_line(f"previous builder ({PREVIOUS}), load average before {load:.2f}", before, tokens))
     print(_ratio("previous", before, result))
     identical = (before["rows_sha256"], before["parquet_sha256"]) == (result["rows_sha256"], result["parquet_sha256"])
@@ -244,7 +251,7 @@ def seeds_build(root: Path, previous: Path | None) -> bool:
     return identical
 
 
-def seeds_long_build(root: Path) -> bool:
+def seeds_long_build(root: Path, rows: int = SEEDS_ROWS) -> bool:
     """The seeds' 12,800 x 8,192-token build from long conversations, a new regrouping of the dialogs each pass:
     no record repeats whole, and records this long bypass the per-worker memo, so every token is encoded."""
     from openrecipes.rows.encode import make_encoder, parse_record
@@ -253,17 +260,17 @@ def seeds_long_build(root: Path) -> bool:
     encoder = make_encoder(root / "qwen3", "qwen3", "<|endoftext|>")
     one_pass = [parse_record(line) for line in (root / "long-one-pass.jsonl").read_bytes().splitlines()]
     tokens_per_pass = len(encoder.encode_stream([record for record in one_pass if isinstance(record, list)])[0])
-    epochs = math.ceil(SEEDS_BUILD_TOKENS / tokens_per_pass * 1.02)
+    epochs = math.ceil(rows * ROW_TOKENS / tokens_per_pass * 1.02)
     write_long_conversations(epochs, root / "seeds-long.jsonl")
     result = _seeds_size_builder("seeds' size, long conversations", root / "seeds-long.jsonl", root,
-                                 f"{epochs} passes")
-    return result["rows"] == 12_800
+                                 f"{epochs} passes", rows)
+    return result["rows"] == rows
 
 
-def _seeds_size_builder(label: str, conversations: Path, root: Path, made_of: str) -> dict:
-    """The builder alone on 12,800 rows of `conversations`, printed with its input."""
+def _seeds_size_builder(label: str, conversations: Path, root: Path, made_of: str, rows: int) -> dict:
+    """The builder alone on `rows` rows of `conversations`, printed with its input."""
     load = os.getloadavg()[0]
-    result = in_fresh_process(build_side, conversations, root / "qwen3", root / f"rows-{conversations.stem}", 12_800)
+    result = in_fresh_process(build_side, conversations, root / "qwen3", root / f"rows-{conversations.stem}", rows)
     tokens = result["rows"] * ROW_TOKENS
     print(f"{label}: {result['rows']:,} rows x {ROW_TOKENS:,} = {tokens:,} tokens from {result['used']:,} of "
           f"{result['conversations']:,} conversations ({made_of}, {conversations.stat().st_size / 2**20:,.0f} MiB "
@@ -274,7 +281,9 @@ def _seeds_size_builder(label: str, conversations: Path, root: Path, made_of: st
 
 def main() -> None:
     arguments = [argument for argument in sys.argv[1:] if not argument.startswith("--")]
-    epochs = int(arguments[0]) if arguments else 60
+    tiny = "--tiny" in sys.argv
+    epochs = 1 if tiny else int(arguments[0]) if arguments else 60
+    seeds_rows = TINY_SEEDS_ROWS if tiny else SEEDS_ROWS
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         export_tokenizer("qwen3", root / "qwen3")
@@ -293,9 +302,9 @@ def main() -> None:
         identical = [compare(name, root / f"{name}.jsonl", root, previous) for name in ("short", "long")
                      if f"--no-{name}" not in sys.argv]
         if "--no-seeds" not in sys.argv:
-            identical.append(seeds_build(root, previous))
+            identical.append(seeds_build(root, previous, seeds_rows))
         if "--no-seeds-long" not in sys.argv:
-            identical.append(seeds_long_build(root))
+            identical.append(seeds_long_build(root, seeds_rows))
         print(f"load average after: {os.getloadavg()[0]:.2f}")
     if not all(identical):
         sys.exit("rows differ between the arms")

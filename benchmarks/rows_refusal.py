@@ -6,7 +6,7 @@ any worker starts) and the build without that check (`check_bundled_tokens` repl
 load the encoder, and the first one reports the missing token, as before the check). Both must refuse with the same
 message. Wall seconds, median of --runs.
 
-    .venv/bin/python benchmarks/rows_refusal.py [--runs 5]     # prints a Markdown section for RESULTS.md
+    .venv/bin/python benchmarks/rows_refusal.py [--runs 5] [--tiny]     # prints a Markdown section for RESULTS.md
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ def refusal(tokenizer: Path, out: Path) -> tuple[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    runs = parser.parse_args().runs
+    parser.add_argument("--tiny", action="store_true", help="one run per arm (a check that it runs)")
+    args = parser.parse_args()
+    runs = 1 if args.tiny else args.runs
     checked, unchecked = [], []
     with tempfile.TemporaryDirectory() as folder:
         tokenizer = Path(folder) / "qwen3"

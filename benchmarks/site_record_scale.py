@@ -4,7 +4,7 @@ published entries (copies of the dgxc-benchmarking entries under new names and s
 site code of site_scale.BASELINE_COMMIT and by this checkout, each arm in its own Python process, the arms taking
 turns on one catalog (benchmarks/site_scale.py's arms).
 
-    .venv/bin/python benchmarks/site_record_scale.py [--entries 10000] [--runs 2]   # prints a Markdown section
+    .venv/bin/python benchmarks/site_record_scale.py [--entries 10000] [--runs 2] [--tiny]   # a Markdown section
 
 The copies have no stored prediction, so their plots draw the published line alone (the planner's points add an
 error bar each, which this does not time).
@@ -42,7 +42,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=10000)
     parser.add_argument("--runs", type=int, default=2, help="builds of each arm, taken alternately")
+    parser.add_argument("--tiny", action="store_true", help="5 entries, a build per arm (a check that it runs)")
     args = parser.parse_args()
+    if args.tiny:
+        args.entries, args.runs = 5, 1
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as temp:
         work = Path(temp)

@@ -11,6 +11,8 @@ steps 2..9 of 10), so the sweep's figures and tune's are measured alike; device 
     python3 benchmarks/tune_vs_sweep.py clean runs/sweep-qwen3-1.7b-h200x1   # before resuming: drop cut-off arms
     # here: the Markdown section for RESULTS.md
     .venv/bin/python benchmarks/tune_vs_sweep.py report --tune runs/tune-... --sweep runs/sweep-...
+    # a check that the benchmark runs, on a CPU: the sweep's space listed (not run), and the stored tune's report
+    .venv/bin/python benchmarks/tune_vs_sweep.py --tiny
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ ESTIMATE_MARGIN = 1.5
 # What tune did with a layout it did not measure, by the start of its reason.
 NOT_MEASURED = {"its optimistic": "not a contender at the start", "cannot win": "dropped after a measurement",
                 "budget": "over budget", "out of memory": "OOM", "the run failed": "failed"}
+REPO = Path(__file__).resolve().parents[1]
+# --tiny's inputs: the stored H200 tune and its sweep, the ones benchmarks/RESULTS.md reports.
+TINY_TUNE, TINY_SWEEP = REPO / "runs/tune-qwen3-1.7b-h200x1-20261130-032357", REPO / "runs/sweep-qwen3-1.7b-h200x1"
 
 
 def sweep_arms(model: str, gpu: str, gpus: int):
@@ -194,9 +199,17 @@ def report(tune_dir: Path, sweep_dir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def tiny() -> None:
+    """Every step a CPU can take: the sweep's arms rendered (a sweep runs them on GPUs), the stored pair reported."""
+    _, arms = sweep_arms("qwen3-1.7b", "H200", 1)
+    print(f"Sweep space: {len(arms)} arms ({', '.join(name for name, _ in arms[:3])}, ...), rendered, not run.\n")
+    sys.stdout.write(report(TINY_TUNE, TINY_SWEEP))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="verb", required=True)
+    parser.add_argument("--tiny", action="store_true", help="a check that the benchmark runs, on a CPU")
+    sub = parser.add_subparsers(dest="verb")
     run = sub.add_parser("sweep")
     run.add_argument("model")
     run.add_argument("--gpu", required=True)
@@ -211,13 +224,17 @@ def main() -> None:
     rep.add_argument("--tune", type=Path, required=True)
     rep.add_argument("--sweep", type=Path, required=True)
     args = parser.parse_args()
-    if args.verb == "sweep":
+    if args.tiny:
+        tiny()
+    elif args.verb == "sweep":
         sweep(args.model, args.gpu, args.gpus, args.out, args.until, args.only.split(",") if args.only else None,
               args.margin)
     elif args.verb == "clean":
         clean(args.out)
-    else:
+    elif args.verb == "report":
         sys.stdout.write(report(args.tune, args.sweep))
+    else:
+        parser.error("name a verb (sweep, clean or report) or give --tiny")
 
 
 if __name__ == "__main__":

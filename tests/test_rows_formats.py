@@ -16,20 +16,9 @@ from openrecipes.rows.vocab_export import VOCABS, build_tokenizer, read_ranks, r
 FIXTURES = Path(__file__).parent / "fixtures" / "rows"
 CONVERSATIONS = [json.loads(line)["messages"] for line in (FIXTURES / "conversations.jsonl").read_text().splitlines()]
 
-# The qwen3 format's mask written as {% generation %} markers on Qwen3's template (text conversations only), to check
-# the qwen3 format against apply_chat_template through `--chat-format template`.
-QWEN3_GENERATION_TEMPLATE = (
-    "{%- set ns = namespace(last_query=messages|length - 1) %}"
-    "{%- for m in messages[::-1] %}{%- if m.role == 'user' and ns.last_query == messages|length - 1 %}"
-    "{%- set ns.last_query = messages|length - 1 - loop.index0 %}{%- endif %}{%- endfor %}"
-    "{%- for m in messages %}{%- if m.role == 'assistant' %}"
-    "{%- if loop.index0 > ns.last_query and loop.last %}"
-    "{{- '<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n' }}"
-    "{%- generation %}{{- m.content.lstrip('\\n') + '<|im_end|>' }}{%- endgeneration %}"
-    "{%- else %}{{- '<|im_start|>assistant\\n' }}"
-    "{%- generation %}{{- m.content + '<|im_end|>' }}{%- endgeneration %}{%- endif %}{{- '\\n' }}"
-    "{%- else %}{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{%- endif %}{%- endfor %}"
-)
+# The qwen3 format's mask as {% generation %} markers on Qwen3's template, to check the qwen3 format against
+# apply_chat_template through `--chat-format template` (benchmarks/rows_build.py's naive arm reads it too).
+QWEN3_GENERATION_TEMPLATE = (FIXTURES / "qwen3-generation.jinja").read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
