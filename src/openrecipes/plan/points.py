@@ -73,3 +73,8 @@ def reference_rows() -> list[dict]:
     doc = _reference_document()
     return [*({**row, "variant": doc["variant"]} for row in doc["points"]),
             *({**row, "variant": doc["own_runs"]["variant"]} for row in doc["own_runs"]["points"])]
+
+
+def reference_publisher() -> str:
+    """The repository the published points of reference_points.yaml come from: the first word of its source."""
+    return str(_reference_document()["source"]).split()[0]

@@ -2,9 +2,10 @@
 out of the fit and refitted without them.
 
 Three ways to leave points out, from hardest to easiest:
-- **source**: a publisher with all its releases at once (Megatron-Bridge, dgxc-benchmarking, MLPerf Training,
-  torchtitan, the seeds' authors, our own runs). Releases of one publisher share their code, clusters and layouts,
-  so leaving one release out (or one point) keeps its siblings in the fit and measures interpolation, not transfer.
+- **source**: a publisher with all its releases at once (NVIDIA-NeMo/Megatron-Bridge, NVIDIA/dgxc-benchmarking,
+  MLPerf Training, pytorch/torchtitan, the seeds' authors, our own runs). Releases of one publisher share their
+  code, clusters and layouts, so leaving one release out (or one point) keeps its siblings in the fit and measures
+  interpolation, not transfer.
 - **part**: every point on one hardware variant (hardware/gpus.yaml), whatever its source.
 - **release**: one release of one publisher (a container version, an MLPerf round, one of our measuring days).
 
@@ -26,7 +27,7 @@ from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
 from openrecipes.plan.constants import EFFICIENCY, Calibration
 from openrecipes.plan.fit import fit
-from openrecipes.plan.points import MeasuredPoint, SpeedPoint, reference_rows, reference_tables
+from openrecipes.plan.points import MeasuredPoint, SpeedPoint, reference_publisher, reference_rows, reference_tables
 from openrecipes.plan.predict import context, predict_layout
 from openrecipes.plan.trust import HeldOutPoint, Likeness, band_of, central, range_basis
 
@@ -34,9 +35,7 @@ from openrecipes.plan.trust import HeldOutPoint, Likeness, band_of, central, ran
 SOURCE, RELEASE, PART = "source", "release", "part"
 KINDS = (SOURCE, RELEASE, PART)
 
-# The public record's repositories by the publisher they belong to.
-PUBLISHERS = {"NVIDIA-NeMo/Megatron-Bridge": "Megatron-Bridge", "NVIDIA/dgxc-benchmarking": "dgxc-benchmarking",
-              "pytorch/torchtitan": "torchtitan"}
+# A record entry's publisher is its stored copy's repository; MLPerf keeps one repository per round.
 MLPERF = "mlcommons/training_results_"
 OURS = "OpenRecipes"
 
@@ -61,7 +60,7 @@ def sources(root: Path | None = None) -> dict[str, Source]:
         if repository.startswith(MLPERF):
             found[entry.slug] = Source("MLPerf Training", repository.removeprefix(MLPERF))
         else:
-            found[entry.slug] = Source(PUBLISHERS.get(repository, repository), run.engine_version or run.reference.path)
+            found[entry.slug] = Source(repository, run.engine_version or run.reference.path)
     for recipe in catalog.recipes:
         author = recipe.entry.author.name
         found[recipe.slug] = Source(author, f"{author} {recipe.entry.result.measured}")
@@ -69,7 +68,7 @@ def sources(root: Path | None = None) -> dict[str, Source]:
         if "log" in row:
             found[row["name"]] = Source(OURS, row["log"].split("/")[1])
         else:
-            found[row["name"]] = Source("torchtitan", "docs/performance.md")
+            found[row["name"]] = Source(reference_publisher(), "docs/performance.md")
     return found
 
 
