@@ -129,10 +129,11 @@ def selection(catalog: Catalog, model: str | None, gpu_type: str | None, evidenc
         if value is not None and value.lower() not in {k.lower() for k in known}:
             raise UserError(f"{option} {value}: no entry of the catalog has it; known: "
                             f"{', '.join(sorted(known, key=str.lower))}")
-    if evidence is not None and evidence not in LISTED_LEVELS:
+    level = next((known for known in LISTED_LEVELS if known == evidence), None)
+    if evidence is not None and level is None:
         raise UserError(f"--evidence {evidence}: one of {', '.join(LISTED_LEVELS)} (`openrecipes audit` finds the "
                         "entries whose figures fail)")
-    return Selection(model, gpu_type, next((level for level in LISTED_LEVELS if level == evidence), None))
+    return Selection(model, gpu_type, level)
 
 
 def selected_boards(catalog: Catalog, chosen: Selection) -> list[tuple[Board, list[tuple[int, RecipeEntry]]]]:
@@ -224,7 +225,7 @@ class Leaderboards:
     planned: list[PlannedView]
 
 
-def leaderboards_view(catalog: Catalog, chosen: Selection = Selection()) -> Leaderboards:
+def leaderboards_view(catalog: Catalog, chosen: Selection) -> Leaderboards:
     """The boards, published entries and planned recipes `list` prints, typed, for `list --json`."""
     views = [BoardView(b.model, b.gpu_type, b.workload.row_tokens, b.workload.global_batch, b.workload.precision, [
         BoardRow(rank, e.name, e.slug, e.path.as_posix(), evidence_level(e.entry), e.entry.result.tokens_per_s_per_gpu,

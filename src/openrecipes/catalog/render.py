@@ -77,7 +77,7 @@ def leaderboards(console: Console, catalog: Catalog, chosen: Selection) -> None:
                            f"{layout} · {evidence_level(s)}")
     planned = planned_entries(catalog, chosen)
     if planned:
-        console.print("[bold]Planned recipes[/] (predicted by `openrecipes plan`, never run, never ranked)",
+        console.print("[bold]Planned recipes[/] (written by `openrecipes plan emit`, never run, never ranked)",
                       highlight=False)
         for entry in planned:
             r = entry.entry
