@@ -26,7 +26,7 @@ def probe_report(path: Path, root: Path, reference: ReferenceTables) -> AuditRep
     findings = [Finding("quick", True, None, "a --quick probe times toy shapes; run `openrecipes probe` without "
                         "--quick on the part and file that")] if probe.quick else []
     findings += _above_datasheet(tables(probe, reference.variants[probe.part]), reference)
-    return AuditReport(Path(relative_path(path, root)), has_logs=True, findings=tuple(findings))
+    return AuditReport(Path(relative_path(path, root)), "re-derived", tuple(findings))
 
 
 def _above_datasheet(derived: ProbeTables, reference: ReferenceTables) -> Iterator[Finding]:

@@ -17,6 +17,7 @@ from openrecipes.audit.excerpts import excerpt_findings
 from openrecipes.audit.probes import catalog_probes, probe_report
 from openrecipes.audit.rederive import AuditInputs, check_logged_recipe, check_reproductions
 from openrecipes.audit.rows import RowsRebuilder
+from openrecipes.catalog.evidence import evidence_level
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import PublishedSummary, Recipe
 from openrecipes.catalog.paths import RUN_COMMAND, evidence_problem, relative_path
@@ -61,8 +62,7 @@ class Reviewer:
         findings += self.duplicates.findings(Entry(path.resolve(), recipe), self.root)
         if self.rows is not None:
             findings += self.rows.findings(recipe)
-        return AuditReport(Path(relative_path(path, self.root)), has_logs=recipe.runs is not None,
-                           findings=tuple(findings))
+        return AuditReport(Path(relative_path(path, self.root)), evidence_level(recipe), tuple(findings))
 
 
 def _load(path: Path, tables: ReferenceTables) -> tuple[YamlDocument, FileReport]:
@@ -118,11 +118,9 @@ def audit(root: Path, paths: list[Path] | None = None, rebuild_rows: bool = Fals
             reports.append(reviewer.review(path, report.entry, doc, findings))
         elif isinstance(report.entry, PublishedSummary):  # copied from a source; from an excerpt, re-derived
             findings += excerpt_findings(report.entry, doc, path, root)
-            derivation = report.entry.published.derivation if report.entry.published else None
-            reports.append(AuditReport(Path(relative_path(path, root)), has_logs=False, findings=tuple(findings),
-                                       audited=bool(derivation and derivation.audited)))
+            reports.append(AuditReport(Path(relative_path(path, root)), evidence_level(report.entry), tuple(findings)))
         else:  # a file whose schema failed
-            reports.append(AuditReport(Path(relative_path(path, root)), has_logs=False, findings=tuple(findings)))
+            reports.append(AuditReport(Path(relative_path(path, root)), "failed", tuple(findings)))
     return reports + [probe_report(path, root, tables) for path in probes]
 
 
@@ -135,7 +133,7 @@ def audit_catalog(catalog: Catalog) -> dict[str, AuditReport]:
     def report(entry: CatalogEntry) -> AuditReport:
         recipe, path = entry.entry, catalog.root / entry.path
         if not isinstance(recipe, Recipe):
-            return AuditReport(entry.path, has_logs=False)
+            return AuditReport(entry.path, evidence_level(recipe))
         needs_text = recipe.runs is not None or recipe.reproductions
         return reviewer.review(path, recipe, read_yaml(path) if needs_text else YamlDocument(path, None), [])
 

@@ -11,13 +11,14 @@ from rich.console import Console
 
 from openrecipes.atomic import starts_with, write_output
 from openrecipes.catalog import render
-from openrecipes.catalog.hardware import load_reference_tables
-from openrecipes.catalog.leaderboard import leaderboards_view
+from openrecipes.catalog.evidence import EvidenceLevel, evidence_level
+from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
+from openrecipes.catalog.leaderboard import leaderboards_view, selection
 from openrecipes.catalog.model import PublishedSummary, Recipe
 from openrecipes.catalog.model_add import add_model
-from openrecipes.catalog.paths import default_catalog_root
+from openrecipes.catalog.paths import catalog_root, default_catalog_root, relative_path
 from openrecipes.catalog.schema import HEADER, SCHEMA_PATH, render_schema
-from openrecipes.catalog.store import load_catalog, validate_catalog
+from openrecipes.catalog.store import CatalogEntry, load_catalog, validate_catalog
 from openrecipes.catalog.validate import recipe_files, validate_file
 from openrecipes.errors import EXIT_CHECK_FAILED, UserError
 from openrecipes.jsonout import json_text
@@ -63,38 +64,69 @@ def validate(
 
 def list_recipes(
     catalog: CatalogOption = None,
+    model: Annotated[str | None, typer.Option("--model", help="only this model's entries (e.g. qwen3-8b)")] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="only entries on this GPU type (e.g. H200)")] = None,
+    evidence: Annotated[str | None, typer.Option(
+        "--evidence", help="only entries of this evidence level: re-derived, audited, author-reported or predicted"),
+    ] = None,
     as_json: Annotated[bool, typer.Option(
-        "--json", help="print {boards: [{model, gpu_type, row_tokens, global_batch, precision, recipes}], summaries}"),
+        "--json", help="print {boards: [{model, gpu_type, row_tokens, global_batch, precision, recipes}], summaries, "
+        "planned}, each entry with its evidence level"),
     ] = False,
 ) -> None:
-    """The leaderboards: each model on each GPU type and workload, ranked by tokens/s per GPU."""
+    """The leaderboards: each model on each GPU type and workload, ranked by tokens/s per GPU; then the published
+    entries and planned recipes, never ranked. Each entry with its evidence level. Exit 2 on an unknown filter."""
     loaded = load_catalog(catalog or default_catalog_root())
+    chosen = selection(loaded, model, gpu, evidence)
     if as_json:
-        print(json_text(leaderboards_view(loaded)))
+        print(json_text(leaderboards_view(loaded, chosen)))
         return
-    render.leaderboards(Console(), loaded)
+    render.leaderboards(Console(), loaded, chosen)
 
 
 def show(
-    recipe: Annotated[str, typer.Argument(help="recipe name, slug or path")], catalog: CatalogOption = None,
+    recipe: Annotated[str, typer.Argument(help="recipe name, slug or file (in a catalog or not)")],
+    catalog: CatalogOption = None,
     as_json: Annotated[bool, typer.Option(
-        "--json", help="print {path, slug, recipe}: the recipe's every field as the schema names it")] = False,
+        "--json", help="print {path, slug, evidence, recipe}: the recipe's every field as the schema names it"),
+    ] = False,
 ) -> None:
-    """One recipe in full: figures, layout, checks, stack and the command."""
-    loaded = load_catalog(catalog or default_catalog_root())
-    entry = loaded.find(recipe)
+    """One recipe in full: its evidence level, figures, layout, checks, stack and the command."""
+    entry, tables, slug = _shown(recipe, catalog)
     if as_json:
-        print(json_text(ShownEntry(entry.path.as_posix(), entry.slug, entry.entry)))
+        print(json_text(ShownEntry(entry.path.as_posix(), slug, evidence_level(entry.entry), entry.entry)))
         return
-    render.recipe(Console(), loaded, entry)
+    render.recipe(Console(), tables, entry, slug or recipe)
+
+
+def _shown(recipe: str, catalog: Path | None) -> tuple[CatalogEntry, ReferenceTables, str | None]:
+    """A recipe file as given, read with the tables of the catalog it lies in; else the catalog's entry by name or
+    slug. The slug is None for a file outside any catalog (it has no permalink)."""
+    path = Path(recipe)
+    if not path.is_file():
+        loaded = load_catalog(catalog or default_catalog_root())
+        entry = loaded.find(recipe)
+        return entry, loaded.tables, entry.slug
+    inside = catalog_root(path)
+    root = (catalog or inside or default_catalog_root()).resolve()
+    tables = load_reference_tables(root)
+    report = validate_file(path, tables)
+    if report.entry is None or not report.ok:
+        error = report.errors[0]
+        where = "" if report.unreadable else f"{path}:{error.line or 1}: {error.field or 'file'}: "
+        raise UserError(f"{where}{error.message} (run `openrecipes validate {path}`)")
+    entry = CatalogEntry(Path(relative_path(path, root)), report.entry)
+    return entry, tables, entry.slug if inside is not None else None
 
 
 @dataclass(frozen=True)
 class ShownEntry:
-    """A recipe or published summary as `show --json` prints it: where it lives and every field it holds."""
+    """A recipe or published summary as `show --json` prints it: where it lives, its evidence level and every field
+    it holds."""
 
     path: str
-    slug: str
+    slug: str | None  # None for a recipe file outside any catalog
+    evidence: EvidenceLevel
     recipe: Recipe | PublishedSummary
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeVar
 
+from openrecipes.catalog.evidence import EVIDENCE_LEVELS, EvidenceLevel, evidence_level
 from openrecipes.catalog.model import Recipe
-from openrecipes.catalog.store import Catalog, CatalogEntry, RecipeEntry
+from openrecipes.catalog.store import Catalog, CatalogEntry, RecipeEntry, SummaryEntry
+from openrecipes.errors import UserError
 
 Entry = TypeVar("Entry", bound=CatalogEntry)
 
@@ -101,6 +103,62 @@ def models(catalog: Catalog) -> list[str]:
 
 
 @dataclass(frozen=True)
+class Selection:
+    """Which entries `list --model/--gpu/--evidence` shows (None: any); a board keeps its ranks when filtered."""
+
+    model: str | None = None
+    gpu_type: str | None = None
+    evidence: EvidenceLevel | None = None
+
+    def keeps(self, entry: CatalogEntry) -> bool:
+        e = entry.entry
+        return ((self.model is None or e.model.lower() == self.model.lower())
+                and (self.gpu_type is None or e.gpu.type.lower() == self.gpu_type.lower())
+                and (self.evidence is None or evidence_level(e) == self.evidence))
+
+
+# What `list` can show without auditing: `openrecipes audit` re-derives the figures and finds the failed entries.
+LISTED_LEVELS: tuple[EvidenceLevel, ...] = tuple(level for level in EVIDENCE_LEVELS if level != "failed")
+
+
+def selection(catalog: Catalog, model: str | None, gpu_type: str | None, evidence: str | None) -> Selection:
+    """The filters asked for, each checked against what the catalog holds (bad input names the known values)."""
+    everything = [*catalog.entries, *catalog.planned, *catalog.record]
+    for option, value, known in (("--model", model, {e.entry.model for e in everything}),
+                                 ("--gpu", gpu_type, {e.entry.gpu.type for e in everything})):
+        if value is not None and value.lower() not in {k.lower() for k in known}:
+            raise UserError(f"{option} {value}: no entry of the catalog has it; known: "
+                            f"{', '.join(sorted(known, key=str.lower))}")
+    level = next((known for known in LISTED_LEVELS if known == evidence), None)
+    if evidence is not None and level is None:
+        raise UserError(f"--evidence {evidence}: one of {', '.join(LISTED_LEVELS)} (`openrecipes audit` finds the "
+                        "entries whose figures fail)")
+    return Selection(model, gpu_type, level)
+
+
+def selected_boards(catalog: Catalog, chosen: Selection) -> list[tuple[Board, list[tuple[int, RecipeEntry]]]]:
+    """Each board with any chosen recipe, and those recipes with their rank on the whole board."""
+    out = []
+    for board in boards(catalog):
+        kept = [(rank, e) for rank, e in enumerate(board.ranked, start=1) if chosen.keeps(e)]
+        if kept:
+            out.append((board, kept))
+    return out
+
+
+def published_entries(catalog: Catalog, chosen: Selection) -> list[SummaryEntry]:
+    """The published summaries and the public record's entries, never ranked: by model, GPU type, count and slug."""
+    return sorted([e for e in (*catalog.summaries, *catalog.record) if chosen.keeps(e)],
+                  key=lambda e: (e.entry.model, e.entry.gpu.type, e.entry.gpu.count, e.slug))
+
+
+def planned_entries(catalog: Catalog, chosen: Selection) -> list[RecipeEntry]:
+    """Planned recipes (predictions never run), ranked nowhere: by model, GPU type, count and slug."""
+    return sorted([e for e in catalog.planned if isinstance(e, RecipeEntry) and chosen.keeps(e)],
+                  key=lambda e: (e.entry.model, e.entry.gpu.type, e.entry.gpu.count, e.slug))
+
+
+@dataclass(frozen=True)
 class BoardRow:
     """One ranked recipe as `list --json` prints it."""
 
@@ -108,6 +166,7 @@ class BoardRow:
     name: str
     slug: str
     path: str
+    evidence: EvidenceLevel
     tokens_per_s_per_gpu: float
     usd_per_million_tokens: float
     gpus: int
@@ -131,10 +190,11 @@ class BoardView:
 
 @dataclass(frozen=True)
 class SummaryView:
-    """A published summary entry (figures only, never ranked) as `list --json` prints it."""
+    """A published entry (figures only, never ranked: a summary or the public record's) as `list --json` prints it."""
 
     slug: str
     path: str
+    evidence: EvidenceLevel
     model: str
     gpu_type: str
     gpus: int
@@ -144,19 +204,40 @@ class SummaryView:
 
 
 @dataclass(frozen=True)
+class PlannedView:
+    """A planned recipe (its figures the planner's prediction, never run) as `list --json` prints it."""
+
+    slug: str
+    path: str
+    evidence: EvidenceLevel
+    model: str
+    gpu_type: str
+    gpus: int
+    tokens_per_s_per_gpu: float
+    usd_per_million_tokens: float
+    layout: str
+
+
+@dataclass(frozen=True)
 class Leaderboards:
     boards: list[BoardView]
     summaries: list[SummaryView]
+    planned: list[PlannedView]
 
 
-def leaderboards_view(catalog: Catalog) -> Leaderboards:
-    """Every board and every published summary, typed, for `list --json`."""
+def leaderboards_view(catalog: Catalog, chosen: Selection) -> Leaderboards:
+    """The boards, published entries and planned recipes `list` prints, typed, for `list --json`."""
     views = [BoardView(b.model, b.gpu_type, b.workload.row_tokens, b.workload.global_batch, b.workload.precision, [
-        BoardRow(rank, e.name, e.slug, e.path.as_posix(), e.entry.result.tokens_per_s_per_gpu,
+        BoardRow(rank, e.name, e.slug, e.path.as_posix(), evidence_level(e.entry), e.entry.result.tokens_per_s_per_gpu,
                  e.entry.result.usd_per_million_tokens, e.entry.gpu.count, e.entry.layout.label,
                  e.entry.layout.highlights, e.entry.result.measured.isoformat(), e.entry.author.name)
-        for rank, e in enumerate(b.ranked, start=1)]) for b in boards(catalog)]
-    summaries = [SummaryView(e.slug, e.path.as_posix(), e.entry.model, e.entry.gpu.type, e.entry.gpu.count,
-                             e.entry.result.tokens_per_s_per_gpu, e.entry.result.usd_per_million_tokens, e.entry.source)
-                 for e in catalog.summaries]
-    return Leaderboards(views, summaries)
+        for rank, e in kept]) for b, kept in selected_boards(catalog, chosen)]
+    summaries = [SummaryView(e.slug, e.path.as_posix(), evidence_level(e.entry), e.entry.model, e.entry.gpu.type,
+                             e.entry.gpu.count, e.entry.result.tokens_per_s_per_gpu,
+                             e.entry.result.usd_per_million_tokens, e.entry.source)
+                 for e in published_entries(catalog, chosen)]
+    planned = [PlannedView(e.slug, e.path.as_posix(), evidence_level(e.entry), e.entry.model, e.entry.gpu.type,
+                           e.entry.gpu.count, e.entry.result.tokens_per_s_per_gpu,
+                           e.entry.result.usd_per_million_tokens, e.entry.layout.label)
+               for e in planned_entries(catalog, chosen)]
+    return Leaderboards(views, summaries, planned)

@@ -11,8 +11,10 @@ from rich.table import Table
 from rich.text import Text
 
 from openrecipes.catalog import facts
-from openrecipes.catalog.leaderboard import boards
-from openrecipes.catalog.model import PublishedSummary
+from openrecipes.catalog.evidence import EVIDENCE_MEANING, evidence_level
+from openrecipes.catalog.hardware import ReferenceTables
+from openrecipes.catalog.leaderboard import Selection, planned_entries, published_entries, selected_boards
+from openrecipes.catalog.model import PublishedSummary, Recipe
 from openrecipes.catalog.paths import relative_path
 from openrecipes.catalog.published import published_figures, published_label
 from openrecipes.catalog.store import Catalog, CatalogEntry
@@ -46,31 +48,44 @@ def _lines(console: Console, report: FileReport, items: list[Finding], prefix: s
         _indented(console, f"{where}{item.field or 'file'}: {item.message}", indent="      ")
 
 
-def leaderboards(console: Console, catalog: Catalog) -> None:
+def leaderboards(console: Console, catalog: Catalog, chosen: Selection) -> None:
     """Each board as stacked rows, so that no terminal width cuts a figure or a name: the rank and the recipe's
-    name on one line, its figures on the next, its layout and highlights (wrapped, indented) below."""
-    for board in boards(catalog):
+    name on one line, its figures and evidence level on the next, its layout and highlights (wrapped, indented)
+    below; then the published entries and the planned recipes, never ranked."""
+    ranked = selected_boards(catalog, chosen)
+    for board, kept in ranked:
         console.print(f"[bold]Training {escape(board.model)} on {escape(board.gpu_type)}[/]\n"
                       f"[dim]{board.workload.label}[/]", highlight=False)
-        for rank, entry in enumerate(board.ranked, start=1):
+        for rank, entry in kept:
             r = entry.entry
             console.print(f"#{rank:<3} [bold]{escape(entry.name)}[/]", highlight=False, soft_wrap=True)
             _indented(console, f"{facts.tokens_board(r.result.tokens_per_s_per_gpu)} tokens/s per GPU · "
                            f"{facts.usd(r.result.usd_per_million_tokens)} / 1M tokens · "
-                           f"{r.gpu.count} x {r.gpu.type}")
+                           f"{r.gpu.count} x {r.gpu.type} · {evidence_level(r)}")
             _indented(console, f"{r.layout.label} · {r.layout.highlights} · measured {r.result.measured} "
                            f"by {r.author.name}", style="dim")
         console.print()
-    if catalog.summaries or catalog.record:
-        console.print("[bold]Published entries[/] (author-reported figures, never ranked)", highlight=False)
-        for summary in sorted([*catalog.summaries, *catalog.record],
-                              key=lambda e: (e.entry.model, e.entry.gpu.type, e.entry.gpu.count, e.slug)):
+    published = published_entries(catalog, chosen)
+    if published:
+        console.print("[bold]Published entries[/] (others' figures, never ranked)", highlight=False)
+        for summary in published:
             s = summary.entry
             console.print(f"[bold]{escape(summary.name)}[/]", highlight=False, soft_wrap=True)
             layout = f" · {published_label(s.published, s.gpu.count)}" if s.published else ""
             _indented(console, f"{facts.tokens_board(s.result.tokens_per_s_per_gpu)} tokens/s per GPU · "
                            f"{s.model} on {s.gpu.count} x {s.gpu.type} · {s.precision or 'precision unpublished'}"
-                           f"{layout}")
+                           f"{layout} · {evidence_level(s)}")
+    planned = planned_entries(catalog, chosen)
+    if planned:
+        console.print("[bold]Planned recipes[/] (written by `openrecipes plan emit`, never run, never ranked)",
+                      highlight=False)
+        for entry in planned:
+            r = entry.entry
+            console.print(f"[bold]{escape(entry.name)}[/]", highlight=False, soft_wrap=True)
+            _indented(console, f"{facts.tokens_board(r.result.tokens_per_s_per_gpu)} tokens/s per GPU predicted · "
+                           f"{r.model} on {r.gpu.count} x {r.gpu.type} · {r.layout.label} · {evidence_level(r)}")
+    if not (ranked or published or planned):
+        console.print("no entry of the catalog matches these filters", highlight=False)
 
 
 def _indented(console: Console, text: str, style: str = "", indent: str = "    ") -> None:
@@ -81,14 +96,14 @@ def _indented(console: Console, text: str, style: str = "", indent: str = "    "
                        style=style), soft_wrap=True)
 
 
-def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
+def recipe(console: Console, tables: ReferenceTables, entry: CatalogEntry, title: str) -> None:
     if isinstance(entry.entry, PublishedSummary):
         s = entry.entry
         console.print(f"[bold]{escape(s.model)} on {s.gpu.count} x {escape(s.gpu.type)}[/] (published summary entry)\n"
                       f"{facts.tokens_board(s.result.tokens_per_s_per_gpu)} tokens/s/GPU · "
                       f"{facts.usd(s.result.usd_per_million_tokens)} / 1M tokens\n{escape(s.note)}\n"
-                      f"source: {escape(s.source)}", highlight=False)
-        derived = published_figures(s, catalog.tables)
+                      f"source: {escape(s.source)}\nevidence: {_evidence(s)}", highlight=False)
+        derived = published_figures(s, tables)
         if s.published and derived:
             run = s.published
             published = f"{run.model_tflops_per_gpu:g}" if run.model_tflops_per_gpu else "not published"
@@ -102,18 +117,23 @@ def recipe(console: Console, catalog: Catalog, entry: CatalogEntry) -> None:
                           highlight=False)
         return
     r = entry.entry
-    table = Table(title=escape(entry.slug), show_header=False, title_justify="left")
+    table = Table(title=escape(title), show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
     stack = "; ".join(f"{name} {value}" for name, value in facts.stack_items(r))
-    rows = [("Author", r.author.name + (f" ({r.author.url})" if r.author.url else "")),
-            ("Workload", facts.workload(r)), *facts.recipe_facts(r, catalog.tables.variants.get(r.gpu.variant)),
+    rows = [("Evidence", _evidence(r)), ("Author", r.author.name + (f" ({r.author.url})" if r.author.url else "")),
+            ("Workload", facts.workload(r)), *facts.recipe_facts(r, tables.variants.get(r.gpu.variant)),
             ("Stack", stack)]
     for key, value in rows:
         table.add_row(key, escape(value))  # recipe text is shown as written, never read as rich markup
     console.print(table)
     console.print("[bold]Command[/] (the recipe's `run`, exactly as written):", highlight=False)
     command(console, r.run)
+
+
+def _evidence(entry: Recipe | PublishedSummary) -> str:
+    level = evidence_level(entry)
+    return f"{level}: {EVIDENCE_MEANING[level]} (`openrecipes audit` re-checks it)"
 
 
 def command(console: Console, text: str) -> None:

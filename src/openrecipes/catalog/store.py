@@ -68,9 +68,10 @@ class Catalog:
         return [e for e in self.entries if isinstance(e, SummaryEntry)]
 
     def find(self, name_or_path: str) -> CatalogEntry:
-        """A recipe by file path, slug or file name (unique)."""
+        """An entry (a recipe, planned recipe or published entry) by file path, slug or file name (unique)."""
         wanted = name_or_path.removesuffix(".yaml")
-        matches = [e for e in (*self.entries, *self.record) if wanted in (e.name, e.slug, str(e.path.with_suffix("")))
+        matches = [e for e in (*self.entries, *self.planned, *self.record)
+                   if wanted in (e.name, e.slug, str(e.path.with_suffix("")))
                    or Path(name_or_path).resolve() == (self.root / e.path).resolve()]
         if len(matches) != 1:
             known = ", ".join(e.slug for e in self.recipes)

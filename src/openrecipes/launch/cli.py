@@ -83,7 +83,7 @@ def launch_command(
         "rank, no model) in place of training; gloo asks for no GPUs")] = None,
     partition: Annotated[str | None, typer.Option("--partition", help="sbatch --partition")] = None,
     account: Annotated[str | None, typer.Option("--account", help="sbatch --account")] = None,
-    time: Annotated[str | None, typer.Option("--time", help="sbatch --time (minutes, H:M:S or D-H:M:S)")] = None,
+    time: Annotated[str | None, typer.Option("--time", help="sbatch --time (minutes, HH:MM:SS or D-HH:MM:SS)")] = None,
     qos: Annotated[str | None, typer.Option("--qos", help="sbatch --qos")] = None,
     reservation: Annotated[str | None, typer.Option("--reservation", help="sbatch --reservation")] = None,
     container_image: Annotated[str | None, typer.Option(

@@ -31,8 +31,8 @@ import jinja2
 from markupsafe import Markup
 
 from openrecipes.atomic import check_output_folder, current_umask, publish_folder
-from openrecipes.audit.evidence import EVIDENCE_LEVELS
 from openrecipes.audit.reproduce import reproduction_summary
+from openrecipes.catalog.evidence import EVIDENCE_LEVELS
 from openrecipes.catalog.store import Catalog, RecipeEntry
 from openrecipes.catalog.yamlio import MAX_YAML_BYTES, read_yaml
 from openrecipes.errors import UserError
@@ -67,6 +67,8 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
 BUILD_MARKER = ".openrecipes-site"
 # A page is a recipe (at most 1 MiB of YAML) and its figures; a larger one means a runaway input, not a page.
 MAX_PAGE_BYTES = 16 * MIB
+# A board's evidence filter: planned recipes (predicted) are ranked nowhere.
+BOARD_LEVELS = tuple(level for level in EVIDENCE_LEVELS if level != "predicted")
 RECIPES_PER_JOB = 50
 PARALLEL_JOBS = 100  # a build of this many jobs (5,000 recipes, or record pages) writes them on every core
 
@@ -85,7 +87,7 @@ def _environment() -> jinja2.Environment:
                        notes=_notes, note_line=_note_line)
     env.globals.update(csp=CSP, fmt=fmt, citations=read_yaml(HERE / "citations.yaml").data, page_of=recipe_page_path,
                        yaml_of=recipe_yaml_path, plan_of=lambda section: plan_page_path(section.folder),
-                       reproductions_of=reproduction_summary, evidence_levels=EVIDENCE_LEVELS, inline_plot=_inline_plot,
+                       reproductions_of=reproduction_summary, evidence_levels=BOARD_LEVELS, inline_plot=_inline_plot,
                        precision_of=prediction_precision, precision_family=precision_family, evidence_of=evidence_path,
                        training_of=training, describe=describe)
     return env

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from openrecipes import figures
 from openrecipes.audit.evidence import AuditReport
+from openrecipes.catalog.evidence import evidence_level
 from openrecipes.catalog.model import PublishedRun, Recipe
 from openrecipes.catalog.published import PublishedFigures, check_published, published_figures, published_label
 from openrecipes.catalog.store import Catalog, CatalogEntry, SummaryEntry
@@ -137,9 +138,7 @@ def record_rows(catalog: Catalog, entries: list[SummaryEntry]) -> list[RecordRow
 def record_audits(catalog: Catalog) -> dict[str, AuditReport]:
     """The record's evidence levels, as `openrecipes audit` gives every published entry: no logs, author-reported,
     or audited where the source reviewed it (MLPerf's closed division)."""
-    return {entry.slug: AuditReport(entry.path, has_logs=False, audited=bool(
-        entry.entry.published and entry.entry.published.derivation and entry.entry.published.derivation.audited))
-        for entry in catalog.record}
+    return {entry.slug: AuditReport(entry.path, evidence_level(entry.entry)) for entry in catalog.record}
 
 
 @dataclass(frozen=True)
