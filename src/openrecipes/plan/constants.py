@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from openrecipes.catalog.hardware import GpuSpec
+from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.yamlio import YamlDocument, read_yaml
 from openrecipes.errors import UserError
+from openrecipes.probe.tables import tables_for
 
 HERE = Path(__file__).parent
 GB = 1e9
@@ -29,6 +31,9 @@ class Links:
     nvlink_bytes_per_s: float  # one direction, per GPU
     network_bytes_per_s: float  # one direction, per GPU
     gpus_per_node: int  # a job takes whole nodes (a GB200/GB300 compute tray holds 4 of an NVLink domain's 72)
+    # NCCL's bus bandwidth inside the domain as a probe of the part measured it (an all-reduce of the largest message
+    # among the whole domain), in place of the link's datasheet figure times the assumed bus efficiency
+    measured_nvlink_bytes_per_s: float | None = None
 
 
 EFFICIENCY = "compute_efficiency."  # prefix of the fitted efficiencies' names in calibration.yaml
@@ -96,12 +101,19 @@ FITTED_FIELDS = ("compile_speedup", "cp_attention_efficiency", "microbatch_overh
 
 
 def links(variant: str, gpu: GpuSpec) -> Links:
-    """A part's memory and links as the planner reads them, from its hardware/gpus.yaml block. Without the driver's
-    memory.total, the vendor's GB is read as decimal: the smaller, safe reading. Datasheets print scale-up bandwidth
-    both directions together; a collective moves each byte one way, so half of it is the planner's."""
+    """A part's memory and links as the planner reads them, from its hardware/gpus.yaml block and, where the catalog
+    holds a probe of the part, its measured bus bandwidth inside the domain. Without the driver's memory.total, the
+    vendor's GB is read as decimal: the smaller, safe reading. Datasheets print scale-up bandwidth both directions
+    together; a collective moves each byte one way, so half of it is the planner's."""
     capacity = gpu.capacity_gib if gpu.capacity_gib is not None else gpu.memory_gb * GB / GIB
+    probe = tables_for(variant, default_catalog_root())
+    measured = probe.collective_bytes_per_s("all_reduce", PROBED_MESSAGE_BYTES, gpu.scale_up.domain) if probe else None
     return Links(gpu.type, variant, capacity, gpu.scale_up.domain, gpu.scale_up.gb_s / 2 * GB,
-                 gpu.scale_out.gbit_s / 8 * GB, gpu.gpus_per_node or gpu.scale_up.domain)
+                 gpu.scale_out.gbit_s / 8 * GB, gpu.gpus_per_node or gpu.scale_up.domain, measured)
+
+
+# The message a probe's bus bandwidth is read at: 1 GiB, the largest a probe measures, where NCCL reaches its peak.
+PROBED_MESSAGE_BYTES = 2**30
 
 
 CALIBRATION_FILE = HERE / "calibration.yaml"

@@ -78,7 +78,13 @@ class StepTime:
 def _transfer_s(bytes_per_gpu: float, crosses_domain: bool, links: Links, calibration: Calibration) -> float:
     if crosses_domain:
         return bytes_per_gpu / (links.network_bytes_per_s * calibration.network_bus_efficiency)
-    return bytes_per_gpu / (links.nvlink_bytes_per_s * calibration.nvlink_bus_efficiency)
+    return bytes_per_gpu / _nvlink_bytes_per_s(links, calibration)
+
+
+def _nvlink_bytes_per_s(links: Links, calibration: Calibration) -> float:
+    """What a collective reaches inside the domain: measured by a probe of the part, else the datasheet's link at the
+    assumed bus efficiency."""
+    return links.measured_nvlink_bytes_per_s or links.nvlink_bytes_per_s * calibration.nvlink_bus_efficiency
 
 
 def _collective_s(bytes_per_gpu: float, group_span: int, links: Links, calibration: Calibration) -> float:
@@ -93,7 +99,7 @@ def _all_to_all_s(bytes_per_gpu: float, group_gpus: int, stride: int, links: Lin
     if peers == 0:
         return 0.0
     local_peers = min(group_gpus, max(1, links.gpus_per_nvlink_domain // stride)) - 1
-    local = bytes_per_gpu * local_peers / peers / (links.nvlink_bytes_per_s * calibration.nvlink_bus_efficiency)
+    local = bytes_per_gpu * local_peers / peers / _nvlink_bytes_per_s(links, calibration)
     network = links.network_bytes_per_s * calibration.network_bus_efficiency
     remote = bytes_per_gpu * (peers - local_peers) / peers / network
     return max(local, remote)

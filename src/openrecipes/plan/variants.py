@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from functools import cache
 
 from openrecipes.catalog.hardware import GpuSpec, load_reference_tables
+from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import Calibration
+from openrecipes.probe.tables import ProbeTables, tables_for
 
 CLOCK_POWER_EXPONENT = 1 / 3  # sustained clock ~ power^(1/3): dynamic power ~ f V^2, V ~ f
 
@@ -48,14 +50,32 @@ def _clock(spec: GpuSpec, specs: dict[str, GpuSpec]) -> float:
     return (spec.power_w / full) ** CLOCK_POWER_EXPONENT
 
 
-def physical_ratio(target: GpuSpec, source: GpuSpec, specs: dict[str, GpuSpec], share: float) -> float:
-    """Efficiency on `target` over efficiency on `source`: the clock and HBM terms for one chip, 1 across chips."""
-    if not _same_chip(target, source):
+# The GEMM a probe's efficiency is read at when a fit is carried between two probed parts: one layer's projection of
+# a microbatch of 8,192 tokens at hidden size 8,192, the middle of the grid a probe measures.
+PROBED_GEMM = (8192, 8192, 8192)
+
+
+def _probe(part: str) -> ProbeTables | None:
+    """A probe of the part committed to the catalog (hardware/probes/<part>.json, openrecipes.probe), or None."""
+    return tables_for(part, default_catalog_root())
+
+
+def physical_ratio(target: str, source: str, specs: dict[str, GpuSpec], share: float) -> float:
+    """Efficiency on part `target` over efficiency on part `source`: (1 - share) of the time scales with the GEMMs,
+    `share` with HBM bandwidth. Where both parts have a probe, both terms are measured (their BF16 GEMM efficiencies
+    and copy bandwidths), between any two chips; else, for one chip, the sustained clocks under their power and the
+    datasheets' bandwidths, and between two chips 1 (carried as it is)."""
+    measured_target, measured_source = _probe(target), _probe(source)
+    if measured_target and measured_source:
+        compute = (measured_source.gemm_efficiency(*PROBED_GEMM, "bf16")
+                   / measured_target.gemm_efficiency(*PROBED_GEMM, "bf16"))
+        bandwidth = measured_source.hbm_bytes_per_s / measured_target.hbm_bytes_per_s
+    elif _same_chip(specs[target], specs[source]):
+        compute = _clock(specs[source], specs) / _clock(specs[target], specs)
+        bandwidth = specs[source].memory_bandwidth_tb_s / specs[target].memory_bandwidth_tb_s
+    else:
         return 1.0
-    clock = _clock(source, specs) / _clock(target, specs)
-    bandwidth = (source.memory_bandwidth_tb_s / target.memory_bandwidth_tb_s
-                 if source.memory_bandwidth_tb_s and target.memory_bandwidth_tb_s else 1.0)
-    return 1 / ((1 - share) * clock + share * bandwidth)
+    return 1 / ((1 - share) * compute + share * bandwidth)
 
 
 @cache
@@ -72,11 +92,11 @@ def carried(engine: str, variant: str, measured: frozenset[str], share: float) -
     target = specs[variant]
 
     def distance(name: str) -> tuple[bool, float, bool, str]:
-        ratio = physical_ratio(target, specs[name], specs, share)
+        ratio = physical_ratio(variant, name, specs, share)
         return (not _same_chip(target, specs[name]), abs(math.log(ratio)), specs[name].type != target.type, name)
 
     source = min(measured, key=distance)
-    return Carried(variant, source, physical_ratio(target, specs[source], specs, share))
+    return Carried(variant, source, physical_ratio(variant, source, specs, share))
 
 
 def efficiency_source(calibration: Calibration, engine: str, variant: str) -> Carried:
