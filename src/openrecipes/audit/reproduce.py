@@ -16,6 +16,7 @@ from openrecipes.audit.stack import compare_stack
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Recipe, Reproduction, ReproductionConvergence, ReproductionStack
 from openrecipes.catalog.paths import RUN_LOG, evidence_problem, relative_path
+from openrecipes.catalog.plausibility import implausible, recipe_claim
 from openrecipes.catalog.validate import validate_document
 from openrecipes.catalog.yamlio import parse_yaml
 from openrecipes.digest import file_sha256
@@ -100,6 +101,9 @@ def reproduce(recipe: Recipe, logs: list[Path], root: Path, tables: ReferenceTab
     steps = table.steps[-1].step + 1
     window = clip_window(recipe.result.window, steps)
     measured = measure(table, run_inputs(recipe, tables, steps_per_run=steps, window=window), None)
+    claim = recipe_claim(recipe, measured.tokens_per_s_per_gpu, "reproduced tokens/s per GPU")
+    if (impossible := implausible(claim, tables.models.get(recipe.model), tables)) is not None:
+        raise UserError(f"{logs[0]}: {impossible.field}: {impossible.message}")
     published = recipe.result.tokens_per_s_per_gpu
     delta, band = delta_percent(measured.tokens_per_s_per_gpu, published), noise_band_percent(
         recipe.result.step_time_cv_percent)
