@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from openrecipes.atomic import check_regular, write_atomic
+from openrecipes.atomic import check_regular, locked, write_atomic
 from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
 from openrecipes.audit.noise import delta_percent, noise_band_percent
 from openrecipes.audit.stack import compare_stack
@@ -152,15 +152,18 @@ def write_reproduction(path: Path, recipe: Recipe, reproduced: Reproduced, table
     if reproduced.copy_of is not None:
         raise UserError(f"{entry.log}: is the run of {reproduced.copy_of} the recipe already cites; a reproduction "
                         "is a new run of the recipe, with its own log")
-    updated = append_item(path.read_text(encoding="utf-8"), ("reproductions",), _entry_lines(entry), str(path),
-                          "the recipe was left unchanged")
-    report = validate_document(parse_yaml(updated, path), tables)
-    written = report.entry
-    if not report.ok or not isinstance(written, Recipe) \
-            or len(written.reproductions) != len(recipe.reproductions) + 1 or written.reproductions[-1] != entry:
-        shown = "; ".join(f"{e.field}: {e.message}" for e in report.errors[:3]) or "the entry does not read back"
-        raise UserError(f"{path}: the reproduction would not validate ({shown}); the recipe was left unchanged")
-    write_atomic(path, updated)
+    with locked(path):  # the recipe as it is now, with any entry another writer appended meanwhile
+        text = path.read_text(encoding="utf-8")
+        current = validate_document(parse_yaml(text, path), tables).entry
+        updated = append_item(text, ("reproductions",), _entry_lines(entry), str(path), "the recipe was left unchanged")
+        report = validate_document(parse_yaml(updated, path), tables)
+        written = report.entry
+        cited = len(current.reproductions) if isinstance(current, Recipe) else len(recipe.reproductions)
+        if not report.ok or not isinstance(written, Recipe) \
+                or len(written.reproductions) != cited + 1 or written.reproductions[-1] != entry:
+            shown = "; ".join(f"{e.field}: {e.message}" for e in report.errors[:3]) or "the entry does not read back"
+            raise UserError(f"{path}: the reproduction would not validate ({shown}); the recipe was left unchanged")
+        write_atomic(path, updated)
 
 
 @dataclass(frozen=True)
