@@ -80,7 +80,7 @@ def _events(excerpt: Excerpt) -> list[tuple[int, dict[str, Any]]]:
         found = _MLLOG.match(text.strip())
         event = read_json(found.group(1), excerpt.where(number)) if found else None
         if not isinstance(event, dict) or not {"key", "value", "time_ms", "metadata"} <= event.keys() or not (
-                isinstance(event["time_ms"], int) and isinstance(event["metadata"], dict)):
+                type(event["time_ms"]) is int and isinstance(event["metadata"], dict)):  # true is an int to Python
             raise UserError(f"{excerpt.where(number)}: not an MLLOG line (':::MLLOG {{\"key\", \"value\", "
                             "\"time_ms\", \"metadata\"}}'); fix or re-store the result file")
         out.append((number, event))
