@@ -1,6 +1,7 @@
 """`measure --write`, `reproduce --write`, `record`, `plan export`, `launch --out` and `site build` killed with SIGKILL
-at random moments and at the instant of their final rename or swap, and two `site build`s into one folder at once:
-every output file is always its old complete state or the new complete one (or absent, for a new file).
+at random moments and at the instant of their final rename or swap, two `site build`s into one folder at once and
+two `reproduce --write` of one recipe at once: every output file is always its old complete state or the new
+complete one (or absent, for a new file), and no writer's update is lost.
 
 Every test here starts real processes and kills them (the process boundary is the point), so all are `slow`: they
 run in CI and with `-m slow`, not in the quick loop. Each command is killed 10 times (first at the swap points, then
