@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from openrecipes.atomic import Ours, check_output, locked
+from openrecipes.atomic import Ours, check_output
 from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
 from openrecipes.audit.review import audit, catalog_entries, reference_run
 from openrecipes.audit.stack import STACK_FIELDS
@@ -196,9 +196,8 @@ def write_recipe(path: Path, text: str, tables: ReferenceTables, root: Path | No
             if findings:
                 shown = "; ".join(f"{f.field}: {f.message}" for f in findings)
                 raise UserError(f"{path}: the recipe does not audit clean, so it was not written: {shown}")
-        with locked(path):  # one writer at a time: a second `record --name` of the same name finds this one's file
-            check_output(path, option, ours, force)  # again: validating took time, and the path may have changed
-            os.replace(temp.name, path)
+        check_output(path, option, ours, force)  # again: validating took time, and the path may have changed
+        os.replace(temp.name, path)
     except BaseException:
         Path(temp.name).unlink(missing_ok=True)
         for folder in created:  # innermost first; only the folders made for this file, and only while empty
