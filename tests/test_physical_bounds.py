@@ -55,6 +55,8 @@ def test_a_reproduction_from_a_log_of_1_ms_steps_is_refused_and_not_written(tmp_
         line = _one_error_line(openrecipes("reproduce", root / QWEN_06B, log, *write))
         assert "131,072,000" in line and "989 TFLOP/s" in line and "H200-SXM-141GB" in line, line
         assert "peak_bf16_flops" in line and "train.log" in line
+    line = _one_error_line(openrecipes("measure", log, "--recipe", root / QWEN_06B, "--write"))
+    assert "does not validate" in line and "result.mfu" in line, line  # MFU over 100%, refused by the schema
     assert (root / QWEN_06B).read_bytes() == before
 
 
