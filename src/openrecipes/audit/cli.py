@@ -93,7 +93,7 @@ def reproduce_command(
     loaded = load_recipe(recipe)
     reproduced = reproduce(loaded, logs, root, tables, by, note)
     if write:
-        write_reproduction(recipe, loaded, reproduced, tables)
+        write_reproduction(recipe, reproduced, tables)
     if as_json:
         print(json_text(reproduced.as_json()))
     else:

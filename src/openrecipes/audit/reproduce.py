@@ -142,7 +142,7 @@ def _entry_lines(entry: Reproduction) -> str:
     return "".join(f"  {line}" for line in text.splitlines(keepends=True))
 
 
-def write_reproduction(path: Path, recipe: Recipe, reproduced: Reproduced, tables: ReferenceTables) -> None:
+def write_reproduction(path: Path, reproduced: Reproduced, tables: ReferenceTables) -> None:
     """Append the entry, validate the new text under the recipe's own path, and replace the file atomically."""
     check_regular(path, "--write")
     entry = reproduced.entry
@@ -154,11 +154,11 @@ def write_reproduction(path: Path, recipe: Recipe, reproduced: Reproduced, table
                         "is a new run of the recipe, with its own log")
     with locked(path):  # the recipe as it is now, with any entry another writer appended meanwhile
         text = path.read_text(encoding="utf-8")
-        current = validate_document(parse_yaml(text, path), tables).entry
+        current = parse_yaml(text, path).data
+        cited = len(current.get("reproductions") or []) if isinstance(current, dict) else 0
         updated = append_item(text, ("reproductions",), _entry_lines(entry), str(path), "the recipe was left unchanged")
         report = validate_document(parse_yaml(updated, path), tables)
         written = report.entry
-        cited = len(current.reproductions) if isinstance(current, Recipe) else len(recipe.reproductions)
         if not report.ok or not isinstance(written, Recipe) \
                 or len(written.reproductions) != cited + 1 or written.reproductions[-1] != entry:
             shown = "; ".join(f"{e.field}: {e.message}" for e in report.errors[:3]) or "the entry does not read back"
