@@ -2,7 +2,7 @@
 """Import NVIDIA's dgxc-benchmarking Expected Performance tables into recipes/ as published entries, one per table
 cell, from the stored excerpts in data/record-sources/dgxc-benchmarking/<release>/ (scripts/store_record_excerpts.py).
 
-    PYTHONPATH=src python scripts/import_dgxc_benchmarking.py [--root CATALOG]
+    PYTHONPATH=src python scripts/import_dgxc_benchmarking.py [--root CATALOG] [--allow-removals]
 
 Each cell becomes recipes/<model>/<gpu>/record-dgxc-<release>-<precision>-<GPUs>-<layout>-gbs<N>.yaml; the cells of
 one table share a sweep id. The parsing and the entry live in openrecipes.catalog.record_dgxc, which `openrecipes
@@ -20,7 +20,7 @@ from openrecipes.catalog.record_import import Imported, ImportResult, Skipped, r
 from openrecipes.catalog.record_sources import excerpt_files, read_excerpt
 
 
-def import_dgxc_benchmarking(root: Path) -> ImportResult:
+def import_dgxc_benchmarking(root: Path, allow_removals: bool = False) -> ImportResult:
     """Import NVIDIA's dgxc-benchmarking Expected Performance tables into recipes/ as published entries."""
     tables = load_reference_tables(root)
     imported: list[Imported] = []
@@ -35,7 +35,7 @@ def import_dgxc_benchmarking(root: Path) -> ImportResult:
             imported.append(Imported(path, data, excerpt.where(cell.tokens_line)))
     comment = ("Imported by scripts/import_dgxc_benchmarking.py from NVIDIA/dgxc-benchmarking; figures copied "
                "exactly, never edited by hand:\nre-run the script to refresh (docs/public-record.md).")
-    return write_entries(root, TAG, imported, skipped, comment, tables)
+    return write_entries(root, TAG, imported, skipped, comment, tables, allow_removals)
 
 
 if __name__ == "__main__":

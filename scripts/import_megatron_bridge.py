@@ -2,7 +2,7 @@
 """Import Megatron-Bridge's performance summary and its archive (every NeMo container release they keep) into
 recipes/ as published entries, from the stored copies in data/public-record/ (manifest.yaml names their commit).
 
-    PYTHONPATH=src python scripts/import_megatron_bridge.py [--root CATALOG]
+    PYTHONPATH=src python scripts/import_megatron_bridge.py [--root CATALOG] [--allow-removals]
 
 Each table row becomes recipes/<model>/<gpu>/record-mbridge-<release>-<task>-<precision>-<layout>.yaml; a cell
 written "A (B)" is two published runs (the release's note says what the parenthesised one changes). Rows whose model
@@ -212,7 +212,7 @@ def _entry(release: _Release, table: Table, row: TableRow, cells: dict[str, str]
     return Imported(Path("recipes") / model / gpu.lower() / f"{name}.yaml", data, where)
 
 
-def import_megatron_bridge(root: Path) -> ImportResult:
+def import_megatron_bridge(root: Path, allow_removals: bool = False) -> ImportResult:
     """Import Megatron-Bridge's performance summary and archive into recipes/ as published entries."""
     from openrecipes.catalog.hardware import load_reference_tables
 
@@ -227,7 +227,7 @@ def import_megatron_bridge(root: Path) -> ImportResult:
             _rows(release, table, tables, imported, skipped)
     comment = (f"Imported by scripts/import_megatron_bridge.py from {REPOSITORY}; figures copied exactly, never edited "
                "by hand:\nre-run the script to refresh (docs/public-record.md).")
-    return write_entries(root, TAG, with_variants(imported, tables), skipped, comment, tables)
+    return write_entries(root, TAG, with_variants(imported, tables), skipped, comment, tables, allow_removals)
 
 
 if __name__ == "__main__":

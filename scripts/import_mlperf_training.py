@@ -3,7 +3,7 @@
 entries, one per submission (the median of its runs), from the stored excerpts in data/record-sources/mlperf-training/
 (scripts/store_record_excerpts.py).
 
-    PYTHONPATH=src python scripts/import_mlperf_training.py [--root CATALOG]
+    PYTHONPATH=src python scripts/import_mlperf_training.py [--root CATALOG] [--allow-removals]
 
 Each submission becomes
 recipes/<model>/<gpu>/record-mlperf-<round>-<precision>-<GPUs>-<layout>-<submitter>-<system tag>.yaml (the tag: six hex digits
@@ -22,7 +22,7 @@ from openrecipes.catalog.record_import import Imported, ImportResult, Skipped, r
 from openrecipes.catalog.record_mlperf import TAG, entry, submissions
 
 
-def import_mlperf_training(root: Path) -> ImportResult:
+def import_mlperf_training(root: Path, allow_removals: bool = False) -> ImportResult:
     """Import MLPerf Training results into recipes/ as published entries."""
     tables = load_reference_tables(root)
     skipped: list[Skipped] = []
@@ -33,7 +33,7 @@ def import_mlperf_training(root: Path) -> ImportResult:
     comment = ("Imported by scripts/import_mlperf_training.py from mlcommons/training_results_*; figures derived "
                "from the stored MLLOG excerpts, never edited by hand:\nre-run the script to refresh "
                "(docs/public-record.md).")
-    return write_entries(root, TAG, imported, skipped, comment, tables)
+    return write_entries(root, TAG, imported, skipped, comment, tables, allow_removals)
 
 
 if __name__ == "__main__":

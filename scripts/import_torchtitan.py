@@ -2,7 +2,7 @@
 """Import torchtitan's published benchmarks into recipes/ as published entries, from the stored copies in
 data/public-record/ (manifest.yaml names their commit).
 
-    PYTHONPATH=src python scripts/import_torchtitan.py [--root CATALOG]
+    PYTHONPATH=src python scripts/import_torchtitan.py [--root CATALOG] [--allow-removals]
 
 Reads benchmarks/llama3_h100_202412_torchtitan.md (December 2024, Llama 3.1 8B/70B/405B on up to 512 H100s),
 benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md (June 2025, vanilla and async TP) and docs/performance.md (where
@@ -195,7 +195,7 @@ def _benchmark_tables(source: SourceFile) -> tuple[list[Table], str]:
     return [t for t in tables if any(c in t.header for c in THROUGHPUT)], _versions(tables)
 
 
-def import_torchtitan(root: Path) -> ImportResult:
+def import_torchtitan(root: Path, allow_removals: bool = False) -> ImportResult:
     """Import torchtitan's published benchmarks into recipes/ as published entries."""
     tables = load_reference_tables(root)
     imported: list[Imported] = []
@@ -221,7 +221,7 @@ def import_torchtitan(root: Path) -> ImportResult:
                                    f"the same row as {moved_to} (torchtitan moved the table there)"))
     comment = (f"Imported by scripts/import_torchtitan.py from {REPOSITORY}; figures copied exactly, never edited by "
                "hand:\nre-run the script to refresh (docs/public-record.md).")
-    return write_entries(root, TAG, with_variants(imported, tables), skipped, comment, tables)
+    return write_entries(root, TAG, with_variants(imported, tables), skipped, comment, tables, allow_removals)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ pytestmark = pytest.mark.slow
 COMMANDS = ["validate", "list", "show", "run --dry-run", "run", "site build", "serve", "plan", "plan export", "tune",
             "measure", "check convergence", "check config", "rows build", "rows demo", "tokenizer export", "audit",
             "reproduce", "record", "launch", "schema", "check component optimizer-offload",
-            "model add", "refresh", "import megatron-bridge", "import torchtitan"]
+            "model add", "refresh", "import megatron-bridge", "import torchtitan", "import dgxc-benchmarking",
+            "import mlperf-training"]
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """`measure --write`, `reproduce --write`, `record`, `plan export`, `launch --out` and `site build` killed with SIGKILL
-at random moments and at the instant of their final rename or swap, and two `site build`s into one folder at once:
-every output file is always its old complete state or the new complete one (or absent, for a new file).
+at random moments and at the instant of their final rename or swap, two `site build`s into one folder at once and
+two `reproduce --write` of one recipe at once: every output file is always its old complete state or the new
+complete one (or absent, for a new file), and no writer's update is lost.
 
 Every test here starts real processes and kills them (the process boundary is the point), so all are `slow`: they
 run in CI and with `-m slow`, not in the quick loop. Each command is killed 10 times (first at the swap points, then
@@ -9,8 +10,10 @@ at random moments) and 10 pairs of builds race.
 
 from __future__ import annotations
 
+import datetime
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -277,3 +280,53 @@ def test_launch_out_killed_leaves_the_old_or_the_new_script(tmp_path):
     old = "#!/bin/bash\n#SBATCH --job-name=old\n"
     _kill_writer(["launch", str(REPO / QWEN_STOCK), "--slurm", "--out", str(script)], [script],
                  lambda: script.write_text(old), kills=4, seed=8, cwd=tmp_path)
+
+
+# --- two reproduce --write of one recipe at once ----------------------------------------------------------------
+
+STAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}")
+
+
+def _concurrent_reproductions(tmp_path: Path, trials: int) -> list[int]:
+    """Two `reproduce --write` of one recipe at once, `trials` times from the same recipe; in every other trial the
+    first is stopped right before it replaces the recipe while the second runs, the others start together. Each time
+    the recipe ends with both entries (the writers take turns on the recipe's lock), and no lock file is left."""
+    catalog = _qwen_catalog(tmp_path / "catalog")
+    recipe, text = catalog / QWEN_OURS, (catalog / QWEN_OURS).read_bytes()
+    first = another_run(catalog / QWEN_RERUN / "ours/train.log", catalog / "runs/reproductions/first/train.log")
+    second = catalog / "runs/reproductions/second/train.log"  # another run again: its lines 3 ms further apart
+    second.parent.mkdir(parents=True)
+    shape, lines = "%Y-%m-%d %H:%M:%S,%f", first.read_text(encoding="utf-8")
+    stamps = iter(datetime.datetime.strptime(stamp, shape) + datetime.timedelta(hours=1, milliseconds=3 * i)
+                  for i, stamp in enumerate(STAMP.findall(lines)))
+    second.write_text(STAMP.sub(lambda _: next(stamps).strftime(shape)[:-3], lines), encoding="utf-8")
+    counts = []
+    for trial in range(trials):
+        recipe.write_bytes(text)
+        stop = ("openrecipes.audit.reproduce.write_atomic", "before") if trial % 2 == 0 else None
+        waited = tmp_path / f"stderr-{trial}"
+        runs = []
+        for i, log in enumerate((first, second)):
+            launcher = [str(STOP_AT), *stop] if stop and i == 0 else ["-m", "openrecipes"]
+            with open(waited if i else os.devnull, "w") as stderr:
+                runs.append(subprocess.Popen([sys.executable, *launcher, "reproduce", QWEN_OURS,
+                                              str(log.relative_to(catalog)), "--write", "--by", f"tester {i}"],
+                                             env=ENV, cwd=catalog, stdout=subprocess.DEVNULL, stderr=stderr))
+            if stop and i == 0:
+                _wait_stopped(runs[0])
+        if stop:  # the second runs to its end, or to the first's lock, while the first stands before its write
+            deadline = time.monotonic() + 120
+            while runs[1].poll() is None and "waiting for" not in waited.read_text() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            runs[0].send_signal(signal.SIGCONT)
+        for run in runs:
+            assert run.wait() == 0, waited.read_text()
+        written = recipe.read_text(encoding="utf-8")
+        counts.append(sum(f"by: tester {i}" in written for i in range(2)))
+        assert not list(recipe.parent.glob(".*.lock"))
+    return counts
+
+
+@pytest.mark.slow
+def test_concurrent_reproduce_writes_keep_both_entries(tmp_path):
+    assert _concurrent_reproductions(tmp_path, trials=8) == [2] * 8

@@ -53,9 +53,9 @@ def _catalog(tmp_path, summary: str, archive: str = "# Performance Archive\n"):
     return root
 
 
-def _run(module, root, capsys):
+def _run(module, root, capsys, *args):
     importer = next(getattr(module, name) for name in dir(module) if name.startswith("import_"))
-    code = run_script(importer, ["--root", str(root)])
+    code = run_script(importer, ["--root", str(root), *args])
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -78,7 +78,7 @@ def test_a_good_table_is_imported_and_a_row_without_a_card_is_reported(tmp_path,
     assert f"row: '{GOOD_ROW.strip()}'" in text and "line: 11" in text
 
 
-def test_a_rerun_is_idempotent_and_a_row_gone_from_the_source_takes_its_entry_with_it(tmp_path, capsys):
+def test_a_rerun_is_idempotent_and_a_row_gone_from_the_source_takes_its_entry_only_when_allowed(tmp_path, capsys):
     second = GOOD_ROW.replace("| 8 | MXFP8 | 512 | 8 |", "| 16 | MXFP8 | 512 | 4 |")
     root = _catalog(tmp_path, _summary(GOOD_ROW + second))
     code, _, err = _run(MEGATRON, root, capsys)
@@ -89,7 +89,12 @@ def test_a_rerun_is_idempotent_and_a_row_gone_from_the_source_takes_its_entry_wi
     smaller = _catalog(tmp_path / "again", _summary(GOOD_ROW))
     shutil.rmtree(smaller / "recipes")
     shutil.copytree(root / "recipes", smaller / "recipes")
-    assert _run(MEGATRON, smaller, capsys)[0] == 0 and len(_files(smaller)) == 1
+    code, out, err = _run(MEGATRON, smaller, capsys)
+    gone = next(str(p) for p in first if "16gpu" in p.name)
+    assert code == 2 and out == "" and err.count("\n") == 1 and gone in err and "--allow-removals" in err, err
+    assert len(_files(smaller)) == 2
+    code, out, _ = _run(MEGATRON, smaller, capsys, "--allow-removals")
+    assert code == 0 and f"removed {gone}" in out and len(_files(smaller)) == 1
 
 
 MALFORMED = [

@@ -99,7 +99,7 @@ def test_an_import_that_fails_while_writing_leaves_recipes_as_it_was(tmp_path, c
         raise OSError(28, "No space left on device", str(old))
 
     monkeypatch.setattr("openrecipes.catalog.record_import.publish_folder", no_room)
-    code, _, err = _run(MEGATRON, root, capsys)
+    code, _, err = _run(MEGATRON, root, capsys, "--allow-removals")
     assert code == 2 and err.count("\n") == 1
     assert _files(root) == before and not list(root.glob(".import-*"))
 
@@ -108,7 +108,7 @@ def test_a_fifo_in_recipes_is_refused_and_left_alone(tmp_path, capsys):
     root = _with_earlier_import(tmp_path, GOOD_ROW)
     os.mkfifo(root / "recipes/qwen3-30b-a3b/gb300/record-mbridge-fifo.yaml")
     before = _files_no_read(root)
-    code, _, err = _run(MEGATRON, root, capsys)
+    code, _, err = _run(MEGATRON, root, capsys, "--allow-removals")
     assert code == 2 and "a FIFO" in err and err.count("\n") == 1
     assert _files_no_read(root) == before
 
@@ -120,7 +120,7 @@ def _files_no_read(root):
 def test_a_good_import_keeps_every_other_file_of_recipes_and_its_links(tmp_path, capsys):
     root = _with_earlier_import(tmp_path, GOOD_ROW)
     (root / "recipes/link.txt").symlink_to("notes.txt")
-    code, out, _ = _run(MEGATRON, root, capsys)
+    code, out, _ = _run(MEGATRON, root, capsys, "--allow-removals")
     assert code == 0 and "wrote 1 entries" in out
     assert (root / "recipes/notes.txt").read_text(encoding="utf-8") == "someone's notes\n"
     assert os.readlink(root / "recipes/link.txt") == "notes.txt"

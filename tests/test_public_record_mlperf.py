@@ -92,7 +92,7 @@ def test_a_malformed_log_line_is_exit_2_naming_the_file_and_line(tmp_path, capsy
     result.write_text(result.read_text().replace('"key": "block_stop"', '"key": "block_stop"}{', 1), encoding="utf-8")
     code, out, err = _run(root, capsys)
     assert code == 2 and out == "" and err.count("\n") == 1
-    assert f"error: {BASE}/results/MI355X_x/llama31_8b/result_0.txt.txt:11: not an MLLOG line" in err
+    assert f"error: {BASE}/results/MI355X_x/llama31_8b/result_0.txt.txt:11: not JSON (Extra data)" in err
     assert not list((root / "recipes").rglob("*.yaml"))
 
 

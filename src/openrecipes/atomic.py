@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import os
 import shutil
 import stat
+import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from openrecipes.errors import UserError
@@ -97,6 +100,50 @@ def check_regular(path: Path, option: str) -> None:
     kind = node_kind(os.lstat(path).st_mode)
     if kind is not None:
         raise UserError(f"{path}: {option} updates a recipe file, and this is {kind}; give the recipe's own path")
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the lock of the file `path` while the caller reads, changes and replaces it, so that writers of one file
+    (two `reproduce --write` of one recipe) take turns and neither loses the other's update. The lock is a file
+    `.NAME.lock` beside it, held with flock (the kernel releases it when a holder dies) and removed on release; a
+    writer that waited on a lock file its holder removed takes the new one, so two never hold the lock at once."""
+    lock = path.with_name(f".{path.name}.lock")
+    while True:
+        try:
+            descriptor = os.open(lock, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+        except OSError as error:
+            raise UserError(f"{lock}: the lock beside the file cannot be taken ({error.strerror}); remove it if it is "
+                            "not a file, or check the folder's permissions") from None
+        try:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise UserError(f"{lock}: the lock beside the file is not a regular file; remove it")
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                print(f"waiting for another command writing {path} to finish", file=sys.stderr)
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+            if _names(lock, descriptor):
+                break
+        except BaseException:
+            os.close(descriptor)
+            raise
+        os.close(descriptor)  # its holder removed it while this one waited: take the lock file there now
+    try:
+        yield
+    finally:
+        Path(lock).unlink(missing_ok=True)
+        os.close(descriptor)
+
+
+def _names(path: Path, descriptor: int) -> bool:
+    """Whether `path` still names the open file `descriptor`."""
+    try:
+        here = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(descriptor)
+    return (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino)
 
 
 def write_output(path: Path, data: str | bytes, option: str, ours: Ours | None, *, force: bool = False,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,7 @@ def _set(data: dict[str, Any], dotted: str, value: object) -> dict[str, Any]:
     node = copy
     *parents, last = dotted.split(".")
     for key in parents:
-        node = node[key]
+        node = node[int(key)] if isinstance(node, list) else node[key]  # reproductions.0.x: an item of a list
     node[last] = value
     return copy
 
@@ -274,5 +275,154 @@ def importer_cases(scratch: _Scratch) -> list[Case]:
     return cases
 
 
+# --- figures beyond the physical bounds (validate), damaged excerpts (importers, audit) -----------------------------
+
+BOUND_STRIDE = 3  # every third record entry: each source, model and part is still met, in a third of the runs
+
+
+def _bound_mutations(data: dict[str, Any], limit: float, measured: bool) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each physical bound of catalog/plausibility.py broken on its own: every one must fail validation."""
+    tables = load_reference_tables()
+    spec = tables.variants[data["gpu"]["variant"]]
+    capacity_gib = spec.memory_gb * 1e9 / 2**30
+    if measured:
+        lay, batch = data["layout"], data["workload"]["global_batch"]
+        rows = batch // lay["dp"] + 1  # one row more than a data-parallel rank's share of the global batch
+        tokens = rows * data["workload"]["row_tokens"] // lay["cp"]
+        yield "microbatch-over-global-batch", _set(_set(data, "layout.rows_per_microbatch", rows),
+                                                   "layout.max_tokens_per_gpu", tokens)
+        huge = 2**40 // data["workload"]["row_tokens"]
+        wide = _set(_set(data, "layout.rows_per_microbatch", huge), "layout.max_tokens_per_gpu",
+                    huge * data["workload"]["row_tokens"] // lay["cp"])
+        yield "microbatch-over-memory", _set(wide, "workload.global_batch", huge * lay["dp"])
+        for i, _ in enumerate(data.get("reproductions") or []):
+            yield f"reproduction-{i}-over-the-peak", _set(data, f"reproductions.{i}.tokens_per_s_per_gpu",
+                                                          round(limit * 1.01 + 1, 1))
+        return
+    run = data.get("published")
+    if run is None:
+        return
+    for name, value in (("just-over", round(capacity_gib * 1.001 + 0.1, 1)), ("5000", 5000.0), ("1e15", 1e15)):
+        yield f"memory-{name}-gib", _set(data, "published.memory_gib", value)
+    if run.get("derivation") is not None:
+        for value in (100.01, 6231.0, 1e15):
+            yield f"mfu-{value:g}-percent", _set(data, "published.derivation.published_mfu_percent", value)
+    rows_field = "local_batch" if run["engine"] == "torchtitan" else "micro_batch"
+    if run.get(rows_field) is not None and run.get("global_batch") is not None:
+        yield "microbatch-over-global-batch", _set(data, f"published.{rows_field}", run["global_batch"] + 1)
+
+
+def bound_cases(scratch: _Scratch) -> list[Case]:
+    """Every bundled recipe and every third record entry with each physical bound broken, validated one file at a
+    time in one catalog (the bundled models and hardware)."""
+    root = scratch.folder()
+    cases = []
+    for i, path in enumerate(recipe_files([REPO / "recipes"])):
+        data, limit, _, measured = _limit(path)
+        if not measured and i % BOUND_STRIDE:
+            continue
+        relative = path.relative_to(REPO).with_suffix("")
+        for name, changed in _bound_mutations(data, limit, measured):
+            target = root / f"{relative}--{name}.yaml"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(yaml.safe_dump(changed, sort_keys=False, width=1000), encoding="utf-8")
+            cases.append(Case(f"validate/bounds/{relative}/{name}", "validate",
+                              ["validate", str(target), "--catalog", str(root)], str(root), expect=FAILED,
+                              keep=(str(target),)))
+    return cases
+
+
+DGXC = str(REPO / "scripts/import_dgxc_benchmarking.py")
+MLPERF = str(REPO / "scripts/import_mlperf_training.py")
+DGXC_EXCERPT = "data/record-sources/dgxc-benchmarking/v24.11.1/llama3.1/README_70b.md.txt"
+MLPERF_SUBMITTER = "data/record-sources/mlperf-training/v5.1/Dell"
+NOT_NUMBERS = [HUGE, FORTY, "0", "-1", "1e3", "1.5.5", "", "nan", "inf", "０", "9" * 17, "9" * 8]
+DGXC_CELLS = {  # a number of the excerpt as written, the text around it ({} where it stands) -> its field
+    ("4", "(TP={},"): "title-tp", ("4", "PP={},"): "title-pp", ("64", "Throughput on {}x"): "column-gpus",
+    ("128", "(GBS={})"): "column-gbs", ("14.72", "| {}  |"): "step-time", ("71235", "| {}  |"): "tokens",
+    ("54.10", "| {}% |"): "mfu"}
+MLLOG_NUMBERS = ["9" * 5000, "9" * 4000, str(2**53 + 1), "-" + str(2**53 + 1), "1e999", "-1e999", "NaN", "Infinity",
+                 "-Infinity", "1e308", "0.5", '"8"', "[]", "{}", "null", "true"]
+MLLOG_FIELDS = (("block_start", '"time_ms": '), ("global_batch_size", '"value": '),  # the event, its field
+                ("eval_accuracy", '"samples_count": '))
+MLLOG_DEPTHS = (17, 100, 10_000, 100_000)
+
+
+def _excerpt_catalog(scratch: _Scratch, source: str, folder: str) -> tuple[Path, tuple[str, ...]]:
+    """A catalog with the bundled models, hardware, one source's excerpts under `folder` and the entries they give,
+    which a case keeps (a damaged excerpt removes none of them)."""
+    root = scratch.folder()
+    for name in ("models", "hardware"):
+        (root / name).symlink_to(REPO / name)
+    shutil.copytree(REPO / folder, root / folder)
+    kept = []
+    for path in (REPO / "recipes").rglob(f"record-{source}-*.yaml"):
+        if f"excerpt: {folder}/" in path.read_text(encoding="utf-8"):
+            target = root / path.relative_to(REPO)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+            kept.append(str(target))
+    assert kept, folder
+    return root, tuple(kept)
+
+
+def _dgxc_case(scratch: _Scratch, label: str, edit: Callable[[str], str]) -> Case:
+    root, kept = _excerpt_catalog(scratch, "dgxc", str(Path(DGXC_EXCERPT).parent))
+    excerpt = root / DGXC_EXCERPT
+    excerpt.write_text(edit(excerpt.read_text(encoding="utf-8")), encoding="utf-8")
+    return Case(f"import dgxc-benchmarking/{label}", "import dgxc-benchmarking", ["--root", str(root)], str(root),
+                expect=BAD, keep=kept, script=DGXC)
+
+
+def _mlperf_cases(scratch: _Scratch, label: str, edit: Callable[[str], str]) -> list[Case]:
+    """The importer (exit 2) and `audit` of one entry (exit 1: a finding) on the submitter's excerpts with a result
+    file edited: the second run's, which no entry pins, so `audit` reads it through the importer's parser."""
+    root, kept = _excerpt_catalog(scratch, "mlperf", MLPERF_SUBMITTER)
+    result = sorted((root / MLPERF_SUBMITTER).rglob("result_1.txt.txt"))[0]
+    result.write_text(edit(result.read_text(encoding="utf-8")), encoding="utf-8")
+    return [Case(f"import mlperf-training/{label}", "import mlperf-training", ["--root", str(root)], str(root),
+                 expect=BAD, keep=kept, script=MLPERF),
+            Case(f"audit/excerpt/{label}", "audit", ["audit", kept[0], "--catalog", str(root)], str(root),
+                 expect=FAILED, keep=kept)]
+
+
+def _first_mllog(text: str, event: str, key: str, value: str) -> str:
+    """The first MLLOG line of `event` with the value of its `key` replaced by `value`."""
+    at = text.index(key, text.rindex("\n", 0, text.index(f'"key": "{event}"'))) + len(key)
+    end = min(i for i in (text.find(",", at), text.find("}", at)) if i >= 0)
+    return text[:at] + value + text[end:]
+
+
+def _truncated(fraction: float) -> Callable[[str], str]:
+    return lambda text: text[:int(len(text) * fraction)]
+
+
+def excerpt_cases(scratch: _Scratch) -> list[Case]:
+    """Excerpts truncated, mangled, nested deep and holding numbers past every bound, before the importers (exit 2,
+    the catalog's entries kept) and `audit` (a finding)."""
+    edits: list[tuple[str, Callable[[str], str]]] = [
+        *[(f"truncated-{f:g}", _truncated(f)) for f in (0.0, 0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9, 0.97)],
+        ("header-only", lambda t: "".join(t.splitlines(keepends=True)[:4])),
+        ("lines-reordered", lambda t: "".join(sorted(t.splitlines(keepends=True)[4:], reverse=True))),
+        ("line-repeated", lambda t: t + t.splitlines(keepends=True)[-1]),
+        ("line-number-5000-digits", lambda t: t.replace("\n5", f"\n{HUGE}", 1)),
+        ("nul-bytes", lambda t: t.replace("|", "|\0", 3)),
+        *[(f"{field}-{i}", lambda t, number=number, around=around, v=v: t.replace(around.format(number),
+                                                                                  around.format(v), 1))
+          for (number, around), field in DGXC_CELLS.items() for i, v in enumerate(NOT_NUMBERS)],
+    ]
+    cases = [_dgxc_case(scratch, label, edit) for label, edit in edits]
+    for event, key in MLLOG_FIELDS:
+        for i, value in enumerate(MLLOG_NUMBERS):
+            cases += _mlperf_cases(scratch, f"{event}-{key.split(chr(34))[1]}-{i}",
+                                   lambda t, event=event, key=key, value=value: _first_mllog(t, event, key, value))
+    for depth in MLLOG_DEPTHS:
+        nested = '{"a": ' * depth + "1" + "}" * depth
+        cases += _mlperf_cases(scratch, f"nested-{depth}",
+                               lambda t, n=nested: _first_mllog(t, "eval_accuracy", '"metadata": ', n))
+    return cases
+
+
 def impossible_cases(scratch: _Scratch) -> list[Case]:
-    return entry_cases(scratch) + model_add_cases(scratch) + importer_cases(scratch)
+    return (entry_cases(scratch) + model_add_cases(scratch) + importer_cases(scratch) + bound_cases(scratch)
+            + excerpt_cases(scratch))

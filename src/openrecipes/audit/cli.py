@@ -93,7 +93,7 @@ def reproduce_command(
     loaded = load_recipe(recipe)
     reproduced = reproduce(loaded, logs, root, tables, by, note)
     if write:
-        write_reproduction(recipe, loaded, reproduced, tables)
+        write_reproduction(recipe, reproduced, tables)
     if as_json:
         print(json_text(reproduced.as_json()))
     else:
@@ -138,6 +138,7 @@ def record_command(
 ) -> None:
     """Write a new recipe from a measured run: layout from the run's command; result, correctness, stack and log
     hashes from its logs; the --like recipe's otherwise; written only when it validates and audits clean."""
+    from openrecipes.atomic import locked
     from openrecipes.audit.record import recipe_text, record, reference_arm, run_arm, write_recipe
     from openrecipes.catalog.store import load_recipe
 
@@ -149,10 +150,11 @@ def record_command(
         reference = root / (base.runs.reference or base.runs.candidate)
     recorded = record(base, run_arm(run_dir, base.run), reference_arm(base, reference, root, tables), root, tables)
     path = like.resolve().parent / f"{name}.yaml"
-    if path.exists():
-        raise UserError(f"{path}: already exists; choose another --name")
     header = "# Written by `openrecipes record` from a measured run; fields: schema/recipe.schema.yaml.\n"
-    write_recipe(path, recipe_text(recorded.recipe, header), tables, root)
+    with locked(path):  # one writer of a name at a time: a second `record` of it finds the first one's file
+        if path.exists():
+            raise UserError(f"{path}: already exists; choose another --name")
+        write_recipe(path, recipe_text(recorded.recipe, header), tables, root)
     typer.echo(f"wrote {path}: {recorded.recipe.result.tokens_per_s_per_gpu:,.2f} tokens/s per GPU, correctness "
                f"{recorded.recipe.correctness.result}, evidence re-derived")
 

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import yaml
 
-from openrecipes.atomic import check_regular, write_atomic
+from openrecipes.atomic import check_regular, locked, write_atomic
 from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
 from openrecipes.audit.noise import delta_percent, noise_band_percent
 from openrecipes.audit.stack import compare_stack
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import Recipe, Reproduction, ReproductionConvergence, ReproductionStack
 from openrecipes.catalog.paths import RUN_LOG, evidence_problem, relative_path
+from openrecipes.catalog.plausibility import implausible, recipe_claim
 from openrecipes.catalog.validate import validate_document
 from openrecipes.catalog.yamlio import parse_yaml
 from openrecipes.digest import file_sha256
@@ -100,6 +101,9 @@ def reproduce(recipe: Recipe, logs: list[Path], root: Path, tables: ReferenceTab
     steps = table.steps[-1].step + 1
     window = clip_window(recipe.result.window, steps)
     measured = measure(table, run_inputs(recipe, tables, steps_per_run=steps, window=window), None)
+    claim = recipe_claim(recipe, measured.tokens_per_s_per_gpu, "reproduced tokens/s per GPU")
+    if (impossible := implausible(claim, tables.models.get(recipe.model), tables)) is not None:
+        raise UserError(f"{logs[0]}: {impossible.field}: {impossible.message}")
     published = recipe.result.tokens_per_s_per_gpu
     delta, band = delta_percent(measured.tokens_per_s_per_gpu, published), noise_band_percent(
         recipe.result.step_time_cv_percent)
@@ -138,7 +142,7 @@ def _entry_lines(entry: Reproduction) -> str:
     return "".join(f"  {line}" for line in text.splitlines(keepends=True))
 
 
-def write_reproduction(path: Path, recipe: Recipe, reproduced: Reproduced, tables: ReferenceTables) -> None:
+def write_reproduction(path: Path, reproduced: Reproduced, tables: ReferenceTables) -> None:
     """Append the entry, validate the new text under the recipe's own path, and replace the file atomically."""
     check_regular(path, "--write")
     entry = reproduced.entry
@@ -148,15 +152,18 @@ def write_reproduction(path: Path, recipe: Recipe, reproduced: Reproduced, table
     if reproduced.copy_of is not None:
         raise UserError(f"{entry.log}: is the run of {reproduced.copy_of} the recipe already cites; a reproduction "
                         "is a new run of the recipe, with its own log")
-    updated = append_item(path.read_text(encoding="utf-8"), ("reproductions",), _entry_lines(entry), str(path),
-                          "the recipe was left unchanged")
-    report = validate_document(parse_yaml(updated, path), tables)
-    written = report.entry
-    if not report.ok or not isinstance(written, Recipe) \
-            or len(written.reproductions) != len(recipe.reproductions) + 1 or written.reproductions[-1] != entry:
-        shown = "; ".join(f"{e.field}: {e.message}" for e in report.errors[:3]) or "the entry does not read back"
-        raise UserError(f"{path}: the reproduction would not validate ({shown}); the recipe was left unchanged")
-    write_atomic(path, updated)
+    with locked(path):  # the recipe as it is now, with any entry another writer appended meanwhile
+        text = path.read_text(encoding="utf-8")
+        current = parse_yaml(text, path).data
+        cited = len(current.get("reproductions") or []) if isinstance(current, dict) else 0
+        updated = append_item(text, ("reproductions",), _entry_lines(entry), str(path), "the recipe was left unchanged")
+        report = validate_document(parse_yaml(updated, path), tables)
+        written = report.entry
+        if not report.ok or not isinstance(written, Recipe) \
+                or len(written.reproductions) != cited + 1 or written.reproductions[-1] != entry:
+            shown = "; ".join(f"{e.field}: {e.message}" for e in report.errors[:3]) or "the entry does not read back"
+            raise UserError(f"{path}: the reproduction would not validate ({shown}); the recipe was left unchanged")
+        write_atomic(path, updated)
 
 
 @dataclass(frozen=True)

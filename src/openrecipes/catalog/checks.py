@@ -15,7 +15,7 @@ from openrecipes.catalog.command import CommandError, ParsedRun
 from openrecipes.catalog.hardware import ReferenceTables, variant_issue
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import catalog_root, evidence_problem
-from openrecipes.catalog.plausibility import Claim, implausible
+from openrecipes.catalog.plausibility import Microbatch, implausible, microbatch_beyond, recipe_claim
 from openrecipes.catalog.yamlio import YamlDocument
 from openrecipes.engines.knowledge import FlagField
 from openrecipes.engines.registry import engine_of
@@ -182,13 +182,22 @@ def check_published_figures(ctx: Context) -> Iterator[Finding]:
 
 
 def check_plausible(ctx: Context) -> Iterator[Finding]:
-    """The measured tokens/s per GPU within what the GPU can do at the recipe's precision (plausibility.py)."""
-    r = ctx.recipe
-    claim = Claim(r.gpu, r.workload.precision, "workload.precision", r.result.tokens_per_s_per_gpu,
-                  r.workload.row_tokens, frozen_weights=False)
-    refusal = implausible(claim, ctx.tables.models.get(r.model), ctx.tables)
-    if refusal is not None:
-        yield refusal
+    """The measured and each reproduced tokens/s per GPU within what the GPU can do at the recipe's precision, and
+    the microbatch within the global batch and the GPU's memory (plausibility.py)."""
+    r, card = ctx.recipe, ctx.tables.models.get(ctx.recipe.model)
+    claimed = [("result.tokens_per_s_per_gpu", r.result.tokens_per_s_per_gpu)]
+    claimed += [(f"reproductions.{i}.tokens_per_s_per_gpu", entry.tokens_per_s_per_gpu)
+                 for i, entry in enumerate(r.reproductions)]
+    for field, tokens in claimed:
+        refusal = implausible(recipe_claim(r, tokens, field), card, ctx.tables)
+        if refusal is not None:
+            yield refusal
+            if refusal.field == "workload.precision":
+                break  # one precision the part lacks, named once
+    lay = r.layout
+    batch = Microbatch(lay.rows_per_microbatch, "layout.rows_per_microbatch", lay.dp, r.workload.global_batch,
+                       lay.max_tokens_per_gpu, "layout.max_tokens_per_gpu", lay.tp, lay.pp)
+    yield from microbatch_beyond(batch, card, ctx.tables.variants.get(r.gpu.variant), r.gpu.variant)
 
 
 def _compare_published(field: str, recomputed: float, raw: dict[str, str], formula: str) -> Iterator[Finding]:

@@ -22,7 +22,16 @@ from dataclasses import dataclass
 from openrecipes import figures, names
 from openrecipes.catalog.hardware import ReferenceTables, entry_peak, variant_issue
 from openrecipes.catalog.model import PublishedRun, PublishedSummary
-from openrecipes.catalog.plausibility import ATTENTION_FIELDS, Claim, flops_per_token, implausible
+from openrecipes.catalog.plausibility import (
+    ATTENTION_FIELDS,
+    Claim,
+    Microbatch,
+    flops_per_token,
+    implausible,
+    memory_beyond_part,
+    mfu_beyond_peak,
+    microbatch_beyond,
+)
 from openrecipes.engines.registry import engine_of_framework
 from openrecipes.thresholds import PUBLISHED_FLOPS
 from openrecipes.verdict import Finding
@@ -127,6 +136,31 @@ def _torchtitan_layout(run: PublishedRun, gpus: int) -> Iterator[Finding]:
                           f"{run.local_batch} x {fsdp}")
 
 
+def _beyond_bounds(entry: PublishedSummary, tables: ReferenceTables) -> Iterator[Finding]:
+    """The entry's figures against the physical bounds of its GPU (plausibility.py): tokens/s per GPU, the
+    published MFU and memory, the microbatch."""
+    run, card = entry.published, tables.models.get(entry.model)
+    refusal = implausible(Claim(entry.gpu, entry.precision, "published.precision", entry.result.tokens_per_s_per_gpu,
+                                run.seq_length if run else None, run is not None and run.task == "lora"),
+                          card, tables)
+    if refusal is not None:
+        yield refusal
+    if run is None:
+        return
+    spec = tables.variants.get(entry.gpu.variant)
+    if run.derivation is not None and (too_much := mfu_beyond_peak(run.derivation.published_mfu_percent,
+                                                                    "published.derivation.published_mfu_percent")):
+        yield too_much
+    if (too_much := memory_beyond_part(run.memory_gib, "published.memory_gib", spec, entry.gpu.variant)) is not None:
+        yield too_much
+    fsdp = engine_of_framework(run.engine).layout.fsdp
+    rows, field = (run.local_batch, "published.local_batch") if fsdp else (run.micro_batch, "published.micro_batch")
+    if rows is not None and entry.gpu.count % (run.layout.tp * run.layout.pp * run.layout.cp) == 0:
+        yield from microbatch_beyond(Microbatch(rows, field, data_parallel(run, entry.gpu.count), run.global_batch,
+                                                rows * run.seq_length / run.layout.cp, field, run.layout.tp,
+                                                run.layout.pp), card, spec, entry.gpu.variant)
+
+
 def check_published(entry: PublishedSummary, tables: ReferenceTables) -> tuple[list[Finding], list[Finding]]:
     """(errors, findings) of an entry: errors make it invalid; findings (a published TFLOP/s that disagrees with
     ours beyond the tolerance, short of absurd) are shown and leave it valid."""
@@ -141,11 +175,7 @@ def check_published(entry: PublishedSummary, tables: ReferenceTables) -> tuple[l
     elif issue := variant_issue(entry.gpu.type, entry.gpu.variant, tables):
         errors.append(Finding.at("gpu.variant", issue))
     run = entry.published
-    refusal = implausible(Claim(entry.gpu, entry.precision, "published.precision", entry.result.tokens_per_s_per_gpu,
-                                run.seq_length if run else None, run is not None and run.task == "lora"),
-                          tables.models.get(entry.model), tables)
-    if refusal is not None:
-        errors.append(refusal)
+    errors.extend(_beyond_bounds(entry, tables))
     if run is None:
         return errors, findings
     if run.layout.vp is not None and run.layout.vp > 1 and run.layout.pp == 1:

@@ -114,9 +114,9 @@ def _tables(excerpt: Excerpt) -> list[tuple[int, Body, str | None]]:
 
 
 _TITLE_A = re.compile(r"^Llama 3\.1 (8b|70b|405b)(?: 24\.09)? (BF16|FP8) \((.*)\)$")
-_COLUMN_A = re.compile(r"^Throughput on ([1-9][0-9]*)x (H100) GPUs(?: \(GBS=([1-9][0-9]*)\))?$")
+_COLUMN_A = re.compile(r"^Throughput on ([0-9]+)x (H100) GPUs(?: \(GBS=([0-9]+)\))?$")
 _TITLE_B = re.compile(r"^Llama ?3\.1 (8b|70b|405b) (BF16|FP8)$")
-_COLUMN_B = re.compile(r"^([1-9][0-9]*)x (H100|GB200) GPUs$")
+_COLUMN_B = re.compile(r"^([0-9]+)x (H100|GB200) GPUs$")
 
 
 def _rows(body: Body, width: int, where: Excerpt,
@@ -161,11 +161,11 @@ def _cells_a(excerpt: Excerpt, release: str, header_line: int, header: tuple[str
     where = excerpt.where(header_line)
     params: dict[str, int] = {}  # 'TP=4, PP=4, CP=2, VP=5, MBS=1, GA=64' -> {'TP': 4, ...}
     for part in title.group(3).split(","):
-        found = re.fullmatch(r"\s*(TP|PP|CP|VP|MBS|GA)=([1-9][0-9]*)\s*", part)
+        found = re.fullmatch(r"\s*(TP|PP|CP|VP|MBS|GA)=([0-9]+)\s*", part)
         if not found or found.group(1) in params:
-            raise UserError(f"{where}: '{part.strip()}' is not one of TP, PP, CP, VP, MBS, GA = a count; fix the "
-                            "table's first cell")
-        params[found.group(1)] = int(found.group(2))
+            raise UserError(f"{where}: '{part.strip()[:40]}' is not one of TP, PP, CP, VP, MBS, GA = a count; fix "
+                            "the table's first cell")
+        params[found.group(1)] = parse_count(found.group(2), where, found.group(1))
     for needed in ("TP", "PP", "CP", "MBS"):
         if needed not in params:
             raise UserError(f"{where}: the first cell names no {needed}; fix the table")
@@ -178,7 +178,7 @@ def _cells_a(excerpt: Excerpt, release: str, header_line: int, header: tuple[str
         per = {name: rows[name][1][column] for name in _PER_COLUMN if name in rows}
         lines = [header_line, *(rows[name][0] for name in per)]
         layers = parse_count(per["Layers"], excerpt.where(rows["Layers"][0]), "Layers") if "Layers" in per else None
-        gpus = int(found.group(1))
+        gpus = parse_count(found.group(1), where, "GPUs")
         if layers is not None and layers != MODELS[title.group(1)][1]:
             skipped.append(Skipped(MODELS[title.group(1)][0], f"{where} column {column}", f"a proxy of {layers} of "
                                    f"the model's {MODELS[title.group(1)][1]} layers on {gpus} GPUs, not the model"))
@@ -276,7 +276,7 @@ def _cells_b(excerpt: Excerpt, release: str, header_line: int, header: tuple[str
         found = _COLUMN_B.match(text)
         if not found:
             raise UserError(f"{where}: column '{text}' is not '<N>x H100 GPUs' or '<N>x GB200 GPUs'")
-        gpus, system = int(found.group(1)), found.group(2)
+        gpus, system = parse_count(found.group(1), where, "GPUs"), found.group(2)
         key = (title.group(1), title.group(2), gpus, system)
         if key not in layouts:
             raise UserError(f"{where}: column '{text}': no layout table row for {title.group(0)} on {gpus} {system}; "

@@ -248,6 +248,7 @@ class Imported:
 class ImportResult:
     written: list[Path] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    removed: list[Path] = field(default_factory=list)  # this source's entries its stored copies no longer give
 
 
 def _existing_references(root: Path, prefix: str) -> dict[tuple[str, str, str], Path]:
@@ -276,10 +277,12 @@ def with_variants(imported: list[Imported], tables: ReferenceTables) -> list[Imp
 
 
 def write_entries(root: Path, source_tag: str, imported: list[Imported], skipped: list[Skipped],
-                  comment: str, tables: ReferenceTables | None = None) -> ImportResult:
+                  comment: str, tables: ReferenceTables | None = None, allow_removals: bool = False) -> ImportResult:
     """Validate every entry, then replace this source's files under root/recipes with them in one move.
 
     Rows the catalog already holds under another file (same repository, table and row) are skipped and reported.
+    An entry of this source that the stored copies no longer give is removed only with `allow_removals`: a source
+    that lost rows (a truncated or damaged copy) is otherwise a UserError listing them, and nothing is written.
     """
     root = Path(root).resolve()
     tables = tables or load_reference_tables(root)
@@ -304,6 +307,11 @@ def write_entries(root: Path, source_tag: str, imported: list[Imported], skipped
         raise UserError(f"{root / 'recipes'}: is a symbolic link; an import replaces recipes/ as a whole, so give the "
                         "catalog whose recipes/ is a folder")
     old = set(p.relative_to(root) for p in (root / "recipes").rglob(f"{prefix}*.yaml"))
+    result.removed = sorted(old - set(chosen))
+    if result.removed and not allow_removals:
+        raise UserError(f"the stored copies no longer give {len(result.removed)} entries of this source in the "
+                        f"catalog: {', '.join(map(str, result.removed))}; restore the stored copies, or pass "
+                        "--allow-removals to remove these entries")
     header = "".join(f"# {line}\n" for line in comment.splitlines())
     # The whole of recipes/ is built beside the catalog (a copy, this source's files replaced by the new ones), then
     # swapped in by one exchange of the two folders: a reader, or an import killed half-way, sees the catalog as it
@@ -311,7 +319,7 @@ def write_entries(root: Path, source_tag: str, imported: list[Imported], skipped
     with tempfile.TemporaryDirectory(dir=root, prefix=".import-") as scratch:
         staged = Path(scratch) / "recipes"
         copy_folder(root / "recipes", staged)
-        for stale in old - set(chosen):
+        for stale in result.removed:
             (staged / stale.relative_to("recipes")).unlink()
         for path, item in sorted(chosen.items()):
             target = staged / path.relative_to("recipes")
@@ -347,14 +355,17 @@ class _Parser(argparse.ArgumentParser):
         raise UserError(f"{message} (see --help)")
 
 
-def run_script(importer: Callable[[Path], ImportResult], argv: list[str] | None = None) -> int:
-    """The command line every importer shares: `[--root CATALOG]`; prints what was written and every skipped row;
-    bad input is one line on stderr and exit 2."""
+def run_script(importer: Callable[[Path, bool], ImportResult], argv: list[str] | None = None) -> int:
+    """The command line every importer shares: `[--root CATALOG] [--allow-removals]`; prints what was written,
+    every skipped row and every removed entry; bad input is one line on stderr and exit 2."""
     parser = _Parser(description=importer.__doc__)
     parser.add_argument("--root", type=Path, default=bundled_root(),
                         help="the catalog folder holding recipes/, models/, hardware/ and data/public-record/")
+    parser.add_argument("--allow-removals", action="store_true",
+                        help="remove this source's entries that its stored copies no longer give (refused otherwise)")
     try:
-        result = importer(parser.parse_args(argv).root.resolve())
+        args = parser.parse_args(argv)
+        result = importer(args.root.resolve(), args.allow_removals)
     except UserError as error:
         print(f"error: {' '.join(str(error).splitlines())}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -363,5 +374,8 @@ def run_script(importer: Callable[[Path], ImportResult], argv: list[str] | None 
         return EXIT_BAD_INPUT
     for skipped in result.skipped:
         print(f"skipped {skipped.row}: {skipped.model}: {skipped.why}")
-    print(f"wrote {len(result.written)} entries, skipped {len(result.skipped)} rows")
+    for removed in result.removed:
+        print(f"removed {removed}: its source no longer gives it")
+    print(f"wrote {len(result.written)} entries, skipped {len(result.skipped)} rows"
+          + (f", removed {len(result.removed)} entries" if result.removed else ""))
     return 0

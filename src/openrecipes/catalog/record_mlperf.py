@@ -14,16 +14,25 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from openrecipes.catalog.model import MAX_DEGREE
 from openrecipes.catalog.record_import import Skipped, entry_name
-from openrecipes.catalog.record_sources import EXCERPTS, Excerpt, ParsedLayout, differences, pin_problem, read_excerpt
+from openrecipes.catalog.record_sources import (
+    EXCERPTS,
+    Excerpt,
+    ParsedLayout,
+    differences,
+    parse_count,
+    pin_problem,
+    read_excerpt,
+)
 from openrecipes.errors import UserError
+from openrecipes.jsonout import read_json
 
 SOURCE = "mlperf-training"
 TAG = "mlperf"
@@ -69,12 +78,9 @@ def _events(excerpt: Excerpt) -> list[tuple[int, dict[str, Any]]]:
     out = []
     for number, text in excerpt.lines.items():
         found = _MLLOG.match(text.strip())
-        try:
-            event = json.loads(found.group(1)) if found else None
-        except json.JSONDecodeError:
-            event = None
+        event = read_json(found.group(1), excerpt.where(number)) if found else None
         if not isinstance(event, dict) or not {"key", "value", "time_ms", "metadata"} <= event.keys() or not (
-                isinstance(event["time_ms"], int) and isinstance(event["metadata"], dict)):
+                type(event["time_ms"]) is int and isinstance(event["metadata"], dict)):  # true is an int to Python
             raise UserError(f"{excerpt.where(number)}: not an MLLOG line (':::MLLOG {{\"key\", \"value\", "
                             "\"time_ms\", \"metadata\"}}'); fix or re-store the result file")
         out.append((number, event))
@@ -181,11 +187,9 @@ def parse_system(excerpt: Excerpt) -> System:
     for key in ("accelerator_model_name", "number_of_nodes", "accelerators_per_node"):
         if key not in fields:
             raise UserError(f"{excerpt.shown}: no {key}; the system description is incomplete")
-    for key in ("number_of_nodes", "accelerators_per_node"):
-        if not re.fullmatch(r"[1-9][0-9]*", fields[key]):
-            raise UserError(f"{excerpt.shown}: {key} '{fields[key]}' is not a whole positive number")
-    return System(excerpt, fields["accelerator_model_name"], int(fields["number_of_nodes"]),
-                  int(fields["accelerators_per_node"]), fields)
+    nodes, per_node = (parse_count(fields[key], excerpt.shown, key) for key in ("number_of_nodes",
+                                                                              "accelerators_per_node"))
+    return System(excerpt, fields["accelerator_model_name"], nodes, per_node, fields)
 
 
 @dataclass(frozen=True)
@@ -195,10 +199,12 @@ class Config:
     missing: tuple[str, ...]  # sourced files the repository does not hold: the script is not read whole
 
     def degree(self, *names: str) -> int | None:
+        """The first of `names` the script sets to a count from 1 to 2^20 (a degree or a batch); None where it sets
+        none (a count beyond is not a layout this importer can take)."""
         for name in names:
-            value = self.variables.get(name)
-            if value is not None and re.fullmatch(r"[1-9][0-9]*", value.strip("\"'")):
-                return int(value.strip("\"'"))
+            value = self.variables.get(name, "").strip("\"'")
+            if re.fullmatch(r"[1-9][0-9]{0,6}", value) and int(value) <= MAX_DEGREE:
+                return int(value)
         return None
 
     def flag(self, name: str) -> bool:

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openrecipes.catalog.model import PublishedLayout
+from openrecipes.catalog.model import MAX_DEGREE, PublishedLayout
 from openrecipes.errors import UserError
 from openrecipes.textfile import MIB, read_text
 
 EXCERPTS = Path("data/record-sources")
 MAX_EXCERPT_BYTES = 1 * MIB
 _HEADER = re.compile(r"^# (origin|commit|file sha256|kept): (.*)$")
-_LINE = re.compile(r"^([1-9][0-9]*): (.*)$")
+_LINE = re.compile(r"^([1-9][0-9]{0,8}): (.*)$")  # a line of a public file: under a billion
 SEPARATOR = re.compile(r"\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*")  # a Markdown table's header separator
 
 
@@ -94,18 +94,27 @@ class Decimal:
         return 0.5 * 10.0 ** -len(self.text.partition(".")[2])  # the decimals written
 
 
+def _shown(cell: str) -> str:
+    """A cell as a message quotes it: cut to 40 characters."""
+    return cell if len(cell) <= 40 else cell[:37] + "..."
+
+
 def parse_decimal(cell: str, where: str, what: str) -> Decimal:
-    """'14.72' or '71235' (a thousands comma allowed); anything else, '8.7  5' included, is a UserError."""
+    """'14.72' or '71235' (a thousands comma allowed), at most 16 digits before the point and 16 after (the schema's
+    figures are at most 10^15); anything else, '8.7  5' and forty digits included, is a UserError."""
     text = cell.replace(",", "") if re.fullmatch(r"[0-9]{1,3}(,[0-9]{3})+(\.[0-9]+)?", cell) else cell
-    if not re.fullmatch(r"[0-9]+(\.[0-9]+)?", text) or float(text) <= 0:
-        raise UserError(f"{where}: {what} '{cell}' is not a positive number; fix the cell")
+    if not re.fullmatch(r"[0-9]{1,16}(\.[0-9]{1,16})?", text) or float(text) <= 0:
+        raise UserError(f"{where}: {what} '{_shown(cell)}' is not a positive number of at most 16 digits before and "
+                        "after the point; fix the cell")
     return Decimal(text, float(text))
 
 
 def parse_count(cell: str, where: str, what: str) -> int:
-    """A whole positive count ('8', '2048'); anything else is a UserError."""
-    if not re.fullmatch(r"[1-9][0-9]*", cell):
-        raise UserError(f"{where}: {what} '{cell}' is not a whole positive number; fix the cell")
+    """A whole count from 1 to 2^20 ('8', '2048': GPUs, parallel degrees, batches, layers, sequence lengths);
+    anything else, forty digits included, is a UserError."""
+    if not re.fullmatch(r"[1-9][0-9]{0,6}", cell) or int(cell) > MAX_DEGREE:
+        raise UserError(f"{where}: {what} '{_shown(cell)}' is not a whole number from 1 to {MAX_DEGREE:,}; fix the "
+                        "cell")
     return int(cell)
 
 

@@ -3,6 +3,8 @@
 Only those lines change (openrecipes.yamledit): the rest of the YAML text (comments, key order, quoting, line breaks)
 is kept byte for byte. The new text is validated first, read under the recipe's own path against its catalog's
 tables; only a valid one replaces the recipe, through openrecipes.atomic.write_atomic: never half-written or invalid.
+The recipe's lock (openrecipes.atomic.locked) is held from reading it to replacing it, so no other writer's update
+is lost.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from openrecipes.atomic import check_regular, write_atomic
+from openrecipes.atomic import check_regular, locked, write_atomic
 from openrecipes.catalog.yamlio import parse_yaml
 from openrecipes.errors import UserError
 from openrecipes.measure.result import PUBLISHED_DECIMALS
@@ -52,11 +54,13 @@ def write_result(path: Path, result: Measured, tables: ReferenceTables | None = 
     check_regular(path, "--write")
     figures = result.as_json()  # as YAML reads them back: the window a list, the date text
     values = {name: figures[name] for name in WRITTEN_FIELDS if figures[name] is not None}
-    updated = replace_result_fields(path.read_text(encoding="utf-8"), values, shown(path))
-    doc = parse_yaml(updated, path)  # the new text read as the recipe will be: its path, its folders
-    report = validate_document(doc, tables or recipe_tables(path))
-    if not report.ok:
-        errors = "; ".join(f"{e.field}: {e.message}" for e in report.errors[:3])
-        raise UserError(f"{path}: the measured result does not validate ({errors}); the recipe was left unchanged")
-    write_atomic(path, updated)
+    with locked(path):  # another writer's update (a reproduction) is read here, and kept
+        updated = replace_result_fields(path.read_text(encoding="utf-8"), values, shown(path))
+        doc = parse_yaml(updated, path)  # the new text read as the recipe will be: its path, its folders
+        report = validate_document(doc, tables or recipe_tables(path))
+        if not report.ok:
+            errors = "; ".join(f"{e.field}: {e.message}" for e in report.errors[:3])
+            raise UserError(f"{path}: the measured result does not validate ({errors}); the recipe was left "
+                            "unchanged")
+        write_atomic(path, updated)
     return list(values)
