@@ -62,6 +62,7 @@ class Calibration:
     grouped_gemm_half_rows: float = 0.0  # tokens per expert at which a grouped GEMM runs at half the efficiency
     torchtitan_expert_efficiency: float = 1.0  # torchtitan's routed experts: their share of Megatron's efficiency
     megatron_expert_efficiency: float = 1.0  # Megatron's routed experts: their share of its dense efficiency
+    routing_load_cv: float = 0.0  # a trained router: the coefficient of variation of an expert's tokens
     # Megatron's block GEMMs in a low precision (fp8, mxfp8, nvfp4) run this much faster than in BF16
     low_precision_speedup: dict[str, float] = field(default_factory=dict)
 
@@ -97,7 +98,7 @@ class Calibration:
 # The fitted values that are plain fields of Calibration (the efficiencies are a dict).
 FITTED_FIELDS = ("compile_speedup", "cp_attention_efficiency", "microbatch_overhead_s_per_layer",
                  "eager_sac_overhead_s_per_layer", "amp_composite_norm_s_per_element", "grouped_gemm_half_rows",
-                 "torchtitan_expert_efficiency", "megatron_expert_efficiency")
+                 "torchtitan_expert_efficiency", "megatron_expert_efficiency", "routing_load_cv")
 
 
 def links(variant: str, gpu: GpuSpec) -> Links:

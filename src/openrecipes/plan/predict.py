@@ -52,6 +52,9 @@ class PlanRequest:
     low_precision: str | None = None
     # the hardware variant (a key of hardware/gpus.yaml of gpu_type); None: the type's default, the part a user rents
     variant: str | None = None
+    # MoE: the tokens spread evenly over the experts (a benchmark that force-balances its router), not as a trained
+    # router spreads them
+    balanced_routing: bool = False
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,7 @@ def predict_layouts(ctx: Context, layouts: Sequence[Layout], drop_dominated: boo
             break
     layouts = layouts[:len(memories)]
     steps = step_times(ctx.shape, layouts, ctx.links, ctx.peak_flops, ctx.calibration, request.global_batch,
-                       request.row_tokens)
+                       request.row_tokens, request.balanced_routing)
     return [_prediction(ctx, layout, memory, step)
             for layout, memory, step in zip(layouts, memories, steps, strict=True)]
 

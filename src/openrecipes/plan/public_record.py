@@ -31,6 +31,9 @@ from openrecipes.plan.predict import PlanRequest, Prediction, context, predict_l
 from openrecipes.plan.trust import band_of, read_derived, stored_points
 
 SUMMARY_FILE = HERE / "public_record.json"
+# The caveat a source states, copied into its entries' notes, that its MoE runs spread tokens evenly over the experts
+# (Megatron-Bridge's performance summary: "we force-balance the token distribution among experts")
+FORCE_BALANCED = "force-balance the token distribution among experts"
 WITHIN = 0.20  # the share of entries within this relative error is reported
 RANKED_GROUP = 4  # entries of one model, engine and GPU type needed for a rank agreement
 
@@ -89,7 +92,7 @@ def _planned(entry: SummaryEntry, engine: str, layers: int) -> tuple[PlanRequest
                     float8=run.precision.removeprefix("fp8-") if modelled.levers and run.precision != "bf16" else None,
                     low_precision=run.precision if modelled.layout.low_precision and run.precision != "bf16" else None)
     return PlanRequest(summary.model, summary.gpu.type, gpus, run.seq_length, global_batch, engine,
-                       variant=summary.gpu.variant), layout
+                       balanced_routing=FORCE_BALANCED in summary.note, variant=summary.gpu.variant), layout
 
 
 def _expressible_precision(engine: str, precision: str, gpu_type: str) -> str | None:

@@ -11,6 +11,7 @@ attention, torch.compile) its LayoutRules say (engines/<name>/layouts.py).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -106,7 +107,7 @@ def _all_to_all_s(bytes_per_gpu: float, group_gpus: int, stride: int, links: Lin
 
 
 def _microbatch_comm(shape: ModelShape, layout: Layout, links: Links, calibration: Calibration,
-                     heaviest: tuple[float, float]) -> dict[str, float]:
+                     heaviest: tuple[float, float], balanced_routing: bool) -> dict[str, float]:
     tokens, h = layout.max_tokens_per_gpu, shape.hidden
     layers = max(layout.stage_layers)
     moe_layers = round(layers * shape.moe_layers / shape.layers)
@@ -127,6 +128,8 @@ def _microbatch_comm(shape: ModelShape, layout: Layout, links: Links, calibratio
         # Dispatch and combine per pass, each sending every routed copy of this GPU's tokens.
         volume = 2 * moe_layers * passes * tokens / layout.tp * layout.etp * shape.router_topk * h * BF16_BYTES \
             * (layout.ep - 1) / layout.ep
+        # the busiest rank receives its share of the uneven spread (_imbalance)
+        volume *= _imbalance(shape, layout, calibration, balanced_routing)
         comm["ep"] = exposed["ep"] * _all_to_all_s(volume, layout.ep, layout.etp, links, calibration)
     if layout.pp > 1:
         volume = 2 * layout.vpp * tokens / layout.tp * h * BF16_BYTES  # activations forward, gradients backward
@@ -201,7 +204,8 @@ def _routed_expert_tokens(shape: ModelShape, layout: Layout) -> float:
     return tokens * shape.router_topk * layout.ep / shape.experts
 
 
-def _grouped_gemm_extra_flops(shape: ModelShape, layout: Layout, calibration: Calibration) -> float:
+def _grouped_gemm_extra_flops(shape: ModelShape, layout: Layout, calibration: Calibration,
+                              balanced_routing: bool) -> float:
     """Routed-expert FLOPs per token counted again for small groups: a grouped GEMM over m tokens runs at
     m / (m + m0) of the dense efficiency (m0: grouped_gemm_half_rows), so its time is that of (1 + m0/m) times its
     FLOPs, in every pass that runs them; torchtitan's routed experts run at torchtitan_expert_efficiency of that."""
@@ -214,7 +218,18 @@ def _grouped_gemm_extra_flops(shape: ModelShape, layout: Layout, calibration: Ca
     routed = 2 * (3 + reruns) * shape.moe_layers * shape.router_topk * shape.expert_params
     slowdown = 1 + calibration.grouped_gemm_half_rows / _routed_expert_tokens(shape, layout)
     slowdown /= getattr(calibration, f"{layout.engine}_expert_efficiency")  # fitted per engine, by its name
-    return routed * (slowdown - 1)
+    return routed * (slowdown * _imbalance(shape, layout, calibration, balanced_routing) - 1)
+
+
+def _imbalance(shape: ModelShape, layout: Layout, calibration: Calibration, balanced_routing: bool) -> float:
+    """How much longer the busiest EP rank works on its routed experts than the mean rank. A trained router spreads
+    tokens unevenly: each expert's load varies by `routing_load_cv` (its coefficient of variation, fitted); a rank
+    holding E/EP experts sums their loads, so its load varies by cv / sqrt(E/EP), and the busiest of EP ranks sits
+    about sqrt(2 ln EP) of those above the mean (the expected maximum of EP normal draws). One rank (EP 1) holds every
+    expert and waits on none; a benchmark that force-balances its router spreads tokens evenly: 1 there."""
+    if balanced_routing or layout.ep == 1 or not shape.is_moe:
+        return 1.0
+    return 1 + calibration.routing_load_cv * math.sqrt(2 * math.log(layout.ep) / (shape.experts / layout.ep))
 
 
 def _low_precision_flops_per_token(shape: ModelShape, layout: Layout, row_tokens: int, recomputed: float,
@@ -229,7 +244,7 @@ def _low_precision_flops_per_token(shape: ModelShape, layout: Layout, row_tokens
 
 
 def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, peak_flops: float, calibration: Calibration,
-               global_batch: int, row_tokens: int) -> list[StepTime]:
+               global_batch: int, row_tokens: int, balanced_routing: bool = False) -> list[StepTime]:
     """The step of each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group):
     the fraction changes the host update only, so the rest is worked out once."""
     layout = layouts[0]
@@ -238,7 +253,7 @@ def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, peak_
     layers = max(layout.stage_layers)  # on the heaviest stage
     imbalance = layers * layout.pp / shape.layers
     recomputed = _recomputed_flops_per_token(shape, layout, row_tokens)
-    grouped_extra = _grouped_gemm_extra_flops(shape, layout, calibration)
+    grouped_extra = _grouped_gemm_extra_flops(shape, layout, calibration, balanced_routing)
     flops_per_token = shape.step_flops_per_token(row_tokens) + recomputed + grouped_extra
     if layout.low_precision is not None:  # those GEMMs' FLOPs take 1/speed-up of their BF16 time
         speedup = calibration.low_precision_speedup[LOW_PRECISIONS[layout.low_precision]]
@@ -262,7 +277,7 @@ def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, peak_
             * COMPOSITE_NORM_RECOMPUTE_FACTOR[layout.recompute]
     levers = time_effect(layout, links.gpu_type)
     heaviest = _heaviest_stage_params(shape, layout)  # sets the FSDP gathers, the DP sync and the host update
-    comm = _microbatch_comm(shape, layout, links, calibration, heaviest)
+    comm = _microbatch_comm(shape, layout, links, calibration, heaviest, balanced_routing)
     pipeline_slots = microbatches + (layout.pp - 1) / layout.vpp
     dp_s = _dp_sync_s(layout, links, calibration, heaviest)
     overhead_s = calibration.microbatch_overhead_s_per_layer * layers if rules.host_overhead_per_microbatch else 0.0
