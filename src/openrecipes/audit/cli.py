@@ -92,13 +92,17 @@ def reproduce_command(
     root, tables = _catalog_of(recipe, catalog)
     loaded = load_recipe(recipe)
     reproduced = reproduce(loaded, logs, root, tables, by, note)
-    if write:
+    written = write and reproduced.holds  # a run that fails the check is reported, never added to the recipe
+    if written:
         write_reproduction(recipe, loaded, reproduced, tables)
     if as_json:
         print(json_text(reproduced.as_json()))
     else:
-        _print_reproduction(reproduced, recipe, write)
+        _print_reproduction(reproduced, recipe, written)
     if not reproduced.holds:
+        if write:
+            typer.echo(f"not written to {recipe}: the reproduction does not hold (outside the noise band or its "
+                       "loss curve fails)", err=True)
         raise typer.Exit(EXIT_CHECK_FAILED)
 
 

@@ -73,6 +73,11 @@ _FORMATS: dict[str, LogFormat] = {log_format.name: log_format
                                   for engine in ENGINES for log_format in engine.log_formats}
 
 
+def step_line_patterns() -> list[re.Pattern[str]]:
+    """The step line of every text format: what a log's reader takes figures from."""
+    return [log_format.step_line for log_format in _FORMATS.values()]
+
+
 def prints_stack(log_format: str) -> bool:
     """Whether a log of this format holds the `openrecipes stack:` line (our entry module prints it on rank 0)."""
     return log_format in _FORMATS and _FORMATS[log_format].prints_stack
