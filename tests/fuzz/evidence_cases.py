@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import gzip
+import os
 import random
 import re
 from collections.abc import Callable
@@ -105,9 +106,37 @@ def _cut(log: str) -> dict[str, bytes]:
             "pdf-first-line.log": b"%PDF-1.7\n" + data}  # text with a first line of its own: read as a log
 
 
+def _stock_run() -> str:
+    """The stock recipe's run command, as its YAML holds it."""
+    import yaml
+
+    return yaml.safe_load((REPO / STOCK).read_text(encoding="utf-8"))["run"].rstrip("\n")
+
+
+STOCK_RUN = _stock_run()
+
+
 def _logs() -> dict[str, str]:
     """The new runs each wrapper and change is applied to: a torchtitan run of the recipe, and the other engines'."""
-    return {"titan": new_run((REPO / RERUN / "ours/train.log").read_text(encoding="utf-8")),
+    return {"titan": new_run((REPO / RERUN / "stock/train.log").read_text(encoding="utf-8")),
+            "megatron": (FIXTURES / "megatron-bridge-3-iterations.log").read_text(encoding="utf-8"),
+            "slime": (FIXTURES / "slime-gpt-oss-20b-attune-tp1-pp1-ep4.log").read_text(encoding="utf-8"),
+            "jsonl": (FIXTURES / "openrecipes-3-steps.jsonl").read_text(encoding="utf-8")}
+
+
+def _stock_run() -> str:
+    """The stock recipe's run command, as its YAML holds it."""
+    import yaml
+
+    return yaml.safe_load((REPO / STOCK).read_text(encoding="utf-8"))["run"].rstrip("\n")
+
+
+STOCK_RUN = _stock_run()
+
+
+def _logs() -> dict[str, str]:
+    """The new runs each wrapper and change is applied to: a torchtitan run of the recipe, and the other engines'."""
+    return {"titan": new_run((REPO / RERUN / "stock/train.log").read_text(encoding="utf-8")),
             "megatron": (FIXTURES / "megatron-bridge-3-iterations.log").read_text(encoding="utf-8"),
             "slime": (FIXTURES / "slime-gpt-oss-20b-attune-tp1-pp1-ep4.log").read_text(encoding="utf-8"),
             "jsonl": (FIXTURES / "openrecipes-3-steps.jsonl").read_text(encoding="utf-8")}
@@ -132,29 +161,48 @@ def _commands(root: Path, log: Path, name: str, expect: tuple[int, ...]) -> list
 
 
 def _place(root: Path, name: str, data: bytes) -> Path:
-    """The file as a run folder's train.log (record's input; the --like recipe gives its command)."""
+    """The file as a run folder's train.log (record's input), beside a command of a layout the catalog has no recipe
+    of (the stock recipe's, resharding never), so that nothing but the log is in record's way."""
     run = root / "runs/evidence" / re.sub(r"[^\w.-]", "-", name)
     run.mkdir(parents=True)
     (run / "train.log").write_bytes(data)
+    (run / "command.sh").write_text(STOCK_RUN + " \\\n    --parallelism.fsdp_reshard_after_forward never\n",
+                                    encoding="utf-8")
     return run / "train.log"
+
+
+def _cases(shared: Path, own: Path, name: str, data: bytes, expect: tuple[int, ...]) -> list[Case]:
+    """The file before each command that accepts evidence: the readers in `shared`, the writers (which must write
+    nothing for a refused file) in a catalog of their own, so that one input's outcome never depends on another's."""
+    read, write = _place(shared, name, data), _place(own, name, data)
+    recorded = "fuzz-" + write.parent.name.replace(".", "-")
+    keep = (str(own / OURS), str(own / f"recipes/qwen3-8b/h200/{recorded}.yaml")) if expect == BAD else ()
+    return [
+        Case(f"measure/evidence-{name}", "measure", ["measure", str(read.relative_to(shared)), "--window", "5", "19"],
+             str(shared), expect=expect),
+        Case(f"reproduce/evidence-{name}", "reproduce", ["reproduce", OURS, str(read.relative_to(shared))],
+             str(shared), expect=expect),
+        Case(f"reproduce --write/evidence-{name}", "reproduce", ["reproduce", OURS, str(write.relative_to(own)),
+                                                                 "--write", "--by", "a stranger"], str(own),
+             expect=expect, keep=keep),
+        Case(f"record/evidence-{name}", "record", ["record", str(write.parent.relative_to(own)), "--like", STOCK,
+                                                   "--name", recorded], str(own), expect=expect, keep=keep),
+    ]
 
 
 def evidence_cases(scratch: _Scratch) -> list[Case]:
     cases: list[Case] = []
-    shared = qwen_catalog(scratch)  # refused inputs never write: they share one catalog, kept byte for byte
-    for kind, log in _logs().items():
+    shared = qwen_catalog(scratch)  # read only: measure and reproduce without --write
+    logs = _logs()
+    for kind, log in logs.items():
         for name, wrap in WRAPPERS:
-            path = _place(shared, f"{kind}-{name}", wrap(log).encode("utf-8"))
-            cases += _commands(shared, path, f"{kind}-{name}", BAD)
-    titan = _logs()["titan"]
-    for name, data in _not_text(titan).items():
-        cases += _commands(shared, _place(shared, name, data), name, BAD)
-    for name, data in _cut(titan).items():  # may be measured and written: a catalog each
-        root = qwen_catalog(scratch)
-        cases += _commands(root, _place(root, name, data), name, (0, 1, 2))
-    root = qwen_catalog(scratch)  # over the size limit: a sparse file, refused before a byte is read
-    huge = _place(root, "huge", b"")
-    with huge.open("r+b") as handle:
-        handle.truncate(4 * 2**30 + 1)
-    cases += _commands(root, huge, "over-4-gib", BAD)
+            cases += _cases(shared, qwen_catalog(scratch), f"{kind}-{name}", wrap(log).encode("utf-8"), BAD)
+    for name, data in _not_text(logs["titan"]).items():
+        cases += _cases(shared, qwen_catalog(scratch), name, data, BAD)
+    for name, data in _cut(logs["titan"]).items():  # may be measured and written
+        cases += _cases(shared, qwen_catalog(scratch), name, data, (0, 1, 2))
+    own = qwen_catalog(scratch)  # over the size limit: a sparse file, refused before a byte is read
+    cases += _cases(shared, own, "over-4-gib", b"", BAD)
+    for root in (shared, own):
+        os.truncate(root / "runs/evidence/over-4-gib/train.log", 4 * 2**30 + 1)
     return cases

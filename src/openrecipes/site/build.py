@@ -2,8 +2,8 @@
 
 Every recipe string reaches HTML through Jinja's autoescape and reaches JavaScript only as JSON data read with
 textContent, so a recipe cannot inject markup or script; the pages' CSP forbids inline script and style as well, and
-runs only the site's own scripts, each named by its sha256: a file a contributor put in the catalog (a log, whatever
-it holds) is never one of them, wherever it lands in the site.
+runs only the site's own scripts: a file a contributor put in the catalog (a log, whatever it holds) is never one of
+them, wherever it lands in the site.
 
 A build appears as one unit: it is written into a sibling folder and switched in with one atomic exchange, so a
 reader (or a build killed at any instant) sees the old complete site or the new complete one, never a mix. Builds
@@ -65,40 +65,24 @@ from openrecipes.site.scaling import record_sweeps, sweeps_svg
 from openrecipes.textfile import MIB, read_text, shown
 
 HERE = Path(__file__).parent
-_POLICY = ("default-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
-           "form-action 'none'")
-# What `serve` sends as a header for every file, which cannot know a build's scripts; each page's own policy (a <meta>
-# tag, so it holds on any static host too) narrows script-src to the site's scripts by hash.
-CSP = f"{_POLICY}; script-src 'self'"
-SITE_SCRIPT = "static/site.js"
-PICKER_SCRIPT = "compare/index.js"
+# A page's one inline script, allowed by its sha256: it loads the site's own scripts its data-load names (and no
+# other: they are listed here), from the site's own folders (data-base holds only "../" steps), in that order. The CSP
+# trusts what it loads ('strict-dynamic': the compare page's per-recipe data, which site.js loads, too) and nothing
+# else, so no file of the catalog runs as a script wherever it lands in the site. Scripts named by hash directly
+# would need an `integrity` attribute, which browsers do not check on file:// pages (the site works from them).
+LOADER = ('(function(){var s=document.currentScript,b=s.getAttribute("data-base");if(!/^(\\.\\.\\/)*$/.test(b))'
+          'return;s.getAttribute("data-load").split(" ").forEach(function(p){'
+          'if(["answers.js","compare/index.js","static/site.js"].indexOf(p)<0)return;'
+          'var e=document.createElement("script");e.src=b+p;e.async=false;document.head.appendChild(e);});})();')
+LOADER_HASH = "sha256-" + base64.b64encode(hashlib.sha256(LOADER.encode("utf-8")).digest()).decode("ascii")
+CSP = (f"default-src 'self'; script-src '{LOADER_HASH}' 'strict-dynamic'; style-src 'self'; img-src 'self' data:; "
+       "object-src 'none'; base-uri 'none'; form-action 'none'")
 # Written into every build so a rebuild may clear the folder; a folder without it is never emptied.
 BUILD_MARKER = ".openrecipes-site"
 # A page is a recipe (at most 1 MiB of YAML) and its figures; a larger one means a runaway input, not a page.
 MAX_PAGE_BYTES = 16 * MIB
 RECIPES_PER_JOB = 50
 PARALLEL_JOBS = 100  # a build of this many jobs (5,000 recipes, or record pages) writes them on every core
-
-
-@dataclass(frozen=True)
-class SiteScripts:
-    """The scripts a page names, by site path, each with its sha256 as the browser checks it (the `integrity`
-    attribute): the pages' CSP runs these, and the data scripts site.js adds ('strict-dynamic'), and no other."""
-
-    digests: dict[str, str]
-
-    @classmethod
-    def of(cls, scripts: dict[str, bytes]) -> SiteScripts:
-        return cls({path: "sha256-" + base64.b64encode(hashlib.sha256(data).digest()).decode("ascii")
-                    for path, data in scripts.items()})
-
-    def integrity(self, path: str) -> str:
-        return self.digests[path]
-
-    @property
-    def csp(self) -> str:
-        hashes = " ".join(f"'{digest}'" for digest in sorted(set(self.digests.values())))
-        return f"{_POLICY}; script-src {hashes} 'strict-dynamic'"
 
 
 @dataclass
@@ -113,6 +97,7 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(tokens_board=fmt.tokens_board, tokens_detail=fmt.tokens_detail, usd=fmt.usd,
                        notes=_notes, note_line=_note_line)
+    env.globals.update(csp=CSP, loader=Markup(LOADER))
     env.globals.update(fmt=fmt, citations=read_yaml(HERE / "citations.yaml").data, page_of=recipe_page_path,
                        yaml_of=recipe_yaml_path, plan_of=lambda section: plan_page_path(section.folder),
                        reproductions_of=reproduction_summary, evidence_levels=EVIDENCE_LEVELS, inline_plot=_inline_plot,
@@ -182,8 +167,8 @@ def _build_lock(out: Path):  # noqa: ANN202
 
 
 class _Writer:
-    def __init__(self, out: Path, report: BuildReport, scripts: SiteScripts):
-        self.out, self.report, self.scripts = out, report, scripts
+    def __init__(self, out: Path, report: BuildReport):
+        self.out, self.report = out, report
 
     def bytes(self, site_path: str, data: bytes) -> None:
         target = self.out / site_path
@@ -196,8 +181,7 @@ class _Writer:
             path, hash_mark, fragment = target.partition("#")
             return quote(relative_url(site_path, path)) + hash_mark + quote(fragment, safe="")
 
-        html = _environment().get_template(template).render(url=url, page_path=site_path, scripts=self.scripts,
-                                                            **context)
+        html = _environment().get_template(template).render(url=url, page_path=site_path, **context)
         data = html.encode("utf-8")
         if len(data) > MAX_PAGE_BYTES:
             raise UserError(f"the page {site_path} would be {len(data) / MIB:.0f} MiB, over {MAX_PAGE_BYTES // MIB} "
@@ -230,20 +214,11 @@ def build_site(catalog: Catalog, out: Path) -> BuildReport:
 
 def _build_into(catalog: Catalog, out: Path) -> BuildReport:
     report = BuildReport(out)
+    write = _Writer(out, report)
     site = site_pages(catalog)
     plans = model_plans(catalog, site.sections)  # read first: a stale plans/*.json stops the build before any plot
-    # The scripts pages name, made before any page: each page's CSP lists their hashes.
-    scripts = {SITE_SCRIPT: (HERE / SITE_SCRIPT).read_bytes(), ANSWERS_PATH: answers_script(site, plans),
-               PICKER_SCRIPT: picker_script(
-                   [(f"{page.title} · {page.board.workload.label}",
-                     [(entry.slug, f"#{rank} {entry.name} ({entry.entry.model}, {entry.entry.gpu.type})")
-                      for rank, entry in enumerate(page.board.ranked, start=1)])
-                    for section in site.sections for page in section.boards])}
-    write = _Writer(out, report, SiteScripts.of(scripts))
-    for name in ("site.css", "plan.css", "favicon.svg"):
+    for name in ("site.css", "site.js", "plan.css", "favicon.svg"):
         write.bytes(f"static/{name}", (HERE / "static" / name).read_bytes())
-    for path, data in scripts.items():
-        write.bytes(path, data)
     for summary in (*catalog.summaries, *catalog.record):
         write.bytes(recipe_yaml_path(summary), (catalog.root / summary.path).read_bytes())
     # The pages that grow with the catalog, each job written apart (on every core, for a large catalog); the
@@ -264,13 +239,19 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
             write.bytes(section.pareto_file, pareto.replace('<a href="', '<a href="../').encode("utf-8"))
         if section.scaling and section.scaling_shared:
             write.bytes(section.scaling_file, scaling.replace('<a href="', '<a href="../').encode("utf-8"))
+    write.bytes(ANSWERS_PATH, answers_script(site, plans))
     write.page("index.html", "index.html", site=site, title="All models")
     write.page("running.html", "running.html", site=site, title="Running a recipe", steps=None, board_page=None,
                section=None)
     for template in ("record.html", "recipe.html", "model.html", "board.html", "running.html"):
         _environment().get_template(template)  # compiled once, before any fork
-    for pages in forked_map(partial(_write_apart, out, write.scripts), jobs, PARALLEL_JOBS):
+    for pages in forked_map(partial(_write_apart, out), jobs, PARALLEL_JOBS):
         report.pages |= pages
+    write.bytes("compare/index.js", picker_script(
+        [(f"{page.title} · {page.board.workload.label}",
+          [(entry.slug, f"#{rank} {entry.name} ({entry.entry.model}, {entry.entry.gpu.type})")
+           for rank, entry in enumerate(page.board.ranked, start=1)])
+         for section in site.sections for page in section.boards]))
     write.page("compare.html", "compare.html", site=site, title="Compare two recipes")
     recipe_pages = {entry.slug: recipe_page_path(entry) for entry in catalog.recipes}
     for plan in plans:
@@ -284,10 +265,10 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
     return report
 
 
-def _write_apart(out: Path, scripts: SiteScripts, job: Callable[[_Writer], None]) -> dict[str, int]:
+def _write_apart(out: Path, job: Callable[[_Writer], None]) -> dict[str, int]:
     """One job's pages, written with a writer of its own; their sizes for the build's report."""
     report = BuildReport(out)
-    job(_Writer(out, report, scripts))
+    job(_Writer(out, report))
     return report.pages
 
 
