@@ -144,6 +144,7 @@ def record_command(
     hashes from its logs; the --like recipe's otherwise; written only when it validates and audits clean."""
     from openrecipes.audit.record import recipe_text, record, reference_arm, run_arm, write_recipe
     from openrecipes.catalog.store import load_recipe
+    from openrecipes.measure.logtext import require_log_text
 
     root, tables = _catalog_of(like, catalog)
     base = load_recipe(like)
@@ -151,7 +152,10 @@ def record_command(
         if base.runs is None:
             raise UserError(f"{like}: names no runs:, so there is no reference arm; give --reference RUN_DIR")
         reference = root / (base.runs.reference or base.runs.candidate)
-    recorded = record(base, run_arm(run_dir, base.run), reference_arm(base, reference, root, tables), root, tables)
+    arms = run_arm(run_dir, base.run), reference_arm(base, reference, root, tables)
+    for arm in arms:
+        require_log_text(arm.log)  # evidence the site ships: a training log, never a page or script
+    recorded = record(base, *arms, root, tables)
     path = like.resolve().parent / f"{name}.yaml"
     if path.exists():
         raise UserError(f"{path}: already exists; choose another --name")

@@ -97,9 +97,9 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(tokens_board=fmt.tokens_board, tokens_detail=fmt.tokens_detail, usd=fmt.usd,
                        notes=_notes, note_line=_note_line)
-    env.globals.update(csp=CSP, loader=Markup(LOADER))
-    env.globals.update(fmt=fmt, citations=read_yaml(HERE / "citations.yaml").data, page_of=recipe_page_path,
-                       yaml_of=recipe_yaml_path, plan_of=lambda section: plan_page_path(section.folder),
+    env.globals.update(csp=CSP, loader=Markup(LOADER), fmt=fmt, citations=read_yaml(HERE / "citations.yaml").data,
+                       page_of=recipe_page_path, yaml_of=recipe_yaml_path,
+                       plan_of=lambda section: plan_page_path(section.folder),
                        reproductions_of=reproduction_summary, evidence_levels=EVIDENCE_LEVELS, inline_plot=_inline_plot,
                        precision_of=prediction_precision, precision_family=precision_family, evidence_of=evidence_path,
                        training_of=training, describe=describe)
