@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import re
 import shutil
 import urllib.error
@@ -232,3 +233,12 @@ def test_serve_answers_every_hostile_path_of_a_folder_it_did_not_build(tmp_path)
             else:
                 assert status == 200 and headers["Content-Type"] == "text/plain; charset=utf-8", path
                 assert headers["X-Content-Type-Options"] == "nosniff", path
+
+
+def test_a_log_over_the_size_limit_is_refused_before_it_is_read(catalog):
+    huge = catalog / "runs/reproductions/huge/train.log"
+    huge.parent.mkdir(parents=True)
+    huge.touch()
+    os.truncate(huge, 4 * 2**30 + 1)  # sparse: no disk, and nothing to read in the test's time
+    error = _one_error(openrecipes("measure", huge, "--window", "5", "19", cwd=catalog))
+    assert "over 4 GiB" in error

@@ -73,9 +73,9 @@ _FORMATS: dict[str, LogFormat] = {log_format.name: log_format
                                   for engine in ENGINES for log_format in engine.log_formats}
 
 
-def step_line_patterns() -> list[re.Pattern[str]]:
-    """The step line of every text format: what a log's reader takes figures from."""
-    return [log_format.step_line for log_format in _FORMATS.values()]
+def step_line_patterns() -> list[tuple[str, re.Pattern[str]]]:
+    """The step line of every text format (a word each such line holds, and the line): what its reader reads."""
+    return [(log_format.word, log_format.step_line) for log_format in _FORMATS.values()]
 
 
 def prints_stack(log_format: str) -> bool:

@@ -29,11 +29,10 @@ from openrecipes.thresholds import MAX_LOG_BYTES
 _CHUNK_BYTES = 4 * MIB
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]")  # tab, LF, CR and ESC (colour codes) allowed
 _MARKUP = re.compile(r"</[A-Za-z]|<[!?]|<[A-Za-z][^<>\n]*?[\s/][^\s<>=/]+[ \t]*=|<[A-Za-z][^<>\n]*$", re.M)
-# A comment's mark at a line's start, or a block comment opened or closed at its end; a path's glob (runs/*,
-# "**/*.yaml") is not one.
-_SCRIPT_COMMENT = re.compile(r"^[ \t]*(?:\[rank\d+\]:)?[ \t]*(?:/\*|\*/|//|-->)"
-                             r"|(?<![\w.~/*-])/\*[ \t\r]*$|(?<![/*])\*/[ \t\r]*$", re.M)
-_STEP_LINES = [re.compile(pattern.pattern, re.M) for pattern in step_line_patterns()]  # on many lines at once
+_COMMENT_MARK = re.compile(r"/[*/]|\*/|-->")
+_LINE_HEAD = re.compile(r"[ \t]*(?:\[rank\d+\]:)?[ \t]*")  # what may stand before a comment's mark at a line's start
+_STEP_LINES = [(word, re.compile(pattern.pattern, re.M)) for word, pattern in step_line_patterns()]
+_WORD_AFTER = 64  # how far into a step line its word may lie (slime's "perf 12: {"): where to look for the line
 _LOG_PREFIX = re.compile(r"[\w \t\[\]():.,=|+@/-]*")  # timestamps, [rank0]:, [titan], (Actor pid=1), logger - INFO -
 
 
@@ -83,11 +82,30 @@ def _check_lines(path: Path, text: str, first_line: int) -> None:
         fail(match.start(), f"a control character (\\x{ord(match.group()):02x}), not text")
     if match := _MARKUP.search(text):
         fail(match.start(), "HTML or XML markup, not a log line")
-    if match := _SCRIPT_COMMENT.search(text):
-        fail(match.start(), "a script comment, not a log line")
-    for step_line in _STEP_LINES:
-        for match in step_line.finditer(text):
-            start = text.rfind("\n", 0, match.start()) + 1
-            prefix = text[start:match.start()]
-            if not _LOG_PREFIX.fullmatch(prefix) or "//" in prefix:
+    for match in _COMMENT_MARK.finditer(text):
+        start, end = _line_around(text, match.start())
+        if _LINE_HEAD.fullmatch(text, start, match.start()) or _closes_line(text, match, end):
+            fail(match.start(), "a script comment, not a log line")
+    for word, step_line in _STEP_LINES:  # found by their word first: a regex tried at every position is slow
+        at = text.find(word)
+        while at >= 0:
+            start, end = _line_around(text, at)
+            match = step_line.search(text, max(start, at - _WORD_AFTER), end)
+            prefix = text[start:match.start()] if match else ""
+            if match and (not _LOG_PREFIX.fullmatch(prefix) or "//" in prefix):
                 fail(match.start(), "a step line with other text before the log's own prefix")
+            at = text.find(word, end)
+
+
+def _line_around(text: str, at: int) -> tuple[int, int]:
+    end = text.find("\n", at)
+    return text.rfind("\n", 0, at) + 1, len(text) if end < 0 else end
+
+
+def _closes_line(text: str, match: re.Match, end: int) -> bool:
+    """A block comment opened (`x; /*`) or closed (`... */`) at the end of its line; a path's glob (`data/*`,
+    `runs/*/`, `**/*.yaml`) is not one."""
+    mark, before = match.group(), text[match.start() - 1:match.start()]
+    if mark not in ("/*", "*/") or text[match.end():end].strip(" \t\r"):
+        return False
+    return not (before.isalnum() or before in "_.~/*-") if mark == "/*" else before not in ("/", "*")
