@@ -53,7 +53,7 @@ def require_log_text(path: Path) -> None:
             try:
                 text = carry + decoder.decode(chunk)
             except UnicodeDecodeError as error:
-                at = line + (carry.encode() + chunk)[:max(error.start, 0)].count(b"\n")
+                at = line + chunk[:max(error.start, 0)].count(b"\n")  # the carried line holds no line end
                 raise UserError(f"{shown(path)}:{at}: not UTF-8 text; a training log is text as the engine wrote it, "
                                 "not a binary or another encoding") from None
             whole, newline, carry = text.rpartition("\n")
