@@ -32,22 +32,22 @@ def test_every_re_derived_recipe_links_its_logs_commands_and_steps(bundled_site)
         for folder in (entry.entry.runs.candidate, entry.entry.runs.reference):
             if not folder:
                 continue
-            log = bundled_site.out / "evidence" / folder / "train.log"
+            log = bundled_site.out / "evidence" / folder / "train.log.txt"  # .txt: every host serves it as text
             assert log.read_bytes() == (REPO / folder / "train.log").read_bytes()
-            steps = list(csv.DictReader(io.StringIO((log.parent / "train-steps.csv").read_text())))
+            steps = list(csv.DictReader(io.StringIO((log.parent / "train-steps.csv.txt").read_text())))
             table = read_log(REPO / folder / "train.log")
             assert [int(row["step"]) for row in steps] == [step.step for step in table.steps]
             assert [row["loss"] for row in steps] == ["" if s.loss is None else str(s.loss) for s in table.steps]
-            assert {log.resolve(), (log.parent / "train-steps.csv").resolve()} <= set(links), entry.slug
+            assert {log.resolve(), (log.parent / "train-steps.csv.txt").resolve()} <= set(links), entry.slug
             if (REPO / folder / "command.sh").exists():
-                assert (log.parent / "command.sh").resolve() in links
+                assert (log.parent / "command.sh.txt").resolve() in links
 
 
 def test_a_reproduction_links_its_stored_log(bundled_site):
     html = (bundled_site.out / f"recipes/{OURS_8B}.html").read_text(encoding="utf-8")
     log = "runs/reproductions/qwen3-8b-h200x2-rerun-20261130/ours/train.log"
-    assert f'href="../../../evidence/{log}"' in html
-    assert (bundled_site.out / "evidence" / log).read_bytes() == (REPO / log).read_bytes()
+    assert f'href="../../../evidence/{log}.txt"' in html
+    assert (bundled_site.out / "evidence" / f"{log}.txt").read_bytes() == (REPO / log).read_bytes()
 
 
 def test_every_board_exports_as_csv_with_every_rank(bundled_site):

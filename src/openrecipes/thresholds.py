@@ -77,3 +77,9 @@ PIPELINE_CONVERGENCE = ConvergenceThresholds()
 PLACEMENT_ONLY = PlacementOnlyTolerance()
 OPTIMIZER_OFFLOAD = OptimizerOffloadBounds()
 PUBLISHED_FLOPS = PublishedFlopsTolerance()
+
+
+# The largest training log or loss curve `measure`, `reproduce` and `record` accept. Logs are read as streams, so
+# memory does not grow with it; it bounds the time a read takes. A 2 GiB Megatron log of 200,000 steps, mostly NCCL
+# lines, is measured (benchmarks/log_memory.py); a file over twice that is an archive or a dump, not one run's log.
+MAX_LOG_BYTES = 4 * 2**30

@@ -92,13 +92,17 @@ def reproduce_command(
     root, tables = _catalog_of(recipe, catalog)
     loaded = load_recipe(recipe)
     reproduced = reproduce(loaded, logs, root, tables, by, note)
-    if write:
+    written = write and reproduced.holds  # a run that fails the check is reported, never added to the recipe
+    if written:
         write_reproduction(recipe, reproduced, tables)
     if as_json:
         print(json_text(reproduced.as_json()))
     else:
-        _print_reproduction(reproduced, recipe, write)
+        _print_reproduction(reproduced, recipe, written)
     if not reproduced.holds:
+        if write:
+            typer.echo(f"not written to {recipe}: the reproduction does not hold (outside the noise band or its "
+                       "loss curve fails)", err=True)
         raise typer.Exit(EXIT_CHECK_FAILED)
 
 
@@ -141,6 +145,7 @@ def record_command(
     from openrecipes.atomic import locked
     from openrecipes.audit.record import recipe_text, record, reference_arm, run_arm, write_recipe
     from openrecipes.catalog.store import load_recipe
+    from openrecipes.measure.logtext import require_log_text
 
     root, tables = _catalog_of(like, catalog)
     base = load_recipe(like)
@@ -148,7 +153,10 @@ def record_command(
         if base.runs is None:
             raise UserError(f"{like}: names no runs:, so there is no reference arm; give --reference RUN_DIR")
         reference = root / (base.runs.reference or base.runs.candidate)
-    recorded = record(base, run_arm(run_dir, base.run), reference_arm(base, reference, root, tables), root, tables)
+    arms = run_arm(run_dir, base.run), reference_arm(base, reference, root, tables)
+    for arm in arms:
+        require_log_text(arm.log)  # evidence the site ships: a training log, never a page or script
+    recorded = record(base, *arms, root, tables)
     path = like.resolve().parent / f"{name}.yaml"
     header = "# Written by `openrecipes record` from a measured run; fields: schema/recipe.schema.yaml.\n"
     with locked(path):  # one writer of a name at a time: a second `record` of it finds the first one's file

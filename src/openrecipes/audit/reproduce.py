@@ -22,6 +22,7 @@ from openrecipes.catalog.yamlio import parse_yaml
 from openrecipes.digest import file_sha256
 from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log_lines
+from openrecipes.measure.logtext import require_log_text
 from openrecipes.measure.result import clip_window, measure, read_run, run_inputs
 from openrecipes.measure.stack import StackLine, read_stack_line
 from openrecipes.steptable import StepTable
@@ -97,6 +98,8 @@ def same_run(logs: list[Path], table: StepTable, recipe: Recipe, root: Path, ski
 def reproduce(recipe: Recipe, logs: list[Path], root: Path, tables: ReferenceTables, by: str,
               note: str | None = None, skip: int | None = None) -> Reproduced:
     """`logs` measured as a reproduction of `recipe`; `skip`: the index of the entry they are (the audit)."""
+    for log in logs:
+        require_log_text(log)  # evidence the site ships: a training log, never a page or script holding step lines
     table = read_run(logs)
     steps = table.steps[-1].step + 1
     window = clip_window(recipe.result.window, steps)

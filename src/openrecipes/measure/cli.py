@@ -27,11 +27,14 @@ def measure_command(
     as_json: Annotated[bool, typer.Option("--json", help="print the result block as JSON")] = False,
 ) -> None:
     """The result block of a run from its raw logs: tokens/s per GPU, step-time CV, MFU, $/1M tokens, GPU-hours."""
+    from openrecipes.measure.logtext import require_log_text
     from openrecipes.measure.result import inputs_from_recipe, measure, read_run
     from openrecipes.measure.write import write_result
 
     if write and recipe is None:
         raise UserError("--write needs --recipe: the recipe whose result: block is written")
+    for log in logs:
+        require_log_text(log)
     inputs = inputs_from_recipe(recipe) if recipe else None
     measured = measure(read_run(logs), inputs, window)
     result = measured.as_json()

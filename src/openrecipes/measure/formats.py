@@ -73,6 +73,11 @@ _FORMATS: dict[str, LogFormat] = {log_format.name: log_format
                                   for engine in ENGINES for log_format in engine.log_formats}
 
 
+def step_line_patterns() -> list[tuple[str, re.Pattern[str]]]:
+    """The step line of every text format (a word each such line holds, and the line): what its reader reads."""
+    return [(log_format.word, log_format.step_line) for log_format in _FORMATS.values()]
+
+
 def prints_stack(log_format: str) -> bool:
     """Whether a log of this format holds the `openrecipes stack:` line (our entry module prints it on rank 0)."""
     return log_format in _FORMATS and _FORMATS[log_format].prints_stack

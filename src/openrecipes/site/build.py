@@ -1,7 +1,9 @@
 """Writes the static site: every page rendered from page records, the plots, the YAML downloads, recipes.json.
 
 Every recipe string reaches HTML through Jinja's autoescape and reaches JavaScript only as JSON data read with
-textContent, so a recipe cannot inject markup or script; the pages' CSP forbids inline script and style as well.
+textContent, so a recipe cannot inject markup or script; the pages' CSP forbids inline script and style as well, and
+runs only the site's own scripts: a file a contributor put in the catalog (a log, whatever it holds) is never one of
+them, wherever it lands in the site.
 
 A build appears as one unit: it is written into a sibling folder and switched in with one atomic exchange, so a
 reader (or a build killed at any instant) sees the old complete site or the new complete one, never a mix. Builds
@@ -10,10 +12,12 @@ into one folder take a lock beside it: a second build waits for the first instea
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import fcntl
 import glob
+import hashlib
 import json
 import os
 import posixpath
@@ -61,8 +65,18 @@ from openrecipes.site.scaling import record_sweeps, sweeps_svg
 from openrecipes.textfile import MIB, read_text, shown
 
 HERE = Path(__file__).parent
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; "
-       "base-uri 'none'; form-action 'none'")
+# A page's one inline script, allowed by its sha256: it loads the site's own scripts its data-load names (and no
+# other: they are listed here), from the site's own folders (data-base holds only "../" steps), in that order. The CSP
+# trusts what it loads ('strict-dynamic': the compare page's per-recipe data, which site.js loads, too) and nothing
+# else, so no file of the catalog runs as a script wherever it lands in the site. Scripts named by hash directly
+# would need an `integrity` attribute, which browsers do not check on file:// pages (the site works from them).
+LOADER = ('(function(){var s=document.currentScript,b=s.getAttribute("data-base");if(!/^(\\.\\.\\/)*$/.test(b))'
+          'return;s.getAttribute("data-load").split(" ").forEach(function(p){'
+          'if(["answers.js","compare/index.js","static/site.js"].indexOf(p)<0)return;'
+          'var e=document.createElement("script");e.src=b+p;e.async=false;document.head.appendChild(e);});})();')
+LOADER_HASH = "sha256-" + base64.b64encode(hashlib.sha256(LOADER.encode("utf-8")).digest()).decode("ascii")
+CSP = (f"default-src 'self'; script-src '{LOADER_HASH}' 'strict-dynamic'; style-src 'self'; img-src 'self' data:; "
+       "object-src 'none'; base-uri 'none'; form-action 'none'")
 # Written into every build so a rebuild may clear the folder; a folder without it is never emptied.
 BUILD_MARKER = ".openrecipes-site"
 # A page is a recipe (at most 1 MiB of YAML) and its figures; a larger one means a runaway input, not a page.
@@ -85,8 +99,9 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(tokens_board=fmt.tokens_board, tokens_detail=fmt.tokens_detail, usd=fmt.usd,
                        notes=_notes, note_line=_note_line)
-    env.globals.update(csp=CSP, fmt=fmt, citations=read_yaml(HERE / "citations.yaml").data, page_of=recipe_page_path,
-                       yaml_of=recipe_yaml_path, plan_of=lambda section: plan_page_path(section.folder),
+    env.globals.update(csp=CSP, loader=Markup(LOADER), fmt=fmt, citations=read_yaml(HERE / "citations.yaml").data,
+                       page_of=recipe_page_path, yaml_of=recipe_yaml_path,
+                       plan_of=lambda section: plan_page_path(section.folder),
                        reproductions_of=reproduction_summary, evidence_levels=BOARD_LEVELS, inline_plot=_inline_plot,
                        precision_of=prediction_precision, precision_family=precision_family, evidence_of=evidence_path,
                        training_of=training, describe=describe)

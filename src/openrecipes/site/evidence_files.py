@@ -1,6 +1,12 @@
 """The evidence behind the site's figures, shipped with it as small text files so a reader can check a figure
 without the repository: each re-derived recipe's raw logs and commands, the steps our log reader read from them (as
-CSV), the logs of our runs the Plan pages set beside the planner, and every leaderboard as CSV."""
+CSV), the logs of our runs the Plan pages set beside the planner, and every leaderboard as CSV.
+
+Every file a contributor's run put in the catalog is shipped under its name with `.txt` added (train.log.txt,
+command.sh.txt, train-steps.csv.txt): any static host serves that as plain text, which no browser runs or renders as
+a page, whatever the file holds and whatever its own name was (`.html`, `.svg`, `.js`). It opens in the browser as
+text, as `serve` sends it.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from openrecipes.catalog.store import RecipeEntry
 from openrecipes.errors import UserError
 
 EVIDENCE_FOLDER = "evidence"  # in the site: the catalog's own paths beneath it
+TEXT_SUFFIX = ".txt"  # the one suffix every static host serves as text/plain
 COMMAND_FILE = "command.sh"  # the command a runs/ folder stores beside its log, shipped where present
 STEP_COLUMNS = ("step", "loss", "step_time_s", "grad_norm", "memory_gib")
 
@@ -26,8 +33,8 @@ class EvidenceFile:
 
 
 def evidence_path(catalog_path: str) -> str:
-    """Where a file of the catalog (runs/.../train.log) lies in the site."""
-    return f"{EVIDENCE_FOLDER}/{catalog_path}"
+    """Where a file of the catalog (runs/.../train.log) lies in the site: its path with `.txt` added."""
+    return f"{EVIDENCE_FOLDER}/{catalog_path}{TEXT_SUFFIX}"
 
 
 def _csv(columns: tuple[str, ...], rows: Iterable[list]) -> bytes:

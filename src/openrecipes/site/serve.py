@@ -7,6 +7,10 @@ reset by every byte: a byte every few seconds would hold a thread for ever); a r
 CONNECTION_TIMEOUT_S ends the connection; at most MAX_THREADS connections are served at once (more wait in the
 listen backlog), enough that a hundred slow clients leave threads for the others; nothing is logged unless asked
 for.
+
+What it serves is resolved to a real path, `index.html` included, and must lie inside the folder: a symbolic link out
+of it (a folder `serve` did not build may hold one) is a 404. Logs, CSVs, YAML and everything under `evidence/` are
+sent as `text/plain; charset=utf-8` with `nosniff`, so they open as text and never run, whatever their name.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from openrecipes.site.build import CSP
+from openrecipes.site.evidence_files import EVIDENCE_FOLDER
 
 # The pages' own CSP (a <meta> tag) cannot forbid framing; only a header can.
 HEADER_CSP = f"{CSP}; frame-ancestors 'none'"
@@ -32,6 +37,7 @@ HEADER_DEADLINE_S = 5.0  # a browser sends a request's line and headers in one p
 MAX_THREADS = 256
 LISTEN_BACKLOG = 128
 MAX_PATH_CHARS = 1024  # the site's longest URL is under 200 characters
+PLAIN_TEXT = "text/plain; charset=utf-8"
 
 
 def _quiet() -> bool:
@@ -45,8 +51,8 @@ class SiteRequestHandler(http.server.SimpleHTTPRequestHandler):
     timeout = CONNECTION_TIMEOUT_S  # socket timeout: a silent client is disconnected, its thread freed
     default_request_version = "HTTP/1.0"  # every answer, an error to a malformed request too, has a status line
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
-                      ".yaml": "text/plain; charset=utf-8", ".json": "application/json",
-                      ".js": "text/javascript; charset=utf-8", ".svg": "image/svg+xml"}
+                      **dict.fromkeys((".txt", ".log", ".csv", ".yaml", ".yml", ".sh", ".out", ".jsonl"), PLAIN_TEXT),
+                      ".json": "application/json", ".js": "text/javascript; charset=utf-8", ".svg": "image/svg+xml"}
 
     def setup(self) -> None:
         super().setup()
@@ -87,6 +93,13 @@ class SiteRequestHandler(http.server.SimpleHTTPRequestHandler):
             return False
         return not any(ord(ch) < 0x20 or ch == "\x7f" for ch in path)
 
+    def guess_type(self, path) -> str:  # noqa: ANN001 (http.server's signature)
+        """Evidence is text, whatever its name: a page or script a contributor shipped as a log never runs."""
+        root = Path(self.directory).resolve()
+        if Path(path).is_relative_to(root / EVIDENCE_FOLDER):
+            return PLAIN_TEXT
+        return super().guess_type(path)
+
     def translate_path(self, path: str) -> str:
         root = Path(self.directory).resolve()
         parts = [p for p in posixpath.normpath(unquote(urlsplit(path).path)).split("/") if p not in ("", ".", "..")]
@@ -94,10 +107,10 @@ class SiteRequestHandler(http.server.SimpleHTTPRequestHandler):
         try:
             target = root.joinpath(*parts).resolve()
             if target.is_dir():
-                target = target / "index.html"
+                target = (target / "index.html").resolve()  # an index.html may be a link too
         except (OSError, ValueError, RuntimeError):  # a name too long, a null byte, a symlink loop: not a page
             return outside
-        # resolve() followed any symlink: whatever it names must still lie inside the site folder.
+        # resolve() followed every symlink: whatever it names must still lie inside the site folder.
         return str(target) if target.is_relative_to(root) else outside
 
     def list_directory(self, path):  # noqa: ANN001 (http.server's signature)

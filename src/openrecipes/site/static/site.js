@@ -543,7 +543,8 @@
     target.scrollIntoView();
   }
 
-  document.addEventListener("DOMContentLoaded", function () {
+  // The page's loader adds this script while the page is read or after: start now if the page is read already.
+  function start() {
     openTarget();
     window.addEventListener("hashchange", openTarget);
     initIndexFilters();
@@ -554,5 +555,10 @@
     initFilters();
     initRecordFilters();
     initCompare();
-  });
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
 }());
