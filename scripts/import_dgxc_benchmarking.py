@@ -5,7 +5,7 @@ cell, from the stored excerpts in data/record-sources/dgxc-benchmarking/<release
     PYTHONPATH=src python scripts/import_dgxc_benchmarking.py [--root CATALOG] [--allow-removals]
 
 Each cell becomes recipes/<model>/<gpu>/record-dgxc-<release>-<precision>-<GPUs>-<layout>-gbs<N>.yaml; the cells of
-one table share a sweep id. The parsing and the entry live in openrecipes.catalog.record_dgxc, which `openrecipes
+one table share a sweep id. The parsing and the entry live in openrecipes.record.dgxc, which `openrecipes
 audit` uses to re-derive every entry from its excerpt.
 """
 
@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 from openrecipes.catalog.hardware import load_reference_tables
-from openrecipes.catalog.record_dgxc import SOURCE, TAG, entry, parse, uncarded
-from openrecipes.catalog.record_import import Imported, ImportResult, Skipped, run_script, write_entries
-from openrecipes.catalog.record_sources import excerpt_files, read_excerpt
+from openrecipes.record.dgxc import SOURCE, TAG, entry, parse, uncarded
+from openrecipes.record.importer import Imported, ImportResult, Skipped, run_script, write_entries
+from openrecipes.record.sources import excerpt_files, read_excerpt
 
 
 def import_dgxc_benchmarking(root: Path, allow_removals: bool = False) -> ImportResult:

@@ -18,7 +18,8 @@ from typing import Any
 
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.model import MAX_COUNT, MAX_DEGREE
-from openrecipes.catalog.record_import import (
+from openrecipes.errors import UserError
+from openrecipes.record.importer import (
     Imported,
     ImportResult,
     Skipped,
@@ -36,7 +37,6 @@ from openrecipes.catalog.record_import import (
     with_variants,
     write_entries,
 )
-from openrecipes.errors import UserError
 
 REPOSITORY = "NVIDIA-NeMo/Megatron-Bridge"
 FILES = ("docs/performance-summary.md", "docs/performance-summary-archive.md")

@@ -8,7 +8,7 @@ entries, one per submission (the median of its runs), from the stored excerpts i
 Each submission becomes
 recipes/<model>/<gpu>/record-mlperf-<round>-<precision>-<GPUs>-<layout>-<submitter>-<system tag>.yaml (the tag: six hex digits
 of the system's folder name).
-The parsing and the entry live in openrecipes.catalog.record_mlperf, which `openrecipes audit` uses to re-derive
+The parsing and the entry live in openrecipes.record.mlperf, which `openrecipes audit` uses to re-derive
 every entry from its excerpts.
 """
 
@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 from openrecipes.catalog.hardware import load_reference_tables
-from openrecipes.catalog.record_import import Imported, ImportResult, Skipped, run_script, write_entries
-from openrecipes.catalog.record_mlperf import TAG, entry, submissions
+from openrecipes.record.importer import Imported, ImportResult, Skipped, run_script, write_entries
+from openrecipes.record.mlperf import TAG, entry, submissions
 
 
 def import_mlperf_training(root: Path, allow_removals: bool = False) -> ImportResult:

@@ -19,7 +19,8 @@ from typing import Any
 
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import MAX_COUNT, MAX_DEGREE
-from openrecipes.catalog.record_import import (
+from openrecipes.errors import UserError
+from openrecipes.record.importer import (
     Imported,
     ImportResult,
     Skipped,
@@ -36,7 +37,6 @@ from openrecipes.catalog.record_import import (
     with_variants,
     write_entries,
 )
-from openrecipes.errors import UserError
 
 REPOSITORY = "pytorch/torchtitan"
 FILES = {  # path -> the short name its entries carry

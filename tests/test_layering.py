@@ -17,7 +17,7 @@ FLOORS = {
     "rows": 2,
     "engines": 3,
     "catalog": 4,
-    "plan": 5, "probe": 5,
+    "plan": 5, "probe": 5, "record": 5,
     "measure": 6,
     "verify": 7,
     "audit": 8,

@@ -14,9 +14,9 @@ from conftest import REPO, openrecipes
 from openrecipes import figures
 from openrecipes.catalog.hardware import load_reference_tables
 from openrecipes.catalog.published import check_published, flops_per_token, published_figures, published_label
-from openrecipes.catalog.record_sources import read_excerpt
 from openrecipes.catalog.store import load_catalog
 from openrecipes.catalog.validate import validate_file
+from openrecipes.record.sources import read_excerpt
 from openrecipes.thresholds import PUBLISHED_FLOPS
 
 MEGATRON = (REPO / "recipes/llama-3.1-405b/h100/"

@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO
 
 from openrecipes.audit.review import audit
-from openrecipes.catalog.record_import import run_script
+from openrecipes.record.importer import run_script
 
 SPEC = importlib.util.spec_from_file_location("import_dgxc_benchmarking", REPO / "scripts/import_dgxc_benchmarking.py")
 DGXC = importlib.util.module_from_spec(SPEC)

@@ -18,8 +18,8 @@ from test_public_record import MEGATRON, MOE, TORCHTITAN
 from test_public_record_import import GOOD_ROW, HEADER, _catalog, _summary
 from test_public_record_import import MEGATRON as IMPORTER
 
-from openrecipes.catalog.record_import import run_script
 from openrecipes.catalog.validate import validate_file
+from openrecipes.record.importer import run_script
 
 ENTRIES = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in (MEGATRON, MOE, TORCHTITAN)]
 FUZZ = settings(max_examples=examples(200), deadline=None,

@@ -13,8 +13,8 @@ import sys
 import pytest
 from conftest import REPO
 
-from openrecipes.catalog.record_import import markdown_tables, run_script
 from openrecipes.errors import UserError
+from openrecipes.record.importer import markdown_tables, run_script
 
 
 def _script(name):

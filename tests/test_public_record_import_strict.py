@@ -13,8 +13,8 @@ from conftest import REPO
 from test_public_record_import import GOOD_ROW, MEGATRON, TORCHTITAN, _catalog, _run, _summary
 
 from openrecipes import atomic
-from openrecipes.catalog.record_import import parse_count, parse_figure, parse_precision
 from openrecipes.errors import UserError
+from openrecipes.record.importer import parse_count, parse_figure, parse_precision
 
 STORED = "data/public-record/NVIDIA-NeMo/Megatron-Bridge/docs/performance-summary.md:12"
 FORTY = "9" * 40
@@ -98,7 +98,7 @@ def test_an_import_that_fails_while_writing_leaves_recipes_as_it_was(tmp_path, c
     def no_room(new, old):
         raise OSError(28, "No space left on device", str(old))
 
-    monkeypatch.setattr("openrecipes.catalog.record_import.publish_folder", no_room)
+    monkeypatch.setattr("openrecipes.record.importer.publish_folder", no_room)
     code, _, err = _run(MEGATRON, root, capsys, "--allow-removals")
     assert code == 2 and err.count("\n") == 1
     assert _files(root) == before and not list(root.glob(".import-*"))

@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO
 
 from openrecipes.audit.review import audit
-from openrecipes.catalog.record_import import run_script
+from openrecipes.record.importer import run_script
 
 SPEC = importlib.util.spec_from_file_location("import_mlperf_training", REPO / "scripts/import_mlperf_training.py")
 MLPERF = importlib.util.module_from_spec(SPEC)

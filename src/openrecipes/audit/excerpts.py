@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from openrecipes.catalog import record_dgxc, record_mlperf
 from openrecipes.catalog.model import PublishedSummary
 from openrecipes.catalog.yamlio import YamlDocument
 from openrecipes.errors import UserError
+from openrecipes.record import dgxc as record_dgxc
+from openrecipes.record import mlperf as record_mlperf
 from openrecipes.verdict import Finding
 
 

@@ -55,6 +55,11 @@ class PublishedFigures:
         return None if published is None else published / self.implied_tflops_per_gpu
 
 
+# Every imported entry is recipes/<model>/<gpu>/record-<source>-....yaml (openrecipes.record.importer writes them;
+# the catalog tells the public record from the seeds' summaries by it)
+ENTRY_PREFIX = "record-"
+
+
 def data_parallel(run: PublishedRun, gpus: int) -> float:
     layout = run.layout
     if engine_of_framework(run.engine).layout.fsdp:  # the data-parallel ranks an FSDP engine names are its shards

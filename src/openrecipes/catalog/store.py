@@ -10,7 +10,7 @@ from pathlib import Path
 from openrecipes.catalog.command import ParsedRun
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import PublishedSummary, Recipe
-from openrecipes.catalog.record_import import ENTRY_PREFIX
+from openrecipes.catalog.published import ENTRY_PREFIX
 from openrecipes.catalog.validate import FileReport, recipe_files, validate_file
 from openrecipes.errors import UserError
 from openrecipes.forked import forked_map

@@ -34,15 +34,14 @@ from openrecipes.catalog.hardware import (
 )
 from openrecipes.catalog.model import MAX_DEGREE, PUBLISHED_PRECISIONS, PublishedSummary, SummaryGpu
 from openrecipes.catalog.paths import bundled_root
-from openrecipes.catalog.published import check_published
-from openrecipes.catalog.record_sources import SEPARATOR, cells
+from openrecipes.catalog.published import ENTRY_PREFIX, check_published
 from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import EXIT_BAD_INPUT, UserError
+from openrecipes.record.sources import SEPARATOR, cells
 from openrecipes.textfile import MIB, read_text
 
 MANIFEST = Path("data/public-record/manifest.yaml")
 MAX_SOURCE_BYTES = 4 * MIB  # the largest stored table today is 44 KB
-ENTRY_PREFIX = "record-"  # every imported file is recipes/<model>/<gpu>/record-<source>-....yaml
 
 
 # Short spellings in file names only (the entry itself names the precision in full).

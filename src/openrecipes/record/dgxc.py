@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openrecipes.catalog.record_import import Skipped, entry_name
-from openrecipes.catalog.record_sources import (
+from openrecipes.errors import UserError
+from openrecipes.record.importer import Skipped, entry_name
+from openrecipes.record.sources import (
     SEPARATOR,
     Decimal,
     Excerpt,
@@ -37,7 +38,6 @@ from openrecipes.catalog.record_sources import (
     pin_problem,
     read_excerpt,
 )
-from openrecipes.errors import UserError
 
 SOURCE = "dgxc-benchmarking"
 REPOSITORY = "NVIDIA/dgxc-benchmarking"

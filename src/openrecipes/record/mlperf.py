@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from openrecipes.catalog.model import MAX_DEGREE
-from openrecipes.catalog.record_import import Skipped, entry_name
-from openrecipes.catalog.record_sources import (
+from openrecipes.errors import UserError
+from openrecipes.jsonout import read_json
+from openrecipes.record.importer import Skipped, entry_name
+from openrecipes.record.sources import (
     EXCERPTS,
     Excerpt,
     ParsedLayout,
@@ -31,8 +33,6 @@ from openrecipes.catalog.record_sources import (
     pin_problem,
     read_excerpt,
 )
-from openrecipes.errors import UserError
-from openrecipes.jsonout import read_json
 
 SOURCE = "mlperf-training"
 TAG = "mlperf"
@@ -278,7 +278,7 @@ class Submission:
 
 def submissions(root: Path, skipped: list[Skipped]) -> list[Submission]:
     """Every importable submission of the stored excerpts; the others are reported in `skipped`."""
-    from openrecipes.catalog.record_sources import excerpt_files
+    from openrecipes.record.sources import excerpt_files
 
     files = excerpt_files(root, SOURCE)
     folders: dict[str, list[str]] = {}
