@@ -182,6 +182,7 @@ class ReferenceTables:
     instances: dict[str, InstanceSpec]
     models: dict[str, ModelCard]  # by model name
     model_files: dict[str, Path]  # model name -> card path (its stem is the recipes/ folder name)
+    root: Path  # the catalog they were read from: its hardware/gpus.yaml is the one the planner reads for it
 
 
 def _validated(row_model: type[Strict], data: Any, doc: YamlDocument, *key: object) -> Any:
@@ -331,6 +332,7 @@ def load_reference_tables(root: Path | None = None) -> ReferenceTables:
         instances=_load_table(hardware / "instances.yaml", InstanceSpec),
         models=models,
         model_files=model_files,
+        root=root,
     )
 
 

@@ -34,6 +34,7 @@ class Links:
     # NCCL's bus bandwidth inside the domain as a probe of the part measured it (an all-reduce of the largest message
     # among the whole domain), in place of the link's datasheet figure times the assumed bus efficiency
     measured_nvlink_bytes_per_s: float | None = None
+    catalog_root: Path | None = None  # the catalog whose hardware/gpus.yaml holds the part (None: the bundled one)
 
 
 EFFICIENCY = "compute_efficiency."  # prefix of the fitted efficiencies' names in calibration.yaml
@@ -101,16 +102,16 @@ FITTED_FIELDS = ("compile_speedup", "cp_attention_efficiency", "microbatch_overh
                  "torchtitan_expert_efficiency", "megatron_expert_efficiency", "routing_load_cv")
 
 
-def links(variant: str, gpu: GpuSpec) -> Links:
+def links(variant: str, gpu: GpuSpec, catalog_root: Path | None = None) -> Links:
     """A part's memory and links as the planner reads them, from its hardware/gpus.yaml block and, where the catalog
     holds a probe of the part, its measured bus bandwidth inside the domain. Without the driver's memory.total, the
     vendor's GB is read as decimal: the smaller, safe reading. Datasheets print scale-up bandwidth both directions
     together; a collective moves each byte one way, so half of it is the planner's."""
     capacity = gpu.capacity_gib if gpu.capacity_gib is not None else gpu.memory_gb * GB / GIB
-    probe = tables_for(variant, default_catalog_root())
+    probe = tables_for(variant, catalog_root or default_catalog_root())
     measured = probe.collective_bytes_per_s("all_reduce", PROBED_MESSAGE_BYTES, gpu.scale_up.domain) if probe else None
     return Links(gpu.type, variant, capacity, gpu.scale_up.domain, gpu.scale_up.gb_s / 2 * GB,
-                 gpu.scale_out.gbit_s / 8 * GB, gpu.gpus_per_node or gpu.scale_up.domain, measured)
+                 gpu.scale_out.gbit_s / 8 * GB, gpu.gpus_per_node or gpu.scale_up.domain, measured, catalog_root)
 
 
 # The message a probe's bus bandwidth is read at: 1 GiB, the largest a probe measures, where NCCL reaches its peak.

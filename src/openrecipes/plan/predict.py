@@ -86,6 +86,7 @@ class Prediction:
     peak_fits: bool  # the predicted peak is below capacity (it may still run out of memory inside the margin)
     fits: bool  # the predicted peak leaves at least the margin free: a layout the planner bets on
     moe: bool  # the model is a mixture of experts (its range is set by MoE points where there are enough)
+    catalog_root: Path | None = None  # the catalog whose hardware/gpus.yaml holds the part
 
     @property
     def fit_label(self) -> str:
@@ -93,7 +94,8 @@ class Prediction:
 
     @property
     def interval(self) -> Interval:
-        return interval(self.layout.engine, self.variant, self.layout, self.tokens_per_s_per_gpu, self.moe)
+        return interval(self.layout.engine, self.variant, self.layout, self.tokens_per_s_per_gpu, self.moe,
+                        self.catalog_root)
 
     @property
     def _largest_part(self) -> str:
@@ -152,7 +154,7 @@ def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Cont
     if problem := variant_issue(request.gpu_type, variant, tables):
         raise UserError(problem)
     spec = tables.variants[variant]
-    gpu_links = links(variant, spec)
+    gpu_links = links(variant, spec, tables.root)
     node = gpu_links.gpus_per_node
     if request.gpus < 1 or (request.gpus > node and request.gpus % node):
         raise UserError(f"--gpus {request.gpus}: not a whole number of {node}-GPU {request.gpu_type} nodes "
@@ -209,7 +211,7 @@ def _prediction(ctx: Context, layout: Layout, memory: MemoryEstimate, step: Step
         usd_per_million_tokens=(figures.usd_per_million_tokens(ctx.usd_per_gpu_hour, throughput)
                                 if ctx.usd_per_gpu_hour else None),
         gpu_type=request.gpu_type, variant=ctx.links.variant, margin_gib=margin, headroom_gib=headroom,
-        peak_fits=headroom >= 0, fits=headroom >= margin, moe=ctx.shape.is_moe)
+        peak_fits=headroom >= 0, fits=headroom >= margin, moe=ctx.shape.is_moe, catalog_root=ctx.links.catalog_root)
 
 
 def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list[Prediction]:

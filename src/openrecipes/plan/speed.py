@@ -264,7 +264,7 @@ def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, peak_
         # Ring attention's score FLOPs at cp_attention_efficiency: counted as that many more FLOPs at the efficiency.
         flops_per_token += shape.attention_flops_per_token(row_tokens) * (1 / calibration.cp_attention_efficiency - 1)
     flops = mean_rows * row_tokens * flops_per_token * imbalance / (layout.tp * layout.cp * layout.pp)
-    efficiency = variant_efficiency(calibration, layout.engine, links.variant)
+    efficiency = variant_efficiency(calibration, layout.engine, links.variant, links.catalog_root)
     if rules.compiles and layout.compile:
         efficiency *= calibration.compile_speedup
     seconds = flops / (peak_flops * efficiency)

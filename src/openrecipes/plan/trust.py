@@ -213,19 +213,20 @@ def range_basis(likeness: Likeness, exclude_source: str | None = None) -> tuple[
     return tuple(p.source_error for p in points), "every measured point"
 
 
-def interval(engine: str, variant: str, layout: Layout, tokens_per_s: float, moe: bool) -> Interval:
+def interval(engine: str, variant: str, layout: Layout, tokens_per_s: float, moe: bool,
+             catalog_root: Path | None = None) -> Interval:
     """The range the left-out errors put around a prediction (measured = predicted / (1 + error)): the central 90% of
     the leave-one-source-out errors of the points most like it (range_basis)."""
     likeness = Likeness(_covered(engine, variant), engine, precision_class(layout), moe, band_of(layout.gpus))
-    high, low, basis, constrained = _error_bounds(likeness, variant, layout_features(layout))
+    high, low, basis, constrained = _error_bounds(likeness, variant, layout_features(layout), catalog_root)
     return Interval(round(tokens_per_s / high, 1), round(tokens_per_s / low, 1), basis, constrained)
 
 
-def _carried_note(engine: str, variant: str) -> str:
+def _carried_note(engine: str, variant: str, catalog_root: Path | None) -> str:
     from openrecipes.plan.constants import calibration
     from openrecipes.plan.variants import efficiency_source
 
-    source = efficiency_source(calibration(), engine, variant)
+    source = efficiency_source(calibration(), engine, variant, catalog_root)
     if source.own:
         return ""
     return (f"{variant} has no measured {engine} point of its own: its efficiency is {source.source}'s carried by "
@@ -233,12 +234,14 @@ def _carried_note(engine: str, variant: str) -> str:
 
 
 @cache  # the same for every layout with these features: worked out once, not per layout
-def _error_bounds(likeness: Likeness, variant: str, features: frozenset[str]) -> tuple[float, float, str, bool]:
+def _error_bounds(likeness: Likeness, variant: str, features: frozenset[str],
+                  catalog_root: Path | None) -> tuple[float, float, str, bool]:
     """(1 + the high error, 1 + the low error, the basis, constrained): what predicted tokens/s are divided by."""
     errors, where = range_basis(likeness)
     low, high = central(errors)
-    basis = (f"{SOURCE_LEFT_OUT}: {_carried_note(likeness.engine, variant)}central {COVERAGE:.0%} of the errors of "
-             f"{len(errors)} points ({where}) predicted without their publisher ({low:+.1%} to {high:+.1%})")
+    carried = _carried_note(likeness.engine, variant, catalog_root)
+    basis = (f"{SOURCE_LEFT_OUT}: {carried}central {COVERAGE:.0%} of the errors of {len(errors)} points ({where}) "
+             f"predicted without their publisher ({low:+.1%} to {high:+.1%})")
     missing = sorted(features - set(stored()["measured_features"][likeness.engine]))
     if missing:
         basis += f"; no measured {likeness.engine} layout with {', '.join(missing)}: doubled"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 from openrecipes.catalog.hardware import GpuSpec, load_reference_tables
 from openrecipes.catalog.paths import default_catalog_root
@@ -55,17 +56,19 @@ def _clock(spec: GpuSpec, specs: dict[str, GpuSpec]) -> float:
 PROBED_GEMM = (8192, 8192, 8192)
 
 
-def _probe(part: str) -> ProbeTables | None:
+def _probe(part: str, catalog_root: Path) -> ProbeTables | None:
     """A probe of the part committed to the catalog (hardware/probes/<part>.json, openrecipes.probe), or None."""
-    return tables_for(part, default_catalog_root())
+    return tables_for(part, catalog_root)
 
 
-def physical_ratio(target: str, source: str, specs: dict[str, GpuSpec], share: float) -> float:
+def physical_ratio(target: str, source: str, specs: dict[str, GpuSpec], share: float,
+                   catalog_root: Path | None = None) -> float:
     """Efficiency on part `target` over efficiency on part `source`: (1 - share) of the time scales with the GEMMs,
     `share` with HBM bandwidth. Where both parts have a probe, both terms are measured (their BF16 GEMM efficiencies
     and copy bandwidths), between any two chips; else, for one chip, the sustained clocks under their power and the
     datasheets' bandwidths, and between two chips 1 (carried as it is)."""
-    measured_target, measured_source = _probe(target), _probe(source)
+    root = catalog_root or default_catalog_root()
+    measured_target, measured_source = _probe(target, root), _probe(source, root)
     if measured_target and measured_source:
         compute = (measured_source.gemm_efficiency(*PROBED_GEMM, "bf16")
                    / measured_target.gemm_efficiency(*PROBED_GEMM, "bf16"))
@@ -79,33 +82,37 @@ def physical_ratio(target: str, source: str, specs: dict[str, GpuSpec], share: f
 
 
 @cache
-def carried(engine: str, variant: str, measured: frozenset[str], share: float) -> Carried:
+def carried(engine: str, variant: str, measured: frozenset[str], share: float,
+            catalog_root: Path | None = None) -> Carried:
     """The source of `variant`'s efficiency among the variants `measured` (those with a fitted value for the
     engine): itself, else the one of the same chip whose physical correction is smallest (H100 SXM5 at 700 W from
     H200, the same clock and power, rather than from the H100 held at 500 W), else one of another chip, the same
-    type first."""
+    type first. The measured parts are the bundled catalog's (the fit's); the part asked about may be one only the
+    catalog at `catalog_root` holds."""
     if variant in measured:
         return Carried(variant, variant, 1.0)
-    specs = load_reference_tables().variants
+    specs = {**load_reference_tables(catalog_root).variants, **load_reference_tables().variants}
     if not measured:
         raise UserError(f"no {engine} efficiency is fitted on any GPU variant; add a measured {engine} point")
-    target = specs[variant]
+    target = load_reference_tables(catalog_root).variants[variant]
+    specs[variant] = target
 
     def distance(name: str) -> tuple[bool, float, bool, str]:
-        ratio = physical_ratio(variant, name, specs, share)
+        ratio = physical_ratio(variant, name, specs, share, catalog_root)
         return (not _same_chip(target, specs[name]), abs(math.log(ratio)), specs[name].type != target.type, name)
 
     source = min(measured, key=distance)
-    return Carried(variant, source, physical_ratio(variant, source, specs, share))
+    return Carried(variant, source, physical_ratio(variant, source, specs, share, catalog_root))
 
 
-def efficiency_source(calibration: Calibration, engine: str, variant: str) -> Carried:
+def efficiency_source(calibration: Calibration, engine: str, variant: str,
+                      catalog_root: Path | None = None) -> Carried:
     prefix = f"{engine}/"
     measured = frozenset(key[len(prefix):] for key in calibration.compute_efficiency if key.startswith(prefix))
-    return carried(engine, variant, measured, calibration.memory_bound_share)
+    return carried(engine, variant, measured, calibration.memory_bound_share, catalog_root)
 
 
-def efficiency(calibration: Calibration, engine: str, variant: str) -> float:
+def efficiency(calibration: Calibration, engine: str, variant: str, catalog_root: Path | None = None) -> float:
     """The engine's fraction of dense peak inside a microbatch on this variant (own value or carried)."""
-    source = efficiency_source(calibration, engine, variant)
+    source = efficiency_source(calibration, engine, variant, catalog_root)
     return calibration.compute_efficiency[f"{engine}/{source.source}"] * source.ratio

@@ -12,7 +12,7 @@ import typer
 
 from openrecipes.atomic import check_output
 from openrecipes.catalog.model import FLOAT8_SCALINGS
-from openrecipes.catalog.paths import default_catalog_root
+from openrecipes.catalog.paths import catalog_root, default_catalog_root
 from openrecipes.catalog.store import load_catalog
 from openrecipes.errors import UserError
 from openrecipes.plan.cli import MAX_GPUS, Asked, with_request
@@ -111,7 +111,10 @@ def tune(
         raise UserError(f"--float8 {float8}: not one of {', '.join(FLOAT8_SCALINGS)}")
     if out_recipe is not None:  # told now, not after the runs
         check_output(out_recipe, "--out-recipe", None)
-    setup = tuning.setup(model, gpu, gpus, base, kernels=search_kernels, attention=search_attention, float8=float8)
+    # a base recipe's own catalog is the one planned with: its models, its parts (hardware/gpus.yaml), its runs/
+    root = catalog_root(base) if base is not None else None
+    setup = tuning.setup(model, gpu, gpus, base, root, kernels=search_kernels, attention=search_attention,
+                         float8=float8)
     if dry_run:
         print(tuning.dry_run_text(setup, budget_minutes, steps), end="")
         return

@@ -160,7 +160,8 @@ def setup(model: str, gpu_type: str, gpus: int, base_path: Path | None = None, r
     request = PlanRequest(model, gpu_type, gpus, base.workload.row_tokens, base.workload.global_batch,
                           torchtitan.ENGINE.name, variant=base.gpu.variant)
     ctx = context(request, tables)
-    prior = Efficiency(math.log(variant_efficiency(ctx.calibration, torchtitan.ENGINE.name, ctx.links.variant)))
+    prior = Efficiency(math.log(variant_efficiency(ctx.calibration, torchtitan.ENGINE.name, ctx.links.variant,
+                                                   ctx.links.catalog_root)))
     reference = as_candidate(ctx, measured_point('base', base).layout)
     if base.workload.precision != "bf16" or base.layout.float8 is not None:
         raise UserError(f"{base_path}: precision {base.workload.precision}; tune starts from a BF16 recipe (an FP8 "
