@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from functools import cache
 
@@ -87,6 +88,12 @@ def main() -> None:
         code = 1
     except UserError as error:
         _bad_input(str(error))
+    except SystemExit as done:
+        # click exits 1 when the reader closes the pipe (`| head`), yet the reader has all it wanted: no error
+        if not isinstance(done.__context__, BrokenPipeError):
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # the process's stdout: the exit's flush writes nowhere
+        code = 0
     except OSError as error:  # a path the user gave cannot be written or read: their input, not our bug
         _bad_input(f"{shown(error.filename or '')}: {error.strerror or error}; check the path")
     except RuntimeError as error:

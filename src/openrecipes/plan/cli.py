@@ -14,6 +14,7 @@ from functools import wraps
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from typer._click import core as click  # typer vendors click
@@ -34,22 +35,25 @@ from openrecipes.plan.answer import (
     published_figures,
     widened,
 )
-from openrecipes.plan.layouts import Layout
 from openrecipes.plan.levers import parse_levers
 from openrecipes.plan.predict import PlanRequest, Prediction, predict
 from openrecipes.plan.trust import check_current, memory_margin
-from openrecipes.plan.words import lever_text
+from openrecipes.plan.words import marks_legend, short_label
 
 # Non-fitting layouts shown under the fitting ones: enough to see what stops the next-larger layouts.
 NON_FITTING_SHOWN = 5
 MAX_GPUS = 2**20  # the largest GPU count the planner enumerates
-# Terminals narrower than this get the narrow table: fewer columns, the layout cell wrapped (never cut short).
+# Terminals narrower than this get the narrow table (unless --wide): one line a row at 80 columns, the columns
+# left out named under it; figures never wrap, a long layout label wraps between its words.
 WIDE_TABLE = 150
+WIDEST = 1_000  # the most a table may take with --wide
 WIDE_COLUMNS = ("#", "Layout", "Tokens/GPU", "GiB", "Headroom", "Tokens/s/GPU", "Range", "Basis", "MFU", "$/1M",
                 "Fit")
 NARROW_COLUMNS = ("#", "Layout", "tok/s/GPU", "Range", "Basis", "GiB", "Fit")
-# The text columns share the width the figures leave (which never wrap), the layout the larger part.
-COLUMN_RATIOS = {"Layout": 3, "Fit": 2}
+NARROW_LEFT_OUT = ("Tokens/GPU", "Headroom", "MFU", "$/1M", "the largest memory part of a layout that does not fit")
+COMPARE_WIDE = ("Entry", "GPUs", "Engine", "Precision", "Layout", "Published", "Held out", "Error", "Range")
+COMPARE_NARROW = ("Entry", "GPUs", "Layout", "Published", "Held out", "Error")
+COMPARE_TEXT = ("Entry", "Engine", "Precision", "Layout")
 PLAN_MODEL = "model"  # the command `plan MODEL` runs, hidden from `plan --help` (the group's help shows its usage)
 # Flags of the old spellings `plan MODEL ... --FLAG`, and the command each one is now (`--out` was --emit-recipe's).
 OLD_SPELLINGS = {"--emit-recipe": "emit", "--out": "emit", "--compare-published": "compare"}
@@ -159,17 +163,25 @@ def plan(
     asked: Asked,
     top: Annotated[int | None, typer.Option("--top", min=0, max=10**6, help="fitting layouts to show (0: all; "
                                                                             "default 20)")] = None,
+    layout: Annotated[str | None, typer.Option(
+        "--layout", help="predict exactly this layout instead of ranking them all, in the words of the table's "
+        "Layout column: \"TP4 PP8 VP5 CP2 EP8 MB1 full\" (degrees TP PP VP CP EP ETP, DP optional, MB rows per "
+        "microbatch, recompute none/sel/full, the engine's levers)")] = None,
+    wide: Annotated[bool, typer.Option("--wide", help="every column, however narrow the terminal")] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="print every ranked layout (or --top of them) as JSON")] = False,
 ) -> None:
     """Predict memory and speed of every valid layout and rank them: fitting layouts by tokens/s per GPU,
     then the ones that do not fit with the reason. Exit 2 on bad input."""
     request, choice, catalog = asked
+    if layout is not None:
+        _plan_given(asked, layout, top, wide, as_json)
+        return
     ranked = predict(request)
     if not any(p.peak_fits for p in ranked):
         closest = ranked[0]  # the ones that do not fit come closest first
         raise UserError(f"no layout of {request.model} fits {request.gpus} x {request.gpu_type} ({request.engine}): "
-                        f"the closest, {_layout_text(closest.layout)}, needs {closest.memory.total_gib:,.1f} GiB per "
+                        f"the closest, {short_label(closest.layout)}, needs {closest.memory.total_gib:,.1f} GiB per "
                         f"GPU of {closest.capacity_gib:.1f}; plan more GPUs or shorter rows")
     published = published_figures(catalog, request, ranked)
     if as_json:
@@ -177,13 +189,42 @@ def plan(
         print(json_text([row.model_copy(update={"interval": row.interval.model_copy(update=vars(widened(
             p.interval, p.tokens_per_s_per_gpu, published)))}) for p, row in zip(ranked, rows, strict=False)]))
         return
-    _print_table(Console(), request, choice, ranked, 20 if top is None else top,
-                 measured_above(catalog, request, ranked), published)
+    top = 20 if top is None else top
+    fitting = [p for p in ranked if p.fits]
+    shown = (fitting[:top] if top else fitting) + [p for p in ranked if not p.fits][:NON_FITTING_SHOWN]
+    title = (f"{request.model} on {request.gpus} x {ranked[0].variant}, {request.engine} ({choice.reason}): "
+             f"{len(fitting):,} of {len(ranked):,} valid layouts fit; predicted, not measured")
+    _print_table(Console(), request, title, shown, wide, measured_above(catalog, request, ranked), published)
+
+
+def _plan_given(asked: Asked, text: str, top: int | None, wide: bool, as_json: bool) -> None:
+    """`plan MODEL ... --layout TEXT`: exactly that layout, predicted alone, and why it does or does not fit."""
+    from openrecipes.plan.given import predicted
+
+    request, choice, _ = asked
+    if top is not None:
+        raise UserError("--layout predicts one layout; --top ranks them all: leave one of them out")
+    fixed = [name for name, value in (("--kernels", request.kernels), ("--attention", request.attention),
+                                      ("--float8", request.float8), ("--precision", request.low_precision)) if value]
+    if fixed:
+        raise UserError(f"--layout names its levers itself: write them in it and leave out {', '.join(fixed)}")
+    prediction = predicted(request, text)
+    if as_json:
+        print(json_text([prediction.exported()]))
+        return
+    console = Console()
+    title = (f"{request.model} on {request.gpus} x {prediction.variant}, {request.engine} ({choice.reason}): the "
+             "layout given, predicted, not measured")
+    _print_table(console, request, title, [prediction], wide, [], [])
+    parts = ", ".join(f"{name.replace('_', ' ')} {gib:.1f}" for name, gib in prediction.memory.parts_gib().items())
+    console.print(f"memory per GPU (GiB): {parts}")
+    console.print(f"{prediction.reason}")
 
 
 def compare(
     model: Annotated[str, typer.Argument(help=MODEL_HELP)],
     old_spelling: Annotated[bool, typer.Option("--compare-published", hidden=True)] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="every column, however narrow the terminal")] = False,
 ) -> None:
     """Print every published entry of MODEL beside the planner's prediction of its own layout. Exit 2 on bad
     input."""
@@ -196,18 +237,32 @@ def compare(
     if not rows:
         raise UserError(f"--compare-published: the catalog has no published entry of {model} with a layout "
                         "(docs/public-record.md)")
-    table = Table(title=f"{model}: {len(rows)} published entries beside the planner's prediction of each one's own "
-                        "layout (held out: refitted without that entry; the range is today's)", title_justify="left")
-    for header in ("Entry", "GPUs", "Engine", "Precision", "Layout", "Published", "Held out", "Error", "Range"):
-        table.add_column(header, justify="left" if header in ("Entry", "Engine", "Precision", "Layout") else "right",
-                         overflow="fold")
+    console = Console()
+    narrow = not wide and console.width < WIDE_TABLE
+    table = _table(f"{model}: {len(rows)} published entries beside the planner's prediction of each one's own "
+                   "layout (held out: refitted without that entry; the range is today's)", narrow)
+    headers = COMPARE_NARROW if narrow else COMPARE_WIDE
+    for header in headers:
+        table.add_column(header, justify="left" if header in COMPARE_TEXT else "right",
+                         no_wrap=header not in COMPARE_TEXT, overflow="fold", ratio=1 if header == "Entry" else None)
+    unexpressed: dict[str, int] = {}
     for r in rows:
-        cells = ([f"{r.held_out:,.0f}", f"{r.error:+.1%}", f"{r.low:,.0f}-{r.high:,.0f}"]
-                 if r.error is not None and r.held_out is not None
-                 else [f"not expressed: {r.reason}", "", ""])
-        table.add_row(r.name.removeprefix("record-"), f"{r.gpus:,} x {r.gpu_type}", r.engine, r.precision, r.layout,
-                      f"{r.published:,.0f}", *cells)
-    Console().print(table)
+        cells = {"Entry": r.name.removeprefix("record-"), "GPUs": f"{r.gpus:,} x {r.gpu_type}", "Engine": r.engine,
+                 "Precision": r.precision, "Layout": r.layout, "Published": f"{r.published:,.0f}"}
+        if r.error is not None and r.held_out is not None:
+            cells |= {"Held out": f"{r.held_out:,.0f}", "Error": f"{r.error:+.1%}",
+                      "Range": f"{r.low:,.0f}-{r.high:,.0f}"}
+        else:
+            reason = r.reason or "no reason given"
+            unexpressed[reason] = unexpressed.get(reason, 0) + 1
+            cells |= {"Held out": "-", "Error": "-", "Range": "-"}
+        table.add_row(*(cells[h] for h in headers))
+    _print_wide(console, table, narrow)
+    if narrow:
+        left_out = [h for h in COMPARE_WIDE if h not in COMPARE_NARROW]
+        console.print(f"Left out at {console.width} columns: {', '.join(left_out)}; --wide shows them all")
+    for reason, count in unexpressed.items():
+        console.print(f"-: not expressed: {reason} ({count} {'entry' if count == 1 else 'entries'})")
 
 
 def _names(model: str, gpu: str) -> tuple[str, str, str]:
@@ -231,49 +286,51 @@ def _names(model: str, gpu: str) -> tuple[str, str, str]:
     return model_name(model, tables), gpu_type, variant
 
 
-def _print_table(console: Console, request: PlanRequest, choice: EngineChoice, ranked: list[Prediction], top: int,
+def _print_table(console: Console, request: PlanRequest, title: str, rows: list[Prediction], wide: bool,
                  measured: list[MeasuredRecipe], published: list[PublishedFigure]) -> None:
-    fitting = [p for p in ranked if p.fits]
-    not_fitting = [p for p in ranked if not p.fits]
-    rows = (fitting[:top] if top else fitting) + not_fitting[:NON_FITTING_SHOWN]
+    """The rows as a table: at a narrow terminal one line each, the columns that do not fit left out and named."""
     margin = memory_margin(request.engine)
-    bases = list(dict.fromkeys(widened(p.interval, p.tokens_per_s_per_gpu, published).basis for p in rows))
-    narrow = console.width < WIDE_TABLE
-    table = Table(title=f"{request.model} on {request.gpus} x {ranked[0].variant}, {request.engine} ({choice.reason}): "
-                        f"{len(fitting):,} of {len(ranked):,} valid layouts fit; predicted, not measured",
-                  caption=f"{request.row_tokens:,}-token rows, global batch {request.global_batch}; GiB: predicted "
-                          f"peak of {ranked[0].capacity_gib:.1f} GiB; fits: leaves {margin.margin:.1%} of the "
-                          f"predicted allocator peak free ({margin.basis}); range basis "
-                          + "; ".join(f"{n}: {basis}" for n, basis in enumerate(bases, 1))
-                          + "; --json has every part", title_justify="left", caption_justify="left")
+    intervals = [widened(p.interval, p.tokens_per_s_per_gpu, published) for p in rows]
+    bases = list(dict.fromkeys(interval.basis for interval in intervals))
+    labels = [short_label(m.layout) for m in measured] + [short_label(p.layout) for p in rows]
+    narrow = not wide and console.width < WIDE_TABLE
+    capacity = rows[0].capacity_gib if rows else 0.0
+    caption = (f"{request.row_tokens:,}-token rows, global batch {request.global_batch:,}; Layout: "
+               f"{marks_legend(labels)}\nGiB: predicted peak per GPU, capacity {capacity:.1f} GiB; fits: leaves "
+               f"{margin.margin:.1%} of the predicted allocator peak free ({margin.basis}); margin: below capacity, "
+               f"inside that margin\n{_bases_text(bases)}; --json has every part")
+    table = _table(title, narrow, caption)
     headers = NARROW_COLUMNS if narrow else WIDE_COLUMNS
     for header in headers:
-        table.add_column(header, justify="left" if header in ("Layout", "Fit") else "right", overflow="fold",
-                         ratio=COLUMN_RATIOS.get(header), no_wrap=header not in COLUMN_RATIOS)
+        table.add_column(header, justify="left" if header in ("Layout", "Fit") else "right",
+                         no_wrap=header != "Layout", ratio=1 if header == "Layout" else None)
     for m in measured:
-        cells = {"#": "M", "Layout": f"{_layout_text(m.layout)}; measured: {m.slug.rsplit('/', 1)[-1]}",
-                 "Tokens/s/GPU": f"{m.tokens_per_s_per_gpu:,.1f}", "tok/s/GPU": f"{m.tokens_per_s_per_gpu:,.0f}",
-                 "Fit": "measured"}
+        cells = {"#": "M", "Layout": short_label(m.layout), "Tokens/s/GPU": f"{m.tokens_per_s_per_gpu:,.1f}",
+                 "tok/s/GPU": f"{m.tokens_per_s_per_gpu:,.0f}", "Fit": "measured"}
         table.add_row(*(cells.get(h, "") for h in headers))
-    for rank, p in enumerate(rows, 1):
-        lay, interval = p.layout, widened(p.interval, p.tokens_per_s_per_gpu, published)
+    for rank, (p, interval) in enumerate(zip(rows, intervals, strict=True), 1):
+        lay = p.layout
         span = f"{interval.low:,.0f}-{interval.high:,.0f}" + ("" if interval.constrained else "*")
-        cells = {"#": str(rank) if p.fits else "-", "Layout": _layout_text(lay),
+        cells = {"#": str(rank) if p.fits else "-", "Layout": short_label(lay),
                  "Tokens/GPU": f"{lay.max_tokens_per_gpu:,}", "GiB": f"{p.memory.total_gib:.1f}",
                  "Headroom": f"{p.headroom_gib:.1f}",
                  "Tokens/s/GPU": f"{p.tokens_per_s_per_gpu:,.1f}", "tok/s/GPU": f"{p.tokens_per_s_per_gpu:,.0f}",
                  "Range": span, "Basis": str(bases.index(interval.basis) + 1), "MFU": f"{p.mfu:.1%}",
                  "$/1M": f"{p.usd_per_million_tokens:.2f}" if p.usd_per_million_tokens is not None else "-",
-                 "Fit": "yes" if p.fits else p.short_reason}
+                 "Fit": ("yes" if p.fits else p.short_reason) if not narrow else _fit_word(p)}
         table.add_row(*(cells[h] for h in headers))
-    console.print(table)
-    if measured:
-        console.print("M: a measured recipe of the catalog faster than the planner's best fitting prediction")
+    # --wide at a narrow terminal: the table at its own width (the terminal folds its lines), never squeezed
+    _print_wide(console, table, narrow)
+    if narrow:
+        console.print(f"Left out at {console.width} columns: {', '.join(NARROW_LEFT_OUT)}; --wide shows them all")
+    for m in measured:
+        console.print(f"M: measured recipe {m.slug.rsplit('/', 1)[-1]}, faster than the planner's best fitting "
+                      "prediction")
     for figure in published:
         console.print(f"published: {figure.tokens_per_s_per_gpu:,.1f} tokens/s per GPU for {request.model} on "
                       f"{request.gpus} x {request.gpu_type} ({figure.source}); the planner's best is "
                       f"{figure.ratio:.2f}x it, and every range is widened to hold it")
-    if any(not widened(p.interval, p.tokens_per_s_per_gpu, published).constrained for p in rows):
+    if any(not interval.constrained for interval in intervals):
         console.print("* no measured point constrains this layout: the range is wide (see the caption)")
     unmeasured = sorted({name for p in rows for name in p.step.unmeasured_levers})
     if unmeasured:
@@ -281,12 +338,40 @@ def _print_table(console: Console, request: PlanRequest, choice: EngineChoice, r
                       "docs/planning.md, levers")
 
 
-def _layout_text(layout: Layout) -> str:
-    """The layout, its recompute, rows a microbatch and levers, in one cell (wrapped, never cut): words.describe's
-    words, shortened for a terminal's table."""
-    return (f"{layout.label}, {layout.recompute} AC, {layout.rows_per_microbatch} row"
-            f"{'' if layout.rows_per_microbatch == 1 else 's'}/mb"
-            + (f", offload {layout.offload_fraction:g}" if layout.offload_fraction else "") + lever_text(layout))
+def _table(title: str, narrow: bool, caption: str | None = None) -> Table:
+    """A table; at a narrow terminal without borders, for the columns' room: one space between columns, a rule
+    under the header, as wide as the terminal."""
+    if narrow:
+        return Table(title=title, caption=caption, title_justify="left", caption_justify="left", box=box.SIMPLE_HEAD,
+                     show_edge=False, pad_edge=False, padding=(0, 0), expand=True)
+    return Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+
+
+def _print_wide(console: Console, table: Table, narrow: bool) -> None:
+    """The narrow table at the terminal's width; the wide one (--wide, or a wide terminal) at its own, never squeezed
+    (the terminal folds what is wider)."""
+    width = console.measure(table, options=console.options.update_width(WIDEST)).maximum
+    (Console(width=width) if not narrow and width > console.width else console).print(table)
+
+
+def _fit_word(prediction: Prediction) -> str:
+    """The narrow table's Fit: yes, margin (the peak fits inside the memory margin) or no."""
+    return "yes" if prediction.fits else "margin" if prediction.peak_fits else "no"
+
+
+def _bases_text(bases: list[str]) -> str:
+    """Each range basis once, numbered as the Basis column numbers it: the sentences every basis shares first, then
+    what each one adds (a doubling, a published figure), so that nothing is printed twice."""
+    parts = [basis.split("; ") for basis in bases]
+    shared = 0
+    while all(len(p) > shared and p[shared] == parts[0][shared] for p in parts):
+        shared += 1
+    head = "; ".join(parts[0][:shared])
+    own = ["that range" + "".join(f", but {part}" for part in p[shared:]) for p in parts]
+    if len(bases) == 1:
+        return f"Range (Basis 1): {bases[0]}"
+    return (f"Range: {head}; Basis " if head else "Range: Basis ") + "; ".join(
+        f"{n}: {text}" for n, text in enumerate(own, 1))
 
 
 app.command(PLAN_MODEL, hidden=True, cls=PlannedModel, epilog="The other commands: `openrecipes plan compare MODEL`, "

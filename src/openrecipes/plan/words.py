@@ -74,3 +74,37 @@ def describe(layout: Planned) -> str:
     (names.layout_label) and every setting the planner varies beyond them."""
     return (f"{layout.label}, {layout.recompute} recompute, {layout.rows_per_microbatch} row(s) a microbatch"
             + (f", offload {layout.offload_fraction:g}" if layout.offload_fraction else "") + lever_text(layout))
+
+
+# The terse marks of a table's layout label (short_label), each a word `plan --layout` reads back
+# (openrecipes.plan.given), with what each means for the legend under the table.
+RECOMPUTE_MARKS = {"none": "", "selective": "sel", "full": "full"}
+COMPILED, NO_RESHARD, OFFLOAD = "C", "NR", "off"
+MARK_MEANINGS = {"MB": "rows per microbatch", "sel": "selective recompute", "full": "full recompute",
+                 COMPILED: "compiled", NO_RESHARD: "no reshard after forward",
+                 OFFLOAD: "share of the optimizer on the host",
+                 **{words.short.replace(" ", "-"): words.name for words in LEVER_WORDS}}
+
+
+def lever_marks(layout: Planned) -> list[str]:
+    """The levers a layout pulls as single words: `C`, `NR`, each kernel's short name, the attention backend,
+    `fp8-SCALING`, `off0.5`, Megatron's low precision."""
+    chosen = _chosen(layout.kernels, layout.attention, layout.float8)
+    return (([COMPILED] if layout.compile else []) + ([] if layout.reshard_after_forward else [NO_RESHARD])
+            + [words.short.replace(" ", "-") for words in chosen]
+            + ([f"{OFFLOAD}{layout.offload_fraction:g}"] if layout.offload_fraction else [])
+            + ([layout.low_precision] if layout.low_precision else []))
+
+
+def short_label(layout: Planned) -> str:
+    """`TP1 PP2 VP3 DP1 MB1 sel C flce`: the degrees (names.layout_label), rows per microbatch, recompute and
+    levers in terse marks, one line of a table at 80 columns; `plan --layout` reads it back."""
+    recompute = RECOMPUTE_MARKS[layout.recompute]
+    return " ".join([layout.label, f"MB{layout.rows_per_microbatch}", *([recompute] if recompute else []),
+                     *lever_marks(layout)])
+
+
+def marks_legend(labels: Sequence[str]) -> str:
+    """What the marks used in these labels mean: `MB: rows per microbatch, C: compiled, ...`."""
+    used = {word.rstrip("0123456789.") for label in labels for word in label.split()}
+    return ", ".join(f"{mark}: {meaning}" for mark, meaning in MARK_MEANINGS.items() if mark in used)
