@@ -46,7 +46,7 @@ def runnable_predictions(request: PlanRequest, root: Path | None = None) -> list
     tables = load_reference_tables(root)
     card = tables.models.get(request.model)
     model = card.architecture.get("torchtitan_model") if card is not None else None
-    return [p for p in predict(request, tables) if p.fits and renderable(p.layout, request.global_batch)
+    return [p for p in predict(request, tables) if p.fits and renderable(p.layout)
             and runs_on_engine(p.layout, model)]
 
 
