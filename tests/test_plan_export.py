@@ -98,11 +98,15 @@ def test_a_planned_recipe_keeps_its_bases_fields_and_holds_the_prediction():
     prediction = runnable_predictions(request, REPO)[1]
     planned = Recipe.model_validate(yaml.safe_load(planned_recipe(base_path, 2, prediction, request, REPO).text))
     base = load_recipe(base_path)
-    changed = {"status", "layout", "result", "correctness", "runs", "run", "notes"}
+    changed = {"status", "stack", "layout", "result", "correctness", "runs", "run", "reproductions", "notes"}
     assert planned.model_dump(exclude=changed) == base.model_dump(exclude=changed)
+    own = {"network", "source"}
+    assert planned.stack.model_dump(exclude=own) == base.stack.model_dump(exclude=own)
     figures = {"tokens_per_s_per_gpu", "usd_per_million_tokens", "step_time_cv_percent", "mfu", "gpu_hours",
-               "gpu_hours_note", "reference_tokens_per_s_per_gpu"}
+               "gpu_hours_note", "reference_tokens_per_s_per_gpu", "measured"}
     assert planned.result.model_dump(exclude=figures) == base.result.model_dump(exclude=figures)
+    assert planned.result.measured is None and planned.result.step_time_cv_percent is None
+    assert planned.reproductions == [] and base.reproductions
     assert planned.result.tokens_per_s_per_gpu == round(prediction.tokens_per_s_per_gpu, 1)
     assert planned.status == "planned" and planned.runs is None
     assert planned.result.reference_tokens_per_s_per_gpu is None

@@ -14,7 +14,7 @@ from openrecipes import figures
 from openrecipes.atomic import check_output, starts_with
 from openrecipes.audit.record import recipe_text, write_recipe
 from openrecipes.catalog.command import parse_run
-from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables, variant_id
+from openrecipes.catalog.hardware import GpuSpec, ReferenceTables, load_reference_tables, variant_id
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root, relative_path
 from openrecipes.catalog.store import load_catalog, load_recipe
@@ -25,6 +25,7 @@ from openrecipes.plan.pages import plan_command
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict
 from openrecipes.tune.arms import candidate_recipe, rendered_run
 from openrecipes.tune.candidates import as_candidate, renderable, runs_on_engine
+from openrecipes.tune.planned_rows import planned_rows
 from openrecipes.tune.search import find_base
 
 HEADER = ("# Written by `openrecipes plan --emit-recipe`: a PREDICTION, never run (status: planned). Run it with\n"
@@ -67,9 +68,20 @@ def emit_base(model: str, gpu_type: str, gpus: int, root: Path | None = None) ->
     return sorted(found)[0][3]
 
 
-def retargeted(base: Recipe, request: PlanRequest, tables: ReferenceTables) -> Recipe:
-    """The base recipe on the request's GPUs and workload (GPU type, count, node size and priced instance; row
-    tokens and global batch), not yet revalidated."""
+def network(count: int, per_node: int, gpu_type: str, part: GpuSpec) -> str:
+    """The recipe's `stack.network`, from the part's hardware/gpus.yaml links and the GPU count."""
+    inside = f"{part.scale_up.link}, {part.scale_up.gb_s:g} GB/s"
+    if count <= per_node:
+        return f"one node, {count} x {gpu_type} ({inside}); no inter-node traffic"
+    return (f"{-(-count // per_node)} nodes of {per_node} x {gpu_type}: {inside} within a node, "
+            f"{part.scale_out.fabric} {part.scale_out.gbit_s:g} Gb/s per GPU between nodes")
+
+
+def retargeted(base: Recipe, base_name: str, request: PlanRequest,
+               tables: ReferenceTables) -> tuple[Recipe, str | None]:
+    """The base recipe on the request's GPUs and workload (GPU type, count, node size and priced instance, and the
+    network they make; row tokens, global batch and the rows of that length), not yet revalidated; with the rows
+    file its run reads where that is not the base's."""
     if (base.gpu.type, base.gpu.count) == (request.gpu_type, request.gpus):
         gpu = base.gpu
     else:
@@ -82,22 +94,29 @@ def retargeted(base: Recipe, request: PlanRequest, tables: ReferenceTables) -> R
         gpu = base.gpu.model_copy(update=dict(type=request.gpu_type, variant=variant_id(spec, tables),
                                               count=request.gpus, per_node=per_node, instance=priced[0],
                                               memory_gb=spec.memory_gb))
-    workload = base.workload.model_copy(update=dict(row_tokens=request.row_tokens,
-                                                    global_batch=request.global_batch))
-    return base.model_copy(update=dict(gpu=gpu, workload=workload))
+    rows = planned_rows(base, request.row_tokens, request.global_batch)
+    workload = base.workload.model_copy(update=dict(row_tokens=request.row_tokens, global_batch=request.global_batch,
+                                                    dataset=rows.dataset))
+    stack = base.stack.model_copy(update=dict(
+        network=network(gpu.count, gpu.per_node, gpu.type, tables.variants[gpu.variant]),
+        source=f"the versions {base_name} ran on (the recipe this one is composed from); this one has not run"))
+    result = base.result.model_copy(update=dict(measured=None, step_time_cv_percent=None))
+    return base.model_copy(update=dict(gpu=gpu, workload=workload, stack=stack, result=result,
+                                       reproductions=[])), rows.path
 
 
 def planned_recipe(base_path: Path, rank: int, prediction: Prediction, request: PlanRequest,
                    root: Path | None = None) -> PlannedRecipe:
     root = Path(root or default_catalog_root()).resolve()
     tables = load_reference_tables(root)
+    base_name = relative_path(base_path, root)
     original = load_recipe(base_path)
-    base = retargeted(original, request, tables)
+    base, rows_path = retargeted(original, base_name, request, tables)
     same_gpus = (original.gpu.type, original.gpu.count) == (request.gpu_type, request.gpus)
     moved = "" if same_gpus else " (its GPUs replaced)"
     candidate = as_candidate(context(request, tables), prediction.layout)
     composed = candidate_recipe(base, candidate, base.result.steps_per_run)
-    run = rendered_run(composed, base, tables.models[base.model], prediction.layout.reshard_after_forward)
+    run = rendered_run(composed, base, tables.models[base.model], prediction.layout.reshard_after_forward, rows_path)
     layout = composed.layout.model_copy(update={
         "summary": composed.layout.summary.replace("chosen by `openrecipes tune`",
                                                    f"#{rank} predicted by `openrecipes plan`"),
@@ -107,7 +126,7 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, request: 
     per_gpu_hour = figures.usd_per_gpu_hour(instance.usd_per_hour, instance.gpus)
     steps = base.result.steps_per_run
     result = composed.result.model_copy(update=dict(
-        tokens_per_s_per_gpu=tokens, step_time_cv_percent=0.0,
+        tokens_per_s_per_gpu=tokens,
         usd_per_million_tokens=round(figures.usd_per_million_tokens(per_gpu_hour, tokens), 4),
         mfu=round(figures.mfu(base.result.active_params.count, tokens, gpu.peak_bf16_flops), 4),
         gpu_hours=round(max(figures.gpu_hours(base.gpu.count * steps, prediction.step.total_s), 0.01), 2),
@@ -116,17 +135,19 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, request: 
         window_tokens=figures.window_tokens(*base.result.window, request.global_batch, request.row_tokens)))
     correctness = base.correctness.model_copy(update=dict(
         result="pending", summary="not run: a layout predicted by `openrecipes plan`",
-        reference=f"{relative_path(base_path, root)} (the recipe this one is composed from)",
+        reference=f"{base_name} (the recipe this one is composed from)",
         configuration="not checked", component_tests=[], convergence=None))
+    build = base.workload.dataset.build
+    rows = (f"Build its rows first: `{build.builder}` ({build.rows:,} rows of {build.row_tokens:,} tokens, "
+            f"{request.global_batch} a step for {steps} steps). " if rows_path else "")
     interval = prediction.interval
     notes = (
         f"Planned by `{plan_command(request)} --emit-recipe {rank}`: predicted, not measured. The result's figures are "
         f"the planner's prediction: {tokens:,.1f} tokens/s per GPU "
         f"(held-out range {interval.low:,.0f} to {interval.high:,.0f}: {interval.basis}); "
         f"peak memory {prediction.memory.total_gib:.1f} of {prediction.capacity_gib:.1f} GiB per GPU, headroom "
-        f"{prediction.headroom_gib:.1f} GiB against a {prediction.margin_gib:.1f} GiB margin. Stack, rows, "
-        f"environment and the result's date come from {relative_path(base_path, root)}{moved}. Run it with "
-        "`openrecipes run`, then measure it.")
+        f"{prediction.headroom_gib:.1f} GiB against a {prediction.margin_gib:.1f} GiB margin. Stack, environment "
+        f"and the rows' source come from {base_name}{moved}. {rows}Run it with `openrecipes run`, then measure it.")
     planned = composed.model_copy(update=dict(
         status="planned", layout=layout, result=result, correctness=correctness, runs=None, run=run,
         notes=notes)).revalidated()
