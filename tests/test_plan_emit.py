@@ -81,3 +81,36 @@ def test_validate_holds_planned_recipes_to_no_measured_facts_and_measured_ones_t
     measured.write_text(text.replace("status: planned", "status: measured"))
     refused = openrecipes("validate", str(measured))
     assert refused.returncode == 1 and "result.step_time_cv_percent" in refused.stdout + refused.stderr
+
+
+def _flag(run: str, flag: str) -> str:
+    words = run.split()
+    return words[words.index(flag) + 1]
+
+
+@pytest.mark.parametrize("grad_reduce_bf16", [True, False])
+def test_a_megatron_layout_emits_a_slime_recipe_whose_command_carries_its_layout(tmp_path, grad_reduce_bf16):
+    options = ["gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--engine", "megatron"]
+    recipe = _emit(tmp_path, "megatron", *options, *(["--grad-reduce-bf16"] if grad_reduce_bf16 else []))
+    lay = recipe.layout
+    assert recipe.status == "planned" and recipe.author.name == "OpenRecipes"  # not the base's measuring author
+    assert recipe.result.measured is None and recipe.reproductions == []
+    for flag, value in (("--tensor-model-parallel-size", lay.tp), ("--pipeline-model-parallel-size", lay.pp),
+                        ("--context-parallel-size", lay.cp), ("--expert-model-parallel-size", lay.ep),
+                        ("--max-tokens-per-gpu", lay.max_tokens_per_gpu), ("--global-batch-size", 128)):
+        assert _flag(recipe.run, flag) == str(value), flag
+    # the plan's gradient buffers are the command's: Megatron's 2-byte reduction exactly when planned with it
+    assert ("--grad-reduce-in-bf16" in recipe.run.split()) is grad_reduce_bf16
+    assert "run --dry-run" in recipe.notes
+
+
+def test_a_megatron_plan_on_more_nodes_rewrites_the_nodes_and_drops_what_the_layout_does_not_use(tmp_path):
+    recipe = _emit(tmp_path, "glm", "GLM-5.2-744B-A40B", "--gpu", "H200", "--gpus", "128", "--engine", "megatron")
+    assert _flag(recipe.run, "--actor-num-nodes") == "16" and _flag(recipe.run, "--actor-num-gpus-per-node") == "8"
+    assert recipe.stack.network.startswith("16 nodes of 8 x H200")
+    if recipe.layout.recompute is None:
+        assert "--recompute-granularity" not in recipe.run
+    if recipe.layout.offload is None:
+        assert "--optimizer-cpu-offload" not in recipe.run.split()
+    # no line left holding only its continuation
+    assert all(line.strip() != "\\" for line in recipe.run.splitlines())

@@ -68,11 +68,10 @@ def test_emit_errors_are_one_line_exit_2(tmp_path):
     no_base = openrecipes("plan", "gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--engine", "torchtitan",
                           "--emit-recipe", "1", "--out", str(out))
     assert no_base.returncode == 2 and "no torchtitan recipe of gpt-oss-20b" in no_base.stderr
-    # gpt-oss-20b runs on Megatron here: plan answers for Megatron, which has no recipe renderer
-    megatron = openrecipes("plan", "gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--emit-recipe", "1",
-                           "--out", str(out))
-    assert megatron.returncode == 2 and "--emit-recipe writes torchtitan recipes" in megatron.stderr
-    for extra, message in ((["--grad-reduce-bf16"], "--grad-reduce-bf16 is Megatron's"),
+    no_megatron = openrecipes("plan", "qwen3-8b", "--gpu", "H200", "--gpus", "2", "--engine", "megatron",
+                              "--emit-recipe", "1", "--out", str(out))
+    assert no_megatron.returncode == 2 and "no megatron recipe of qwen3-8b" in no_megatron.stderr
+    for extra, message in ((["--grad-reduce-bf16"], "--grad-reduce-bf16 is not torchtitan's"),
                            (["--top", "3"], "--top and --json do not apply"), (["--json"], "--top and --json")):
         refused = openrecipes("plan", "qwen3-8b", "--gpu", "H200", "--gpus", "2", "--emit-recipe", "1",
                               "--out", str(out), *extra)
