@@ -1,8 +1,11 @@
-"""A predicted torchtitan layout written as a runnable recipe (`status: planned`): from a plan to `openrecipes run`.
+"""A predicted layout written as a runnable recipe (`status: planned`): from a plan to `openrecipes run` (or, for an
+engine whose recipes are printed, `run --dry-run`).
 
-The recipe is the catalog's torchtitan recipe of the model on N GPUs of the type (its stack, workload, rows and
-environment) with the chosen layout's fields and its command re-rendered, as `openrecipes tune` composes its arms.
-Its result holds the prediction (labelled in `status` and the notes); a planned recipe is ranked nowhere.
+The recipe is the catalog's recipe of the model under the plan's engine (its stack, environment and data source) on
+the plan's GPUs, workload and rows (tune/planned_rows.py), with the chosen layout's fields and its command written
+again: re-rendered as `openrecipes tune` composes its arms, or the printed command's flags rewritten
+(tune/printed_recipe.py). Its result holds the prediction and nothing it did not measure (no run date, CV or
+reproductions); a planned recipe is ranked nowhere.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ HEADER = ("# Written by `openrecipes plan --emit-recipe`: a PREDICTION, never ru
 
 @dataclass(frozen=True)
 class PlannedRecipe:
-    """A fitting torchtitan layout as a recipe: its rank among those a recipe can run, its prediction, its text."""
+    """A fitting layout as a recipe: its rank among those a recipe can run, its prediction, its text."""
     rank: int
     prediction: Prediction
     base_path: Path
