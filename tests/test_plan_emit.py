@@ -114,3 +114,21 @@ def test_a_megatron_plan_on_more_nodes_rewrites_the_nodes_and_drops_what_the_lay
         assert "--optimizer-cpu-offload" not in recipe.run.split()
     # no line left holding only its continuation
     assert all(line.strip() != "\\" for line in recipe.run.splitlines())
+
+
+def test_the_megatron_command_writer_drops_unused_flags_cleanly_and_adds_no_default():
+    from openrecipes.catalog.store import load_recipe
+    from openrecipes.launch.megatron.render import megatron_run
+
+    base = load_recipe(Path(__file__).resolve().parents[1] / "recipes/glm-5.2-744b-a40b/b200/attune-tp4-pp2-cp8.yaml")
+    layout = base.layout.model_copy(update=dict(recompute=None, offload=None, layer_split=None, cp=4, dp=2))
+    run = megatron_run(base.model_copy(update={"layout": layout}), base.run, grad_reduce_bf16=False)
+    words = run.split()
+    for gone in ("--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--optimizer-cpu-offload",
+                 "--optimizer-offload-fraction", "--overlap-cpu-optimizer-d2h-h2d",
+                 "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers"):
+        assert gone not in words, gone
+    assert _flag(run, "--context-parallel-size") == "4" and "--use-precision-aware-optimizer" in words
+    assert "--virtual-pipeline-model-parallel-size" not in words  # VP 1 is Megatron's default: not added
+    assert all(line.strip() != "\\" for line in run.splitlines())
+    assert megatron_run(base, base.run, grad_reduce_bf16=False) == base.run  # its own fields: the same command
