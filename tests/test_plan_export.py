@@ -68,11 +68,10 @@ def test_emit_errors_are_one_line_exit_2(tmp_path):
     no_base = openrecipes("plan", "gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--engine", "torchtitan",
                           "--emit-recipe", "1", "--out", str(out))
     assert no_base.returncode == 2 and "no torchtitan recipe of gpt-oss-20b" in no_base.stderr
-    # gpt-oss-20b runs on Megatron here: plan answers for Megatron, which has no recipe renderer
-    megatron = openrecipes("plan", "gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--emit-recipe", "1",
-                           "--out", str(out))
-    assert megatron.returncode == 2 and "--emit-recipe writes torchtitan recipes" in megatron.stderr
-    for extra, message in ((["--grad-reduce-bf16"], "--grad-reduce-bf16 is Megatron's"),
+    no_megatron = openrecipes("plan", "qwen3-8b", "--gpu", "H200", "--gpus", "2", "--engine", "megatron",
+                              "--emit-recipe", "1", "--out", str(out))
+    assert no_megatron.returncode == 2 and "no megatron recipe of qwen3-8b" in no_megatron.stderr
+    for extra, message in ((["--grad-reduce-bf16"], "--grad-reduce-bf16 is not torchtitan's"),
                            (["--top", "3"], "--top and --json do not apply"), (["--json"], "--top and --json")):
         refused = openrecipes("plan", "qwen3-8b", "--gpu", "H200", "--gpus", "2", "--emit-recipe", "1",
                               "--out", str(out), *extra)
@@ -98,11 +97,15 @@ def test_a_planned_recipe_keeps_its_bases_fields_and_holds_the_prediction():
     prediction = runnable_predictions(request, REPO)[1]
     planned = Recipe.model_validate(yaml.safe_load(planned_recipe(base_path, 2, prediction, request, REPO).text))
     base = load_recipe(base_path)
-    changed = {"status", "layout", "result", "correctness", "runs", "run", "notes"}
+    changed = {"status", "stack", "layout", "result", "correctness", "runs", "run", "reproductions", "notes"}
     assert planned.model_dump(exclude=changed) == base.model_dump(exclude=changed)
+    own = {"network", "source"}
+    assert planned.stack.model_dump(exclude=own) == base.stack.model_dump(exclude=own)
     figures = {"tokens_per_s_per_gpu", "usd_per_million_tokens", "step_time_cv_percent", "mfu", "gpu_hours",
-               "gpu_hours_note", "reference_tokens_per_s_per_gpu"}
+               "gpu_hours_note", "reference_tokens_per_s_per_gpu", "measured"}
     assert planned.result.model_dump(exclude=figures) == base.result.model_dump(exclude=figures)
+    assert planned.result.measured is None and planned.result.step_time_cv_percent is None
+    assert planned.reproductions == [] and base.reproductions
     assert planned.result.tokens_per_s_per_gpu == round(prediction.tokens_per_s_per_gpu, 1)
     assert planned.status == "planned" and planned.runs is None
     assert planned.result.reference_tokens_per_s_per_gpu is None

@@ -98,6 +98,9 @@ def same_run(logs: list[Path], table: StepTable, recipe: Recipe, root: Path, ski
 def reproduce(recipe: Recipe, logs: list[Path], root: Path, tables: ReferenceTables, by: str,
               note: str | None = None, skip: int | None = None) -> Reproduced:
     """`logs` measured as a reproduction of `recipe`; `skip`: the index of the entry they are (the audit)."""
+    if recipe.result.step_time_cv_percent is None:
+        raise UserError("a planned recipe was never run, so it has no measured figure to reproduce; run it and "
+                        "`openrecipes record` the run")
     for log in logs:
         require_log_text(log)  # evidence the site ships: a training log, never a page or script holding step lines
     table = read_run(logs)

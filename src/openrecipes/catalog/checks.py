@@ -112,9 +112,40 @@ def check_dates(ctx: Context) -> Iterator[Finding]:
     dates = [("result.measured", ctx.recipe.result.measured)]
     dates += [(f"reproductions.{i}.date", entry.date) for i, entry in enumerate(ctx.recipe.reproductions)]
     for field, day in dates:
-        if not EARLIEST_RUN <= day <= today:
+        if day is not None and not EARLIEST_RUN <= day <= today:
             yield Finding.at(field, f"is {day}, outside {EARLIEST_RUN} to today ({today}); give the date the run was "
                               "measured (its log's first timestamp)")
+
+
+# The facts only a run or a built dataset has: a planned recipe (never run, its rows maybe not built) leaves them
+# null, every other recipe gives them.
+MEASURED_FACTS = ("result.measured", "result.step_time_cv_percent")
+BUILT_ROWS_FACTS = ("workload.dataset.rows_sha256", "workload.dataset.build.supervised_token_ratio",
+                    "workload.dataset.build.parquet_sha256", "workload.dataset.build.parquet_bytes")
+
+
+def _dotted(recipe: Recipe, field: str) -> object:
+    value: object = recipe
+    for name in field.split("."):
+        value = getattr(value, name)
+    return value
+
+
+def check_own_facts(ctx: Context) -> Iterator[Finding]:
+    """A measured recipe states what its run and its rows measured; a planned one states nothing it did not measure:
+    no run date, no step-time CV, no reproductions."""
+    r = ctx.recipe
+    if r.status != "planned":
+        for field in (*MEASURED_FACTS, *BUILT_ROWS_FACTS):
+            if _dotted(r, field) is None:
+                yield Finding.at(field, "is null, but only a planned recipe (never run) may leave it null; give the "
+                                 "measured value")
+        return
+    for field in MEASURED_FACTS:
+        if (value := _dotted(r, field)) is not None:
+            yield Finding.at(field, f"is {value}, but a planned recipe was never run; make it null")
+    if r.reproductions:
+        yield Finding.at("reproductions", "a planned recipe was never run, so nobody reproduced it; remove them")
 
 
 def check_layout(ctx: Context) -> Iterator[Finding]:
@@ -339,6 +370,7 @@ CHECKS: tuple[Callable[[Context], Iterator[Finding]], ...] = (
     check_runs,
     check_reproduction_logs,
     check_dates,
+    check_own_facts,
     check_layout,
     check_published_figures,
     check_plausible,

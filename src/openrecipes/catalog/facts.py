@@ -100,6 +100,8 @@ def gpus(recipe: Recipe) -> str:
 def measured(recipe: Recipe) -> str:
     result = recipe.result
     first, last = result.window
+    if result.measured is None:
+        return f"not run (planned): a {result.steps_per_run}-step run to be scored over steps {first}–{last}"
     if result.steps_per_run == STANDARD_STEPS_PER_RUN and tuple(result.window) == STANDARD_WINDOW:
         return str(result.measured)
     return f"{result.measured}, {result.steps_per_run}-step run scored over steps {first}–{last}"
@@ -121,6 +123,8 @@ def component_tests(recipe: Recipe) -> list[str]:
 
 def rows(recipe: Recipe) -> str:
     dataset = recipe.workload.dataset
+    if dataset.rows_sha256 is None:
+        return f"{dataset.build.name} (not built yet: `{dataset.build.builder}`)"
     return f"{dataset.build.name} (rows_sha256 {dataset.rows_sha256})"
 
 
@@ -139,7 +143,8 @@ def recipe_facts(recipe: Recipe, gpu: GpuSpec | None = None) -> list[tuple[str, 
         ("Tokens/s per GPU", tokens_detail(recipe.result.tokens_per_s_per_gpu)),
         ("$ / 1M tokens", usd(recipe.result.usd_per_million_tokens)),
         ("MFU", mfu(recipe, gpu)),
-        ("Step-time CV", f"{recipe.result.step_time_cv_percent}%"),
+        ("Step-time CV", "not measured (planned)" if recipe.result.step_time_cv_percent is None
+         else f"{recipe.result.step_time_cv_percent}%"),
     ]
     if (text := convergence(recipe)) is not None:
         facts.append(("Convergence check", text))

@@ -230,7 +230,7 @@ def leaderboards_view(catalog: Catalog, chosen: Selection) -> Leaderboards:
     views = [BoardView(b.model, b.gpu_type, b.workload.row_tokens, b.workload.global_batch, b.workload.precision, [
         BoardRow(rank, e.name, e.slug, e.path.as_posix(), evidence_level(e.entry), e.entry.result.tokens_per_s_per_gpu,
                  e.entry.result.usd_per_million_tokens, e.entry.gpu.count, e.entry.layout.label,
-                 e.entry.layout.highlights, e.entry.result.measured.isoformat(), e.entry.author.name)
+                 e.entry.layout.highlights, str(e.entry.result.measured), e.entry.author.name)
         for rank, e in kept]) for b, kept in selected_boards(catalog, chosen)]
     summaries = [SummaryView(e.slug, e.path.as_posix(), evidence_level(e.entry), e.entry.model, e.entry.gpu.type,
                              e.entry.gpu.count, e.entry.result.tokens_per_s_per_gpu,

@@ -69,10 +69,15 @@ class Build(Strict):
     seed: int = Field(ge=-(2**63), le=2**64 - 1, strict=True,
                       description="seed of the global permutation of conversations")
     packing: str = Field(description="how conversations become rows")
-    supervised_token_ratio: float = Field(ge=0, le=1, strict=True, description="fraction of tokens with a loss target")
-    parquet_sha256: Sha256 = Field(description="sha256 of rows.parquet")
-    parquet_bytes: PositiveInt = Field(description="size of rows.parquet in bytes")
-    builder: str = Field(description="the program that built the rows")
+    supervised_token_ratio: float | None = Field(
+        ge=0, le=1, strict=True, description="fraction of tokens with a loss target; null in a planned recipe whose "
+        "rows are not built yet")
+    parquet_sha256: Sha256 | None = Field(
+        description="sha256 of rows.parquet; null in a planned recipe whose rows are not built yet")
+    parquet_bytes: PositiveInt | None = Field(
+        description="size of rows.parquet in bytes; null in a planned recipe whose rows are not built yet")
+    builder: str = Field(description="the program that built the rows (in a planned recipe: the command that "
+                         "builds them)")
 
 
 class Dataset(Strict):
@@ -80,7 +85,8 @@ class Dataset(Strict):
     source: str = Field(description="where the dataset comes from (e.g. a Hugging Face repo id)")
     revision: str | None = Field(None, description="dataset revision (commit)")
     license: str = Field(description="dataset license")
-    rows_sha256: Sha256 = Field(description="sha256 of the rows' token ids and loss masks (data/README.md)")
+    rows_sha256: Sha256 | None = Field(description="sha256 of the rows' token ids and loss masks (data/README.md); "
+                                       "null in a planned recipe whose rows are not built yet")
     build: Build = Field(description="how the rows were built")
 
 
@@ -194,11 +200,12 @@ class Result(Strict):
     usd_per_million_tokens: Figure = Field(
         description="$ per 1M tokens at the instance's on-demand price (figures.py)"
     )
-    step_time_cv_percent: float = Field(ge=0, le=1e6, strict=True, description="step-time CV over the window, percent")
+    step_time_cv_percent: float | None = Field(
+        ge=0, le=1e6, strict=True, description="step-time CV over the window, percent; null in a planned recipe")
     mfu: float = Field(gt=0, lt=1, strict=True, description="6*N*tokens/s/GPU / peak dense BF16 FLOP/s")
     mfu_note: str | None = Field(description="how to read the MFU, if it needs a note")
     active_params: ActiveParams = Field(description="N used for the MFU")
-    measured: datetime.date = Field(description="date of the measured run")
+    measured: datetime.date | None = Field(description="date of the measured run; null in a planned recipe")
     steps_per_run: PositiveInt = Field(description="optimizer steps in the measured run")
     window: tuple[NonNegativeInt, NonNegativeInt] = Field(
         description="first and last step scored, steps numbered from 0, both included"

@@ -57,6 +57,8 @@ def _rows(recipe: Recipe, launch: TorchtitanLaunch) -> str | None:
         return f"the command names no rows file ({DATASET_FLAG})"
     if not path.is_file():
         return f"no rows at {path}: {rebuild}"
+    if build.parquet_sha256 is None:  # a planned recipe's rows, built by its builder: no digest recorded yet
+        return None
     if (digest := file_sha256(path)) != build.parquet_sha256:
         return (f"{path} has sha256 {digest[:12]}…, the recipe's rows {build.parquet_sha256[:12]}…: other rows; "
                 f"{rebuild}")

@@ -83,7 +83,7 @@ class Layout:
         return engine_named(self.engine).layout
 
     def microbatches(self, global_batch: int) -> int:
-        """Microbatches per data-parallel rank per step (the last one may be short)."""
+        """Microbatches per data-parallel rank per step (the enumeration keeps them whole)."""
         return math.ceil(global_batch / self.dp / self.rows_per_microbatch)
 
 
@@ -157,6 +157,13 @@ def _vpp_sizes(split: tuple[int, ...], pp: int, rules: LayoutRules) -> list[int]
     return sorted({v for layers in slots for v in divisors(layers)})
 
 
+def _microbatch_sizes(rows_per_rank: int, row_tokens: int, cp: int) -> list[int]:
+    """Rows per microbatch that a run can take: whole microbatches on every data-parallel rank (torchtitan refuses
+    a global batch that DP x local batch does not divide, and Megatron one that DP x micro batch does not: 12 rows
+    a microbatch at global batch 64 over DP 1 runs in neither), each microbatch's tokens split evenly over CP."""
+    return [r for r in ROWS_PER_MICROBATCH if rows_per_rank % r == 0 and (r * row_tokens) % cp == 0]
+
+
 def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batch: int, engine: EngineName,
                       nvlink_domain: int, grad_reduce_bf16: bool = False,
                       lever_sets: tuple[LeverSet, ...] = (LeverSet(),),
@@ -178,8 +185,8 @@ def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batc
                     continue
                 rows_per_rank = global_batch // dp
                 for ep, etp in _expert_sizes(shape, tp, cp, dp, rules):
-                    for rows in (r for r in ROWS_PER_MICROBATCH if r <= rows_per_rank and (r * row_tokens) % cp == 0):
-                        microbatches = math.ceil(rows_per_rank / rows)
+                    for rows in _microbatch_sizes(rows_per_rank, row_tokens, cp):
+                        microbatches = rows_per_rank // rows
                         for vpp in _vpp_sizes(split, pp, rules):
                             if vpp > 1 and microbatches % pp:
                                 continue  # the interleaved schedule runs microbatches in groups of PP

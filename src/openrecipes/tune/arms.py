@@ -9,6 +9,7 @@ from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.model import Float8, Float8Scaling, Recipe, Recompute
 from openrecipes.engines.torchtitan.flags import NO_RESHARD
+from openrecipes.launch.preflight import DATASET_FLAG
 from openrecipes.launch.torchtitan.render import LEVER_FLAGS, compose, render
 from openrecipes.plan.layouts import Layout
 from openrecipes.tune.candidates import SELECTIVE_AC_METHOD, Candidate
@@ -45,9 +46,13 @@ def float8_field(layout: Layout) -> Float8 | None:
                   precomputed_scales=gathered, skip=["output"])
 
 
-def rendered_run(recipe: Recipe, base: Recipe, card: ModelCard, reshard_after_forward: bool) -> str:
-    """`run` for a recipe whose fields differ from the base: its fields' flags over the base command's others."""
+def rendered_run(recipe: Recipe, base: Recipe, card: ModelCard, reshard_after_forward: bool,
+                 rows_path: str | None = None) -> str:
+    """`run` for a recipe whose fields differ from the base: its fields' flags over the base command's others (and
+    `rows_path` for the base's rows file, where given)."""
     launch = compose(recipe, card, parse_run(base.run))
+    if rows_path is not None:
+        launch.flags[DATASET_FLAG] = [rows_path]
     flag, value = NO_RESHARD
     launch.flags.pop(flag, None)  # the base's choice; the candidate's own follows, before the levers (which end a run)
     levers = {lever: launch.flags.pop(lever) for lever in LEVER_FLAGS if lever in launch.flags}

@@ -88,13 +88,12 @@ def as_candidate(ctx: Context, layout: Layout) -> Candidate:
                      unit.without_levers_s - compute, request.global_batch * request.row_tokens, unit.lever_speedup)
 
 
-def renderable(layout: Layout, global_batch: int) -> bool:
+def renderable(layout: Layout) -> bool:
     """What a recipe can say and torchtitan run as the planner models it: no pipeline stages (the renderer keeps
     the global batch by gradient accumulation, one microbatch a pass, so a pipeline would drain after every
-    microbatch instead of running the schedule the planner times), whole microbatches (torchtitan's global batch
-    rule), no offload."""
-    return (layout.pp == 1 and layout.vpp == 1 and layout.offload_fraction == 0
-            and (global_batch // layout.dp) % layout.rows_per_microbatch == 0)
+    microbatch instead of running the schedule the planner times), no offload. (Whole microbatches, torchtitan's
+    global batch rule, hold for every layout the planner enumerates.)"""
+    return layout.pp == 1 and layout.vpp == 1 and layout.offload_fraction == 0
 
 
 def runs_on_engine(layout: Layout, torchtitan_model: str | None) -> bool:
@@ -112,7 +111,7 @@ def candidates(ctx: Context, tables: ReferenceTables, kernels: bool = False, att
     request = replace(ctx.request, search=search, float8=float8)
     model = tables.models[request.model].architecture.get("torchtitan_model")
     layouts = {p.layout for p in predict(request, tables) if p.peak_fits
-               and renderable(p.layout, request.global_batch) and runs_on_engine(p.layout, model)}
+               and renderable(p.layout) and runs_on_engine(p.layout, model)}
     found = [as_candidate(ctx, lay) for lay in layouts]
     return sorted(found, key=lambda c: (-round(c.tokens_per_s_per_gpu(1.0), 6), c.memory_gib, c.slug))
 

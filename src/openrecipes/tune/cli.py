@@ -14,6 +14,7 @@ from openrecipes.atomic import check_output
 from openrecipes.catalog.model import FLOAT8_SCALINGS
 from openrecipes.catalog.paths import catalog_root, default_catalog_root
 from openrecipes.catalog.store import load_catalog
+from openrecipes.engines.registry import engine_named
 from openrecipes.errors import UserError
 from openrecipes.plan.cli import MAX_GPUS, Asked, with_request
 from openrecipes.plan.cli import app as plan_app
@@ -31,8 +32,8 @@ def register(app: typer.Typer) -> None:
 def emit(
     asked: Asked,
     rank: Annotated[int, typer.Option(
-        "--rank", "--emit-recipe", help="write the K-th fitting torchtitan layout a recipe can run as a recipe "
-        "(status: planned; stack, rows and environment from the catalog's torchtitan recipe of MODEL)")],
+        "--rank", "--emit-recipe", help="write the K-th fitting layout a recipe can run as a recipe "
+        "(status: planned; stack, environment and data source from the catalog's recipe of MODEL under the engine)")],
     out: Annotated[Path | None, typer.Option("--out", help="where the recipe goes")] = None,
     force: Annotated[bool, typer.Option(
         "--force", help="replace a planned recipe this command wrote inside the catalog's recipes/")] = False,
@@ -40,8 +41,8 @@ def emit(
     top: Annotated[int | None, typer.Option("--top", hidden=True)] = None,
     as_json: Annotated[bool, typer.Option("--json", hidden=True)] = False,
 ) -> None:
-    """Write the K-th fitting torchtitan layout of MODEL on N GPUs as a runnable recipe (status: planned). Exit 2 on
-    bad input."""
+    """Write the K-th fitting layout of MODEL on N GPUs as a runnable recipe (status: planned), with the rows its
+    row length needs and the command that builds them. Exit 2 on bad input."""
     from openrecipes.tune.emit import emit_recipe
 
     if out is None:
@@ -50,9 +51,10 @@ def emit(
         raise UserError("--emit-recipe writes one recipe: --top and --json do not apply to it; leave them out")
     planned = emit_recipe(asked[0], rank, out, force=force)
     p = planned.prediction
+    then = (f"run it with `openrecipes run {out}`" if engine_named(asked[0].engine).runs_here
+            else f"print its command with `openrecipes run {out} --dry-run`")
     print(f"wrote {out}: #{planned.rank} {describe(p.layout)}; predicted "
-          f"{p.tokens_per_s_per_gpu:,.1f} tokens/s per GPU (status: planned, not measured); run it with "
-          f"`openrecipes run {out}`")
+          f"{p.tokens_per_s_per_gpu:,.1f} tokens/s per GPU (status: planned, not measured); {then}")
 
 
 def export(

@@ -35,7 +35,7 @@ def _planned_recipes(request: PlanRequest, ranked: list[Prediction], top: int,
         return {}
     # The fitting layouts a recipe can run, in the table's own order (predicted once, not again here).
     runnable_rank = {id(p): rank for rank, p in enumerate(
-        (p for p in ranked if renderable(p.layout, request.global_batch)), start=1)}
+        (p for p in ranked if renderable(p.layout)), start=1)}
     return {index: PlannedRecipeOffer(rank=rank, text=planned_recipe(base_path, rank, p, request, root).text, command=(
         f"{plan_command(request)} --emit-recipe {rank} "
         f"--out {request.model.lower()}-{request.gpu_type.lower()}x{request.gpus}-planned-{rank}.yaml"))
