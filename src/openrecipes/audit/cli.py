@@ -138,7 +138,7 @@ def record_command(
 ) -> None:
     """Write a new recipe from a measured run: layout from the run's command; result, correctness, stack and log
     hashes from its logs; the --like recipe's otherwise; written only when it validates and audits clean."""
-    from openrecipes.audit.record import recipe_text, record, reference_arm, run_arm, write_recipe
+    from openrecipes.audit.record import recipe_text, record, recorded_path, reference_arm, run_arm, write_recipe
     from openrecipes.catalog.store import load_recipe
 
     root, tables = _catalog_of(like, catalog)
@@ -147,8 +147,8 @@ def record_command(
         if base.runs is None:
             raise UserError(f"{like}: names no runs:, so there is no reference arm; give --reference RUN_DIR")
         reference = root / (base.runs.reference or base.runs.candidate)
+    path = recorded_path(like, name, [run_dir, reference], root)
     recorded = record(base, run_arm(run_dir, base.run), reference_arm(base, reference, root, tables), root, tables)
-    path = like.resolve().parent / f"{name}.yaml"
     if path.exists():
         raise UserError(f"{path}: already exists; choose another --name")
     header = "# Written by `openrecipes record` from a measured run; fields: schema/recipe.schema.yaml.\n"
