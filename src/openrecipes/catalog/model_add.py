@@ -33,9 +33,10 @@ def add_model(config: Path, name: str, out: Path, origin: str | None) -> Added:
     if not NAME.fullmatch(name):
         raise UserError(f"--name {ascii(name)[:60]}: use a lowercase slug of letters, digits, '.', '-' or '_' that "
                         "starts with a letter or digit (e.g. llama-3.1-70b); nothing was written")
+    kept = out.parent / CONFIGS / f"{name}.json"
+    _no_other_card(name, out, kept)  # before the seconds of counting
     source_text, data = load_config(config)
     shape = read_shape(config, data)
-    kept = out.parent / CONFIGS / f"{name}.json"
     card_dict = card_data(name, shape, counts(config, data, shape), f"{CONFIGS}/{name}.json", sha256_of(source_text),
                           origin or f"given as {shown(config)}")
     text = HEADER + yaml.safe_dump(card_dict, sort_keys=False, width=110, allow_unicode=True)
@@ -48,7 +49,6 @@ def add_model(config: Path, name: str, out: Path, origin: str | None) -> Added:
     _may_replace(out)
     if os.path.lexists(kept) and (kept.is_symlink() or not kept.is_file()):
         raise UserError(f"{shown(kept)}: exists and is not a regular file; move it away")
-    _no_other_card(name, out, kept)
     # The config first, then the card: a kill between the two renames leaves a card whose config.sha256 is not its
     # config's, which every command refuses naming the card (catalog/hardware.py), never a card read with another
     # config's counts.
