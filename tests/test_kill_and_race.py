@@ -330,3 +330,51 @@ def _concurrent_reproductions(tmp_path: Path, trials: int) -> list[int]:
 @pytest.mark.slow
 def test_concurrent_reproduce_writes_keep_both_entries(tmp_path):
     assert _concurrent_reproductions(tmp_path, trials=8) == [2] * 8
+
+
+def _openrecipes(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "openrecipes", *args], env=ENV, cwd=cwd, capture_output=True,
+                          text=True)
+
+
+@pytest.mark.slow
+def test_model_add_killed_leaves_a_whole_pair_or_one_every_command_refuses(tmp_path):
+    """A kill between `model add`'s two renames leaves the new config beside the old card; no command reads that
+    card (its config.sha256 is not its config's), and deriving it again makes a whole pair."""
+    catalog = tmp_path / "catalog"
+    for folder in ("models", "hardware"):
+        shutil.copytree(REPO / folder, catalog / folder)
+    (catalog / "recipes").mkdir()
+    card, config = catalog / "models/my-model.yaml", catalog / "models/configs/my-model.json"
+    changed = tmp_path / "config.json"  # the same model, another file: a new sha256, so both files change
+    changed.write_text((REPO / "models/configs/mixtral-8x7b.json").read_text() + "\n")
+    old_args = ["model", "add", str(REPO / "models/configs/mixtral-8x7b.json"), "--name", "my-model"]
+    new_args = ["model", "add", str(changed), "--name", "my-model"]
+    assert _openrecipes(old_args, catalog).returncode == 0
+    old = (card.read_bytes(), config.read_bytes())
+    assert _openrecipes(new_args, catalog).returncode == 0
+    new = (card.read_bytes(), config.read_bytes())
+    rng, seen = random.Random(9), []
+    for i in range(6):
+        card.write_bytes(old[0])
+        config.write_bytes(old[1])
+        point = WRITE_POINTS[i] if i < len(WRITE_POINTS) else None
+        launcher = [str(STOP_AT), *point] if point else ["-m", "openrecipes"]
+        process = subprocess.Popen([sys.executable, *launcher, *new_args], env=ENV, cwd=catalog,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if point:
+            _wait_stopped(process)
+        else:
+            time.sleep(rng.uniform(0, 6))
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        now = (card.read_bytes(), config.read_bytes())
+        assert now[0] in (old[0], new[0]) and now[1] in (old[1], new[1]), f"kill {i}: a file is half written"
+        if now not in (old, new):
+            refused = _openrecipes(["validate", "--catalog", str(catalog)], catalog)
+            assert refused.returncode == 2 and "my-model.yaml" in refused.stderr, refused.stderr
+            assert "config.sha256" in refused.stderr and refused.stderr.count("\n") == 1
+            assert _openrecipes(new_args, catalog).returncode == 0
+            assert (card.read_bytes(), config.read_bytes()) == new
+        seen.append("new" if now == new else "old" if now == old else "half")
+    assert seen[0] == "old" and seen[1] == "half", seen  # stopped before the first rename, then right after it

@@ -1,11 +1,13 @@
 """One spelling rule for the names a user types (models, GPU types, chat formats, tokenizer families): any case,
 `-` and `_` alike. Each name keeps one canonical spelling, the one its table writes, and that is what every command
 shows; the catalog's tables are resolved through `catalog/names.py`, the rows room's formats through this directly
-(rows imports no catalog). And the one spelling of a layout's parallel degrees, which recipes, published entries
-and the planner's layouts all show."""
+(rows imports no catalog). The one rule for a name that becomes a file or folder name (a recorded recipe, a run
+folder). And the one spelling of a layout's parallel degrees, which recipes, published entries and the planner's
+layouts all show."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from functools import cache
 
@@ -25,6 +27,25 @@ def canonical(given: str, known: Iterable[str], what: str, where: str) -> str:
     if found is None:
         raise UserError(f"unknown {what} '{given}'; known: {', '.join(sorted(names))} ({where})")
     return found
+
+
+MAX_PLAIN_NAME = 100
+# Letters, digits, `.`, `_` and `-`, starting with a letter or a digit: one path component that stays where it is
+# put (no `/`, no `..`, no leading dot or dash), printable, the same bytes on every file system.
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def is_plain_name(name: str) -> bool:
+    return bool(_PLAIN.fullmatch(name)) and ".." not in name and len(name) <= MAX_PLAIN_NAME
+
+
+def plain_name(given: str, what: str) -> str:
+    """`given` when it is a plain name; else a UserError naming `what` (the option or file it came from)."""
+    if not is_plain_name(given):
+        raise UserError(f"{what} {ascii(given)[:80]}: not a plain name (letters, digits, '.', '_' and '-', starting "
+                        f"with a letter or digit, no '..', at most {MAX_PLAIN_NAME} characters); choose another; "
+                        "nothing was written")
+    return given
 
 
 @cache  # the planner labels thousands of layouts with a few dozen labels

@@ -54,14 +54,34 @@ def open_regular(path: Path) -> int:
     return fd
 
 
-def read_text(path: Path, max_bytes: int, what: str = "file", errors: str = "strict") -> str:
-    """The whole file as text; over `max_bytes` or (with errors='strict') not UTF-8 is a UserError."""
+def read_bytes(path: Path, max_bytes: int, what: str = "file") -> bytes:
+    """The whole file's bytes; over `max_bytes` is a UserError."""
     fd = open_regular(path)
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise UserError(f"{shown(path)}: over {max_bytes // MIB} MiB, too large for a {what}; "
+        raise UserError(f"{shown(path)}: over {max_bytes / MIB:g} MiB, too large for a {what}; "
                         "give the file itself, not an archive or a dump")
+    return data
+
+
+def read_inside(root: Path, path: Path, max_bytes: int, what: str = "file") -> bytes:
+    """The bytes of `path`, a file a catalog names, which must lie under `root` once every link is followed: a
+    link out of the catalog (to /dev/zero, to someone's home) is refused before it is opened, and a FIFO or device
+    as any file is (open_regular)."""
+    try:
+        resolved, inside = Path(path).resolve(), Path(root).resolve()
+    except (OSError, RuntimeError):  # a link loop on the way
+        raise UserError(f"{shown(path)}: a symbolic link loop; remove the looping link") from None
+    if not resolved.is_relative_to(inside):
+        raise UserError(f"{shown(path)}: leads outside {shown(root)} (to {shown(resolved)}); a {what} is read only "
+                        f"from inside {shown(root)}: put the file itself there")
+    return read_bytes(resolved, max_bytes, what)
+
+
+def read_text(path: Path, max_bytes: int, what: str = "file", errors: str = "strict") -> str:
+    """The whole file as text; over `max_bytes` or (with errors='strict') not UTF-8 is a UserError."""
+    data = read_bytes(path, max_bytes, what)
     try:
         return data.decode("utf-8", errors)
     except UnicodeDecodeError as error:

@@ -320,7 +320,9 @@ def all_cases(scratch_root: Path, tokenizer: Path | None = None) -> list[Case]:
     from evidence_cases import evidence_cases  # noqa: PLC0415 (the same)
     from hostile_cases import hostile_cases  # noqa: PLC0415 (it imports this module's helpers)
     from impossible_cases import impossible_cases  # noqa: PLC0415 (the same)
+    from names_bounds_cases import names_bounds_cases  # noqa: PLC0415 (the same)
     from refresh_launch_cases import refresh_launch_cases  # noqa: PLC0415 (the same)
 
     cases += evidence_cases(scratch)
-    return cases + hostile_cases(scratch, tokenizer) + impossible_cases(scratch) + refresh_launch_cases(scratch)
+    return (cases + hostile_cases(scratch, tokenizer) + impossible_cases(scratch) + refresh_launch_cases(scratch)
+            + names_bounds_cases(scratch))

@@ -143,7 +143,7 @@ def record_command(
     """Write a new recipe from a measured run: layout from the run's command; result, correctness, stack and log
     hashes from its logs; the --like recipe's otherwise; written only when it validates and audits clean."""
     from openrecipes.atomic import locked
-    from openrecipes.audit.record import recipe_text, record, reference_arm, run_arm, write_recipe
+    from openrecipes.audit.record import recipe_text, record, recorded_path, reference_arm, run_arm, write_recipe
     from openrecipes.catalog.store import load_recipe
     from openrecipes.measure.logtext import require_log_text
 
@@ -153,11 +153,11 @@ def record_command(
         if base.runs is None:
             raise UserError(f"{like}: names no runs:, so there is no reference arm; give --reference RUN_DIR")
         reference = root / (base.runs.reference or base.runs.candidate)
+    path = recorded_path(like, name, [run_dir, reference], root)
     arms = run_arm(run_dir, base.run), reference_arm(base, reference, root, tables)
     for arm in arms:
         require_log_text(arm.log)  # evidence the site ships: a training log, never a page or script
     recorded = record(base, *arms, root, tables)
-    path = like.resolve().parent / f"{name}.yaml"
     header = "# Written by `openrecipes record` from a measured run; fields: schema/recipe.schema.yaml.\n"
     with locked(path):  # one writer of a name at a time: a second `record` of it finds the first one's file
         if path.exists():

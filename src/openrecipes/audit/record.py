@@ -34,7 +34,8 @@ from openrecipes.errors import UserError
 from openrecipes.measure.formats import read_log_lines
 from openrecipes.measure.result import clip_window, measure, read_run, run_inputs
 from openrecipes.measure.stack import read_stack_line
-from openrecipes.textfile import read_text
+from openrecipes.names import is_plain_name, plain_name
+from openrecipes.textfile import read_text, shown
 from openrecipes.verify.config import MAX_SCRIPT_BYTES, PASS, PRECISION_CHANGE, load_rules
 from openrecipes.verify.convergence import read_curve
 from openrecipes.verify.verdicts import ConfigVerdict, ConvergenceVerdict, config_verdict, convergence_verdict
@@ -75,6 +76,23 @@ def run_arm(folder: Path, fallback_run: str | None = None) -> RecordedRun:
     if fallback_run is None:
         raise UserError(f"{folder}: no {RUN_COMMAND}; write the run's exact command there")
     return RecordedRun(folder, fallback_run)
+
+
+def recorded_path(like: Path, name: str, runs: list[Path], root: Path) -> Path:
+    """Where `record --like LIKE --name NAME` writes: NAME.yaml beside the --like recipe, which lies under the
+    catalog's recipes/ once every link is followed; NAME a plain name and each run folder a plain-named folder under
+    the catalog's runs/. Checked before anything is measured, so nothing lands outside the catalog."""
+    plain_name(name, "--name")
+    recipes, folder = (root / "recipes").resolve(), Path(like).resolve().parent
+    if not folder.is_relative_to(recipes):
+        raise UserError(f"--like {shown(like)}: leads outside the catalog's recipes/ (to {shown(folder)}); the new "
+                        f"recipe is written beside it: give a recipe under {shown(recipes)}")
+    for run in runs:
+        resolved = Path(run).resolve()
+        if not resolved.is_relative_to((root / "runs").resolve()) or not is_plain_name(resolved.name):
+            raise UserError(f"{shown(run)}: not a plainly named folder under the catalog's runs/ ({shown(root)}/runs); "
+                            "a recipe cites its runs there: move the run folder there")
+    return folder / f"{name}.yaml"
 
 
 def reference_arm(like: Recipe, folder: Path, root: Path, tables: ReferenceTables) -> RecordedRun:

@@ -17,7 +17,7 @@ from openrecipes.catalog.leaderboard import leaderboards_view, selection
 from openrecipes.catalog.model import PublishedSummary, Recipe
 from openrecipes.catalog.model_add import add_model
 from openrecipes.catalog.paths import catalog_root, default_catalog_root, relative_path
-from openrecipes.catalog.schema import HEADER, SCHEMA_PATH, render_schema
+from openrecipes.catalog.schema import HEADER, SCHEMA_PATH, checked_in_schema, render_schema
 from openrecipes.catalog.store import CatalogEntry, load_catalog, validate_catalog
 from openrecipes.catalog.validate import recipe_files, validate_file
 from openrecipes.errors import EXIT_CHECK_FAILED, UserError
@@ -138,8 +138,7 @@ def schema(
     target = root / SCHEMA_PATH
     text = render_schema()
     if check:
-        current = target.read_text(encoding="utf-8") if target.exists() else ""
-        if current != text:
+        if checked_in_schema(root) != text:
             Console(stderr=True).print(f"{target} is stale; run `openrecipes schema` and commit it", markup=False)
             raise typer.Exit(EXIT_CHECK_FAILED)
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -15,6 +16,9 @@ from openrecipes.catalog.model import Degree, Figure, Gpu, NonNegativeInt, Posit
 from openrecipes.catalog.paths import bundled_root
 from openrecipes.catalog.yamlio import YamlDocument, read_yaml
 from openrecipes.errors import UserError
+from openrecipes.textfile import MIB, read_inside
+
+MAX_CONFIG_BYTES = MIB  # a config.json is a few KB (model add reads at most this much)
 
 
 class ScaleUp(Strict):
@@ -315,16 +319,39 @@ def variant_of_device(device: str, tables: ReferenceTables) -> str | None:
     return next((key for key, spec in tables.variants.items() if device in spec.reported_as), None)
 
 
+def _load_cards(folder: Path) -> tuple[dict[str, ModelCard], dict[str, Path]]:
+    """Every card of `folder` (models/) by name, and its file. Two cards of one name are refused (the planner would
+    read whichever came last), and so is a derived card whose config.json is not the one it was derived from: an
+    edit by hand, another card's `model add` over it, or a kill between the two files' renames."""
+    models: dict[str, ModelCard] = {}
+    files: dict[str, Path] = {}
+    for card_path in sorted(folder.glob("*.yaml")):
+        doc = read_yaml(card_path)
+        card = _validated(ModelCard, doc.data, doc)
+        if card.name in files:
+            raise UserError(f"{card_path}:{doc.line_of('name')}: name: '{card.name}' is also the name of "
+                            f"{files[card.name]}; a model has one card: rename or remove one")
+        if card.config is not None:
+            _check_config(card_path, doc, card.config, folder)
+        models[card.name], files[card.name] = card, card_path
+    return models, files
+
+
+def _check_config(card_path: Path, doc: YamlDocument, config: ConfigSource, folder: Path) -> None:
+    """The card's config.sha256 is its config file's: a regular file under models/ (no link out, no FIFO)."""
+    where = f"{card_path}:{doc.line_of('config.sha256')}: config.sha256"
+    data = read_inside(folder, card_path.parent / config.file, MAX_CONFIG_BYTES, "model config")
+    if hashlib.sha256(data).hexdigest() != config.sha256:
+        raise UserError(f"{where}: is not the sha256 of {config.file}, so the card's counts are not that config's; "
+                        f"derive the card again: openrecipes model add {card_path.parent / config.file} --name "
+                        f"{card_path.stem} --out {card_path}")
+
+
 @lru_cache(maxsize=8)
 def load_reference_tables(root: Path | None = None) -> ReferenceTables:
     root = Path(root) if root else bundled_root()
     hardware = hardware_dir(root)
-    models, model_files = {}, {}
-    for card_path in sorted(_reference_dir(root, "models").glob("*.yaml")):
-        doc = read_yaml(card_path)
-        card = _validated(ModelCard, doc.data, doc)
-        models[card.name] = card
-        model_files[card.name] = card_path
+    models, model_files = _load_cards(_reference_dir(root, "models"))
     variants = _load_gpus(hardware / "gpus.yaml")
     return ReferenceTables(
         gpus=_defaults_by_type(variants, hardware / "gpus.yaml"),

@@ -33,9 +33,10 @@ def add_model(config: Path, name: str, out: Path, origin: str | None) -> Added:
     if not NAME.fullmatch(name):
         raise UserError(f"--name {ascii(name)[:60]}: use a lowercase slug of letters, digits, '.', '-' or '_' that "
                         "starts with a letter or digit (e.g. llama-3.1-70b); nothing was written")
+    kept = out.parent / CONFIGS / f"{name}.json"
+    _no_other_card(name, out, kept)  # before the seconds of counting
     source_text, data = load_config(config)
     shape = read_shape(config, data)
-    kept = out.parent / CONFIGS / f"{name}.json"
     card_dict = card_data(name, shape, counts(config, data, shape), f"{CONFIGS}/{name}.json", sha256_of(source_text),
                           origin or f"given as {shown(config)}")
     text = HEADER + yaml.safe_dump(card_dict, sort_keys=False, width=110, allow_unicode=True)
@@ -48,8 +49,28 @@ def add_model(config: Path, name: str, out: Path, origin: str | None) -> Added:
     _may_replace(out)
     if os.path.lexists(kept) and (kept.is_symlink() or not kept.is_file()):
         raise UserError(f"{shown(kept)}: exists and is not a regular file; move it away")
+    # The config first, then the card: a kill between the two renames leaves a card whose config.sha256 is not its
+    # config's, which every command refuses naming the card (catalog/hardware.py), never a card read with another
+    # config's counts.
     write_all_or_none([(kept, source_text), (out, text)])
     return Added(card, out, kept)
+
+
+def _no_other_card(name: str, out: Path, kept: Path) -> None:
+    """No other card in the folder has this name or was derived from configs/<name>.json: writing the config would
+    change that card's counts under it, and the catalog would hold two cards of one model."""
+    for path in sorted(out.parent.glob("*.yaml")):
+        if path.resolve() == out.resolve():
+            continue
+        try:
+            other = ModelCard.model_validate(read_yaml(path).data)
+        except (UserError, ValidationError):  # not a card; validate reports it
+            continue
+        if other.name == name or (other.config is not None and (path.parent / other.config.file).resolve()
+                                  == kept.resolve()):
+            raise UserError(f"--name {name}: {shown(path)} is already the card of {other.name} (its config "
+                            f"{shown(kept)}); nothing was written: choose another --name, or --out {shown(path)} "
+                            "to derive that card again")
 
 
 def _may_replace(out: Path) -> None:

@@ -8,8 +8,11 @@ import yaml
 from pydantic import TypeAdapter
 
 from openrecipes.catalog.model import PublishedSummary, Recipe
+from openrecipes.errors import UserError
+from openrecipes.textfile import MIB, read_inside
 
 SCHEMA_PATH = Path("schema") / "recipe.schema.yaml"
+MAX_SCHEMA_BYTES = 4 * MIB  # the schema is about 60 KB
 HEADER = "# Generated from src/openrecipes/catalog/model.py by `openrecipes schema`; do not edit by hand.\n"
 
 
@@ -26,3 +29,16 @@ def recipe_json_schema() -> dict:
 
 def render_schema() -> str:
     return HEADER + yaml.safe_dump(recipe_json_schema(), sort_keys=False, width=110, allow_unicode=True)
+
+
+def checked_in_schema(root: Path) -> str:
+    """The schema file under `root` as committed ("" when there is none): a regular file inside `root`, read
+    bounded, so a FIFO there never blocks `schema --check` and a link to /dev/zero is refused, not read."""
+    target = root / SCHEMA_PATH
+    if not target.exists() and not target.is_symlink():
+        return ""
+    data = read_inside(root, target, MAX_SCHEMA_BYTES, "schema")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"{target}: not UTF-8 text; run `openrecipes schema --root {root}` to write it again") from None

@@ -42,7 +42,12 @@ from openrecipes.plan.words import marks_legend, short_label
 
 # Non-fitting layouts shown under the fitting ones: enough to see what stops the next-larger layouts.
 NON_FITTING_SHOWN = 5
-MAX_GPUS = 2**20  # the largest GPU count the planner enumerates
+# What the planner answers within the time and memory docs/planning.md states (the largest request, DeepSeek-V3 at
+# the three limits, measured on two cores): the public record's largest run is 8,192 GPUs with a global batch of
+# 15,360 rows, and a batch beyond 16 rows per GPU adds no layout (16 rows is the largest microbatch planned).
+MAX_GPUS = 2**13
+MAX_GLOBAL_BATCH = 2**15
+MAX_ROW_TOKENS = 2**20
 # Terminals narrower than this get the narrow table (unless --wide): one line a row at 80 columns, the columns
 # left out named under it; figures never wrap, a long layout label wraps between its words.
 WIDE_TABLE = 150
@@ -104,10 +109,12 @@ def ask(
                                             "(H100-SXM-96GB-500W)")] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", help="GPU count")] = None,
     row_tokens: Annotated[int | None, typer.Option(
-        "--row-tokens", min=1, max=2**24, help="tokens per training row (default: the model's recipes', else 8192)")
+        "--row-tokens", min=1, max=MAX_ROW_TOKENS,
+        help="tokens per training row (default: the model's recipes', else 8192)")
     ] = None,
     global_batch: Annotated[int | None, typer.Option(
-        "--global-batch", min=1, max=2**24, help="rows per optimizer step (default: the model's recipes', else 128)")
+        "--global-batch", min=1, max=MAX_GLOBAL_BATCH,
+        help="rows per optimizer step (default: the model's recipes', else 128)")
     ] = None,
     engine: Annotated[str | None, typer.Option(
         "--engine", help="megatron or torchtitan (default: the engine that runs the model's recipes here)")] = None,
@@ -132,7 +139,7 @@ def ask(
         raise UserError("give --gpu TYPE and --gpus N (e.g. openrecipes plan gpt-oss-20b --gpu H200 --gpus 8)")
     model, gpu, variant = _names(model, gpu)
     if not 1 <= gpus <= MAX_GPUS:
-        raise UserError(f"--gpus {gpus}: give 1 to {MAX_GPUS:,} GPUs (2^20)")
+        raise UserError(f"--gpus {gpus}: give 1 to {MAX_GPUS:,} GPUs (the planner's limit, docs/planning.md)")
     if engine is not None and engine not in engine_names():
         raise UserError(f"--engine {engine}: use {' or '.join(engine_names())}")
     catalog = load_catalog(default_catalog_root())

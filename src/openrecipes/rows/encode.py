@@ -17,12 +17,17 @@ from openrecipes.errors import UserError
 from openrecipes.rows.encoders import Encoder, PartsEncoder, tokenizer_json_path
 from openrecipes.rows.formats import DEFAULT_EOS, ROLES
 from openrecipes.rows.quicktok_encode import QuicktokEncoder, bundled_family, check_format_tokens
+from openrecipes.rows.template_sandbox import BoundedTemplate
+from openrecipes.textfile import MIB, json_depth, read_bytes
 
 # Templates that print today's date through strftime_now (Llama 3.2's) get this one, so a build is reproducible.
 # date_string is left to the template: Llama 3.1's prints its own default (26 Jul 2024), as the llama3 format does.
 FIXED_DATE = datetime.datetime(2026, 1, 1)
 # a chat template that marks assistant content, which transformers needs to return the assistant mask
 GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")
+# A tokenizer_config.json holds the chat template and the added tokens: a few hundred KB for the largest vocabularies.
+MAX_TOKENIZER_CONFIG_BYTES = 16 * MIB
+MAX_TOKENIZER_CONFIG_DEPTH = 32
 
 
 def parse_record(raw: bytes | list | None) -> list[dict] | str:
@@ -78,7 +83,7 @@ def eos_token_for(tokenizer: Path, chat_format: str, eos_token: str | None) -> s
     if chat_format in DEFAULT_EOS:
         return DEFAULT_EOS[chat_format]
     config_path = tokenizer_json_path(tokenizer).with_name("tokenizer_config.json")
-    config = read_tokenizer_config(config_path) if config_path.is_file() else {}
+    config = read_tokenizer_config(config_path) if config_path.exists() or config_path.is_symlink() else {}
     eos = config.get("eos_token")
     eos = eos.get("content") if isinstance(eos, dict) else eos
     if not eos or not isinstance(eos, str):
@@ -87,8 +92,11 @@ def eos_token_for(tokenizer: Path, chat_format: str, eos_token: str | None) -> s
 
 
 def read_tokenizer_config(path: Path) -> dict:
+    text = read_bytes(path, MAX_TOKENIZER_CONFIG_BYTES, "tokenizer_config.json")
+    if json_depth(text.decode("utf-8", "replace")) > MAX_TOKENIZER_CONFIG_DEPTH:
+        raise UserError(f"{path}: nested deeper than {MAX_TOKENIZER_CONFIG_DEPTH} levels; not a tokenizer_config.json")
     try:
-        config = json.loads(path.read_bytes().decode("utf-8"))
+        config = json.loads(text.decode("utf-8"))
     except UnicodeDecodeError as error:
         raise UserError(f"{path}: not UTF-8 (byte {error.start}); save it as UTF-8 JSON") from None
     except json.JSONDecodeError as error:
@@ -104,14 +112,15 @@ class TemplateEncoder(Encoder):
 
     def __init__(self, tokenizer: Path, eos: str):
         directory = tokenizer if tokenizer.is_dir() else tokenizer.parent
-        if (directory / "tokenizer_config.json").is_file():
-            read_tokenizer_config(directory / "tokenizer_config.json")  # a broken file: one line, not a traceback
+        config = directory / "tokenizer_config.json"
+        if config.exists() or config.is_symlink():  # a FIFO or device is refused here, before transformers opens it
+            read_tokenizer_config(config)  # a broken file: one line, not a traceback
         from transformers import AutoTokenizer  # after the cheap checks: importing it takes seconds
 
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(directory))
-        except (OSError, ValueError) as error:
-            reason = " ".join(str(error).split())
+        except Exception as error:  # noqa: BLE001 - tokenizers raises a bare Exception for a malformed tokenizer.json
+            reason = " ".join(str(error).split())[:200]
             raise UserError(f"{directory}: not a Hugging Face tokenizer directory ({reason}); pass one with "
                             "tokenizer.json and tokenizer_config.json") from None
         if not self.tokenizer.chat_template:
@@ -120,6 +129,7 @@ class TemplateEncoder(Encoder):
             raise UserError(f"{directory}: tokenizer_config.json: chat_template has no {{% generation %}} block, so "
                             "no assistant mask can be read; wrap assistant content in {% generation %} ... "
                             "{% endgeneration %}")
+        self.template = BoundedTemplate(str(self.tokenizer.chat_template), f"{config}", FIXED_DATE.strftime)
         eos_id = self.tokenizer.convert_tokens_to_ids(eos)
         if not isinstance(eos_id, int):  # a tokenizer without an unknown token has no id for a token it lacks
             raise UserError(f"{directory}: no {eos} token; pass --eos-token with the tokenizer's end-of-text token")
@@ -131,9 +141,16 @@ class TemplateEncoder(Encoder):
         mask: list[int] = []
         lengths = []
         for messages in conversations:
-            out = self.tokenizer.apply_chat_template(
-                messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True,
-                strftime_now=FIXED_DATE.strftime)
+            # Rendered within limits first; transformers' render of the same template and messages does the same work.
+            self.template.check({**self.tokenizer.special_tokens_map, "messages": messages,
+                                 "add_generation_prompt": False})
+            try:
+                out = self.tokenizer.apply_chat_template(
+                    messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True,
+                    strftime_now=FIXED_DATE.strftime)
+            except Exception as error:  # noqa: BLE001 - whatever the template raises inside transformers
+                raise UserError(f"{self.directory / 'tokenizer_config.json'}: chat_template failed: "
+                                f"{' '.join(str(error).split())[:200]}; fix the template") from None
             assert isinstance(out, Mapping), "return_dict=True returns a BatchEncoding"
             conversation_ids: list[int] = out["input_ids"]
             conversation_mask: list[int] = out["assistant_masks"]
