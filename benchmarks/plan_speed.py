@@ -68,7 +68,7 @@ def _swap_in(modules: dict[str, ModuleType]) -> None:
 
 
 # The planner's data files, copied over the baseline's so that both arms plan with the same calibration.
-PLAN_DATA = ("calibration.yaml", "reference_points.yaml", "interconnect.yaml")
+PLAN_DATA = ("calibration.yaml", "reference_points.yaml")  # a part's links are its hardware/gpus.yaml block
 HELDOUT = REPO / "derived/heldout.json"  # read from derived/, or beside the planner's code before it moved there
 
 
