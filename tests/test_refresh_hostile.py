@@ -188,6 +188,7 @@ def _seals_with_code(package, catalog) -> dict[str, str]:
     return json.loads(done.stdout)
 
 
+@pytest.mark.slow  # two interpreters load the whole catalog
 def test_a_code_change_leaves_every_plan_current(catalog, tmp_path):
     """The code is not a plan's input: a change in the predictor or the export keeps every seal (a change that changes
     a plan's content bumps PLANNER_VERSION, and --check's recomputed sample catches a forgotten bump)."""
