@@ -254,3 +254,26 @@ def test_the_derived_tables_are_outside_the_package_where_their_readers_look():
     assert HELDOUT_FILE == REPO / "derived/heldout.json" and HELDOUT_FILE.is_file()
     assert SUMMARY_FILE == PREDICTIONS == REPO / "derived/public_record.json" and SUMMARY_FILE.is_file()
     assert not list((REPO / "src/openrecipes").rglob("*.json"))  # no generated data inside the package
+
+
+def test_a_held_out_table_is_computed_again_only_when_its_inputs_moved(tmp_path, monkeypatch):
+    """`refresh` keeps a table whose inputs' seal is the stored one and writes it (and its seal) when the seal moved;
+    `--check` compares the contents whenever the seal matches, and writes nothing."""
+    from openrecipes.tune import refresh
+
+    monkeypatch.setattr(refresh, "_seals_file", lambda: tmp_path / "seals.json")
+    table = tmp_path / "heldout.json"
+    table.write_text("{}\n", encoding="utf-8")
+    writes = []
+
+    def step(inputs: str, check: bool, fresh: dict | None = None):
+        return refresh._derived_table("heldout", table, inputs, check, lambda: fresh or {}, dict,
+                                      lambda: writes.append(inputs) or table).stale
+
+    assert step("a", check=True) == "its inputs changed since it was written" and writes == []
+    assert step("a", check=False) == "its inputs changed since it was written" and writes == ["a"]
+    assert step("a", check=False) is None and writes == ["a"]  # kept: not computed again
+    assert step("a", check=True) is None
+    assert step("a", check=True, fresh={"points": []}) == ("its contents differ from what the planner computes from "
+                                                           "its inputs")
+    assert step("b", check=False) is not None and writes == ["a", "b"]
