@@ -2,7 +2,7 @@
 
     PYTHONPATH=src python benchmarks/plan_score.py [--baseline REF] [--releases] [--tiny]
 
-Leave-one-source-out and leave-one-part-out come from src/openrecipes/plan/heldout.json (`openrecipes refresh`
+Leave-one-source-out and leave-one-part-out come from derived/heldout.json (`openrecipes refresh`
 writes them: each publisher, each hardware variant left out in turn, refitted exactly, its points predicted);
 `--releases` also refits without each release of each publisher (about a minute). Each point's printed 90% range is
 set by the other publishers' points alone. Prints markdown tables: the headline, then by source, GPU-count band,

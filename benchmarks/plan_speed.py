@@ -68,7 +68,8 @@ def _swap_in(modules: dict[str, ModuleType]) -> None:
 
 
 # The planner's data files, copied over the baseline's so that both arms plan with the same calibration.
-PLAN_DATA = ("calibration.yaml", "heldout.json", "reference_points.yaml", "interconnect.yaml")
+PLAN_DATA = ("calibration.yaml", "reference_points.yaml")  # a part's links are its hardware/gpus.yaml block
+HELDOUT = REPO / "derived/heldout.json"  # read from derived/, or beside the planner's code before it moved there
 
 
 def load_baseline(ref: str, folder: Path) -> tuple[ModuleType, dict[str, ModuleType]]:
@@ -84,6 +85,9 @@ def load_baseline(ref: str, folder: Path) -> tuple[ModuleType, dict[str, ModuleT
     (folder / "runs").symlink_to(REPO / "runs")
     for name in PLAN_DATA:
         shutil.copy(REPO / "src/openrecipes/plan" / name, folder / "src/openrecipes/plan" / name)
+    (folder / "derived").mkdir(exist_ok=True)
+    for where in (folder / "derived", folder / "src/openrecipes/plan"):
+        shutil.copy(HELDOUT, where / HELDOUT.name)
     ours = _package_modules()
     _swap_in({})
     sys.path.insert(0, str(folder / "src"))

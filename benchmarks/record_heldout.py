@@ -5,7 +5,7 @@ efficiency lost from the smallest to the largest GPU count, published beside pre
 
     .venv/bin/python benchmarks/record_heldout.py
 
-Reads the stored held-out predictions (src/openrecipes/plan/heldout.json, written by `openrecipes refresh`); prints
+Reads the stored held-out predictions (derived/heldout.json, written by `openrecipes refresh`); prints
 the two Markdown tables that docs/public-record.md and benchmarks/RESULTS.md carry (tests/test_record_heldout.py
 requires them to match). A second or two: `--tiny` (what tests/test_benchmarks.py runs) is the same run.
 """

@@ -50,8 +50,8 @@ STORED_RUNS = {
     "runs/check-8b-stock": ROOT / "runs/qwen3-8b-h200x2-torchtitan-stock",
 }
 # What a clone holds that the commands read: the catalog, its raw logs, the rows' sources and the code (refresh
-# rewrites the clone's own planner files under src/).
-CLONE = ("recipes", "models", "hardware", "rules", "schema", "runs", "plans", "data", "src", "benchmarks",
+# rewrites the clone's own calibration under src/ and its derived/ tables).
+CLONE = ("recipes", "models", "hardware", "rules", "schema", "runs", "plans", "derived", "data", "src", "benchmarks",
          "tests/fixtures")
 # A page whose path ends in `refresh` runs in a clone whose recipes are those of the one model it records a recipe
 # for: the same steps (record, validate, audit, the planner's refits, held-out tables and plan export, written into

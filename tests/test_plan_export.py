@@ -11,7 +11,7 @@ import pytest
 from conftest import openrecipes
 
 from openrecipes.catalog.store import load_catalog
-from openrecipes.tune.fingerprint import fingerprint, seal_problem
+from openrecipes.tune.fingerprint import plan_inputs, seal_problem
 
 REPO = Path(__file__).resolve().parents[1]
 PLANS = REPO / "plans"
@@ -19,13 +19,13 @@ PLANS = REPO / "plans"
 
 def test_committed_plans_are_current():
     catalog = load_catalog(REPO)
-    stamp = fingerprint(catalog)
+    seals = plan_inputs(catalog)
     # every model with a card and recipes or published entries (the public record's models get Plan pages too)
     with_runs = {e.entry.model for e in catalog.recipes} | {e.entry.model for e in catalog.record if e.entry.published}
     models = with_runs & set(catalog.tables.models)
     assert {p.stem for p in PLANS.glob("*.json")} == models
     for path in PLANS.glob("*.json"):
-        assert seal_problem(path.read_text(encoding="utf-8"), stamp, path.stem) is None, (
+        assert seal_problem(path.read_text(encoding="utf-8"), seals[path.stem], path.stem) is None, (
             f"{path.name} is stale: run `openrecipes refresh`")
 
 

@@ -38,7 +38,7 @@ def test_deepseek_v3_pipeline_stages_are_balanced_as_megatron_splits_them(rows):
 
 def test_the_committed_summary_is_current():
     assert public_record.stored_summary() == public_record.summary(REPO), (
-        "src/openrecipes/plan/public_record.json is stale: run `openrecipes refresh`")
+        "derived/public_record.json is stale: run `openrecipes refresh`")
 
 
 def test_summary_pins_the_accuracy_on_the_record():

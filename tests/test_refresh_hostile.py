@@ -5,16 +5,19 @@ write (exit 2, one line); neither follows a link, blocks on a FIFO, or changes a
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import REPO, openrecipes
 
+from openrecipes.catalog.store import load_catalog
 from openrecipes.catalog.yamlio import parse_yaml
 from openrecipes.plan.constants import CALIBRATION_FILE, calibration_problems
 from openrecipes.tune import fingerprint as seal
@@ -40,15 +43,17 @@ def clone(tmp_path):
     root = tmp_path / "clone"
     (root / "recipes").mkdir(parents=True)
     shutil.copytree(REPO / "plans", root / "plans")
+    shutil.copytree(REPO / "derived", root / "derived")
     shutil.copytree(REPO / "src/openrecipes", root / "src/openrecipes",
                     ignore=shutil.ignore_patterns("__pycache__"))
     return root
 
 
 def _state(root) -> dict[str, tuple]:
-    """Every node under the clone's plans/ and planner folder: its kind, and a file's bytes or a link's target."""
+    """Every node under the clone's plans/, derived/ and planner folder: its kind, and a file's bytes or a link's
+    target."""
     found = {}
-    for folder in (root / "plans", root / "src/openrecipes/plan"):
+    for folder in (root / "plans", root / "derived", root / "src/openrecipes/plan"):
         for path in sorted(folder.iterdir()):
             info = os.lstat(path)
             found[str(path)] = (stat.S_IFMT(info.st_mode), os.readlink(path) if path.is_symlink()
@@ -76,7 +81,7 @@ def test_an_edited_figure_with_its_fingerprint_kept_is_stale(catalog):
     figure = text.index('"tokens_per_s_per_gpu": ') + len('"tokens_per_s_per_gpu": ')
     plan.write_text(text[:figure] + "9" + text[figure:], encoding="utf-8")
     stale = run_step("plans", catalog, check=True).stale
-    assert stale == "qwen3-8b.json (edited, or written before the catalog or the planner last changed)"
+    assert stale == "qwen3-8b.json (edited, or written before its inputs or the planner's version last changed)"
 
 
 def test_a_plan_copied_over_another_models_is_stale(catalog):
@@ -89,7 +94,7 @@ def test_a_cut_short_or_foreign_plan_file_is_stale(catalog):
     assert run_step("plans", catalog, check=True).stale == "qwen3-8b.json (not a plan file the export wrote)"
 
 
-@pytest.mark.parametrize("where", [PLAN, "src/openrecipes/plan/heldout.json", CALIBRATION])
+@pytest.mark.parametrize("where", [PLAN, "derived/heldout.json", "derived/seals.json", CALIBRATION])
 def test_a_link_is_refused_never_followed(clone, where):
     path = clone / where
     target = clone / "elsewhere" / path.name
@@ -100,13 +105,14 @@ def test_a_link_is_refused_never_followed(clone, where):
     _refused(clone, f"{path}: is a symbolic link, not a regular file")
 
 
-def test_plans_as_a_link_to_a_folder_is_refused(clone):
-    shutil.move(clone / "plans", clone / "other-plans")
-    (clone / "plans").symlink_to(clone / "other-plans")
-    _refused(clone, f"{clone / 'plans'}: is a symbolic link, not a folder")
+@pytest.mark.parametrize("folder", ["plans", "derived"])
+def test_a_written_folder_as_a_link_is_refused(clone, folder):
+    shutil.move(clone / folder, clone / f"other-{folder}")
+    (clone / folder).symlink_to(clone / f"other-{folder}")
+    _refused(clone, f"{clone / folder}: is a symbolic link, not a folder")
 
 
-@pytest.mark.parametrize("where", [PLAN, "src/openrecipes/plan/public_record.json", CALIBRATION])
+@pytest.mark.parametrize("where", [PLAN, "derived/public_record.json", CALIBRATION])
 def test_a_fifo_fails_at_once_never_blocks(clone, where):
     """In a process of its own with a time limit: a read that blocked on the FIFO would be a hang, not a failure."""
     path = clone / where
@@ -170,51 +176,104 @@ def test_the_committed_calibration_is_in_range():
     assert calibration_problems(parse_yaml(CALIBRATION_FILE.read_text(encoding="utf-8"), CALIBRATION_FILE)) == []
 
 
-def test_a_comment_or_docstring_leaves_the_code_fingerprint_and_code_changes_it(tmp_path):
-    module = tmp_path / "module.py"
-    texts = {"plain": 'def f(x):\n    return x + 1\n',
-             "commented": ('"""A module."""\n\n\ndef f(x):  # why\n    """What f does."""\n'
-                           '    return (x +\n            1)\n'),
-             "changed": 'def f(x):\n    return x + 2\n'}
-    seen = {}
-    for name, text in texts.items():
-        module.write_text(text, encoding="utf-8")
-        seen[name] = seal.code_text(module)
-    assert seen["plain"] == seen["commented"] != seen["changed"]
+SEALS_OF = ("import json, sys\nfrom pathlib import Path\nfrom openrecipes.catalog.store import load_catalog\n"
+            "from openrecipes.tune.fingerprint import plan_inputs\n"
+            "print(json.dumps(plan_inputs(load_catalog(Path(sys.argv[1])))))")
 
 
-def test_only_the_modules_the_export_imports_are_its_code():
-    files = {path.relative_to(seal.PACKAGE).as_posix() for path in seal.code_files()}
-    assert {"tune/export.py", "tune/fingerprint.py", "plan/predict.py", "engines/torchtitan/layouts.py"} <= files
-    assert "tune/report.py" not in files and "tune/refresh.py" not in files and "site/build.py" not in files
+def _seals_with_code(package, catalog) -> dict[str, str]:
+    """Every plan's seal input as the package at `package` (a copy, maybe edited) computes it, in its own process."""
+    done = subprocess.run([sys.executable, "-c", SEALS_OF, str(catalog)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(package.parent)}, check=True)
+    return json.loads(done.stdout)
 
 
-def test_plans_go_stale_when_code_they_run_changes_and_only_then(tmp_path, monkeypatch):
-    """A code change in speed.py (the export predicts with it), in the renderer or the engine's flag table (a planned
-    recipe's command is written from them) makes the plans stale; a comment there, or any change in a module the
-    export does not import (tune/report.py, the measure room), leaves them current."""
-    import shutil
-    from types import SimpleNamespace
-
-    package = tmp_path / "openrecipes"
-    shutil.copytree(seal.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(seal, "PACKAGE", package)
-    catalog = SimpleNamespace(entries=[], record=[], tables=SimpleNamespace(models={}, variants={}, instances={}))
-
-    def stamp_after(path: str, old: str, new: str) -> str:
+@pytest.mark.slow  # two interpreters load the whole catalog
+def test_a_code_change_leaves_every_plan_current(catalog, tmp_path):
+    """The code is not a plan's input: a change in the predictor or the export keeps every seal (a change that changes
+    a plan's content bumps PLANNER_VERSION, and --check's recomputed sample catches a forgotten bump)."""
+    package = tmp_path / "code/openrecipes"
+    shutil.copytree(Path(seal.__file__).parents[1], package, ignore=shutil.ignore_patterns("__pycache__"))
+    before = _seals_with_code(package, catalog)
+    for path in ("plan/speed.py", "tune/export.py", "engines/torchtitan/flags.py"):
         file = package / path
-        text = file.read_text(encoding="utf-8")
-        assert old in text
-        file.write_text(text.replace(old, new, 1), encoding="utf-8")
-        try:
-            return seal.fingerprint(catalog)
-        finally:
-            file.write_text(text, encoding="utf-8")
+        file.write_text(file.read_text(encoding="utf-8") + "\nUNUSED = 1  # a code change\n", encoding="utf-8")
+    assert _seals_with_code(package, catalog) == before
+    (package / "plan/__init__.py").write_text("PLANNER_VERSION = 0\n", encoding="utf-8")
+    assert all(seal_ != before[model] for model, seal_ in _seals_with_code(package, catalog).items())
 
-    current = seal.fingerprint(catalog)
-    assert stamp_after("plan/speed.py", "\ndef ", "\n# a comment\ndef ") == current
-    assert stamp_after("tune/report.py", "\ndef ", "\nUNUSED = 1\n\n\ndef ") == current
-    assert stamp_after("measure/steps.py", "\ndef ", "\nUNUSED = 1\n\n\ndef ") == current
-    for path in ("plan/speed.py", "launch/torchtitan/render.py", "audit/record.py"):
-        assert stamp_after(path, "\ndef ", "\nUNUSED = 1\n\n\ndef ") != current, path
-    assert stamp_after("engines/torchtitan/flags.py", "\nFLAGS = (", "\nUNUSED = 1\nFLAGS = (") != current
+
+def test_a_bumped_planner_version_makes_every_plan_stale(catalog, monkeypatch):
+    assert run_step("plans", catalog, check=True, sample=0).stale is None
+    monkeypatch.setattr(seal, "PLANNER_VERSION", seal.PLANNER_VERSION + 1)
+    stale = run_step("plans", catalog, check=True, sample=0).stale
+    assert stale is not None and "qwen3-8b.json" in stale and "deepseek-v3.json" in stale
+
+
+def test_a_new_recipe_makes_its_models_plan_stale_and_a_new_heldout_table_every_plan(catalog, monkeypatch):
+    """A model's own inputs (its recipes) touch its plan alone; the shared ones (the held-out table, the planner's
+    data, the hardware) touch every plan."""
+    before = seal.plan_inputs(load_catalog(catalog))
+    source = next((catalog / "recipes/qwen3-8b").rglob("*.yaml"))
+    shutil.copy(source, source.with_name("copy-" + source.name))
+    after = seal.plan_inputs(load_catalog(catalog))
+    assert {m for m in before if after[m] != before[m]} == {"qwen3-8b"}
+    stale = run_step("plans", catalog, check=True, sample=0).stale
+    assert stale == "qwen3-8b.json (edited, or written before its inputs or the planner's version last changed)"
+    text = seal.HELDOUT_FILE.read_text(encoding="utf-8")
+    monkeypatch.setattr(seal, "data_text", lambda path: text + "x" if path == seal.HELDOUT_FILE else "")
+    assert all(inputs != after[m] for m, inputs in seal.plan_inputs(load_catalog(catalog)).items())
+
+
+def test_an_edited_plan_with_its_seal_made_again_is_caught_by_its_contents(catalog):
+    """Someone edits a figure and re-seals the file by hand: the seal matches, the recomputed contents do not."""
+    from openrecipes.tune.refresh import content_problems, sampled
+
+    model = "qwen3-0.6b"
+    plan = catalog / f"plans/{model}.json"
+    text = plan.read_text(encoding="utf-8")
+    figure = text.index('"tokens_per_s_per_gpu": ') + len('"tokens_per_s_per_gpu": ')
+    loaded = load_catalog(catalog)
+    inputs = seal.plan_inputs(loaded)[model]
+    plan.write_text(seal.sealed(seal.unsealed(text[:figure] + "9" + text[figure:]), inputs, model), encoding="utf-8")
+    assert seal.seal_problem(plan.read_text(encoding="utf-8"), inputs, model) is None  # the seal alone passes
+    assert content_problems(loaded, catalog / "plans", [model]) == [model]
+    plan.write_text(text, encoding="utf-8")
+    assert content_problems(loaded, catalog / "plans", [model]) == []
+    seals = seal.plan_inputs(loaded)
+    chosen = sampled(seals, sorted(seals), 2)
+    assert len(set(chosen)) == 2 and chosen == sampled(seals, sorted(seals), 2)  # the same for the same inputs
+    assert sampled(seals, [model], 2) == [model]
+
+
+def test_the_derived_tables_are_outside_the_package_where_their_readers_look():
+    from openrecipes.plan.public_record import SUMMARY_FILE
+    from openrecipes.plan.trust import HELDOUT_FILE
+    from openrecipes.site.scaling import PREDICTIONS
+
+    assert HELDOUT_FILE == REPO / "derived/heldout.json" and HELDOUT_FILE.is_file()
+    assert SUMMARY_FILE == PREDICTIONS == REPO / "derived/public_record.json" and SUMMARY_FILE.is_file()
+    assert not list((REPO / "src/openrecipes").rglob("*.json"))  # no generated data inside the package
+
+
+def test_a_held_out_table_is_computed_again_only_when_its_inputs_moved(tmp_path, monkeypatch):
+    """`refresh` keeps a table whose inputs' seal is the stored one and writes it (and its seal) when the seal moved;
+    `--check` compares the contents whenever the seal matches, and writes nothing."""
+    from openrecipes.tune import refresh
+
+    monkeypatch.setattr(refresh, "_seals_file", lambda: tmp_path / "seals.json")
+    table = tmp_path / "heldout.json"
+    table.write_text("{}\n", encoding="utf-8")
+    writes = []
+
+    def step(inputs: str, check: bool, fresh: dict | None = None):
+        return refresh._derived_table("heldout", table, inputs, check, lambda: fresh or {}, dict,
+                                      lambda: writes.append(inputs) or table).stale
+
+    assert step("a", check=True) == "its inputs changed since it was written" and writes == []
+    assert step("a", check=False) == "its inputs changed since it was written" and writes == ["a"]
+    assert step("a", check=False) is None and writes == ["a"]  # kept: not computed again
+    assert step("a", check=True) is None
+    assert step("a", check=True, fresh={"points": []}) == ("its contents differ from what the planner computes from "
+                                                           "its inputs")
+    assert step("b", check=False) is not None and writes == ["a", "b"]

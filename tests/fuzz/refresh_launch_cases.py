@@ -23,8 +23,8 @@ from make_corpus import REPO
 from run import Case
 
 PLANNER = REPO / "src/openrecipes/plan"  # read only: each case edits its clone's copy
-PLANNER_FILES = ("calibration.yaml", "reference_points.yaml", "heldout.json",
-                 "public_record.json")
+PLANNER_FILES = ("src/openrecipes/plan/calibration.yaml", "src/openrecipes/plan/reference_points.yaml",
+                 "derived/heldout.json", "derived/public_record.json", "derived/seals.json")
 CALIBRATION = "src/openrecipes/plan/calibration.yaml"
 # What a stranger may write for a number of calibration.yaml: text a YAML 1.1 reader takes for a float, floats
 # no fit gives, non-finite ones, and what is not a number at all.
@@ -45,18 +45,19 @@ def _pristine(scratch: _Scratch) -> Path:
     if scratch.root not in _PRISTINE:
         folder = _PRISTINE[scratch.root] = scratch.folder()
         shutil.copytree(REPO / "plans", folder / "plans")
+        shutil.copytree(REPO / "derived", folder / "derived")
         shutil.copytree(REPO / "src/openrecipes", folder / "src/openrecipes",
                         ignore=shutil.ignore_patterns("__pycache__"))
     return _PRISTINE[scratch.root]
 
 
 def _refresh_catalog(scratch: _Scratch) -> Path:
-    """What refresh reads before any step: a catalog folder (recipes/, empty) with plans/ and its own code under
-    src/ (so the case's calibration.yaml, not the package's, is the one refresh checks, and would write)."""
+    """What refresh reads before any step: a catalog folder (recipes/, empty) with plans/, derived/ and its own code
+    under src/ (so the case's calibration.yaml, not the package's, is the one refresh checks, and would write)."""
     pristine = _pristine(scratch)
     root = scratch.folder()
     (root / "recipes").mkdir()
-    for folder in ("plans", "src"):
+    for folder in ("plans", "derived", "src"):
         shutil.copytree(pristine / folder, root / folder, copy_function=os.link)
     return root
 
@@ -83,9 +84,10 @@ def _nodes() -> dict[str, Callable[[Path], object]]:
 
 
 def refresh_node_cases(scratch: _Scratch) -> list[Case]:
-    """Every file refresh reads or writes, and plans/ itself, as a link, a FIFO, a folder or a device."""
+    """Every file refresh reads or writes, and plans/ and derived/ themselves, as a link, a FIFO, a folder or a
+    device."""
     cases = []
-    targets = [f"src/openrecipes/plan/{name}" for name in PLANNER_FILES] + [
+    targets = list(PLANNER_FILES) + [
         f"plans/{path.name}" for path in sorted((REPO / "plans").glob("*.json"))]
     for target in targets:
         for kind, make in _nodes().items():
@@ -95,12 +97,13 @@ def refresh_node_cases(scratch: _Scratch) -> list[Case]:
             path.unlink()
             make(path)
             cases += _refresh_case(f"{target}-{kind}", root, (str(path),))
-    for kind, make in (("link", lambda p: p.symlink_to(p.with_name("plans-elsewhere"))),
-                       ("file", lambda p: p.write_text("notes\n")), ("fifo", os.mkfifo)):
-        root = _refresh_catalog(scratch)
-        shutil.move(root / "plans", root / "plans-elsewhere")
-        make(root / "plans")
-        cases += _refresh_case(f"plans-{kind}", root, (str(root / "plans-elsewhere"),))
+    for folder in ("plans", "derived"):
+        for kind, make in (("link", lambda p: p.symlink_to(p.with_name(f"{p.name}-elsewhere"))),
+                           ("file", lambda p: p.write_text("notes\n")), ("fifo", os.mkfifo)):
+            root = _refresh_catalog(scratch)
+            shutil.move(root / folder, root / f"{folder}-elsewhere")
+            make(root / folder)
+            cases += _refresh_case(f"{folder}-{kind}", root, (str(root / f"{folder}-elsewhere"),))
     return cases
 
 

@@ -13,6 +13,11 @@ def bundled_root() -> Path:
     return _REPO_ROOT
 
 
+# What `openrecipes refresh` generates besides plans/ (the held-out tables and their inputs' seals): data, kept
+# outside the package's code, beside the catalog it was computed from
+DERIVED = _REPO_ROOT / "derived"
+
+
 def default_catalog_root() -> Path:
     """The working directory when it holds a catalog (a clone or a fork), else the bundled one."""
     cwd = Path.cwd()

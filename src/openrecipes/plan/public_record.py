@@ -17,20 +17,19 @@ from functools import partial
 from pathlib import Path
 
 from openrecipes.atomic import write_atomic
-from openrecipes.catalog.paths import default_catalog_root
+from openrecipes.catalog.paths import DERIVED, default_catalog_root
 from openrecipes.catalog.published import published_label
 from openrecipes.catalog.store import Catalog, SummaryEntry, load_catalog
 from openrecipes.engines.registry import engine_named, engine_of_framework
 from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import spearman
-from openrecipes.plan.constants import HERE
 from openrecipes.plan.layouts import LOW_PRECISIONS, Layout, stage_split
 from openrecipes.plan.levers import measured_factors
 from openrecipes.plan.points import SpeedPoint
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict_layout
 from openrecipes.plan.trust import band_of, read_derived, stored_points
 
-SUMMARY_FILE = HERE / "public_record.json"
+SUMMARY_FILE = DERIVED / "public_record.json"
 # The caveat a source states, copied into its entries' notes, that its MoE runs spread tokens evenly over the experts
 # (Megatron-Bridge's performance summary: "we force-balance the token distribution among experts")
 FORCE_BALANCED = "force-balance the token distribution among experts"

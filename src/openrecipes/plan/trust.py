@@ -11,12 +11,13 @@ from pathlib import Path
 
 import numpy as np
 
+from openrecipes.catalog.paths import DERIVED
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import HERE
 from openrecipes.plan.layouts import Layout
 from openrecipes.textfile import MIB, read_text
 
-HELDOUT_FILE = HERE / "heldout.json"
+HELDOUT_FILE = DERIVED / "heldout.json"
 DERIVED_MAX_BYTES = 64 * MIB  # heldout.json is about 100 KB
 
 

@@ -17,13 +17,13 @@ from functools import cache
 from itertools import cycle
 from pathlib import Path
 
+from openrecipes.catalog.paths import DERIVED
 from openrecipes.catalog.published import published_label
 from openrecipes.errors import UserError
-from openrecipes.plan.constants import HERE
 from openrecipes.site.plots import Line2D, _svg, inline_figure, inline_svg, plt
 from openrecipes.site.record import MIN_POINTS, RecordRow, sweep_of
 
-PREDICTIONS = HERE / "public_record.json"
+PREDICTIONS = DERIVED / "public_record.json"
 STALE = "no stored prediction: run `openrecipes refresh`"
 
 

@@ -1,9 +1,11 @@
 """The Plan pages as data: `openrecipes plan export --out DIR` writes one JSON file per model (openrecipes.plan.pages
-computes it) with each runnable row's planned recipe composed here, sealed with a fingerprint of every input and of
-its own content (openrecipes.tune.fingerprint): `refresh --check` fails when a committed one is stale or edited."""
+computes it) with each runnable row's planned recipe composed here, sealed with a fingerprint of its data inputs, the
+planner's version and its own content (openrecipes.tune.fingerprint): `refresh --check` fails when a committed one is
+stale or edited."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from functools import partial
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from openrecipes.plan.pages import model_plan, plan_command, plan_models
 from openrecipes.plan.predict import PlanRequest, Prediction
 from openrecipes.tune.candidates import renderable
 from openrecipes.tune.emit import planned_recipe
-from openrecipes.tune.fingerprint import fingerprint, sealed
+from openrecipes.tune.fingerprint import plan_inputs, sealed
 from openrecipes.tune.search import find_base
 
 
@@ -42,19 +44,27 @@ def _planned_recipes(request: PlanRequest, ranked: list[Prediction], top: int,
         for index, p in enumerate(ranked[:top]) if (rank := runnable_rank.get(id(p))) is not None}
 
 
-def export(catalog: Catalog, out: Path) -> list[Path]:
-    """One JSON file per model with recipes or published entries (`plan_models`): `<out>/<model>.json`; `out` is
-    new, empty or a folder of them."""
+def plan_text(catalog: Catalog, model: str, inputs: str) -> str:
+    """plans/<model>.json's text, sealed with `inputs` (its entry of `plan_inputs`)."""
+    offers = partial(_planned_recipes, root=catalog.root)
+    return sealed(model_plan(catalog, model, "", offers).model_dump_json(indent=1) + "\n", inputs, model)
+
+
+def export(catalog: Catalog, out: Path, only: Collection[str] | None = None,
+           done: Callable[[str], None] = lambda model: None) -> list[Path]:
+    """One JSON file per model with recipes or published entries (`plan_models`), or per model of `only` among
+    them: `<out>/<model>.json`; `out` is new, empty or a folder of them. `done` hears each model once written."""
     check_plans_folder(out)
     out.mkdir(parents=True, exist_ok=True)
-    stamp = fingerprint(catalog)
+    seals = plan_inputs(catalog)
     written = []
     for model in plan_models(catalog):
+        if only is not None and model not in only:
+            continue
         path = out / f"{model}.json"
-        offers = partial(_planned_recipes, root=catalog.root)
-        unsealed = model_plan(catalog, model, "", offers).model_dump_json(indent=1) + "\n"
-        write_output(path, sealed(unsealed, stamp, model), "--out", PLAN_FILE)
+        write_output(path, plan_text(catalog, model, seals[model]), "--out", PLAN_FILE)
         written.append(path)
+        done(model)
     return written
 
 

@@ -1,85 +1,54 @@
-"""The seal of each Plan page's plans/<model>.json: a hash of what the file was computed from and of the file itself.
+"""The seals of the derived data: what each file `openrecipes refresh` writes was computed from, as one hash.
 
-A plan file's `fingerprint` is the sha256 of (1) the export's inputs: the code that computes a plan (the modules
-`openrecipes.tune.export` imports, directly or not, from the planner, the tuner, the engines' knowledge and the two
-writers of a planned recipe's text: the torchtitan renderer and `audit.record`), the planner's data
-(calibration.yaml, heldout.json, ...), the catalog's recipes, record, model cards and hardware tables; (2) the file's
-name; (3) the file's own text with the fingerprint left empty. A changed input makes every file stale; an edited
-figure, a file copied over another model's, or one cut short no longer matches its own seal; `refresh --check`
-fails on either (exit 1) and `openrecipes refresh` writes them again.
+A plan file's `fingerprint` (plans/<model>.json) is the sha256 of (1) its inputs: the planner's version
+(`openrecipes.plan.PLANNER_VERSION`), the planner's data (calibration.yaml, reference_points.yaml) and the held-out
+table it draws its ranges from (derived/heldout.json), the model's card, its recipes and published entries, every
+hardware part, probe table and instance price (a table plans every GPU type); (2) the file's name; (3) the file's
+own text with the fingerprint left empty. A changed input makes that plan stale, and only that plan where the input
+is its own (a new recipe of one model, its card); an edited figure, a file copied over another model's, or one cut
+short no longer matches its own seal.
 
-The inputs are hashed as what they mean, not as bytes: code as its syntax tree without comments and docstrings, YAML
-and JSON as their parsed data, recipes and cards without their notes. A comment, a docstring or a note changes no
-figure of a plan, so it leaves the plans current; a module the export does not import (tune/report.py) is not an
-input at all.
+The code is not an input: a refactor, a comment or a speed-up leaves every plan current. A change that changes what
+a plan contains bumps PLANNER_VERSION; `refresh --check` recomputes a sample of the plans and compares their
+contents, so a forgotten bump fails CI all the same.
+
+The held-out tables (derived/heldout.json, derived/public_record.json) are sealed the same way by `derived_inputs`:
+the planner's version and data, every measured point (recipes, record, tune and sweep arms under runs/), the model
+cards and the hardware; refresh recomputes them only when that seal moved.
+
+The inputs are hashed as what they mean, not as bytes: YAML and JSON as their parsed data, recipes and cards
+without their notes for a plan (a note changes no figure of a plan).
 """
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
+from openrecipes.catalog.hardware import hardware_dir
 from openrecipes.catalog.store import Catalog
 from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import UserError
+from openrecipes.plan import PLANNER_VERSION
+from openrecipes.plan.constants import HERE
+from openrecipes.plan.trust import HELDOUT_FILE
 from openrecipes.textfile import MIB, read_text, shown
 
-EXPORT_VERSION = 3
-PACKAGE = Path(__file__).resolve().parents[1]  # src/openrecipes
-# The export's own module, and the packages whose modules it imports count as its code: the planner, the tuner, the
-# engines' knowledge (their layout rules and the flag table a planned recipe is rendered from) and the writers of a
-# planned recipe's text.
-EXPORT_MODULE = "openrecipes.tune.export"
-CODE_PACKAGES = ("openrecipes.plan", "openrecipes.tune", "openrecipes.engines", "openrecipes.launch.torchtitan",
-                 "openrecipes.audit.record")
-DATA_SUFFIXES = (".yaml", ".json")
+EXPORT_VERSION = 4  # the seal's own recipe: bumped when what is hashed below changes
+PLANNER_DATA = ("calibration.yaml", "reference_points.yaml")  # src/openrecipes/plan/, kept by hand and by refresh
 MAX_SOURCE_BYTES = 64 * MIB
 SEALED = re.compile(r'\{\n "fingerprint": "([0-9a-f]{64})"')
 
 
-def _without_docstrings(tree: ast.AST) -> ast.AST:
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and body
-                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
-            node.body = body[1:] or [ast.Pass()]
-    return tree
-
-
-def _canonical(node: object) -> str:
-    """A syntax tree as text that does not depend on the Python version's optional fields (empty ones are left
-    out, as ast.dump leaves them out from 3.13 on but not before)."""
-    if isinstance(node, ast.AST):
-        fields = [f"{name}={_canonical(value)}" for name, value in ast.iter_fields(node)
-                  if value is not None and value != []]
-        return f"{type(node).__name__}({','.join(fields)})"
-    if isinstance(node, list):
-        return "[" + ",".join(map(_canonical, node)) + "]"
-    return repr(node)
-
-
-def _source(path: Path) -> str:
-    return read_text(path, MAX_SOURCE_BYTES, "planner source file")
-
-
-def code_text(path: Path) -> str:
-    """A module's code as its syntax tree: comments, docstrings, blank lines and layout left out."""
-    try:
-        return _canonical(_without_docstrings(ast.parse(_source(path))))
-    except (SyntaxError, ValueError) as error:
-        raise UserError(f"{shown(path)}: not Python the planner can read ({error}); fix or remove it") from None
-
-
 def data_text(path: Path) -> str:
-    """A YAML or JSON file as its parsed data (comments and layout left out)."""
+    """A YAML or JSON file as its parsed data (comments and layout left out); an absent file as nothing."""
+    if not path.is_file():
+        return ""
     if path.suffix == ".json":
         try:
-            data = json.loads(_source(path))
+            data = json.loads(read_text(path, MAX_SOURCE_BYTES, "planner data file"))
         except json.JSONDecodeError as error:
             raise UserError(f"{shown(path)}: not valid JSON ({error}); run `openrecipes refresh`") from None
     else:
@@ -87,59 +56,52 @@ def data_text(path: Path) -> str:
     return json.dumps(data, sort_keys=True, default=str)
 
 
-def _module_file(name: str) -> Path | None:
-    relative = PACKAGE.parent.joinpath(*name.split("."))
-    return next((path for path in (relative.with_suffix(".py"), relative / "__init__.py") if path.is_file()), None)
+def _digest(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _imported(tree: ast.AST, package: str) -> Iterator[str]:
-    """Every module name an import statement of the module (of `package`) may load, at any depth of its code."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-            module = ".".join(filter(None, (base, node.module)))
-            yield module
-            yield from (f"{module}.{alias.name}" for alias in node.names)
-
-
-def code_files() -> list[Path]:
-    """The export's module and every module of CODE_PACKAGES it imports, directly or not."""
-    seen: dict[str, Path] = {}
-    pending = [EXPORT_MODULE]
-    while pending:
-        name = pending.pop()
-        path = _module_file(name)
-        if name in seen or path is None or not any(name == p or name.startswith(p + ".") for p in CODE_PACKAGES):
-            continue
-        seen[name] = path
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        pending += _imported(ast.parse(_source(path)), package)
-    return sorted(seen.values())
-
-
-def data_files() -> list[Path]:
-    return sorted(p for p in (PACKAGE / "plan").iterdir() if p.suffix in DATA_SUFFIXES)
-
-
-def fingerprint(catalog: Catalog) -> str:
-    """The hash of every input of the export (the module docstring says which)."""
-    digest = hashlib.sha256(str(EXPORT_VERSION).encode())
-    for files, text in ((code_files(), code_text), (data_files(), data_text)):
-        for path in files:
-            digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + text(path).encode() + b"\0")
+def _hardware(catalog: Catalog) -> dict:
+    """Every part, instance price and probe table: a plan's tables and the fit read them."""
     tables = catalog.tables
-    inputs = {"entries": sorted(json.dumps(e.entry.model_dump(mode="json", exclude={"notes"}), sort_keys=True)
-                                for e in catalog.entries),
-              "record": sorted(json.dumps([e.slug, e.entry.model_dump(mode="json", exclude={"note"})], sort_keys=True)
-                               for e in catalog.record),
-              "models": {n: c.model_dump(mode="json", exclude={"notes", "notes_source"})
-                         for n, c in tables.models.items()},
-              "gpus": {n: g.model_dump(mode="json") for n, g in tables.variants.items()},
-              "instances": {n: i.model_dump(mode="json") for n, i in tables.instances.items()}}
-    digest.update(json.dumps(inputs, sort_keys=True, default=str).encode())
-    return digest.hexdigest()
+    probes = hardware_dir(catalog.root) / "probes"
+    return {"gpus": {n: g.model_dump(mode="json") for n, g in tables.variants.items()},
+            "instances": {n: i.model_dump(mode="json") for n, i in tables.instances.items()},
+            "probes": {p.name: data_text(p) for p in sorted(probes.glob("*.json"))} if probes.is_dir() else {}}
+
+
+def _planner_data() -> dict[str, str]:
+    return {name: data_text(HERE / name) for name in PLANNER_DATA}
+
+
+def plan_inputs(catalog: Catalog) -> dict[str, str]:
+    """Each model's plan seal input (`plan_models`' models and any other with a card), by model: the shared inputs
+    (the planner's version and data, the held-out table, the hardware) and the model's own (its card, recipes and
+    published entries, notes left out)."""
+    shared = _digest(EXPORT_VERSION, PLANNER_VERSION, _planner_data(), data_text(HELDOUT_FILE), _hardware(catalog))
+    own: dict[str, dict[str, list[str]]] = {}
+    for entry in catalog.entries:
+        own.setdefault(entry.entry.model, {}).setdefault("entries", []).append(
+            json.dumps(entry.entry.model_dump(mode="json", exclude={"notes"}), sort_keys=True))
+    for record in catalog.record:
+        own.setdefault(record.entry.model, {}).setdefault("record", []).append(
+            json.dumps([record.slug, record.entry.model_dump(mode="json", exclude={"note"})], sort_keys=True))
+    cards = catalog.tables.models
+    return {model: _digest(shared, model, cards[model].model_dump(mode="json", exclude={"notes", "notes_source"})
+                           if model in cards else None, sorted(own.get(model, {}).get("entries", [])),
+                           sorted(own.get(model, {}).get("record", [])))
+            for model in sorted(set(cards) | set(own))}
+
+
+def derived_inputs(catalog: Catalog) -> str:
+    """The seal of what the held-out tables are computed from: the planner's version and data, every measured point
+    with its notes (a source's caveats are read from them), the tune and sweep arms, the cards and the hardware."""
+    arms = {p.relative_to(catalog.root).as_posix(): data_text(p)
+            for pattern in ("runs/tune-*/tune.json", "runs/sweep-*/*.json") for p in sorted(catalog.root.glob(pattern))}
+    return _digest(EXPORT_VERSION, PLANNER_VERSION, _planner_data(), _hardware(catalog),
+                   sorted(json.dumps(e.entry.model_dump(mode="json"), sort_keys=True) for e in catalog.entries),
+                   sorted(json.dumps([e.slug, e.entry.model_dump(mode="json")], sort_keys=True)
+                          for e in catalog.record),
+                   {n: c.model_dump(mode="json") for n, c in catalog.tables.models.items()}, arms)
 
 
 def _seal(inputs: str, name: str, unsealed: str) -> str:
@@ -151,12 +113,17 @@ def sealed(unsealed: str, inputs: str, name: str) -> str:
     return unsealed.replace('"fingerprint": ""', f'"fingerprint": "{_seal(inputs, name, unsealed)}"', 1)
 
 
+def unsealed(text: str) -> str | None:
+    """A plan file's text with its fingerprint left empty (what the export computed), or None: not a plan file."""
+    found = SEALED.match(text)
+    return None if found is None else text[:found.start(1)] + text[found.end(1):]
+
+
 def seal_problem(text: str, inputs: str, name: str) -> str | None:
     """Why the text of plans/<name>.json is not what the export writes from these inputs, or None."""
     found = SEALED.match(text)
     if found is None:
         return "not a plan file the export wrote"
-    unsealed = text[:found.start(1)] + text[found.end(1):]
-    if _seal(inputs, name, unsealed) != found.group(1):
-        return "edited, or written before the catalog or the planner last changed"
+    if _seal(inputs, name, text[:found.start(1)] + text[found.end(1):]) != found.group(1):
+        return "edited, or written before its inputs or the planner's version last changed"
     return None

@@ -2,16 +2,22 @@
 
 A recipe or a published entry added to the catalog is a new measured point for the planner, so four derived files
 follow it, in this order (each reads the ones before): the fitted values in the planner's calibration.yaml
-(`openrecipes.plan.calibrate.fitted_values`), the leave-one-out table heldout.json (`openrecipes.plan.heldout`),
-the planner held against the public record, public_record.json (`openrecipes.plan.public_record`), and the Plan
-pages' tables plans/*.json (`openrecipes.tune.export`). Each step runs in a fresh interpreter, so that
-it reads the files the step before wrote rather than what this process loaded before. `--check` writes nothing,
-names every stale file and exits 1; CI runs it. It recomputes what it checks: the fits and held-out tables are
-computed again and compared, and each plan file carries a seal over its inputs and its own content
-(`openrecipes.tune.fingerprint`), so an edited figure is as stale as an old one.
+(`openrecipes.plan.calibrate.fitted_values`), the leave-one-out table derived/heldout.json
+(`openrecipes.plan.heldout`), the planner held against the public record, derived/public_record.json
+(`openrecipes.plan.public_record`), and the Plan pages' tables plans/*.json (`openrecipes.tune.export`). Each step
+runs in a fresh interpreter, so that it reads the files the step before wrote rather than what this process loaded
+before, and says on stderr what it does and how long it took (at a terminal, or with `--progress`).
 
-Before any step, every file refresh reads or writes (the planner's data, plans/ and each plans/*.json) must be a
-regular file, never a symbolic link, a FIFO or a device (a FIFO would block a read for ever), and every value of
+Only what a changed input touches is computed again. calibration.yaml is written only when a fitted value moved by
+more than its tolerance; the held-out tables only when their inputs' seal (`openrecipes.tune.fingerprint.
+derived_inputs`, kept in derived/seals.json) moved; a plan only when its own seal (its data inputs, the planner's
+version and its content) no longer matches. `--check` writes nothing, names every stale file and exits 1; CI runs it.
+It compares contents, not only seals: the fits and held-out tables are computed again and compared, every plan's seal
+is checked, and a sample of the plans (`--sample`) is computed again and compared byte for byte, so an edited figure
+with its seal kept, or a code change that changed a plan without a bump of PLANNER_VERSION, is stale.
+
+Before any step, every file refresh reads or writes (the planner's data, derived/, plans/ and each plans/*.json) must
+be a regular file, never a symbolic link, a FIFO or a device (a FIFO would block a read for ever), and every value of
 calibration.yaml a finite number in its range (`openrecipes.plan.constants.calibration_problems`): otherwise
 `--check` fails naming each file (exit 1) and `refresh` refuses to start (exit 2), since no step could be trusted
 with them.
@@ -19,14 +25,17 @@ with them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import yaml
@@ -36,14 +45,21 @@ from openrecipes.errors import EXIT_CHECK_FAILED, UserError
 from openrecipes.textfile import shown
 from openrecipes.yamledit import set_fields
 
+if TYPE_CHECKING:
+    from openrecipes.catalog.store import Catalog
+
 STEPS = ("calibration", "heldout", "public_record", "plans")
 # The planner's files refresh reads: kept by hand (restored from git when broken) or written by refresh itself.
 KEPT = ("calibration.yaml", "reference_points.yaml")
-WRITTEN = ("heldout.json", "public_record.json")
+DERIVED_FOLDER = "derived"  # beside src/: the generated tables, outside the package (catalog.paths.DERIVED)
+WRITTEN = ("heldout.json", "public_record.json", "seals.json")
+SEALS = "seals.json"  # the inputs' seal each held-out table was last computed from
 # calibration.yaml's fitted values are written with four significant digits; a fit that moves one by less than
-# the tolerance its test allows (tests/test_plan_calibration.py) is not stale.
+# the tolerance its test allows (tests/test_plan_calibration.py) is not stale, and the file is left as it is.
 SIGNIFICANT = 4
 TOLERANCE = 5e-3
+SAMPLE = 1  # plans `--check` computes again and compares byte for byte (about half a minute each on one core)
+PROGRESS = "refresh: "  # a step's progress line on stderr, passed on as it comes
 
 
 @dataclass(frozen=True)
@@ -62,14 +78,20 @@ def register(app: typer.Typer) -> None:
 def refresh_command(
     check: Annotated[bool, typer.Option(
         "--check", help="write nothing; exit 1 naming each stale derived file")] = False,
+    sample: Annotated[int, typer.Option(
+        "--sample", min=0, help="with --check: how many plans to compute again and compare whole")] = SAMPLE,
+    progress: Annotated[bool | None, typer.Option(
+        "--progress/--quiet", help="say each step and its time on stderr (default: when stderr is a terminal)",
+        show_default=False)] = None,
 ) -> None:
-    """Regenerate every derived file from the catalog: the planner's fitted calibration, its held-out tables (our
-    runs, the public record) and the Plan pages' plans/*.json. Run it after adding or changing a recipe; CI runs
-    `refresh --check`."""
+    """Regenerate every derived file from the catalog, computing again only what a changed input touches: the
+    planner's fitted calibration, its held-out tables (our runs, the public record) and the Plan pages'
+    plans/*.json. Run it after adding or changing a recipe; CI runs `refresh --check`."""
     from openrecipes.catalog.paths import default_catalog_root
 
     root = default_catalog_root().resolve()
-    problems = file_problems(root, _package_parent(root) / "openrecipes" / "plan")
+    code = _package_parent(root)
+    problems = file_problems(root, code / "openrecipes" / "plan", code.parent / DERIVED_FOLDER)
     if problems and not check:
         raise UserError(f"{problems[0]} (refresh wrote nothing)")
     if problems:
@@ -77,7 +99,15 @@ def refresh_command(
             typer.echo(problem)
         typer.echo("fix each file named above, then run `openrecipes refresh` and commit what it writes", err=True)
         raise typer.Exit(EXIT_CHECK_FAILED)
-    states = [_step(step, root, check) for step in STEPS]
+    # Off by default in a pipe: a run that fails with bad input says so in its one line on stderr, nothing before it
+    say = (lambda line: typer.echo(line, err=True)) if (sys.stderr.isatty() if progress is None else progress) \
+        else (lambda line: None)
+    states = []
+    for number, step in enumerate(STEPS, start=1):
+        say(f"{PROGRESS}[{number}/{len(STEPS)}] {step}...")
+        started = time.monotonic()
+        states.append(_step(step, root, check, sample, say))
+        say(f"{PROGRESS}[{number}/{len(STEPS)}] {step}: {time.monotonic() - started:.1f} s")
     for state in states:
         said = (("stale: " if check else "rewritten, was stale: ") + state.stale if state.stale
                 else "up to date")
@@ -111,7 +141,15 @@ def _node_problem(path: Path, fix: str) -> str | None:
     return f"{shown(path)}: is {kind}, not a regular file; refresh reads and writes regular files only: {fix}"
 
 
-def file_problems(root: Path, planner: Path) -> list[str]:
+def _folder_problem(folder: Path, what: str, fix: str) -> str | None:
+    """Why refresh may not write into `folder` (a link, a file, ...), or None (a plain folder, or absent)."""
+    if os.path.lexists(folder) and not stat.S_ISDIR(os.lstat(folder).st_mode):
+        return (f"{shown(folder)}: is {node_kind(os.lstat(folder).st_mode) or 'a file'}, not a folder; {what} are "
+                f"written into a plain folder: {fix}")
+    return None
+
+
+def file_problems(root: Path, planner: Path, derived: Path) -> list[str]:
     """Every file refresh reads or writes that it may not (_node_problem), and each out-of-range value of
     calibration.yaml, as one line naming the file and the fix."""
     from openrecipes.catalog.yamlio import read_yaml
@@ -121,13 +159,13 @@ def file_problems(root: Path, planner: Path) -> list[str]:
     rewrite = "remove it and run `openrecipes refresh`"
     kept = {name: _node_problem(planner / name, restore) for name in KEPT}
     problems = [p for p in kept.values() if p]
-    problems += [p for name in WRITTEN if (p := _node_problem(planner / name, rewrite))]
-    plans = root / "plans"
-    if os.path.lexists(plans) and not stat.S_ISDIR(os.lstat(plans).st_mode):
-        problems.append(f"{shown(plans)}: is {node_kind(os.lstat(plans).st_mode) or 'a file'}, not a folder; the "
-                        f"Plan pages' files are written into a plain folder: {rewrite}")
-    elif plans.is_dir():
-        problems += [p for path in sorted(plans.glob("*.json")) if (p := _node_problem(path, rewrite))]
+    for folder, what, names in ((derived, "the generated tables", WRITTEN), (root / "plans", "the Plan pages' files",
+                                                                           None)):
+        if problem := _folder_problem(folder, what, rewrite):
+            problems.append(problem)
+        elif folder.is_dir():
+            paths = sorted(folder.glob("*.json")) if names is None else [folder / name for name in names]
+            problems += [p for path in paths if (p := _node_problem(path, rewrite))]
     if kept["calibration.yaml"] is None:
         try:
             problems += calibration_problems(read_yaml(planner / "calibration.yaml"))
@@ -136,21 +174,37 @@ def file_problems(root: Path, planner: Path) -> list[str]:
     return problems
 
 
-def _step(step: str, root: Path, check: bool) -> StepState:
-    """One step in a fresh interpreter (the same package, the same catalog), its state read back as JSON."""
+def _step(step: str, root: Path, check: bool, sample: int, say: Callable[[str], None]) -> StepState:
+    """One step in a fresh interpreter (the same package, the same catalog), its progress lines passed to `say` as
+    they come and its state read back as JSON."""
     package_parent = str(_package_parent(root))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (package_parent, os.environ.get("PYTHONPATH"))))}
-    argv = [sys.executable, "-m", "openrecipes.tune.refresh", step, str(root), "check" if check else "write"]
-    done = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    argv = [sys.executable, "-m", "openrecipes.tune.refresh", step, str(root), "check" if check else "write",
+            str(sample)]
+    with subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as child:
+        assert child.stdout is not None and child.stderr is not None
+        last = "no output"
+        for line in child.stderr:  # the JSON state on stdout is one short line: it cannot fill its pipe meanwhile
+            if line.startswith(PROGRESS):
+                say(line.rstrip("\n"))
+            elif line.strip():
+                last = line.strip()
+        state = child.stdout.read()
+    if child.returncode != 0:
         raise UserError(f"refresh: the {step} step failed: {last}")
-    return StepState(**json.loads(done.stdout))
+    return StepState(**json.loads(state))
 
 
-def run_step(step: str, root: Path, check: bool) -> StepState:
-    return {"calibration": _calibration, "heldout": _heldout, "public_record": _public_record,
-            "plans": _plans}[step](root, check)
+def _say(text: str) -> None:
+    """A progress line from a step's interpreter (the parent passes it on)."""
+    print(f"{PROGRESS}  {text}", file=sys.stderr, flush=True)
+
+
+def run_step(step: str, root: Path, check: bool, sample: int = SAMPLE) -> StepState:
+    if step == "plans":
+        return _plans(root, check, sample)
+    return {"calibration": _calibration, "heldout": _heldout, "public_record": _public_record}[step](root, check)
 
 
 def _calibration(root: Path, check: bool) -> StepState:
@@ -167,8 +221,9 @@ def _calibration(root: Path, check: bool) -> StepState:
     stale = None
     if moved or gone:
         stale = "fitted values " + ", ".join(moved + [f"{name} (no longer fitted)" for name in gone])
-    if not check:
+    if stale and not check:  # a fit within its tolerance leaves the file, and so every seal over it, as it is
         write_atomic(path, with_fitted_values(text, fits))
+    _say(f"{len(moved) + len(gone)} of {len(fits)} fitted values moved beyond {TOLERANCE:.1%}")
     return StepState("calibration", str(path), stale)
 
 
@@ -191,56 +246,129 @@ def _number(value: float) -> str:
     return yaml.safe_dump(float(f"{value:.{SIGNIFICANT}g}")).splitlines()[0]
 
 
+def _seals_file() -> Path:
+    from openrecipes.catalog.paths import DERIVED as FOLDER
+
+    return FOLDER / SEALS
+
+
+def _stored_seals() -> dict[str, str]:
+    """The inputs' seal each held-out table was last written from (none when the file is absent or not ours)."""
+    from openrecipes.plan.trust import read_derived
+
+    if not _seals_file().is_file():
+        return {}
+    try:
+        found = read_derived(_seals_file())
+    except UserError:
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _derived_table(name: str, path: Path, inputs: str, check: bool, compute: Callable[[], dict],
+                   stored: Callable[[], dict], write: Callable[[], Path]) -> StepState:
+    """A held-out table: computed again only when its inputs' seal moved (or, under --check, to compare contents)."""
+    seals = _stored_seals()
+    if seals.get(name) == inputs and path.is_file():
+        if not check:
+            _say(f"{path.name}: inputs unchanged, kept")
+            return StepState(name, str(path), None)
+        _say(f"{path.name}: inputs unchanged; computing it again to compare its contents")
+        return StepState(name, str(path), None if compute() == stored() else "its contents differ from what the "
+                                                                              "planner computes from its inputs")
+    stale = "missing" if not path.is_file() else "its inputs changed since it was written"
+    if not check:
+        _say(f"{path.name}: {stale}; computing it again")
+        write()
+        write_atomic(_seals_file(), json.dumps({**seals, name: inputs}, indent=1, sort_keys=True) + "\n")
+    return StepState(name, str(path), stale)
+
+
 def _heldout(root: Path, check: bool) -> StepState:
+    from openrecipes.catalog.store import load_catalog
     from openrecipes.plan import heldout
     from openrecipes.plan.trust import HELDOUT_FILE, stored
+    from openrecipes.tune.fingerprint import derived_inputs
 
-    fresh = heldout.compute(root)
-    stale = None if fresh == stored() else "the leave-one-out table differs from what the fit gives now"
-    if not check:
-        heldout.write(root)
-    return StepState("heldout", str(HELDOUT_FILE), stale)
+    inputs = derived_inputs(load_catalog(root))
+    return _derived_table("heldout", HELDOUT_FILE, inputs, check, lambda: heldout.compute(root), stored,
+                          lambda: heldout.write(root))
 
 
 def _public_record(root: Path, check: bool) -> StepState:
+    from openrecipes.catalog.store import load_catalog
     from openrecipes.plan import public_record
+    from openrecipes.plan.trust import HELDOUT_FILE
+    from openrecipes.tune.fingerprint import data_text, derived_inputs
 
-    fresh = public_record.summary(root)
-    stale = None if fresh == public_record.stored_summary() else "the record's held-out table differs from the fit's"
-    if not check:
-        public_record.write(root)
-    return StepState("public_record", str(public_record.SUMMARY_FILE), stale)
+    inputs = hashlib.sha256(f"{derived_inputs(load_catalog(root))}\0{data_text(HELDOUT_FILE)}".encode()).hexdigest()
+    return _derived_table("public_record", public_record.SUMMARY_FILE, inputs, check,
+                          lambda: public_record.summary(root), public_record.stored_summary,
+                          lambda: public_record.write(root))
 
 
-def _plans(root: Path, check: bool) -> StepState:
+def sampled(seals: dict[str, str], models: list[str], count: int) -> list[str]:
+    """`count` of the models, the same for the same inputs and a different choice when they change."""
+    return sorted(models, key=lambda m: hashlib.sha256(f"{seals[m]}\0{m}".encode()).hexdigest())[:count]
+
+
+def content_problems(catalog: Catalog, out: Path, models: list[str]) -> list[str]:
+    """Each of `models` whose plans/<model>.json is not, byte for byte, what the export computes now."""
+    from openrecipes.textfile import read_text
+    from openrecipes.tune.export import plan_text
+    from openrecipes.tune.fingerprint import MAX_SOURCE_BYTES, plan_inputs
+
+    seals = plan_inputs(catalog)
+    differ = []
+    for model in models:
+        started = time.monotonic()
+        same = read_text(out / f"{model}.json", MAX_SOURCE_BYTES, "plan file") == plan_text(catalog, model,
+                                                                                             seals[model])
+        _say(f"{model}.json computed again and compared: {'the same' if same else 'differs'} "
+             f"({time.monotonic() - started:.1f} s)")
+        if not same:
+            differ.append(model)
+    return differ
+
+
+def _plans(root: Path, check: bool, sample: int) -> StepState:
     from openrecipes.catalog.store import load_catalog
     from openrecipes.plan.pages import plan_models
     from openrecipes.textfile import read_text
     from openrecipes.tune.export import export
-    from openrecipes.tune.fingerprint import MAX_SOURCE_BYTES, fingerprint, seal_problem
+    from openrecipes.tune.fingerprint import MAX_SOURCE_BYTES, plan_inputs, seal_problem
 
     catalog = load_catalog(root)
     out = root / "plans"
-    stamp = fingerprint(catalog)
+    seals = plan_inputs(catalog)
     models = set(plan_models(catalog))
     held = {p.stem: p for p in out.glob("*.json")}
     why: dict[str, list[str]] = {}
     for name in sorted(models | set(held)):
         problem = ("missing" if name not in held else "no model of the catalog plans it" if name not in models
-                   else seal_problem(read_text(held[name], MAX_SOURCE_BYTES, "plan file"), stamp, name))
+                   else seal_problem(read_text(held[name], MAX_SOURCE_BYTES, "plan file"), seals[name], name))
         if problem is not None:
-            why.setdefault(problem, []).append(f"{name}.json")
-    if not check:
+            why.setdefault(problem, []).append(name)
+    stale_models = {name for names in why.values() for name in names}
+    _say(f"{len(stale_models)} of {len(models)} plans stale; the others' inputs are unchanged")
+    if check:
+        current = sorted(models - stale_models)
+        for name in content_problems(catalog, out, sampled(seals, current, sample)):
+            why.setdefault("its contents differ from what the planner computes from its inputs: a code change "
+                           "that changes a plan bumps PLANNER_VERSION", []).append(name)
+    else:
         for name in set(held) - models:  # a model that left the catalog leaves no Plan page behind
             held[name].unlink()
-        export(catalog, out)
-    stale = "; ".join(f"{', '.join(names)} ({problem})" for problem, names in why.items())
+        started = time.monotonic()
+        export(catalog, out, only=stale_models & models, done=lambda model: _say(
+            f"{model}.json written ({time.monotonic() - started:.0f} s so far)"))
+    stale = "; ".join(f"{', '.join(f'{n}.json' for n in names)} ({problem})" for problem, names in why.items())
     return StepState("plans", str(out), stale or None)
 
 
 if __name__ == "__main__":  # one step, in the fresh interpreter `_step` starts
-    name, where, mode = sys.argv[1:4]
+    name, where, mode, count = sys.argv[1:5]
     if Path(__file__).resolve().parents[2] != _package_parent(Path(where)):  # the code the parent checked
         sys.exit(f"this interpreter imports {Path(__file__).resolve().parents[1]}, not the catalog's own code")
-    state = run_step(name, Path(where), mode == "check")
+    state = run_step(name, Path(where), mode == "check", int(count))
     print(json.dumps(state.__dict__))
