@@ -130,7 +130,6 @@ def _card_cases(scratch: _Scratch) -> list[Case]:
         "dev-zero": lambda path: (path.unlink(), path.symlink_to("/dev/zero")),
         "link-out": lambda path: (path.unlink(), path.symlink_to(REPO / "models/configs/qwen3-8b.json")),
         "folder": lambda path: (path.unlink(), path.mkdir()),
-        "missing": lambda path: path.unlink(),
         "loop": lambda path: (path.unlink(), path.symlink_to(path.name)),
     }
     cases = []
