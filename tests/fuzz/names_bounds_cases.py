@@ -76,7 +76,8 @@ def names_bounds_cases(scratch: _Scratch) -> list[Case]:
 
 def _qwen_catalog(scratch: _Scratch) -> Path:
     root = scratch.folder()
-    for folder in ("models", "hardware", "recipes/qwen3-8b", "runs/qwen3-8b-h200x2-torchtitan-stock"):
+    for folder in ("models", "hardware", "recipes/qwen3-8b", "runs/qwen3-8b-h200x2-torchtitan-stock",
+                   "runs/qwen3-8b-h200x2-openrecipes-fsdp2-compile-noac-mb1", "runs/reproductions"):
         shutil.copytree(REPO / folder, root / folder)
     shutil.copytree(REPO / RERUN_STOCK, root / "runs/my-run")
     # A new configuration of the stock recipe, so that a record the names let through is written (and seen).
