@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from openrecipes.catalog.hf_config import NAME
 STOCK = "recipes/qwen3-8b/h200/torchtitan-stock-fsdp2.yaml"
 RERUN_STOCK = "runs/reproductions/qwen3-8b-h200x2-rerun-20261130/stock"
 BAD = (2,)
+# A plain name (openrecipes.names): the record cases give only names that are not one.
+PLAIN_NAME = re.compile(r"(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 HOSTILE_NAMES = [
     "..", ".", "../x", "../../x", "../../../../../../tmp/escaped", "a/b", "/abs", "/etc/passwd", ".hidden", "-dash",
     "a b", "a\tb", "a\nb", "a\rb", "x" * 101, "x" * 5000, "ünï", "日本語", "a\u202eb", "a..b", "a:b", "a*b",
@@ -73,17 +76,25 @@ def names_bounds_cases(scratch: _Scratch) -> list[Case]:
 
 def _qwen_catalog(scratch: _Scratch) -> Path:
     root = scratch.folder()
-    for folder in ("models", "hardware", "recipes/qwen3-8b", "runs/qwen3-8b-h200x2-torchtitan-stock"):
+    for folder in ("models", "hardware", "recipes/qwen3-8b", "runs/qwen3-8b-h200x2-torchtitan-stock",
+                   "runs/qwen3-8b-h200x2-openrecipes-fsdp2-compile-noac-mb1", "runs/reproductions"):
         shutil.copytree(REPO / folder, root / folder)
     shutil.copytree(REPO / RERUN_STOCK, root / "runs/my-run")
+    # A new configuration of the stock recipe, so that a record the names let through is written (and seen).
+    from openrecipes.catalog.store import load_recipe  # noqa: PLC0415 (the package under test, imported late)
+
+    (root / "runs/my-run/command.sh").write_text(load_recipe(REPO / STOCK).run.rstrip("\n")
+                                                 + " \\\n    --parallelism.fsdp_reshard_after_forward never\n")
     return root
 
 
 def _record_cases(scratch: _Scratch) -> list[Case]:
     root = _qwen_catalog(scratch)
-    keep = (str(root), str(root / "recipes/qwen3-8b/h200"), str(root / "runs"), str(scratch.root))
+    keep = (str(root), str(root / "recipes"), str(root / "recipes/qwen3-8b"), str(root / "recipes/qwen3-8b/h200"),
+            str(root / "runs"), str(scratch.root))
     cases = [Case(f"record/name-{i}", "record", ["record", "runs/my-run", "--like", STOCK, "--name", name],
-                  str(root), BAD, keep=keep) for i, name in enumerate(HOSTILE_NAMES) if "\x00" not in name]
+                  str(root), BAD, keep=keep) for i, name in enumerate(HOSTILE_NAMES)
+             if "\x00" not in name and not PLAIN_NAME.fullmatch(name)]
     outside = scratch.folder()
     shutil.copytree(root / "runs/my-run", outside / "loose-run")
     fifo = outside / "fifo"
@@ -130,7 +141,6 @@ def _card_cases(scratch: _Scratch) -> list[Case]:
         "dev-zero": lambda path: (path.unlink(), path.symlink_to("/dev/zero")),
         "link-out": lambda path: (path.unlink(), path.symlink_to(REPO / "models/configs/qwen3-8b.json")),
         "folder": lambda path: (path.unlink(), path.mkdir()),
-        "missing": lambda path: path.unlink(),
         "loop": lambda path: (path.unlink(), path.symlink_to(path.name)),
     }
     cases = []

@@ -142,8 +142,8 @@ class TemplateEncoder(Encoder):
         lengths = []
         for messages in conversations:
             # Rendered within limits first; transformers' render of the same template and messages does the same work.
-            self.template.check({**self.tokenizer.special_tokens_map, "messages": messages,
-                                 "add_generation_prompt": False})
+            self.template.check({**self.tokenizer.special_tokens_map, "messages": messages, "tools": None,
+                                 "documents": None, "add_generation_prompt": False})
             try:
                 out = self.tokenizer.apply_chat_template(
                     messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True,
