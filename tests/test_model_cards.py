@@ -170,8 +170,11 @@ def test_add_writes_card_and_config_and_replaces_only_a_card(tmp_path):
     assert "Mixtral" in out.read_text(encoding="utf-8")
     other = tmp_path / "notes.yaml"
     other.write_text("my notes\n", encoding="utf-8")
-    refused = openrecipes("model", "add", CONFIGS / "mixtral-8x7b.json", "--name", "x", "--out", other)
+    refused = openrecipes("model", "add", CONFIGS / "mixtral-8x7b.json", "--name", "y", "--out", other)
     assert refused.returncode == 2 and "not a model card" in refused.stderr
+    assert other.read_text(encoding="utf-8") == "my notes\n"
+    twice = openrecipes("model", "add", CONFIGS / "mixtral-8x7b.json", "--name", "x", "--out", other)
+    assert twice.returncode == 2 and "is already the card" in twice.stderr  # one name, one card
     assert other.read_text(encoding="utf-8") == "my notes\n"
 
 
