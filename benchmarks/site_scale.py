@@ -51,10 +51,13 @@ print(json.dumps({"load_s": loaded - start, "build_s": built - loaded, "load_cpu
 """
 
 
-def baseline_tree(folder: Path) -> Path:
-    """BASELINE_COMMIT's package and the bundled tables it reads (models/, hardware/, rules/, schema/)."""
+def baseline_tree(folder: Path, commit: str = BASELINE_COMMIT) -> Path:
+    """A commit's package and the bundled tables it reads (models/, hardware/, rules/, schema/)."""
     folder.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", BASELINE_COMMIT, "src", "models", "hardware", "rules", "schema"],
+    # derived/ holds the held-out tables the site reads, once they left src/ (commits before that have none)
+    derived = subprocess.run(["git", "cat-file", "-e", f"{commit}:derived"], cwd=REPO, capture_output=True).returncode == 0
+    archive = subprocess.run(["git", "archive", commit, "src", "models", "hardware", "rules", "schema",
+                              *(["derived"] if derived else [])],
                              cwd=REPO, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     return folder / "src"
@@ -69,9 +72,9 @@ def run_arm(source: Path, catalog: Path, out: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def run_arms(work: Path, runs: int) -> dict[str, list[dict]]:
+def run_arms(work: Path, runs: int, baseline: str = BASELINE_COMMIT) -> dict[str, list[dict]]:
     """Each arm built `runs` times from work/catalog, the arms taking turns: {"before": [report, ...], "now": ...}."""
-    arms = {"before": baseline_tree(work / "before"), "now": REPO / "src"}
+    arms = {"before": baseline_tree(work / "before", baseline), "now": REPO / "src"}
     results: dict[str, list[dict]] = {arm: [] for arm in arms}
     for run in range(runs):
         for arm, source in arms.items():

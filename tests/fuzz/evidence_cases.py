@@ -124,24 +124,6 @@ def _logs() -> dict[str, str]:
             "jsonl": (FIXTURES / "openrecipes-3-steps.jsonl").read_text(encoding="utf-8")}
 
 
-def _stock_run() -> str:
-    """The stock recipe's run command, as its YAML holds it."""
-    import yaml
-
-    return yaml.safe_load((REPO / STOCK).read_text(encoding="utf-8"))["run"].rstrip("\n")
-
-
-STOCK_RUN = _stock_run()
-
-
-def _logs() -> dict[str, str]:
-    """The new runs each wrapper and change is applied to: a torchtitan run of the recipe, and the other engines'."""
-    return {"titan": new_run((REPO / RERUN / "stock/train.log").read_text(encoding="utf-8")),
-            "megatron": (FIXTURES / "megatron-bridge-3-iterations.log").read_text(encoding="utf-8"),
-            "slime": (FIXTURES / "slime-gpt-oss-20b-attune-tp1-pp1-ep4.log").read_text(encoding="utf-8"),
-            "jsonl": (FIXTURES / "openrecipes-3-steps.jsonl").read_text(encoding="utf-8")}
-
-
 def _commands(root: Path, log: Path, name: str, expect: tuple[int, ...]) -> list[Case]:
     """`log` (under root's runs/) before each command that accepts evidence; a refused one writes nothing."""
     relative, run = str(log.relative_to(root)), log.parent  # record reads run/train.log

@@ -86,12 +86,14 @@ def reproduce_command(
     """Measure your run of a recipe with the recipe's window: published vs reproduced tokens/s per GPU, the delta
     against the recipe's noise band, your loss curve against the recipe's own, the stack. Exit 0 when it holds,
     1 when it lands outside the band or the loss curve fails, 2 on bad input."""
-    from openrecipes.audit.reproduce import reproduce, write_reproduction
+    from openrecipes.audit.reproduce import check_writable, reproduce, write_reproduction
     from openrecipes.catalog.store import load_recipe
 
     root, tables = _catalog_of(recipe, catalog)
     loaded = load_recipe(recipe)
     reproduced = reproduce(loaded, logs, root, tables, by, note)
+    if write:
+        check_writable(recipe, reproduced)  # bad input, whether or not the run holds
     written = write and reproduced.holds  # a run that fails the check is reported, never added to the recipe
     if written:
         write_reproduction(recipe, reproduced, tables)

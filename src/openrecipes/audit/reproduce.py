@@ -148,8 +148,9 @@ def _entry_lines(entry: Reproduction) -> str:
     return "".join(f"  {line}" for line in text.splitlines(keepends=True))
 
 
-def write_reproduction(path: Path, reproduced: Reproduced, tables: ReferenceTables) -> None:
-    """Append the entry, validate the new text under the recipe's own path, and replace the file atomically."""
+def check_writable(path: Path, reproduced: Reproduced) -> None:
+    """What `--write` refuses as bad input whether or not the run holds: a recipe that is no regular file, a log
+    outside the catalog, a log the recipe already cites."""
     check_regular(path, "--write")
     entry = reproduced.entry
     if entry.log.startswith(("/", "..")):
@@ -158,6 +159,12 @@ def write_reproduction(path: Path, reproduced: Reproduced, tables: ReferenceTabl
     if reproduced.copy_of is not None:
         raise UserError(f"{entry.log}: is the run of {reproduced.copy_of} the recipe already cites; a reproduction "
                         "is a new run of the recipe, with its own log")
+
+
+def write_reproduction(path: Path, reproduced: Reproduced, tables: ReferenceTables) -> None:
+    """Append the entry, validate the new text under the recipe's own path, and replace the file atomically."""
+    check_writable(path, reproduced)
+    entry = reproduced.entry
     with locked(path):  # the recipe as it is now, with any entry another writer appended meanwhile
         text = path.read_text(encoding="utf-8")
         current = parse_yaml(text, path).data
