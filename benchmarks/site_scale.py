@@ -55,9 +55,9 @@ def baseline_tree(folder: Path, commit: str = BASELINE_COMMIT) -> Path:
     """A commit's package and the bundled tables it reads (models/, hardware/, rules/, schema/)."""
     folder.mkdir(parents=True)
     # derived/ holds the held-out tables the site reads, once they left src/ (commits before that have none)
-    derived = subprocess.run(["git", "cat-file", "-e", f"{commit}:derived"], cwd=REPO, capture_output=True).returncode == 0
+    has_derived = subprocess.run(["git", "cat-file", "-e", f"{commit}:derived"], cwd=REPO, capture_output=True)
     archive = subprocess.run(["git", "archive", commit, "src", "models", "hardware", "rules", "schema",
-                              *(["derived"] if derived else [])],
+                              *(["derived"] if has_derived.returncode == 0 else [])],
                              cwd=REPO, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     return folder / "src"
