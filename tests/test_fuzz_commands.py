@@ -65,8 +65,8 @@ def test_the_committed_corpus_is_what_make_corpus_writes(tmp_path):
     assert made.keys() == committed.keys() and made == committed, "run tests/fuzz/make_corpus.py and commit"
 
 
-def test_the_corpus_holds_over_3500_malformed_inputs_over_every_command(outcomes):
-    assert sum(len(runs) for runs in outcomes.values()) >= 3500
+def test_the_corpus_holds_over_4900_malformed_inputs_over_every_command(outcomes):
+    assert sum(len(runs) for runs in outcomes.values()) >= 4900
     assert set(COMMANDS) <= set(outcomes)
 
 
