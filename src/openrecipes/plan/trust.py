@@ -151,7 +151,9 @@ BANDS = ((1, 8, "1-8"), (9, 64, "9-64"), (65, 1024, "65-1,024"), (1025, 2**20, "
 COVERAGE = 0.90
 # ... of a group of at least this many points (docs/planning.md, "How far to trust it").
 MIN_GROUP = 8
-# Where the layout uses a feature no measured point of its engine has, the range is widened by this factor.
+# Where the layout uses a feature no measured point of its engine has, the range's errors are widened by this factor
+# in log space (measured = predicted / (1 + error), so (1 + error) is raised to it): a ratio stays a ratio, where
+# doubling the error itself could drive 1 + error to zero and the range to twenty-five times its prediction.
 UNCONSTRAINED_WIDENING = 2.0
 
 
@@ -246,5 +248,5 @@ def _error_bounds(likeness: Likeness, variant: str, features: frozenset[str],
     missing = sorted(features - set(stored()["measured_features"][likeness.engine]))
     if missing:
         basis += f"; no measured {likeness.engine} layout with {', '.join(missing)}: doubled"
-        return 1 + high * UNCONSTRAINED_WIDENING, max(1 + low * UNCONSTRAINED_WIDENING, 0.05), basis, False
+        return (1 + high) ** UNCONSTRAINED_WIDENING, (1 + low) ** UNCONSTRAINED_WIDENING, basis, False
     return 1 + high, 1 + low, basis, True
