@@ -18,12 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openrecipes.catalog.hardware import ParameterCounts
+from openrecipes.catalog.hardware import MAX_CONFIG_BYTES, ParameterCounts
 from openrecipes.catalog.model import MAX_COUNT
 from openrecipes.errors import UserError
-from openrecipes.textfile import MIB, json_depth, read_text, shown
+from openrecipes.textfile import json_depth, read_text, shown
 
-MAX_CONFIG_BYTES = 1 * MIB  # a config.json is a few KB; anything near this is not one
 MAX_DEPTH = 32  # configs nest two or three levels (rope_scaling, quantization_config)
 MAX_LAYERS = 1_000  # each layer is built (on the meta device); published models have a few hundred at most
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")  # a card's name and file stem: matched whole (fullmatch), no newline

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 
 from openrecipes.catalog.hardware import load_reference_tables, precision_peak_flops
 from openrecipes.catalog.model import ATTENTION_BACKENDS, FLOAT8_SCALINGS, KERNELS
+from openrecipes.engines.knowledge import LayoutRules
 from openrecipes.engines.registry import engine_named
 from openrecipes.errors import UserError
-from openrecipes.plan.layouts import LOW_PRECISIONS, Layout, Recompute, divisors, stage_split
+from openrecipes.plan.layouts import LOW_PRECISIONS, Layout, Recompute, expert_sizes, stage_split, vpp_sizes
 from openrecipes.plan.predict import Context, PlanRequest, Prediction, context, predict_layout
+from openrecipes.plan.shape import ModelShape
 from openrecipes.plan.words import COMPILED, LEVER_WORDS, NO_RESHARD, OFFLOAD
 
 DEGREE = re.compile(r"(ETP|TP|PP|VP|CP|EP|DP|MB)(\d+)", re.IGNORECASE)
@@ -139,9 +141,8 @@ def built(ctx: Context, written: WrittenLayout, text: str) -> Layout:
     rows_per_rank = request.global_batch // dp
     if rows > rows_per_rank:
         raise refuse(f"MB{rows} is more than the {rows_per_rank} rows each data-parallel rank takes a step")
-    _check_experts(shape.is_moe, shape.experts if shape.is_moe else 1, tp, cp, dp, ep, etp,
-                   rules.experts_within_fsdp, refuse)
-    _check_virtual(split, pp, vp, -(-rows_per_rank // rows), rules.max_virtual_stages, refuse)
+    _check_experts(shape, tp, cp, dp, ep, etp, rules, refuse)
+    _check_virtual(split, pp, vp, -(-rows_per_rank // rows), rules, refuse)
     if not engine.levers and (written.kernels or written.attention or written.float8):
         raise refuse(f"kernels, attention backends and fp8-SCALING are torchtitan levers, which {request.engine} "
                      "lacks (Megatron's low precisions are fp8, mxfp8, nvfp4)")
@@ -159,37 +160,33 @@ def built(ctx: Context, written: WrittenLayout, text: str) -> Layout:
                   written.low_precision)
 
 
-def _check_experts(moe: bool, experts: int, tp: int, cp: int, dp: int, ep: int, etp: int, within_fsdp: bool,
+def _check_experts(shape: ModelShape, tp: int, cp: int, dp: int, ep: int, etp: int, rules: LayoutRules,
                    refuse: Refuse) -> None:
-    """EP divides the experts and borrows its ranks as the engine does (layouts._expert_sizes); ETP is 1 or TP."""
-    if not moe:
-        if ep > 1 or etp > 1:
-            raise refuse("EP and ETP are for a mixture of experts; this model is dense")
+    """EP and ETP as the enumeration places them (layouts.expert_sizes), each refusal naming its rule."""
+    if (ep, etp) in set(expert_sizes(shape, tp, cp, dp, rules)):
         return
-    if experts % ep:
-        raise refuse(f"EP{ep} does not divide the model's {experts} experts")
+    if not shape.is_moe:
+        raise refuse("EP and ETP are for a mixture of experts; this model is dense")
+    if shape.experts % ep:
+        raise refuse(f"EP{ep} does not divide the model's {shape.experts} experts")
     if etp not in (1, tp):
         raise refuse(f"ETP{etp}: ETP is 1 or TP ({tp})")
-    ranks, group = (cp * dp, ep) if within_fsdp else (tp * cp * dp, ep * etp)
-    if ranks % group:
-        raise refuse(f"EP{ep}{f' x ETP{etp}' if group != ep else ''} = {group} does not divide the "
-                     f"{ranks} {'CP x DP' if within_fsdp else 'TP x CP x DP'} ranks it is carved from")
+    ranks, group = (cp * dp, ep) if rules.experts_within_fsdp else (tp * cp * dp, ep * etp)
+    raise refuse(f"EP{ep}{f' x ETP{etp}' if group != ep else ''} = {group} does not divide the "
+                 f"{ranks} {'CP x DP' if rules.experts_within_fsdp else 'TP x CP x DP'} ranks it is carved from")
 
 
-def _check_virtual(split: tuple[int, ...], pp: int, vp: int, microbatches: int, max_virtual: int | None,
+def _check_virtual(split: tuple[int, ...], pp: int, vp: int, microbatches: int, rules: LayoutRules,
                    refuse: Refuse) -> None:
-    """VP as the enumeration allows it (layouts._vpp_sizes): with PP > 1, splitting a stage's layers (the first and
-    last counted with the embedding or the loss), the microbatches in groups of PP."""
+    """VP as the enumeration allows it (layouts.vpp_sizes), the microbatches in groups of PP."""
     if vp == 1:
         return
     if pp == 1:
         raise refuse(f"VP{vp} needs PP > 1")
-    slots = {*split, split[0] + 1, split[-1] + 1}
-    allowed = ({v for v in range(1, max_virtual + 1) if split[len(split) // 2] % v == 0} if max_virtual is not None
-               else {v for layers in slots for v in divisors(layers)})
+    allowed = vpp_sizes(split, pp, rules)
     if vp not in allowed:
         raise refuse(f"VP{vp} does not split the stages' layers ({', '.join(map(str, split))}); VP can be "
-                     f"{', '.join(map(str, sorted(allowed)))}")
+                     f"{', '.join(map(str, allowed))}")
     if microbatches % pp:
         raise refuse(f"VP needs the microbatches ({microbatches} a rank) in groups of PP{pp}")
 

@@ -130,7 +130,7 @@ def _tp_sizes(shape: ModelShape, gpus: int, nvlink_domain: int) -> list[int]:
             and shape.query_groups % t == 0 and shape.vocab % t == 0]
 
 
-def _expert_sizes(shape: ModelShape, tp: int, cp: int, dp: int, rules: LayoutRules) -> Iterator[tuple[int, int]]:
+def expert_sizes(shape: ModelShape, tp: int, cp: int, dp: int, rules: LayoutRules) -> Iterator[tuple[int, int]]:
     if not shape.is_moe:
         yield 1, 1
         return
@@ -142,7 +142,7 @@ def _expert_sizes(shape: ModelShape, tp: int, cp: int, dp: int, rules: LayoutRul
                 yield ep, etp
 
 
-def _vpp_sizes(split: tuple[int, ...], pp: int, rules: LayoutRules) -> list[int]:
+def vpp_sizes(split: tuple[int, ...], pp: int, rules: LayoutRules) -> list[int]:
     """Virtual stages per pipeline rank. Megatron: every count that splits a stage's layers evenly, down to one layer
     a chunk, the first and last stages' counted with the embedding or the loss in one layer's slot (VP 5 for Llama
     3.1 70B at PP 4: 20 layers a stage; DeepSeek-V3's 61 layers at PP 2 split 30 and 31, and with the loss 32, so VP
@@ -184,10 +184,10 @@ def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batc
                 if global_batch % dp:
                     continue
                 rows_per_rank = global_batch // dp
-                for ep, etp in _expert_sizes(shape, tp, cp, dp, rules):
+                for ep, etp in expert_sizes(shape, tp, cp, dp, rules):
                     for rows in _microbatch_sizes(rows_per_rank, row_tokens, cp):
                         microbatches = rows_per_rank // rows
-                        for vpp in _vpp_sizes(split, pp, rules):
+                        for vpp in vpp_sizes(split, pp, rules):
                             if vpp > 1 and microbatches % pp:
                                 continue  # the interleaved schedule runs microbatches in groups of PP
                             for recompute in RECOMPUTE_POLICIES:

@@ -17,7 +17,7 @@ from a neighbour by physics (openrecipes.plan.variants).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -29,11 +29,10 @@ from openrecipes.plan.constants import EFFICIENCY, Calibration
 from openrecipes.plan.fit import fit
 from openrecipes.plan.points import MeasuredPoint, SpeedPoint, reference_publisher, reference_rows, reference_tables
 from openrecipes.plan.predict import context, predict_layout
-from openrecipes.plan.trust import HeldOutPoint, Likeness, band_of, central, range_basis
+from openrecipes.plan.trust import HeldOutPoint, Likeness, band_of, central, precision_words, range_basis
 
 # A whole publisher, one release of it, one hardware part.
 SOURCE, RELEASE, PART = "source", "release", "part"
-KINDS = (SOURCE, RELEASE, PART)
 
 # A record entry's publisher is its stored copy's repository; MLPerf keeps one repository per round.
 MLPERF = "mlcommons/training_results_"
@@ -98,16 +97,14 @@ def _refit_without(points: Sequence[SpeedPoint], left_out: set[int], full: Calib
     return fit(kept, start=full).without(dropped)
 
 
-def left_out_predictions(points: Sequence[SpeedPoint], kind: str, full: Calibration, found: dict[str, Source],
-                         progress: Callable[[str], None] | None = None) -> list[float]:
+def left_out_predictions(points: Sequence[SpeedPoint], kind: str, full: Calibration,
+                         found: dict[str, Source]) -> list[float]:
     """Each point's prediction with its whole group (of `kind`) left out of the fit."""
     groups: dict[str, set[int]] = {}
     for i, point in enumerate(points):
         groups.setdefault(group_of(point, kind, found), set()).add(i)
     out = [0.0] * len(points)
-    for name, members in groups.items():
-        if progress:
-            progress(f"{kind}: {name}")
+    for members in groups.values():
         refit = _refit_without(points, members, full)
         for i in members:
             out[i] = predicted_with(points[i], refit)
@@ -156,5 +153,5 @@ def scorecard(points: Sequence[HeldOutPoint]) -> Scorecard:
 def facets(point: HeldOutPoint) -> dict[str, str]:
     """The ways the scores are broken down: publisher, GPU-count band, engine, precision, dense or MoE, part."""
     return {"source": point.source, "band": f"{band_of(point.gpus)} GPUs", "engine": point.engine,
-            "precision": "BF16" if point.precision == "bf16" else "FP8/MXFP8/NVFP4",
+            "precision": precision_words(point.precision),
             "model": "MoE" if point.moe else "dense", "part": point.variant}

@@ -140,6 +140,11 @@ def _features(tp: bool, pp: bool, vpp: bool, cp: bool, ep: bool, offload: bool, 
     return frozenset(found | {f"{recompute} recompute"})
 
 
+def precision_words(precision: str) -> str:
+    """A precision class as a reader sees it."""
+    return "BF16" if precision == "bf16" else "FP8/MXFP8/NVFP4"
+
+
 def precision_class(layout: Layout) -> str:
     """BF16, or low where the layout's GEMMs run in FP8, MXFP8 or NVFP4: their errors differ (docs/planning.md)."""
     return "low" if layout.low_precision or layout.float8 else "bf16"
@@ -178,7 +183,7 @@ class Likeness:
 
     def words(self, matched: tuple[bool, ...]) -> str:
         names = (("on parts its engine measured" if self.covered else "on parts its engine never measured"),
-                 self.engine, self.precision.upper() if self.precision == "bf16" else "FP8/MXFP8/NVFP4",
+                 self.engine, precision_words(self.precision),
                  "MoE" if self.moe else "dense", f"at {self.band} GPUs")
         return ", ".join(name for name, used in zip(names, matched, strict=True) if used)
 

@@ -20,7 +20,7 @@ from openrecipes.catalog.hardware import GpuSpec, load_reference_tables
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import Calibration
-from openrecipes.probe.tables import ProbeTables, tables_for
+from openrecipes.probe.tables import tables_for
 
 CLOCK_POWER_EXPONENT = 1 / 3  # sustained clock ~ power^(1/3): dynamic power ~ f V^2, V ~ f
 
@@ -56,11 +56,6 @@ def _clock(spec: GpuSpec, specs: dict[str, GpuSpec]) -> float:
 PROBED_GEMM = (8192, 8192, 8192)
 
 
-def _probe(part: str, catalog_root: Path) -> ProbeTables | None:
-    """A probe of the part committed to the catalog (hardware/probes/<part>.json, openrecipes.probe), or None."""
-    return tables_for(part, catalog_root)
-
-
 def physical_ratio(target: str, source: str, specs: dict[str, GpuSpec], share: float,
                    catalog_root: Path | None = None) -> float:
     """Efficiency on part `target` over efficiency on part `source`: (1 - share) of the time scales with the GEMMs,
@@ -68,7 +63,8 @@ def physical_ratio(target: str, source: str, specs: dict[str, GpuSpec], share: f
     and copy bandwidths), between any two chips; else, for one chip, the sustained clocks under their power and the
     datasheets' bandwidths, and between two chips 1 (carried as it is)."""
     root = catalog_root or default_catalog_root()
-    measured_target, measured_source = _probe(target, root), _probe(source, root)
+    # a probe of each part committed to the catalog (hardware/probes/<part>.json, openrecipes.probe), or None
+    measured_target, measured_source = tables_for(target, root), tables_for(source, root)
     if measured_target and measured_source:
         compute = (measured_source.gemm_efficiency(*PROBED_GEMM, "bf16")
                    / measured_target.gemm_efficiency(*PROBED_GEMM, "bf16"))
