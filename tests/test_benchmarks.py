@@ -22,6 +22,7 @@ SOURCE = Path(openrecipes.__file__).resolve().parents[1]
 # What each script prints when it ran to the end: the lines that carry its ratio or verdict.
 RESULT_LINES: dict[str, tuple[str, ...]] = {
     "audit.py": (r"\| synthetic \(5 recipes\) \| 5 \| [\d.]+ s \| [\d.]+ s \| [\d.]+x \|",),
+    "figures_guard.py": (r"\d+ files differ, 0 by more than the new figure",),
     "log_memory.py": (r"steps only: .* 100 steps -> peak RSS \d+ MiB",
                       r"0\.001 GiB: .* 100 steps -> peak RSS \d+ MiB"),
     "plan_json.py": (r"Writing: \*\*[\d.]+x\*\* faster",),

@@ -1,15 +1,18 @@
-"""Every derived figure in one place.
+"""Every derived figure in one place: the arithmetic, and FIGURES, the one list of a recipe's figures.
 
 The catalog stores inputs (tokens/s, GPUs, active parameters, instance price) and the figures the seeds publish;
-these functions recompute each published figure. Nothing else in the project does this arithmetic.
+these functions recompute each published figure. Nothing else in the project does this arithmetic. The result
+block, `audit`, `validate`, `list`, `show`, the boards, the compare page and the CSV export iterate FIGURES instead
+of naming figures: a new figure is one entry there.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from statistics import mean, stdev
-from typing import Any
+from typing import Any, Literal
 
 SECONDS_PER_HOUR = 3600.0
 # A dense transformer's training step costs 6 FLOPs per active parameter per token (2 forward, 4 backward).
@@ -159,3 +162,120 @@ def tflops_per_gpu(flops_per_token: float, tokens_per_s_per_gpu: float) -> float
 def utilisation(flops_per_token: float, tokens_per_s_per_gpu: float, peak_flops_per_gpu: float) -> float:
     """Model FLOPs utilisation for any FLOPs count: FLOPs per token x tokens/s per GPU / peak FLOP/s of one GPU."""
     return flops_per_token * tokens_per_s_per_gpu / peak_flops_per_gpu
+
+
+# --- The one list of figures ---------------------------------------------------------------------------------------
+
+# The tokens a time to train is worked out for where no page sets its own (the site's site.yaml token_budget).
+DEFAULT_TOKEN_BUDGET = 1_000_000_000
+
+# Where a figure is shown besides the result block: `list` and its --json (boards), `show` and a recipe's page
+# (show), the compare page (compare), a board's CSV export (csv).
+Surface = Literal["board", "show", "compare", "csv"]
+EVERYWHERE: frozenset[Surface] = frozenset(("board", "show", "compare", "csv"))
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the figures are worked out from. A figure any of whose inputs is None is None: a log measured without
+    its recipe has step times but no GPU count, peak or price."""
+
+    tokens_per_s_per_gpu: float | None = None
+    gpus: int | None = None
+    active_params: int | None = None
+    peak_flops_per_gpu: float | None = None
+    usd_per_gpu_hour: float | None = None
+    step_times: tuple[float, ...] | None = None  # the scored window's step times, in seconds
+    elapsed_seconds: float | None = None  # the logs' first to last timestamp
+    token_budget: int = DEFAULT_TOKEN_BUDGET
+
+
+_INPUT_NAMES = frozenset(f.name for f in fields(Inputs))
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One figure: its name (the result block's field, the --json key, the CSV column), how it is shown, which way
+    is better, the inputs it is worked out from and its formula, which takes them in the order `inputs` names them."""
+
+    name: str
+    label: str
+    unit: str
+    decimals: int  # as published: a stored figure is rounded to these
+    better: Literal[1, -1]  # 1: higher is better, -1: lower is better
+    inputs: tuple[str, ...]
+    formula: Callable[..., float]
+    formula_text: str  # the formula in words, as validate's findings quote it
+    text: Callable[[float], str]  # the value as pages and the terminal write it
+    stored: bool = True  # in a recipe's result: block, measured by `measure` and re-derived by `audit`
+    shown: frozenset[Surface] = EVERYWHERE
+    # A stored figure published with too few decimals to rank by: pages rank by the value recomputed at full
+    # precision where it rounds to the published one.
+    ranked_unrounded: bool = False
+    missing: str = "not published"  # shown where an entry has no value
+    # The compare page: decimals of a difference (None: the figure's own), and whether a difference inside the
+    # run's step-time noise band is "within noise" (speed and what is worked out from it alone).
+    difference_decimals: int | None = None
+    within_noise: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = set(self.inputs) - _INPUT_NAMES
+        if unknown:
+            raise ValueError(f"figure {self.name}: unknown inputs {sorted(unknown)}")
+
+    def of(self, inputs: Inputs) -> float | None:
+        """The figure at full precision, or None when one of its inputs is missing."""
+        values = [getattr(inputs, name) for name in self.inputs]
+        return None if any(v is None for v in values) else self.formula(*values)
+
+    def published(self, inputs: Inputs) -> float | None:
+        """The figure rounded as the result block stores it."""
+        value = self.of(inputs)
+        return None if value is None else round(value, self.decimals)
+
+    def unrounded(self, published: float, inputs: Inputs) -> float:
+        """The figure recomputed at full precision where that rounds to `published` (as written with this figure's
+        decimals); otherwise (an input missing, or a figure that does not agree) the published one."""
+        value = self.of(inputs)
+        if value is None or not within_published_rounding(value, f"{published:.{self.decimals}f}"):
+            return published
+        return value
+
+
+def duration_text(hours: float) -> str:
+    """A wall time as a reader plans with it: minutes under an hour, hours under two days, then days."""
+    if hours < 1:
+        return f"{hours * 60:.0f} min"
+    return f"{hours:,.1f} h" if hours < 48 else f"{hours / 24:,.1f} days"
+
+
+# The figures in the order the result block's checks, `audit` and every table list them.
+FIGURES: tuple[FigureSpec, ...] = (
+    FigureSpec("tokens_per_s_per_gpu", "Tokens/s per GPU", "tokens/s", 2, 1, ("tokens_per_s_per_gpu",), float,
+               "window tokens / sum of the window's step times / GPUs", lambda v: f"{v:,.2f}", within_noise=True),
+    FigureSpec("usd_per_million_tokens", "$ / 1M tokens", "$", 2, -1, ("usd_per_gpu_hour", "tokens_per_s_per_gpu"),
+               usd_per_million_tokens, "$/GPU-hour / (tokens/s/GPU * 3600) * 1e6", lambda v: f"${v:,.2f}",
+               ranked_unrounded=True, difference_decimals=4, within_noise=True),
+    FigureSpec("mfu", "MFU", "fraction", 4, 1, ("active_params", "tokens_per_s_per_gpu", "peak_flops_per_gpu"), mfu,
+               "6 * N * tokens/s/GPU / peak", lambda v: f"{v * 100:.1f}%", shown=frozenset(("show", "compare", "csv")),
+               difference_decimals=1),
+    FigureSpec("step_time_cv_percent", "Step-time CV", "%", 2, -1, ("step_times",), step_time_cv_percent,
+               "sample standard deviation / mean of the window's step times", lambda v: f"{v}%",
+               shown=frozenset(("show", "compare")), missing="not measured (planned)"),
+    # Shown with the run it counts (`show`'s "GPU-hours" beside its date), not among the figures tables compare.
+    FigureSpec("gpu_hours", "GPU-hours", "GPU-hours", 2, -1, ("gpus", "elapsed_seconds"), gpu_hours,
+               "GPUs * (last - first log timestamp) / 3600", str, shown=frozenset()),
+    FigureSpec("time_to_train_hours", "Time to train", "h", 2, -1, ("token_budget", "tokens_per_s_per_gpu", "gpus"),
+               time_to_train_hours, "token budget / (tokens/s/GPU * GPUs) / 3600", duration_text, stored=False,
+               within_noise=True),
+)
+STORED = tuple(f for f in FIGURES if f.stored)
+
+
+def shown_on(surface: Surface) -> tuple[FigureSpec, ...]:
+    """The figures a surface shows, in the list's order."""
+    return tuple(f for f in FIGURES if surface in f.shown)
+
+
+def figure(name: str) -> FigureSpec:
+    return next(f for f in FIGURES if f.name == name)

@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from openrecipes import figures
 from openrecipes.atomic import Ours, check_output
 from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
 from openrecipes.audit.review import audit, catalog_entries, reference_run
@@ -133,8 +134,7 @@ def record(like: Recipe, candidate: RecordedRun, reference: RecordedRun, root: P
                if getattr(line, printed) is not None},
             "source": f"the 'openrecipes stack:' line rank 0 printed ({relative_path(candidate.log, root)})"})
     result = like.result.model_copy(update={
-        **{name: getattr(measured, name) for name in ("tokens_per_s_per_gpu", "usd_per_million_tokens",
-                                                      "step_time_cv_percent", "mfu", "steps_per_run", "window",
+        **{name: getattr(measured, name) for name in (*(f.name for f in figures.STORED), "steps_per_run", "window",
                                                       "window_tokens")},
         "measured": measured.measured or datetime.date.today(),
         "runs": 1,

@@ -35,8 +35,8 @@ from openrecipes.verify.config import Rules
 from openrecipes.verify.convergence import read_curve
 from openrecipes.verify.verdicts import config_verdict, convergence_verdict
 
-# Result fields compared with the figure as written (half a unit of its last digit), and those compared exactly.
-_ROUNDED_RESULT_FIELDS = ("tokens_per_s_per_gpu", "usd_per_million_tokens", "step_time_cv_percent", "mfu", "gpu_hours")
+# The stored figures (figures.STORED) are compared with the figure as written (half a unit of its last digit); these
+# result fields exactly.
 _EXACT_RESULT_FIELDS = ("steps_per_run", "window_tokens", "measured")
 
 
@@ -114,8 +114,9 @@ def check_result(ev: AuditInputs, runs: RunFolders) -> Iterator[Finding]:
     except UserError as error:
         yield Finding("runs.candidate", runs.candidate, None, f"its log cannot be measured: {error}")
         return
-    for name in _ROUNDED_RESULT_FIELDS:
-        yield from _compare_rounded(ev.doc, f"result.{name}", getattr(r, name), getattr(derived, name), source)
+    for figure in figures.STORED:
+        yield from _compare_rounded(ev.doc, f"result.{figure.name}", getattr(r, figure.name),
+                                    getattr(derived, figure.name), source)
     for name in _EXACT_RESULT_FIELDS:
         yield from _compare_exact(f"result.{name}", _as_figure(getattr(r, name)), _as_figure(getattr(derived, name)),
                                   source)

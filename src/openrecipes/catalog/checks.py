@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from openrecipes import figures
 from openrecipes.catalog.command import CommandError, ParsedRun
+from openrecipes.catalog.entry_figures import inputs_of
 from openrecipes.catalog.hardware import ReferenceTables, variant_issue
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import catalog_root, evidence_problem
@@ -200,16 +201,12 @@ def check_published_figures(ctx: Context) -> Iterator[Finding]:
         yield Finding.at("result.window_tokens", f"is {res.window_tokens} but (last - first + 1) * global batch * row "
                           f"tokens = ({last} - {first} + 1) * {r.workload.global_batch} * {r.workload.row_tokens}; "
                           f"expected {expected_tokens}")
-    gpu = ctx.tables.variants.get(r.gpu.variant)
-    if gpu is not None:
-        mfu = figures.mfu(res.active_params.count, res.tokens_per_s_per_gpu, gpu.peak_bf16_flops)
-        yield from _compare_published("result.mfu", mfu, raw, "6 * N * tokens/s/GPU / peak")
-    instance = ctx.tables.instances.get(r.gpu.instance)
-    if instance is not None:
-        per_gpu_hour = figures.usd_per_gpu_hour(instance.usd_per_hour, instance.gpus)
-        usd = figures.usd_per_million_tokens(per_gpu_hour, res.tokens_per_s_per_gpu)
-        yield from _compare_published("result.usd_per_million_tokens", usd, raw,
-                                      f"${per_gpu_hour:.4f}/GPU-hour / (tokens/s/GPU * 3600) * 1e6")
+    # Each stored figure worked out from the stored tokens/s per GPU (those that need the logs have no inputs here).
+    inputs = inputs_of(r, ctx.tables)
+    for figure in figures.STORED:
+        recomputed = figure.of(inputs)
+        if recomputed is not None:
+            yield from _compare_published(f"result.{figure.name}", recomputed, raw, figure.formula_text)
 
 
 def check_plausible(ctx: Context) -> Iterator[Finding]:

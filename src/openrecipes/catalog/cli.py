@@ -79,7 +79,7 @@ def list_recipes(
     loaded = load_catalog(catalog or default_catalog_root())
     chosen = selection(loaded, model, gpu, evidence)
     if as_json:
-        print(json_text(leaderboards_view(loaded, chosen)))
+        print(json_text(leaderboards_view(loaded, chosen).as_json()))
         return
     render.leaderboards(Console(), loaded, chosen)
 

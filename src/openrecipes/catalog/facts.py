@@ -8,8 +8,9 @@ from __future__ import annotations
 import math
 
 from openrecipes import figures
+from openrecipes.catalog.entry_figures import inputs_of, published_of
 from openrecipes.catalog.hardware import GpuSpec
-from openrecipes.catalog.model import Recipe
+from openrecipes.catalog.model import PublishedSummary, Recipe
 
 # The seeds' standard measurement: a 20-step run scored over steps 5-19 (numbered from 0). Only a run that differs
 # says so next to its date, as the seed page does ("14-step run scored over steps 4–13").
@@ -27,18 +28,37 @@ def tokens_detail(value: float) -> str:
     return f"{value:,.2f}"
 
 
+def tokens_count(tokens: int) -> str:
+    """A token budget in words: 1B, 250M, 1.5T."""
+    for size, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
+        if tokens >= size:
+            return f"{tokens / size:g}{unit}"
+    return f"{tokens:,}"
+
+
+def figure_label(figure: figures.FigureSpec, token_budget: int = figures.DEFAULT_TOKEN_BUDGET) -> str:
+    """A figure's label; a computed one says the token budget it is worked out for ("Time to train 1B tokens")."""
+    return figure.label if figure.stored else f"{figure.label} {tokens_count(token_budget)} tokens"
+
+
+def figure_text(figure: figures.FigureSpec, entry: Recipe | PublishedSummary,
+                token_budget: int = figures.DEFAULT_TOKEN_BUDGET) -> str:
+    """A figure of an entry as written: its text (a computed one from its full-precision value), or what is shown
+    where the entry has none."""
+    value = published_of(figure, entry) if figure.stored else figure.of(inputs_of(entry, None, token_budget))
+    return figure.missing if value is None else figure.text(value)
+
+
+def board_figures(entry: Recipe | PublishedSummary) -> str:
+    """A ranked row's figures after the tokens/s per GPU it is ranked by, as `list` writes them: "$ / 1M tokens:
+    $0.21 · Time to train 1B tokens: 2.6 h"."""
+    return " · ".join(f"{figure_label(f)}: {figure_text(f, entry)}" for f in figures.shown_on("board")
+                      if f.name != "tokens_per_s_per_gpu")
+
+
 def usd(value: float | None) -> str:
     """A price; a published summary whose source gives none shows that instead of a number."""
     return "not published" if value is None else f"${value:,.2f}"
-
-
-def usd_recomputed(published: float, tokens_per_s_per_gpu: float, usd_per_gpu_hour: float | None) -> float:
-    """$ per 1M tokens at full precision from tokens/s per GPU and the instance's price (figures.py), when it
-    rounds to the published two decimals; otherwise (no price, or a figure that does not agree) the published one."""
-    if usd_per_gpu_hour is None:
-        return published
-    value = figures.usd_per_million_tokens(usd_per_gpu_hour, tokens_per_s_per_gpu)
-    return value if figures.within_published_rounding(value, f"{published:.2f}") else published
 
 
 # Decimals tried, in order, until costs that tie at two decimals are told apart.
@@ -133,18 +153,21 @@ def workload(recipe: Recipe) -> str:
     return f"{w.row_tokens:,}-token rows · global batch {w.global_batch} · {w.precision.upper()}"
 
 
-def recipe_facts(recipe: Recipe, gpu: GpuSpec | None = None) -> list[tuple[str, str]]:
-    """The recipe's figures as the seed page lists them, label then value (the author is linked separately);
-    `gpu`, the recipe's GPU row, adds the FP8 peak beside an FP8 recipe's MFU."""
+def _shown(figure: figures.FigureSpec, recipe: Recipe, gpu: GpuSpec | None, token_budget: int) -> str:
+    """A figure on a recipe's page; MFU also says what it is measured against."""
+    return mfu(recipe, gpu) if figure.name == "mfu" else figure_text(figure, recipe, token_budget)
+
+
+def recipe_facts(recipe: Recipe, gpu: GpuSpec | None = None,
+                 token_budget: int = figures.DEFAULT_TOKEN_BUDGET) -> list[tuple[str, str]]:
+    """The recipe's facts as the seed page lists them, label then value (the author is linked separately), its
+    figures those figures.py shows there; `gpu`, the recipe's GPU row, adds the FP8 peak beside an FP8 recipe's MFU;
+    a time to train is for `token_budget` tokens."""
     facts = [
         ("GPUs", gpus(recipe)),
         ("Layout", recipe.layout.summary),
         *levers(recipe),
-        ("Tokens/s per GPU", tokens_detail(recipe.result.tokens_per_s_per_gpu)),
-        ("$ / 1M tokens", usd(recipe.result.usd_per_million_tokens)),
-        ("MFU", mfu(recipe, gpu)),
-        ("Step-time CV", "not measured (planned)" if recipe.result.step_time_cv_percent is None
-         else f"{recipe.result.step_time_cv_percent}%"),
+        *((figure_label(f, token_budget), _shown(f, recipe, gpu, token_budget)) for f in figures.shown_on("show")),
     ]
     if (text := convergence(recipe)) is not None:
         facts.append(("Convergence check", text))
@@ -154,7 +177,7 @@ def recipe_facts(recipe: Recipe, gpu: GpuSpec | None = None) -> list[tuple[str, 
                                        "GPU, measured in the same job"))
     facts += [
         ("Measured", measured(recipe)),
-        ("GPU-hours", f"{recipe.result.gpu_hours}"),
+        (figures.figure("gpu_hours").label, figure_text(figures.figure("gpu_hours"), recipe)),
         ("Rows", rows(recipe)),
     ]
     return facts

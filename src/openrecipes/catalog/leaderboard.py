@@ -7,9 +7,11 @@ BF16 figures (published summaries are BF16 runs): an FP8 recipe is ranked on its
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TypeVar
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
+from openrecipes import figures
+from openrecipes.catalog.entry_figures import published_of
 from openrecipes.catalog.evidence import EVIDENCE_LEVELS, EvidenceLevel, evidence_level
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.store import Catalog, CatalogEntry, RecipeEntry, SummaryEntry
@@ -158,6 +160,24 @@ def planned_entries(catalog: Catalog, chosen: Selection) -> list[RecipeEntry]:
                   key=lambda e: (e.entry.model, e.entry.gpu.type, e.entry.gpu.count, e.slug))
 
 
+# A view's figures: each figure `list` shows (figures.shown_on("board")) by name, as the entry publishes it or, for a
+# computed one, worked out for the default token budget. --json writes them in the view's place of `values`.
+Values = dict[str, float | None]
+
+
+def board_values(entry: CatalogEntry) -> Values:
+    return {f.name: published_of(f, entry.entry) for f in figures.shown_on("board")}
+
+
+def _flat(view: Any) -> dict[str, Any]:
+    """A view as --json prints it: one key per field, its figures (`values`) one key each in their place."""
+    out: dict[str, Any] = {}
+    for field in fields(view):
+        value = getattr(view, field.name)
+        out.update(value if field.name == "values" else {field.name: value})
+    return out
+
+
 @dataclass(frozen=True)
 class BoardRow:
     """One ranked recipe as `list --json` prints it."""
@@ -167,8 +187,7 @@ class BoardRow:
     slug: str
     path: str
     evidence: EvidenceLevel
-    tokens_per_s_per_gpu: float
-    usd_per_million_tokens: float
+    values: Values
     gpus: int
     layout: str
     highlights: str
@@ -198,8 +217,7 @@ class SummaryView:
     model: str
     gpu_type: str
     gpus: int
-    tokens_per_s_per_gpu: float
-    usd_per_million_tokens: float | None
+    values: Values
     source: str
 
 
@@ -213,8 +231,7 @@ class PlannedView:
     model: str
     gpu_type: str
     gpus: int
-    tokens_per_s_per_gpu: float
-    usd_per_million_tokens: float
+    values: Values
     layout: str
 
 
@@ -224,20 +241,23 @@ class Leaderboards:
     summaries: list[SummaryView]
     planned: list[PlannedView]
 
+    def as_json(self) -> dict[str, list[dict[str, Any]]]:
+        """As `list --json` prints it: each entry's figures one key each."""
+        return {"boards": [{**_flat(b), "recipes": [_flat(r) for r in b.recipes]} for b in self.boards],
+                "summaries": [_flat(s) for s in self.summaries], "planned": [_flat(p) for p in self.planned]}
+
 
 def leaderboards_view(catalog: Catalog, chosen: Selection) -> Leaderboards:
     """The boards, published entries and planned recipes `list` prints, typed, for `list --json`."""
     views = [BoardView(b.model, b.gpu_type, b.workload.row_tokens, b.workload.global_batch, b.workload.precision, [
-        BoardRow(rank, e.name, e.slug, e.path.as_posix(), evidence_level(e.entry), e.entry.result.tokens_per_s_per_gpu,
-                 e.entry.result.usd_per_million_tokens, e.entry.gpu.count, e.entry.layout.label,
-                 e.entry.layout.highlights, str(e.entry.result.measured), e.entry.author.name)
+        BoardRow(rank, e.name, e.slug, e.path.as_posix(), evidence_level(e.entry), board_values(e),
+                 e.entry.gpu.count, e.entry.layout.label, e.entry.layout.highlights, str(e.entry.result.measured),
+                 e.entry.author.name)
         for rank, e in kept]) for b, kept in selected_boards(catalog, chosen)]
     summaries = [SummaryView(e.slug, e.path.as_posix(), evidence_level(e.entry), e.entry.model, e.entry.gpu.type,
-                             e.entry.gpu.count, e.entry.result.tokens_per_s_per_gpu,
-                             e.entry.result.usd_per_million_tokens, e.entry.source)
+                             e.entry.gpu.count, board_values(e), e.entry.source)
                  for e in published_entries(catalog, chosen)]
     planned = [PlannedView(e.slug, e.path.as_posix(), evidence_level(e.entry), e.entry.model, e.entry.gpu.type,
-                           e.entry.gpu.count, e.entry.result.tokens_per_s_per_gpu,
-                           e.entry.result.usd_per_million_tokens, e.entry.layout.label)
+                           e.entry.gpu.count, board_values(e), e.entry.layout.label)
                for e in planned_entries(catalog, chosen)]
     return Leaderboards(views, summaries, planned)

@@ -60,8 +60,7 @@ def leaderboards(console: Console, catalog: Catalog, chosen: Selection) -> None:
             r = entry.entry
             console.print(f"#{rank:<3} [bold]{escape(entry.name)}[/]", highlight=False, soft_wrap=True)
             _indented(console, f"{facts.tokens_board(r.result.tokens_per_s_per_gpu)} tokens/s per GPU · "
-                           f"{facts.usd(r.result.usd_per_million_tokens)} / 1M tokens · "
-                           f"{r.gpu.count} x {r.gpu.type} · {evidence_level(r)}")
+                           f"{facts.board_figures(r)} · {r.gpu.count} x {r.gpu.type} · {evidence_level(r)}")
             _indented(console, f"{r.layout.label} · {r.layout.highlights} · measured {r.result.measured} "
                            f"by {r.author.name}", style="dim")
         console.print()
@@ -101,7 +100,7 @@ def recipe(console: Console, tables: ReferenceTables, entry: CatalogEntry, title
         s = entry.entry
         console.print(f"[bold]{escape(s.model)} on {s.gpu.count} x {escape(s.gpu.type)}[/] (published summary entry)\n"
                       f"{facts.tokens_board(s.result.tokens_per_s_per_gpu)} tokens/s/GPU · "
-                      f"{facts.usd(s.result.usd_per_million_tokens)} / 1M tokens\n{escape(s.note)}\n"
+                      f"{escape(facts.board_figures(s))}\n{escape(s.note)}\n"
                       f"source: {escape(s.source)}\nevidence: {_evidence(s)}", highlight=False)
         derived = published_figures(s, tables)
         if s.published and derived:

@@ -1,7 +1,8 @@
 """A run's `result:` block from its step table: every figure through figures.py, over a window of steps.
 
 tokens/s per GPU = window tokens / (sum of the window's step times) / GPUs, step-time CV over the window,
-GPU-hours from the logs' first and last timestamps. Figures are rounded to the precision the seed pages publish.
+GPU-hours from the logs' first and last timestamps. The stored figures are figures.STORED, each rounded to the
+decimals it is published with.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import dataclasses
 import datetime
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from openrecipes import figures
 from openrecipes.errors import UserError
@@ -21,11 +22,6 @@ from openrecipes.steptable import StepTable
 if TYPE_CHECKING:  # the catalog (pydantic) is imported only when a recipe is given
     from openrecipes.catalog.hardware import ReferenceTables
     from openrecipes.catalog.model import Recipe
-
-# Decimals each figure is published with on the seed pages (10,483.91 tokens/s, $0.21, 1.71 %, MFU 0.2294, 0.94 h).
-PUBLISHED_DECIMALS = {"tokens_per_s_per_gpu": 2, "usd_per_million_tokens": 2, "step_time_cv_percent": 2, "mfu": 4,
-                      "gpu_hours": 2}
-
 
 @dataclass(frozen=True)
 class Measured:
@@ -162,8 +158,15 @@ def _ended_early(table: StepTable, steps_per_run: int | None) -> str | None:
     return f"the data ran out: {ran}{of_planned} steps ran (steps 0-{ran - 1}; {table.out_of_data})"
 
 
-def _published(name: str, value: float) -> float:
-    return round(value, PUBLISHED_DECIMALS[name])
+def _figure_inputs(run: RunInputs | None, tokens: int | None, step_times: list[float],
+                   elapsed: float | None) -> figures.Inputs:
+    """What the figures are worked out from: without the recipe, only the step times."""
+    if run is None or tokens is None:
+        return figures.Inputs(step_times=tuple(step_times))
+    return figures.Inputs(
+        tokens_per_s_per_gpu=figures.tokens_per_s_per_gpu(tokens, sum(step_times), run.gpus), gpus=run.gpus,
+        active_params=run.active_params, peak_flops_per_gpu=run.peak_flops_per_gpu,
+        usd_per_gpu_hour=run.usd_per_gpu_hour, step_times=tuple(step_times), elapsed_seconds=elapsed)
 
 
 @overload
@@ -178,23 +181,15 @@ def measure(table: StepTable, inputs: RunInputs | None, window: tuple[int, int] 
         raise UserError("no window: give --window FIRST LAST or --recipe (whose result.window is used)")
     step_times = window_step_times(table, window)
     seconds = sum(step_times)
-    cv = _published("step_time_cv_percent", figures.step_time_cv_percent(step_times))
+    tokens = figures.window_tokens(window[0], window[1], inputs.global_batch, inputs.row_tokens) if inputs else None
+    elapsed = (table.last_timestamp - table.first_timestamp).total_seconds() \
+        if table.first_timestamp and table.last_timestamp else None
+    known = _figure_inputs(inputs, tokens, step_times, elapsed)
+    # Typed by Measured's fields: the step-time CV is never None (a window holds at least two steps).
+    stored = cast(dict[str, Any], {f.name: f.published(known) for f in figures.STORED})
     measured = Measured(
-        tokens_per_s_per_gpu=None, usd_per_million_tokens=None, step_time_cv_percent=cv, mfu=None, window=window,
-        window_tokens=None, gpu_hours=None, steps_per_run=table.steps[-1].step + 1,
-        measured=table.last_timestamp.date() if table.last_timestamp else None, log_format=table.log_format,
-        window_seconds=seconds, ended_early=_ended_early(table, inputs.steps_per_run if inputs else None))
-    if inputs is None:
-        return measured
-    tokens = figures.window_tokens(window[0], window[1], inputs.global_batch, inputs.row_tokens)
-    throughput = figures.tokens_per_s_per_gpu(tokens, seconds, inputs.gpus)
-    gpu_hours = None
-    if table.first_timestamp and table.last_timestamp:
-        elapsed = (table.last_timestamp - table.first_timestamp).total_seconds()
-        gpu_hours = _published("gpu_hours", figures.gpu_hours(inputs.gpus, elapsed))
-    return RecipeMeasured(**{
-        **vars(measured), "tokens_per_s_per_gpu": _published("tokens_per_s_per_gpu", throughput),
-        "usd_per_million_tokens": _published(
-            "usd_per_million_tokens", figures.usd_per_million_tokens(inputs.usd_per_gpu_hour, throughput)),
-        "mfu": _published("mfu", figures.mfu(inputs.active_params, throughput, inputs.peak_flops_per_gpu)),
-        "window_tokens": tokens, "gpu_hours": gpu_hours})
+        **stored, window=window, window_tokens=tokens,
+        steps_per_run=table.steps[-1].step + 1, measured=table.last_timestamp.date() if table.last_timestamp else None,
+        log_format=table.log_format, window_seconds=seconds,
+        ended_early=_ended_early(table, inputs.steps_per_run if inputs else None))
+    return measured if inputs is None else RecipeMeasured(**vars(measured))

@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from openrecipes import figures
 from openrecipes.atomic import check_regular, locked, write_atomic
 from openrecipes.catalog.yamlio import parse_yaml
 from openrecipes.errors import UserError
-from openrecipes.measure.result import PUBLISHED_DECIMALS
 from openrecipes.textfile import shown
 from openrecipes.yamledit import set_fields
 
@@ -23,16 +23,17 @@ if TYPE_CHECKING:
     from openrecipes.catalog.hardware import ReferenceTables
     from openrecipes.measure.result import Measured
 
-# The result fields a measurement sets; the others (active_params, runs, notes) are the author's.
-WRITTEN_FIELDS = ("tokens_per_s_per_gpu", "usd_per_million_tokens", "step_time_cv_percent", "mfu", "measured",
-                  "steps_per_run", "window", "window_tokens", "gpu_hours")
+# The result fields a measurement sets: the stored figures and what they were measured over; the others
+# (active_params, runs, notes) are the author's.
+WRITTEN_FIELDS = (*(f.name for f in figures.STORED), "measured", "steps_per_run", "window", "window_tokens")
+_DECIMALS = {f.name: f.decimals for f in figures.STORED}
 
 
 def _yaml_scalar(name: str, value: object) -> str:
     if isinstance(value, float):
         # Fixed-point at the published precision, trailing zeros dropped as the seeds write them (146.8, 0.0158):
         # never '1e-05', which YAML 1.1 would read back as a string.
-        text = f"{value:.{PUBLISHED_DECIMALS.get(name, 6)}f}".rstrip("0")
+        text = f"{value:.{_DECIMALS.get(name, 6)}f}".rstrip("0")
         return text + "0" if text.endswith(".") else text
     return str(value)
 
@@ -52,8 +53,8 @@ def write_result(path: Path, result: Measured, tables: ReferenceTables | None = 
 
     path = Path(path)
     check_regular(path, "--write")
-    figures = result.as_json()  # as YAML reads them back: the window a list, the date text
-    values = {name: figures[name] for name in WRITTEN_FIELDS if figures[name] is not None}
+    measured = result.as_json()  # as YAML reads them back: the window a list, the date text
+    values = {name: measured[name] for name in WRITTEN_FIELDS if measured[name] is not None}
     with locked(path):  # another writer's update (a reproduction) is read here, and kept
         updated = replace_result_fields(path.read_text(encoding="utf-8"), values, shown(path))
         doc = parse_yaml(updated, path)  # the new text read as the recipe will be: its path, its folders

@@ -292,7 +292,8 @@ def _model_pages(site: Site, section: ModelSection, write: _Writer) -> None:
     for board_page in section.boards:
         write.bytes(board_page.csv_path, board_csv(
             [(rank, entry, site.evidence(entry), site.usd_values.get(entry.slug),
-              recipe_page_path(entry)) for rank, entry in enumerate(board_page.board.ranked, start=1)]))
+              recipe_page_path(entry)) for rank, entry in enumerate(board_page.board.ranked, start=1)],
+            site.token_budget))
         write.page(board_page.running_path, "running.html", site=site, board_page=board_page, section=section,
                    steps=running_steps(board_page.board.ranked[0]),
                    title=f"Running {section.name} on {board_page.board.gpu_type}")
@@ -323,7 +324,7 @@ def _recipes(site: Site, entries: list[RecipeEntry], write: _Writer) -> None:
                    compare_partner=_compare_partner(site, entry, board_page, rank),
                    inputs=run_inputs(site.catalog, entry), title=f"{entry.name} · {recipe.model} on {recipe.gpu.type}")
         write.bytes(compare_data_path(entry), compare_script(compare_record(
-            entry, board_page, rank, site.usd_values[entry.slug], site.evidence(entry))))
+            entry, board_page, rank, site.usd_values[entry.slug], site.evidence(entry), site.token_budget)))
 
 
 def _compare_partner(site: Site, entry: RecipeEntry, board_page, rank: int) -> RecipeEntry | None:

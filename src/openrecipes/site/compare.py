@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from openrecipes import figures
 from openrecipes.audit.noise import noise_band_percent
 from openrecipes.catalog.command import CommandError
+from openrecipes.catalog.entry_figures import published_of
+from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.store import RecipeEntry
 from openrecipes.site import format as fmt
 from openrecipes.site.before_run import parsed_run
@@ -39,32 +42,42 @@ def _classes(flags: dict[str, str], exports: dict[str, str]) -> dict[str, str]:
     return {name: rule.klass.replace("_", " ") for name, rule in found.items() if rule is not None}
 
 
-# The figures the compare page subtracts, each with the direction that is better (+1: higher is better). Speed and
-# the cost worked out from it carry the recipe's noise band: a difference inside it is "within noise", not a win.
-def _figures(recipe, usd_value: float) -> list[dict]:
-    result = recipe.result
-    noise = noise_band_percent(result.step_time_cv_percent)
-    return [
-        {"label": "Tokens/s per GPU", "value": result.tokens_per_s_per_gpu, "text": fmt.tokens_detail(
-            result.tokens_per_s_per_gpu), "better": 1, "decimals": 2, "noise_percent": noise},
-        {"label": "$ / 1M tokens", "value": usd_value, "text": fmt.usd(result.usd_per_million_tokens), "better": -1,
-         "decimals": 4, "prefix": "$", "noise_percent": noise},
-        {"label": "MFU", "value": round(result.mfu * 100, 2), "text": f"{result.mfu * 100:.1f}%", "better": 1,
-         "decimals": 1, "suffix": " points"},
-        {"label": "Step-time CV", "value": result.step_time_cv_percent, "text": f"{result.step_time_cv_percent}%",
-         "better": -1, "decimals": 2, "suffix": " points"},
-        {"label": "GPUs", "value": recipe.gpu.count, "text": str(recipe.gpu.count), "better": 0, "decimals": 0},
-    ]
+# How a difference of a figure is written, by its unit: "$0.0012", "1.5 points" (of a percentage), "0.25 h".
+_AFFIXES = {"$": {"prefix": "$"}, "%": {"suffix": " points"}, "fraction": {"suffix": " points"}, "h": {"suffix": " h"}}
 
 
-def compare_record(entry: RecipeEntry, board_page: BoardPage, rank: int, usd_value: float, evidence: str) -> dict:
+def _figure(figure: figures.FigureSpec, recipe: Recipe, usd_value: float, token_budget: int,
+            noise: float | None) -> dict:
+    """One figure the compare page subtracts: its value, its text, the direction that is better and how a
+    difference is written. $ per 1M tokens is its full-precision value; a fraction (MFU) is in percent."""
+    value = usd_value if figure.ranked_unrounded else published_of(figure, recipe, token_budget)
+    if figure.unit == "fraction" and value is not None:
+        value = round(value * 100, 2)
+    decimals = figure.decimals if figure.difference_decimals is None else figure.difference_decimals
+    return {"label": fmt.figure_label(figure, token_budget), "value": value,
+            "text": fmt.figure_text(figure, recipe, token_budget), "better": figure.better, "decimals": decimals,
+            **_AFFIXES.get(figure.unit, {}), **({"noise_percent": noise} if figure.within_noise else {})}
+
+
+def _figures(recipe: Recipe, usd_value: float, token_budget: int) -> list[dict]:
+    """The figures the compare page subtracts, then the GPU count. Speed and what is worked out from it carry the
+    recipe's noise band: a difference inside it is "within noise", not a win."""
+    cv = recipe.result.step_time_cv_percent  # every ranked recipe was measured
+    noise = noise_band_percent(cv) if cv is not None else None
+    return [*(_figure(f, recipe, usd_value, token_budget, noise) for f in figures.shown_on("compare")),
+            {"label": "GPUs", "value": recipe.gpu.count, "text": str(recipe.gpu.count), "better": 0, "decimals": 0}]
+
+
+def compare_record(entry: RecipeEntry, board_page: BoardPage, rank: int, usd_value: float, evidence: str,
+                   token_budget: int = figures.DEFAULT_TOKEN_BUDGET) -> dict:
     recipe = entry.entry
+    compared = {fmt.figure_label(f, token_budget) for f in figures.shown_on("compare")}
     flags, exports = _arguments(recipe.run)
     facts = [("Model", recipe.model), ("Board", f"#{rank} on {board_page.title}"),
              ("Workload", fmt.workload(recipe)), ("Layout label", recipe.layout.label),
              ("Highlights", recipe.layout.highlights), ("Author", recipe.author.name)]
-    facts += [(label, value) for label, value in fmt.recipe_facts(recipe)
-              if label not in ("Tokens/s per GPU", "$ / 1M tokens", "MFU", "Step-time CV")]
+    facts += [(label, value) for label, value in fmt.recipe_facts(recipe, token_budget=token_budget)
+              if label not in compared]
     facts += [(f"Stack: {name}", value) for name, value in fmt.stack_items(recipe)]
     return {
         "slug": entry.slug,
@@ -78,7 +91,7 @@ def compare_record(entry: RecipeEntry, board_page: BoardPage, rank: int, usd_val
         "rank": rank,
         "evidence": evidence,
         "workload": board_page.board.workload.label,
-        "figures": _figures(recipe, usd_value),
+        "figures": _figures(recipe, usd_value, token_budget),
         "facts": facts,
         "arguments": {**flags, **{f"{name} (env)": value for name, value in exports.items()}},
         "classes": _classes(flags, exports),

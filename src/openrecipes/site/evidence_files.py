@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from openrecipes import figures
+from openrecipes.catalog.entry_figures import published_of
 from openrecipes.catalog.store import RecipeEntry
 from openrecipes.errors import UserError
 
@@ -77,13 +79,26 @@ def recipe_files(root: Path, entry: RecipeEntry) -> list[EvidenceFile]:
     return [file for arm, log in logs for file in log_files(root, log, arm)]
 
 
-BOARD_COLUMNS = ("rank", "recipe", "slug", "evidence", "gpu_type", "gpus", "layout", "tokens_per_s_per_gpu",
-                 "usd_per_million_tokens", "mfu", "measured", "author", "page")
+def board_columns() -> tuple[str, ...]:
+    """A board CSV's header: the entry, the figures figures.py exports (tokens_per_s_per_gpu, ...), then its date,
+    author and page."""
+    return ("rank", "recipe", "slug", "evidence", "gpu_type", "gpus", "layout",
+            *(f.name for f in figures.shown_on("csv")), "measured", "author", "page")
 
 
-def board_csv(rows: list[tuple[int, RecipeEntry, str, float | None, str]]) -> bytes:
-    """A leaderboard as CSV, every rank: (rank, entry, evidence level, $ per 1M tokens, site path of its page)."""
-    return _csv(BOARD_COLUMNS, ([rank, entry.name, entry.slug, evidence, entry.entry.gpu.type, entry.entry.gpu.count,
-                                 entry.entry.layout.label, entry.entry.result.tokens_per_s_per_gpu,
-                                 "" if usd is None else usd, entry.entry.result.mfu, entry.entry.result.measured,
-                                 entry.entry.author.name, page] for rank, entry, evidence, usd, page in rows))
+def board_csv(rows: list[tuple[int, RecipeEntry, str, float | None, str]],
+              token_budget: int = figures.DEFAULT_TOKEN_BUDGET) -> bytes:
+    """A leaderboard as CSV, every rank: (rank, entry, evidence level, $ per 1M tokens at full precision, site path
+    of its page); a time to train is for `token_budget` tokens."""
+    def cell(figure: figures.FigureSpec, entry: RecipeEntry, usd: float | None) -> float | str:
+        value = usd if figure.ranked_unrounded else published_of(figure, entry.entry, token_budget)
+        if value is None:
+            return ""
+        return value if figure.stored else round(value, figure.decimals)  # a computed one at its decimals
+
+    def cells(entry: RecipeEntry, usd: float | None) -> list[float | str]:
+        return [cell(f, entry, usd) for f in figures.shown_on("csv")]
+
+    return _csv(board_columns(), ([rank, entry.name, entry.slug, evidence, entry.entry.gpu.type, entry.entry.gpu.count,
+                                   entry.entry.layout.label, *cells(entry, usd), entry.entry.result.measured,
+                                   entry.entry.author.name, page] for rank, entry, evidence, usd, page in rows))

@@ -6,6 +6,8 @@ from __future__ import annotations
 from openrecipes.catalog.facts import (
     component_tests,
     convergence,
+    figure_label,
+    figure_text,
     gpus,
     measured,
     mfu,
@@ -13,35 +15,22 @@ from openrecipes.catalog.facts import (
     rows,
     stack_items,
     tokens_board,
+    tokens_count,
     tokens_detail,
     usd,
     usd_ranked,
     workload,
 )
+from openrecipes.figures import duration_text as duration
 from openrecipes.plan.export_model import PredictedLayout
 
-__all__ = ["component_tests", "convergence", "duration", "gpus", "measured", "memory_parts", "mfu", "recipe_facts",
-           "rows", "stack_items", "tokens_board", "tokens_count", "tokens_detail", "usd", "usd_ranked", "usd_total",
-           "workload"]
-
-
-def duration(hours: float) -> str:
-    """A wall time as a reader plans with it: minutes under an hour, hours under two days, then days."""
-    if hours < 1:
-        return f"{hours * 60:.0f} min"
-    return f"{hours:,.1f} h" if hours < 48 else f"{hours / 24:,.1f} days"
+__all__ = ["component_tests", "convergence", "duration", "figure_label", "figure_text", "gpus", "measured",
+           "memory_parts", "mfu", "recipe_facts", "rows", "stack_items", "tokens_board", "tokens_count",
+           "tokens_detail", "usd", "usd_ranked", "usd_total", "workload"]
 
 
 def usd_total(usd: float) -> str:
     return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
-
-
-def tokens_count(tokens: int) -> str:
-    """A token budget in words: 1B, 250M, 1.5T."""
-    for size, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
-        if tokens >= size:
-            return f"{tokens / size:g}{unit}"
-    return f"{tokens:,}"
 
 
 def memory_parts(prediction: PredictedLayout) -> str:

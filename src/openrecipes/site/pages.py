@@ -17,6 +17,7 @@ from openrecipes import figures
 from openrecipes.audit.evidence import AuditReport
 from openrecipes.audit.review import audit_catalog
 from openrecipes.catalog import facts
+from openrecipes.catalog.entry_figures import value_of
 from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.leaderboard import BF16, Board, GpuBest, best_per_gpu, boards, models, ranked_with_bf16
 from openrecipes.catalog.model import Recipe
@@ -80,14 +81,12 @@ def pareto_points(catalog: Catalog, model: str) -> list[ParetoPoint]:
 
 
 def usd_recomputed(catalog: Catalog, entry: CatalogEntry) -> float:
-    """The entry's $ per 1M tokens at full precision where its instance is priced (catalog/facts.py); the entry
-    publishes a price (callers leave unpriced summaries out)."""
-    published = entry.entry.result.usd_per_million_tokens
-    if published is None:
+    """The entry's $ per 1M tokens as pages rank it: at full precision where its instance is priced
+    (catalog/entry_figures.py); the entry publishes a price (callers leave unpriced summaries out)."""
+    value = value_of(figures.figure("usd_per_million_tokens"), entry.entry, catalog.tables)
+    if value is None:
         raise ValueError(f"{entry.slug}: publishes no $ per 1M tokens")
-    instance = catalog.tables.instances.get(entry.entry.gpu.instance) if isinstance(entry.entry, Recipe) else None
-    per_gpu_hour = figures.usd_per_gpu_hour(instance.usd_per_hour, instance.gpus) if instance else None
-    return facts.usd_recomputed(published, entry.entry.result.tokens_per_s_per_gpu, per_gpu_hour)
+    return value
 
 
 # A leaderboard longer than this continues on further pages, so no page outgrows the 150 KB budget.
