@@ -282,7 +282,7 @@ def test_every_point_of_a_pareto_plot_links_to_its_recipe(chromium, bundled):
         links = b.page.locator(f"[id=\"plot-{section.folder}\"] svg a")
         hrefs = links.evaluate_all("as => as.map(a => a.getAttribute('href'))")
         names = links.evaluate_all("as => as.map(a => a.getAttribute('aria-label'))")
-        expected = {(f"recipes/{p.entry.slug}.yaml" if p.entry.is_summary else f"recipes/{p.entry.slug}.html")
+        expected = {(f"recipes/{p.entry.slug}.yaml.txt" if p.entry.is_summary else f"recipes/{p.entry.slug}.html")
                     for p in section.points}
         assert set(hrefs) == expected  # every point: its marker and its number
         assert len(hrefs) == 2 * len(section.points) and all(names)
