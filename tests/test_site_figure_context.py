@@ -12,8 +12,7 @@ from site_helpers import REPO
 from test_site_record import BOARD, record_site  # noqa: F401  (the fixture, built once per module)
 
 from openrecipes.catalog.store import load_catalog
-from openrecipes.site.plan import nearest_published, precision_family, read_plan
-from openrecipes.site.workload import workload_words
+from openrecipes.site.plan import precision_family, read_plan
 
 FORCE_BALANCE = "we force-balance the token distribution among experts"
 DGXC_8B = "llama-3.1-8b/h100/record-dgxc-v25.04-bf16-16gpu-cp2-gbs256"
@@ -56,6 +55,8 @@ def test_a_published_mfu_that_differs_from_ours_says_why(bundled_site):
 
 
 def test_board_words_say_what_our_runs_measured_from_the_recipes_own_fields(bundled_site, catalog):
+    from openrecipes.site.workload import workload_words
+
     recipes = [e.entry for e in catalog.recipes if e.entry.model == "qwen3-8b" and e.entry.gpu.type == "H200"]
     words = _text(_page(bundled_site, "models/qwen3-8b/h200/rows8192-gb16-bf16.html"))
     steps, batch = recipes[0].result.steps_per_run, recipes[0].workload.global_batch
@@ -87,6 +88,8 @@ def test_the_predicted_column_names_the_precision_of_its_predictions(bundled_sit
 
 
 def test_nearest_published_prefers_the_predictions_precision_at_the_same_count(bundled_site):
+    from openrecipes.site.plan import nearest_published
+
     table = next(t for t in read_plan(REPO, "llama-3.1-8b").tables if (t.gpu_type, t.gpus) == ("H100", 8))
     assert table.published[0].precision != "bf16"  # the export's nearest is FP8, a BF16 one at 8 x H100 exists
     assert nearest_published(table, "BF16").precision == "bf16"
