@@ -64,6 +64,13 @@ def test_board_words_say_what_our_runs_measured_from_the_recipes_own_fields(bund
     # The words follow the fields: other steps and batches, other words; a slime recipe claims no random weights.
     changed = [r.model_copy(update={"result": r.result.model_copy(update={"steps_per_run": 50})}) for r in recipes[:1]]
     assert workload_words(changed + recipes[1:]).startswith(f"{steps}–50-step runs from random weights")
+    # The model page plots our runs beside published ones: it says what each of ours measured, and the record's batches.
+    model = _text(_page(bundled_site, "models/llama-3.1-8b/index.html"))
+    ours = [e.entry for e in catalog.recipes if e.entry.model == "llama-3.1-8b"]
+    batches = [e.entry.published.global_batch for e in catalog.record if e.entry.model == "llama-3.1-8b"
+               and e.entry.published and e.entry.published.global_batch]
+    assert f": {workload_words(ours)}." in model
+    assert f"The published runs: global batch {min(batches):,}–{max(batches):,}" in model
     slime = [e.entry for e in catalog.recipes if e.entry.model == "gpt-oss-20b"]
     assert "random weights" not in workload_words(slime) and "global batch 128" in workload_words(slime)
 
