@@ -130,7 +130,7 @@ def test_index_to_board_to_recipe_to_compare(chromium, bundled_site):
         assert "Predicted, not measured." in page.locator(".predicted-banner").inner_text()
         page.click("#plan-summary a[href='#plan-h200-8']")  # the short answer's link opens the folded size
         measured = page.locator("#plan-h200-8 tr[data-slug='gpt-oss-20b/h200/attune-tp1-pp1-ep4']")
-        assert measured.locator(".measured").inner_text() == "10,483.91"
+        assert measured.locator(".measured").inner_text() == "10,483.91 BF16"
         own = _plan_prediction(site.catalog.find("attune-tp1-pp1-ep4"))
         assert measured.locator(".predicted").inner_text() == fmt.tokens_board(own.tokens_per_s_per_gpu)
         assert page.locator("#plan-h200-8 table.plan-rows tbody tr").count() == PLAN_TOP
@@ -282,7 +282,7 @@ def test_every_point_of_a_pareto_plot_links_to_its_recipe(chromium, bundled):
         links = b.page.locator(f"[id=\"plot-{section.folder}\"] svg a")
         hrefs = links.evaluate_all("as => as.map(a => a.getAttribute('href'))")
         names = links.evaluate_all("as => as.map(a => a.getAttribute('aria-label'))")
-        expected = {(f"recipes/{p.entry.slug}.yaml" if p.entry.is_summary else f"recipes/{p.entry.slug}.html")
+        expected = {(f"recipes/{p.entry.slug}.yaml.txt" if p.entry.is_summary else f"recipes/{p.entry.slug}.html")
                     for p in section.points}
         assert set(hrefs) == expected  # every point: its marker and its number
         assert len(hrefs) == 2 * len(section.points) and all(names)

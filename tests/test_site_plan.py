@@ -53,7 +53,7 @@ def test_the_seed_layout_fits_8_h200_with_its_prediction_beside_the_measured_fig
     measured = next(r for r in _rows(section, "measured-points") if "attune-tp1-pp1-ep4.html" in r)
     cells = _cells(measured)
     assert cells[1].startswith("TP1 PP1 EP4 DP8 · none recompute")
-    assert cells[2] == "10,483.91"
+    assert cells[2] == "10,483.91 BF16"  # the measured figure and the precision it was reached in
     own = next(r for r in h200_rows if (r.label, r.recompute, r.offload_fraction, r.max_tokens_per_gpu)
                == ("TP1 PP1 EP4 DP8", "none", 0.0, 8192))
     assert own.fits

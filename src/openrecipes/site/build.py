@@ -37,7 +37,7 @@ from markupsafe import Markup
 from openrecipes.atomic import check_output_folder, current_umask, publish_folder
 from openrecipes.audit.reproduce import reproduction_summary
 from openrecipes.catalog.evidence import EVIDENCE_LEVELS
-from openrecipes.catalog.store import Catalog, RecipeEntry
+from openrecipes.catalog.store import Catalog, CatalogEntry, RecipeEntry
 from openrecipes.catalog.yamlio import MAX_YAML_BYTES, read_yaml
 from openrecipes.errors import UserError
 from openrecipes.forked import forked_map
@@ -53,15 +53,24 @@ from openrecipes.site.pages import (
     compare_data_path,
     recipe_page_path,
     recipe_yaml_path,
+    recipe_yaml_text_path,
     relative_url,
     site_pages,
 )
-from openrecipes.site.plan import model_plans, plan_page_path, precision_family, prediction_precision, training
+from openrecipes.site.plan import (
+    model_plans,
+    plan_page_path,
+    precision_family,
+    prediction_precision,
+    published_precision,
+    training,
+)
 from openrecipes.site.question import ANSWERS_PATH, answers_script
-from openrecipes.site.record import RecordPage, record_row_path
+from openrecipes.site.record import RecordPage, global_batches, record_row_path
 from openrecipes.site.running import running_steps
 from openrecipes.site.runs import run_plots
 from openrecipes.site.scaling import record_sweeps, sweeps_svg
+from openrecipes.site.workload import workload_words
 from openrecipes.textfile import MIB, read_text, shown
 
 HERE = Path(__file__).parent
@@ -100,11 +109,12 @@ def _environment() -> jinja2.Environment:
     env.filters.update(tokens_board=fmt.tokens_board, tokens_detail=fmt.tokens_detail, usd=fmt.usd,
                        notes=_notes, note_line=_note_line)
     env.globals.update(csp=CSP, loader=Markup(LOADER), fmt=fmt, citations=read_yaml(HERE / "citations.yaml").data,
-                       page_of=recipe_page_path, yaml_of=recipe_yaml_path,
+                       page_of=recipe_page_path, yaml_of=recipe_yaml_text_path, yaml_download_of=recipe_yaml_path,
                        plan_of=lambda section: plan_page_path(section.folder),
                        reproductions_of=reproduction_summary, evidence_levels=BOARD_LEVELS, inline_plot=_inline_plot,
                        precision_of=prediction_precision, precision_family=precision_family, evidence_of=evidence_path,
-                       training_of=training, describe=describe)
+                       training_of=training, describe=describe, workload_words=workload_words,
+                       record_batches=global_batches, published_precision_of=published_precision)
     return env
 
 
@@ -222,7 +232,7 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
     for name in ("site.css", "site.js", "plan.css", "favicon.svg"):
         write.bytes(f"static/{name}", (HERE / "static" / name).read_bytes())
     for summary in (*catalog.summaries, *catalog.record):
-        write.bytes(recipe_yaml_path(summary), (catalog.root / summary.path).read_bytes())
+        _write_yaml(write, summary, (catalog.root / summary.path).read_bytes())
     # The pages that grow with the catalog, each job written apart (on every core, for a large catalog); the
     # single large files first, so no core is left with one at the end.
     jobs: list[Callable[[_Writer], None]] = [
@@ -265,6 +275,13 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
             for file in log_files(catalog.root, log, "run"):
                 write.bytes(file.path, file.data)
     return report
+
+
+def _write_yaml(write: _Writer, entry: CatalogEntry, data: bytes) -> None:
+    """An entry's YAML as stored (for tools and the Download link), and its .txt twin that the site's links open: any
+    static host serves .txt as plain text, to read in the browser, where it may offer .yaml as a download."""
+    write.bytes(recipe_yaml_path(entry), data)
+    write.bytes(recipe_yaml_text_path(entry), data)
 
 
 def _write_apart(out: Path, job: Callable[[_Writer], None]) -> dict[str, int]:
@@ -311,7 +328,7 @@ def _recipes(site: Site, entries: list[RecipeEntry], write: _Writer) -> None:
         recipe = entry.entry
         board_page, rank = site.board_of[entry.slug]
         yaml_text = read_text(site.catalog.root / entry.path, MAX_YAML_BYTES, "recipe")
-        write.bytes(recipe_yaml_path(entry), yaml_text.encode("utf-8"))
+        _write_yaml(write, entry, yaml_text.encode("utf-8"))
         run_images = run_plots(site.catalog.root, entry)
         for image in run_images:
             write.bytes(image.path, image.svg)
@@ -339,8 +356,8 @@ def _compare_partner(site: Site, entry: RecipeEntry, board_page, rank: int) -> R
 
 
 def _plot_links(section: ModelSection) -> dict[int, tuple[str, str]]:
-    """Each plotted point's link (site path: the recipe page, or a summary's YAML) and accessible name."""
-    return {point.number: (quote((recipe_yaml_path if point.entry.is_summary else recipe_page_path)(point.entry)),
+    """Each plotted point's link (site path: the recipe page, or a summary's YAML as text) and accessible name."""
+    return {point.number: (quote((recipe_yaml_text_path if point.entry.is_summary else recipe_page_path)(point.entry)),
                            f"{point.number}: {point.label} on {point.gpu_type}") for point in section.points}
 
 

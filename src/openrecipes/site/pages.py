@@ -298,6 +298,12 @@ def recipe_yaml_path(entry: CatalogEntry) -> str:
     return f"recipes/{entry.slug}.yaml"
 
 
+def recipe_yaml_text_path(entry: CatalogEntry) -> str:
+    """The YAML's twin ending in .txt, which the site's links open: every static host serves it as plain text to read
+    in the browser (a host may send .yaml as a download); the .yaml itself stays, for tools and the Download link."""
+    return recipe_yaml_path(entry) + ".txt"
+
+
 def compare_data_path(entry: CatalogEntry) -> str:
     return f"compare/{entry.slug}.js"
 

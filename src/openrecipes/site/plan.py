@@ -9,6 +9,7 @@ the calibration.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -51,6 +52,44 @@ class TableView:
         """The precision of the table's predictions (its best row's; BF16 where nothing is predicted)."""
         rows: list[PredictedLayout] = [*self.table.data.rows, *self.table.data.misses]
         return prediction_precision(rows[0]) if rows else BF16
+
+    @property
+    def measured_precision(self) -> str | None:
+        """The one precision the predictions of the measured recipes' layouts are made in (None: several)."""
+        return one_precision(prediction_precision(p.prediction) for p in self.table.measured if p.prediction)
+
+    @property
+    def runs_precision(self) -> str | None:
+        """The one precision the predictions of our other runs' layouts are made in (None: several)."""
+        return one_precision(prediction_precision(run.prediction) for run in self.table.runs)
+
+
+def one_precision(precisions: Iterable[str]) -> str | None:
+    """The precision a column of predictions shares, for its header; None where its rows differ (each names its
+    own) or it has none."""
+    distinct = set(precisions)
+    return distinct.pop() if len(distinct) == 1 else None
+
+
+def published_precision(entries: list[PublishedNeighbour]) -> str | None:
+    """The precision of the planner's predictions of published entries' layouts: each is predicted in its entry's
+    own precision (plan/public_record.py), so a column shares one only where its entries do."""
+    return one_precision(precision_family(entry.precision) for entry in entries if entry.predicted is not None)
+
+
+def nearest_published(table: PlanTable, precision: str | None) -> PublishedNeighbour | None:
+    """The published entry the short answer sets beside a prediction: the export lists them nearest first (same GPU
+    type, then count); of those at the table's own GPU type and count, else at the nearest one listed, an entry of
+    the prediction's precision comes before one of another precision."""
+    if not table.published:
+        return None
+    nearest = table.published[0]
+    for gpu_type, gpus in ((table.gpu_type, table.gpus), (nearest.gpu_type, nearest.gpus)):
+        same = [entry for entry in table.published if (entry.gpu_type, entry.gpus) == (gpu_type, gpus)
+                and precision_family(entry.precision) == precision]
+        if same:
+            return same[0]
+    return nearest
 
 
 def training(budget: int, tokens_per_s_per_gpu: float, gpus: int,
@@ -99,6 +138,8 @@ class ModelPlan:
     downloads: dict[str, str] = field(default_factory=dict)  # site path -> a planned recipe's YAML
     # published entry slug -> its model's record page on its GPU type, and its row's anchor there
     record_links: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # published entry slug -> its source's caveats, quoted from its note (site/record.py)
+    caveats: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def precision(self) -> str:
@@ -142,9 +183,9 @@ def _answer(view: TableView, entries: dict[str, CatalogEntry]) -> Answer:
     candidates += [(run.measured, run.label, None) for run in table.runs]
     best_measured = max(candidates, key=lambda c: c[0], default=(None, None, None))
     rows = table.data.rows
-    return Answer(table.gpu_type, table.gpus, view.anchor, rows[0] if rows else None, best_measured[1],
-                  best_measured[2], best_measured[0], table.published[0] if table.published else None,
-                  table.usd_per_gpu_hour)
+    best = rows[0] if rows else None
+    return Answer(table.gpu_type, table.gpus, view.anchor, best, best_measured[1], best_measured[2], best_measured[0],
+                  nearest_published(table, prediction_precision(best) if best else None), table.usd_per_gpu_hour)
 
 
 def model_plans(catalog: Catalog, sections) -> list[ModelPlan]:
@@ -157,6 +198,7 @@ def model_plans(catalog: Catalog, sections) -> list[ModelPlan]:
         data = read_plan(catalog.root, section.name)
         plan = ModelPlan(section.name, plan_page_path(section.folder), data)
         plan.record_links = {row.entry.slug: (row.page, row.anchor) for rows in section.record.values() for row in rows}
+        plan.caveats = {row.entry.slug: row.caveats for rows in section.record.values() for row in rows if row.caveats}
         if data:
             plan.tables = [TableView(table, section.folder) for table in data.tables]
             for view in plan.tables:

@@ -9,6 +9,7 @@ implied TFLOP/s, MFU) comes from catalog/published.py, and whether the source's 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -59,6 +60,47 @@ class RecordRow:
     @property
     def anchor(self) -> str:
         return f"run-{self.entry.name}"
+
+    @property
+    def caveats(self) -> list[str]:
+        """The source's own words of warning, quoted in the entry's note (e.g. that MoE benchmarks force-balance the
+        tokens among experts): they bear on every figure of the row, so the row shows them."""
+        return source_caveats(self.entry.entry.note)
+
+    @property
+    def published_mfu(self) -> float | None:
+        """The MFU the source published (a fraction), where it published one."""
+        derivation = self.run.derivation
+        percent = derivation.published_mfu_percent if derivation else None
+        return None if percent is None else percent / 100
+
+    @property
+    def our_mfu(self) -> float | None:
+        """Ours against the same peak the source's is read against: the dense peak of the run's own precision."""
+        if self.figures is None:
+            return None
+        return self.figures.mfu_precision if self.figures.mfu_precision is not None else self.figures.mfu_bf16
+
+    @property
+    def mfu_differs(self) -> bool:
+        """The published MFU and ours differ as shown (to 0.1 %): the row then says why."""
+        published, ours = self.published_mfu, self.our_mfu
+        return published is not None and ours is not None and round(published * 1000) != round(ours * 1000)
+
+
+# How an imported entry's note quotes its source: `The source: "..."`, `The source's footnote: "..."`.
+_SOURCE_QUOTE = re.compile(r"The source(?:'s \w+)?: \"([^\"]+)\"")
+
+
+def source_caveats(note: str | None) -> list[str]:
+    """The sentences an entry's note quotes from its source, in order, each once."""
+    return list(dict.fromkeys(match.group(1) for match in _SOURCE_QUOTE.finditer(note or "")))
+
+
+def global_batches(rows: list[RecordRow]) -> tuple[int, int] | None:
+    """The smallest and largest published global batch (sequences per step) of these runs; None where none says."""
+    batches = [row.run.global_batch for row in rows if row.run.global_batch]
+    return (min(batches), max(batches)) if batches else None
 
 
 def record_path(folder: str, gpu_type: str) -> str:

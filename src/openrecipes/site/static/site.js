@@ -39,9 +39,38 @@
     return numeric ? parseFloat(raw) : raw.toLowerCase();
   }
 
+  // The address carries a page's filters and sort (?evidence=re-derived&sort=usd-asc): a shared or reloaded link
+  // restores them. Each control names its key (data-address); keys this script does not own are kept as they are.
+  function writeAddress(key, value) {
+    if (window.location.protocol === "file:") { return; }  // a file:// page cannot change its own address
+    var params = new URLSearchParams(window.location.search);
+    if (value) { params.set(key, value); } else { params.delete(key); }
+    var query = params.toString();
+    window.history.replaceState(window.history.state, "",
+      window.location.pathname + (query ? "?" + query : "") + window.location.hash);
+  }
+
+  function initAddressControls() {
+    var params = new URLSearchParams(window.location.search);
+    document.querySelectorAll("input[data-address], select[data-address]").forEach(function (control) {
+      var key = control.getAttribute("data-address");
+      var event = control.tagName === "SELECT" ? "change" : "input";
+      var wanted = params.get(key);
+      // A value a select does not offer is ignored: the control keeps its default.
+      if (wanted !== null && (control.tagName !== "SELECT" ||
+          Array.prototype.some.call(control.options, function (o) { return o.value === wanted; }))) {
+        control.value = wanted;
+        control.dispatchEvent(new Event(event));
+      }
+      control.addEventListener(event, function () { writeAddress(key, control.value); });
+    });
+  }
+
   function initSortableTables() {
+    var params = new URLSearchParams(window.location.search);
     document.querySelectorAll("table.sortable").forEach(function (table) {
       var headers = table.tHead.rows[0].cells;
+      var addressKey = table.getAttribute("data-address-sort");
       Array.prototype.forEach.call(headers, function (header, column) {
         var kind = header.getAttribute("data-sort");
         if (!kind) { return; }
@@ -51,7 +80,13 @@
           // The first click puts the best first: descending where higher is better (tokens/s), ascending where
           // lower is better ($ / 1M tokens), as the header's data-first says; later clicks reverse.
           var current = header.getAttribute("aria-sort");
-          var ascending = current ? current !== "ascending" : header.getAttribute("data-first") !== "desc";
+          sortBy(current ? current !== "ascending" : header.getAttribute("data-first") !== "desc");
+          if (addressKey && header.hasAttribute("data-key")) {
+            writeAddress(addressKey, header.getAttribute("data-key") + "-" +
+              (header.getAttribute("aria-sort") === "ascending" ? "asc" : "desc"));
+          }
+        }
+        function sortBy(ascending) {
           Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
           header.setAttribute("aria-sort", ascending ? "ascending" : "descending");
           var body = table.tBodies[0];
@@ -63,6 +98,11 @@
           rows.forEach(function (row) { body.appendChild(row); });
         }
         header.addEventListener("click", sort);
+        var wanted = addressKey && params.get(addressKey);
+        if (wanted && header.hasAttribute("data-key") && (wanted === header.getAttribute("data-key") + "-asc" ||
+            wanted === header.getAttribute("data-key") + "-desc")) {
+          sortBy(wanted.slice(-4) === "-asc");
+        }
         header.addEventListener("keydown", function (event) {
           if (event.key === "Enter" || event.key === " ") { event.preventDefault(); sort(); }
         });
@@ -541,6 +581,14 @@
     if (target.tagName === "SECTION" && folded) { folded.open = true; }
     for (var node = target.closest("details"); node; node = node.parentElement.closest("details")) { node.open = true; }
     target.scrollIntoView();
+    // A table row in a box that scrolls on its own: the box comes into view whole, its header at the top and the
+    // row just below it, so the row is never read without its column names.
+    var box = target.tagName === "TR" && target.closest(".table-scroll");
+    var head = box && target.closest("table").tHead;
+    if (box && head && box.scrollHeight > box.clientHeight) {
+      box.scrollTop = target.offsetTop - head.offsetHeight;
+      box.scrollIntoView({ block: "start" });
+    }
   }
 
   // The page's loader adds this script while the page is read or after: start now if the page is read already.
@@ -554,6 +602,7 @@
     initSortableTables();
     initFilters();
     initRecordFilters();
+    initAddressControls();
     initCompare();
   }
   if (document.readyState === "loading") {
