@@ -48,7 +48,7 @@ from openrecipes.yamledit import set_fields
 if TYPE_CHECKING:
     from openrecipes.catalog.store import Catalog
 
-STEPS = ("calibration", "heldout", "public_record", "plans")
+STEPS = ("calibration", "heldout", "public_record", "plans", "answers")
 # The planner's files refresh reads: kept by hand (restored from git when broken) or written by refresh itself.
 KEPT = ("calibration.yaml", "reference_points.yaml")
 DERIVED_FOLDER = "derived"  # beside src/: the generated tables, outside the package (catalog.paths.DERIVED)
@@ -204,6 +204,8 @@ def _say(text: str) -> None:
 def run_step(step: str, root: Path, check: bool, sample: int = SAMPLE) -> StepState:
     if step == "plans":
         return _plans(root, check, sample)
+    if step == "answers":
+        return _answers(root, check)
     return {"calibration": _calibration, "heldout": _heldout, "public_record": _public_record}[step](root, check)
 
 
@@ -364,6 +366,15 @@ def _plans(root: Path, check: bool, sample: int) -> StepState:
             f"{model}.json written ({time.monotonic() - started:.0f} s so far)"))
     stale = "; ".join(f"{', '.join(f'{n}.json' for n in names)} ({problem})" for problem, names in why.items())
     return StepState("plans", str(out), stale or None)
+
+
+def _answers(root: Path, check: bool) -> StepState:
+    """The answers' grids (openrecipes.answer.grid): the planner's part of every answer the home page offers."""
+    from openrecipes.answer.grid import ANSWERS_FOLDER
+    from openrecipes.answer.refresh import refresh_grids
+    from openrecipes.catalog.store import load_catalog
+
+    return StepState("answers", str(ANSWERS_FOLDER), refresh_grids(load_catalog(root), ANSWERS_FOLDER, check, _say))
 
 
 if __name__ == "__main__":  # one step, in the fresh interpreter `_step` starts
