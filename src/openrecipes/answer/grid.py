@@ -7,9 +7,10 @@ planner's version (tune/fingerprint.py), and `openrecipes refresh` writes again 
 `openrecipes refresh` computes them (answer/refresh.py). The planner is slow on large mixtures of experts (about
 10 s of CPU for one count of DeepSeek-V3 at a thousand GPUs; a whole grid of gpt-oss-20b on one GPU type, both
 engines, about 50 s), and every GPU type of every model would take over an hour of CPU. So predicted lines are
-offered on the GPU types an answer can price whole (an instance of hardware/instances.yaml rents them); elsewhere
-the measured and published lines stand and the answer names the `plan` command that predicts the point. The
-terminal answers under the same rule, so the two faces give the same lines.
+offered on the GPU types an answer can price whole (an instance of hardware/instances.yaml rents them), for the
+models with a recipe or a published run (those plans/ holds: a catalog of one model's recipes refreshes one grid);
+elsewhere the measured and published lines stand and the answer names the `plan` command that predicts the point.
+The terminal answers under the same rule, so the two faces give the same lines.
 """
 
 from __future__ import annotations
@@ -41,13 +42,24 @@ def priced_types(catalog: Catalog) -> list[str]:
     return [gpu_type for gpu_type in catalog.tables.gpus if gpu_type in rented]
 
 
+def predicted_models(catalog: Catalog) -> list[str]:
+    """The models with a card and a recipe or a published run (the ones plans/ holds): each gets a grid."""
+    with_runs = {e.entry.model for e in catalog.recipes} | {e.entry.model for e in catalog.record
+                                                             if e.entry.published is not None}
+    return sorted(with_runs & set(catalog.tables.models))
+
+
 def predicted_here(catalog: Catalog, model: str, gpu_type: str, gpus: int) -> str | None:
-    """Why the planner's lines are not offered at this point; None where they are (a priced GPU type)."""
+    """Why the planner's lines are not offered at this point; None where they are (a priced GPU type, a model with a
+    recipe or a published run)."""
+    ask = f"ask `openrecipes plan {model} --gpu {gpu_type} --gpus {gpus}`"
+    if model not in predicted_models(catalog):
+        return f"predicted: offered for the models with a recipe or a published run, as their Plan pages; {ask}"
     priced = priced_types(catalog)
     if gpu_type in priced:
         return None
     return (f"predicted: offered on the GPU types an instance of hardware/instances.yaml prices ({', '.join(priced)})"
-            f"; for {gpu_type} ask `openrecipes plan {model} --gpu {gpu_type} --gpus {gpus}`")
+            f"; for {gpu_type} {ask}")
 
 
 def grid_text(grid: AnswerGrid) -> str:

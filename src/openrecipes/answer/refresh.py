@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from openrecipes.answer.grid import grid_counts, grid_text, priced_types, read_grid
+from openrecipes.answer.grid import grid_counts, grid_text, predicted_models, priced_types, read_grid
 from openrecipes.answer.model import AnswerGrid
 from openrecipes.answer.predicted import predicted_point
 from openrecipes.atomic import write_atomic
@@ -34,8 +34,9 @@ def grid_inputs(catalog: Catalog) -> dict[str, str]:
     version and data, tune/fingerprint.py) with this file's version."""
     from openrecipes.tune.fingerprint import plan_inputs
 
+    models = predicted_models(catalog)
     return {model: hashlib.sha256(f"{ANSWER_VERSION}\0{inputs}".encode()).hexdigest()
-            for model, inputs in plan_inputs(catalog).items() if model in catalog.tables.models}
+            for model, inputs in plan_inputs(catalog).items() if model in models}
 
 
 def refresh_grids(catalog: Catalog, folder: Path, check: bool, say: Callable[[str], None]) -> str | None:
@@ -47,7 +48,7 @@ def refresh_grids(catalog: Catalog, folder: Path, check: bool, say: Callable[[st
         if model not in held:
             why.setdefault("missing", []).append(model)
         elif model not in seals:
-            why.setdefault("no model card", []).append(model)
+            why.setdefault("its model has no card, recipe or published run", []).append(model)
         else:
             try:
                 current = read_grid(held[model]).fingerprint == seals[model]
