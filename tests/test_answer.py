@@ -131,3 +131,15 @@ def test_numbers_round_as_the_browser_rounds_them(value, decimals, shown):
     from openrecipes.answer.text import number
 
     assert number(value, decimals) == shown
+
+
+@pytest.mark.slow
+def test_a_predicted_lines_emit_command_writes_that_layout(catalog, tmp_path):
+    lines = predicted_point(catalog, "qwen3-1.7b", "H100", 1).lines
+    line = next(p for p in lines if p.get.startswith("openrecipes plan emit"))
+    words = line.get.split()
+    words[words.index("--out") + 1] = str(tmp_path / "planned.yaml")
+    done = openrecipes(*words[1:])
+    assert done.returncode == 0, done.stderr
+    assert f"predicted {line.tokens_per_s_per_gpu:,.1f} tokens/s per GPU" in done.stdout
+    assert line.layout.split(" MB")[0] in (tmp_path / "planned.yaml").read_text()

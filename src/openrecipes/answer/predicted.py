@@ -16,7 +16,7 @@ from openrecipes.catalog.store import Catalog
 from openrecipes.engines.knowledge import Engine
 from openrecipes.engines.registry import ENGINES
 from openrecipes.errors import UserError
-from openrecipes.plan.answer import default_workload
+from openrecipes.plan.answer import default_workload, published_figures, widened
 from openrecipes.plan.constants import GIB
 from openrecipes.plan.levers import parse_levers
 from openrecipes.plan.predict import PlanRequest, context
@@ -112,7 +112,8 @@ def predicted_point(catalog: Catalog, model: str, gpu_type: str, gpus: int) -> P
                f"--out {model}-{gpus}x{gpu_type.lower()}-{engine.name}.yaml" if cannot is None else
                f"{cannot}; `openrecipes plan {model} --gpu {gpu_type} --gpus {gpus} --engine {engine.name} "
                f"--layout \"{label}\"` predicts this layout")
-        interval = best.interval
+        # the range `plan` prints: widened to hold a published figure of this model on these GPUs that disagrees
+        interval = widened(best.interval, best.tokens_per_s_per_gpu, published_figures(catalog, request, runnable))
         lines.append(PredictedLine(
             engine=engine.name, layout=f"{label}, {request.row_tokens:,}-token rows, global batch "
                                        f"{request.global_batch:,}",
