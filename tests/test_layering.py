@@ -22,7 +22,7 @@ FLOORS = {
     "verify": 7,
     "audit": 8,
     "launch": 9,
-    "tune": 10, "site": 10,
+    "tune": 10, "site": 10, "answer": 10,
     "cli": 11,
     "__main__": 12,
 }

@@ -11,6 +11,7 @@ from rich.console import Console
 from typer._click import exceptions as click  # typer vendors click; its usage errors are these classes
 from typer._click.core import Command
 
+from openrecipes.answer import cli as answer_cli
 from openrecipes.audit import cli as audit_cli
 from openrecipes.catalog import cli as catalog_cli
 from openrecipes.errors import EXIT_BAD_INPUT, UserError
@@ -34,8 +35,8 @@ app = typer.Typer(
 )
 
 
-for room in (catalog_cli, rows_cli, launch_cli, measure_cli, verify_cli, audit_cli, plan_cli, probe_cli, tune_cli,
-             refresh_cli, site_cli):
+for room in (answer_cli, catalog_cli, rows_cli, launch_cli, measure_cli, verify_cli, audit_cli, plan_cli, probe_cli,
+             tune_cli, refresh_cli, site_cli):
     room.register(app)
 
 

@@ -34,6 +34,7 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
+from openrecipes.answer.grid import ANSWERS_FOLDER
 from openrecipes.atomic import check_output_folder, current_umask, publish_folder
 from openrecipes.audit.reproduce import reproduction_summary
 from openrecipes.catalog.evidence import EVIDENCE_LEVELS
@@ -65,7 +66,7 @@ from openrecipes.site.plan import (
     published_precision,
     training,
 )
-from openrecipes.site.question import ANSWERS_PATH, answers_script
+from openrecipes.site.question import answers_scripts
 from openrecipes.site.record import RecordPage, global_batches, record_row_path
 from openrecipes.site.running import running_steps
 from openrecipes.site.runs import run_plots
@@ -202,7 +203,8 @@ class _Writer:
         self.report.pages[site_path] = len(data)
 
 
-def build_site(catalog: Catalog, out: Path) -> BuildReport:
+def build_site(catalog: Catalog, out: Path, answers: Path = ANSWERS_FOLDER) -> BuildReport:
+    """The site of `catalog` in `out`; the home page's answers take the planner's part from `answers`."""
     out = output_folder(out)
     with _build_lock(out):
         out = output_folder(out)  # the build this one waited for may have changed it
@@ -215,7 +217,7 @@ def build_site(catalog: Catalog, out: Path) -> BuildReport:
             os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp's folder is private; a site folder is not
             (staging / BUILD_MARKER).write_text("written by `openrecipes site build`; the next build replaces "
                                                 "this folder\n")
-            report = _build_into(catalog, staging)
+            report = _build_into(catalog, staging, answers)
             publish_folder(staging, out)  # a kill after the swap leaves the old site as a leftover
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -224,7 +226,7 @@ def build_site(catalog: Catalog, out: Path) -> BuildReport:
     return report
 
 
-def _build_into(catalog: Catalog, out: Path) -> BuildReport:
+def _build_into(catalog: Catalog, out: Path, answers: Path) -> BuildReport:
     report = BuildReport(out)
     write = _Writer(out, report)
     site = site_pages(catalog)
@@ -251,7 +253,8 @@ def _build_into(catalog: Catalog, out: Path) -> BuildReport:
             write.bytes(section.pareto_file, pareto.replace('<a href="', '<a href="../').encode("utf-8"))
         if section.scaling and section.scaling_shared:
             write.bytes(section.scaling_file, scaling.replace('<a href="', '<a href="../').encode("utf-8"))
-    write.bytes(ANSWERS_PATH, answers_script(site, plans))
+    for path, script in answers_scripts(site, answers).items():
+        write.bytes(path, script)
     write.page("index.html", "index.html", site=site, title="All models")
     write.page("running.html", "running.html", site=site, title="Running a recipe", steps=None, board_page=None,
                section=None)

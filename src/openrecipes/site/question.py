@@ -1,72 +1,85 @@
-"""The home page's question, "model M on N x GPU G (in precision P)?", answered in the reader's browser from one
-small data script written at build time: every measured recipe, every published entry and every size the planner
-exported, each with its evidence level. site.js picks the answer in that order (measured recipes first, then
-published entries, then the planner) and writes it with textContent; nothing runs on a server.
+"""The home page's question, "model M on N x GPU G (in precision P), for T tokens?", answered in the reader's browser
+from data scripts written at build time: the answers `openrecipes answer` gives (openrecipes.answer.assemble), for
+every model with a card x every GPU type x the counts of its grid (answer/grid.py) x any precision, BF16 and each
+precision measured or published there. The planner's part comes from derived/answers/<model>.json, never from the
+predictor. answers.js lists the questions; answers/<model>.js holds a model's answers, loaded when asked (site.js
+writes them with textContent, scaling each time and cost to the budget in the address).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import replace
+from pathlib import Path
 
-from openrecipes.plan.words import describe
+from openrecipes.answer.assemble import answer, precision_family
+from openrecipes.answer.grid import ANSWERS_FOLDER, grid_counts, point_of, predicted_here, read_grids
+from openrecipes.answer.model import DEFAULT_TOKENS, AnswerGrid, Question
+from openrecipes.catalog.model import Recipe
+from openrecipes.catalog.store import Catalog, CatalogEntry
 from openrecipes.site.pages import Site, recipe_page_path, recipe_yaml_path
-from openrecipes.site.plan import ModelPlan, precision_family, prediction_precision
 from openrecipes.site.record import record_row_path
 
 ANSWERS_PATH = "answers.js"
-# The order the page answers in: what we measured, then what others published, then what the planner predicts.
-SOURCES = ("recipe", "published", "plan")
+MODEL_ANSWERS = "answers/{model}.js"
+ANY = ""  # the key of an answer for any precision
 
 
-@dataclass(frozen=True)
-class Known:
-    """One figure the question can be answered with."""
-    model: str
-    gpu_type: str
-    gpus: int
-    precision: str  # its family, upper case: BF16, FP8, MXFP8, NVFP4
-    source: str  # one of SOURCES
-    evidence: str  # re-derived, author-reported, failed, audited or predicted
-    tokens: float  # tokens/s per GPU
-    low: float | None  # a prediction's likely range
-    high: float | None
-    name: str  # the recipe, entry or predicted layout
-    href: str  # its page, relative to the site root
+def _json(data: object) -> str:
+    return json.dumps(data, ensure_ascii=True, separators=(",", ":")).replace("<", "\\u003c")
 
 
-def known_figures(site: Site, plans: list[ModelPlan]) -> list[Known]:
-    """Every figure of every model, measured, published or predicted."""
-    known = []
-    for entry in site.catalog.recipes:
-        recipe = entry.entry
-        known.append(Known(recipe.model, recipe.gpu.type, recipe.gpu.count, precision_family(recipe.workload.precision),
-                           "recipe", site.evidence(entry), recipe.result.tokens_per_s_per_gpu, None, None, entry.name,
-                           recipe_page_path(entry)))
-    for summary in site.catalog.summaries:
-        known.append(Known(summary.entry.model, summary.entry.gpu.type, summary.entry.gpu.count, "BF16", "published",
-                           site.evidence(summary), summary.entry.result.tokens_per_s_per_gpu, None, None,
-                           f"{summary.entry.gpu.type} published summary", recipe_yaml_path(summary)))
-    for row in (row for section in site.sections for rows in section.record.values() for row in rows):
-        published = row.entry.entry
-        known.append(Known(published.model, published.gpu.type, published.gpu.count,
-                           precision_family(row.run.precision), "published", site.evidence(row.entry),
-                           published.result.tokens_per_s_per_gpu, None, None, row.entry.name, record_row_path(row)))
-    for plan in plans:
-        for view in plan.tables:
-            if not view.table.data.rows:
-                continue
-            best = view.table.data.rows[0]
-            known.append(Known(plan.model, view.table.gpu_type, view.table.gpus, prediction_precision(best), "plan",
-                               "predicted", best.tokens_per_s_per_gpu, best.interval.low, best.interval.high,
-                               describe(best), f"{plan.path}#{view.anchor}"))
-    return known
+def entry_hrefs(site: Site) -> dict[str, str]:
+    """Each entry's page on the site, by slug: a recipe's page, a summary's YAML, a record row on its page."""
+    hrefs = {entry.slug: recipe_page_path(entry) for entry in site.catalog.recipes}
+    hrefs |= {entry.slug: recipe_yaml_path(entry) for entry in site.catalog.summaries}
+    hrefs |= {row.entry.slug: record_row_path(row) for section in site.sections for rows in section.record.values()
+              for row in rows}
+    return hrefs
 
 
-def answers_script(site: Site, plans: list[ModelPlan]) -> bytes:
-    """The data script: every model (card-only ones too, so each gets an answer) and every known figure."""
-    data = {"models": [section.name for section in site.sections],
-            "plans": {plan.model: plan.path for plan in plans},
-            "known": [asdict(known) for known in known_figures(site, plans)]}
-    payload = json.dumps(data, ensure_ascii=True, separators=(",", ":")).replace("<", "\\u003c")
-    return f"window.openrecipesAnswers = {payload};\n".encode("ascii")
+def _precisions(catalog: Catalog, model: str, gpu_type: str, gpus: int) -> list[str]:
+    """The precisions asked at a point: any, BF16 and each one measured or published there."""
+    entries: list[CatalogEntry] = [*catalog.entries, *catalog.record]
+    found = {precision_family(e.entry.workload.precision if isinstance(e.entry, Recipe) else e.entry.precision)
+             for e in entries if (e.entry.model, e.entry.gpu.type, e.entry.gpu.count) == (model, gpu_type, gpus)}
+    return [ANY, "BF16", *sorted(found - {"BF16"})]
+
+
+def model_answers(site: Site, model: str, grid: AnswerGrid | None, hrefs: dict[str, str]) -> dict[str, dict]:
+    """Every answer of one model, by "GPU|count|precision", each line with its page on the site."""
+    # the model's own entries only: an answer reads nothing else of the catalog, and there are thousands of answers
+    catalog = replace(site.catalog, entries=tuple(e for e in site.catalog.entries if e.entry.model == model),
+                      record=tuple(e for e in site.catalog.record if e.entry.model == model))
+    answers = {}
+    missing = (f"predicted: not computed yet for {model} (derived/answers/{model}.json): run `openrecipes "
+               "refresh`")
+    for gpu_type in catalog.tables.gpus:
+        for gpus in grid_counts(catalog, model, gpu_type):
+            here = predicted_here(catalog, model, gpu_type, gpus)
+            point = None if here else point_of(grid, gpu_type, gpus)
+            for precision in _precisions(catalog, model, gpu_type, gpus):
+                question = Question(model=model, gpu_type=gpu_type, gpus=gpus, precision=precision or None,
+                                    tokens=DEFAULT_TOKENS)
+                found = answer(question, catalog, site.evidence, point, here or missing)
+                answers[f"{gpu_type}|{gpus}|{precision}"] = {
+                    "lines": [{**line.model_dump(mode="json"), "href": hrefs.get(line.slug or "")}
+                              for line in found.lines],
+                    "not_offered": list(found.not_offered)}
+    return answers
+
+
+def answers_scripts(site: Site, folder: Path = ANSWERS_FOLDER) -> dict[str, bytes]:
+    """answers.js (the models, GPU types and counts the form offers, the budget) and answers/<model>.js each."""
+    grids = read_grids(folder)
+    hrefs = entry_hrefs(site)
+    models = [section.name for section in site.sections if section.name in site.catalog.tables.models]
+    index = {"models": models, "budget": DEFAULT_TOKENS, "gpus": {
+        model: {gpu_type: grid_counts(site.catalog, model, gpu_type) for gpu_type in site.catalog.tables.gpus}
+        for model in models}}
+    scripts = {ANSWERS_PATH: f"window.openrecipesAnswers = {_json(index)};\n".encode("ascii")}
+    for model in models:
+        data = {"model": model, "answers": model_answers(site, model, grids.get(model), hrefs)}
+        scripts[MODEL_ANSWERS.format(model=model)] = f"window.openrecipesAnswers.receive({_json(data)});\n".encode(
+            "ascii")
+    return scripts

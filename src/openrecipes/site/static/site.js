@@ -420,47 +420,62 @@
     apply();
   }
 
-  // The home page's question: model, GPU type, GPU count and precision, answered from what is known in the order
-  // measured recipes, published entries, the planner; every line names its evidence level.
-  var SOURCE_TITLES = { recipe: "Recipe", published: "Published entry", plan: "Planner" };
+  // The home page's question: model, GPU type, GPU count, precision and token budget, answered with the lines
+  // `openrecipes answer` prints (answers/<model>.js, written at build time by the same module): measured recipes,
+  // then published entries, then the planner; each with its evidence level, time and cost for the budget, and how
+  // to get a runnable recipe; or why nothing is offered. The address carries the question, so it can be shared.
+  var KIND_TITLES = { measured: "Measured", published: "Published", predicted: "Planner" };
+  var TOKEN_UNITS = { "": 1, K: 1e3, M: 1e6, B: 1e9, T: 1e12 };
 
-  function unique(values) {
-    return values.filter(function (v, i) { return values.indexOf(v) === i; });
+  // A budget as `openrecipes answer --tokens` reads it (answer/model.py parse_tokens); null when it is not one.
+  function parseTokens(text) {
+    var found = /^(\d+(?:\.\d+)?)([KMBT]?)$/i.exec(String(text).trim());
+    if (!found) { return null; }
+    var tokens = Math.round(parseFloat(found[1]) * TOKEN_UNITS[found[2].toUpperCase()]);
+    return tokens >= 1 && tokens <= 1e15 ? tokens : null;
   }
 
-  function fillSelect(select, values, keep, anyLabel) {
-    var previous = select.value;
+  function fillSelect(select, values, wanted, labels) {
+    var previous = wanted !== undefined && wanted !== null ? wanted : select.value;
     select.textContent = "";
-    if (anyLabel) { values = [""].concat(values); }
     values.forEach(function (value) {
       var option = document.createElement("option");
       option.value = String(value);
-      option.textContent = value === "" ? anyLabel : String(value);
+      option.textContent = labels && labels[value] ? labels[value] : String(value);
       select.appendChild(option);
     });
-    if (keep && values.map(String).indexOf(previous) !== -1) { select.value = previous; }
+    if (values.map(String).indexOf(String(previous)) !== -1) { select.value = String(previous); }
   }
 
-  function answerLine(base, known) {
-    var line = document.createElement("p");
-    line.className = "answer-line source-" + known.source;
-    var head = document.createElement("strong");
-    head.textContent = SOURCE_TITLES[known.source] + ": ";
-    line.appendChild(head);
-    var figure = number(known.tokens, 1) + " tokens/s per GPU";
-    if (known.low !== null) { figure += " (likely " + number(known.low, 1) + "–" + number(known.high, 1) + ")"; }
-    line.appendChild(document.createTextNode(figure + " · " + known.gpus + " × " + known.gpu_type + " · " +
-      known.precision + " · "));
-    var link = document.createElement("a");
-    link.href = siteHref(base, known.href);
-    link.textContent = known.name;
-    line.appendChild(link);
-    line.appendChild(document.createTextNode(" · evidence "));
-    var evidence = document.createElement("span");
-    evidence.className = "evidence";
-    evidence.textContent = known.evidence;
-    line.appendChild(evidence);
-    return line;
+  // One line's sentences, as answer/text.py line_texts words them, time and cost scaled to the budget.
+  function lineTexts(line, tokens, scale) {
+    var span = line.low !== null && line.high !== null ?
+      " (likely " + number(line.low, 0) + "-" + number(line.high, 0) + ")" : "";
+    var cost = line.usd !== null ? usdTotal(line.usd * scale) : "no price";
+    return [KIND_TITLES[line.kind] + " (" + line.evidence + "): " + number(line.tokens_per_s_per_gpu, 0) +
+      " tokens/s per GPU" + span + "; " + tokensCount(tokens) + " tokens in " + duration(line.hours * scale) + ", " +
+      cost, line.name + ", " + line.precision + ": " + line.layout, "get it: " + line.get]
+      .concat(line.caveats.map(function (caveat) { return "caveat: " + caveat; }));
+  }
+
+  function answerBlock(base, line, tokens, scale) {
+    var block = document.createElement("div");
+    block.className = "answer-line kind-" + line.kind;
+    lineTexts(line, tokens, scale).forEach(function (text, index) {
+      var sentence = document.createElement("p");
+      if (index === 1 && line.href) {  // the recipe or entry, linked to its page
+        var link = document.createElement("a");
+        link.href = siteHref(base, line.href);
+        link.textContent = line.name;
+        sentence.appendChild(link);
+        sentence.appendChild(document.createTextNode(text.slice(line.name.length)));
+      } else {
+        sentence.textContent = text;
+      }
+      if (index === 0) { sentence.className = "answer-head"; }
+      block.appendChild(sentence);
+    });
+    return block;
   }
 
   function initQuestion() {
@@ -470,63 +485,77 @@
     var base = document.querySelector("link[rel=stylesheet]").getAttribute("href").replace(/static\/site\.css$/, "");
     var model = document.getElementById("ask-model"), gpu = document.getElementById("ask-gpu");
     var gpus = document.getElementById("ask-gpus"), precision = document.getElementById("ask-precision");
+    var budget = document.getElementById("ask-tokens");
     var answer = document.getElementById("answer");
+    var loaded = {}, asked = {};
+    var params = new URLSearchParams(window.location.search);
+    data.receive = function (received) {
+      loaded[received.model] = received.answers;
+      refill();
+    };
     section.hidden = false;
-    fillSelect(model, data.models, false);
-    function ofModel() { return data.known.filter(function (k) { return k.model === model.value; }); }
-    function refill(level) {
-      var known = ofModel();
-      if (level <= 0) { fillSelect(gpu, unique(known.map(function (k) { return k.gpu_type; })), true); }
-      var onGpu = known.filter(function (k) { return k.gpu_type === gpu.value; });
-      if (level <= 1) {
-        fillSelect(gpus, unique(onGpu.map(function (k) { return k.gpus; })).sort(function (a, b) { return a - b; }), true);
-      }
-      if (level <= 2) {
-        fillSelect(precision, unique(onGpu.filter(function (k) { return String(k.gpus) === gpus.value; })
-          .map(function (k) { return k.precision; })), true, "any");
-      }
+    if (params.get("tokens")) { budget.value = params.get("tokens"); }
+    fillSelect(model, data.models, params.get("model"));
+    var wanted = { gpu: params.get("gpu"), gpus: params.get("gpus"), precision: params.get("precision") };
+
+    function keysAt() {
+      var prefix = gpu.value + "|" + gpus.value + "|";
+      return Object.keys(loaded[model.value] || {}).filter(function (key) { return key.indexOf(prefix) === 0; })
+        .map(function (key) { return key.slice(prefix.length); });
+    }
+    function refill() {
+      var counts = data.gpus[model.value] || {};
+      fillSelect(gpu, Object.keys(counts), wanted.gpu);
+      fillSelect(gpus, counts[gpu.value] || [], wanted.gpus);
+      fillSelect(precision, keysAt(), wanted.precision, { "": "any" });
+      if (loaded[model.value]) { wanted = {}; }  // the address's question, kept until its model's answers load
       render();
     }
     function render() {
       answer.textContent = "";
-      var matching = ofModel().filter(function (k) {
-        return k.gpu_type === gpu.value && String(k.gpus) === gpus.value &&
-          (!precision.value || k.precision === precision.value);
-      });
+      var answers = loaded[model.value];
+      if (!answers) {
+        if (!asked[model.value]) {
+          asked[model.value] = true;
+          var script = document.createElement("script");
+          script.src = sitePath(base, "answers/" + model.value + ".js");
+          document.head.appendChild(script);
+        }
+        return;
+      }
+      var tokens = parseTokens(budget.value);
       var heading = document.createElement("p");
       heading.className = "answer-question";
-      heading.textContent = model.value + (gpu.value ? " on " + gpus.value + " × " + gpu.value : "") +
-        (precision.value ? " in " + precision.value : "") + ":";
+      if (tokens === null) {
+        heading.textContent = "Give a token budget such as 1B, 500M or 2T.";
+        answer.appendChild(heading);
+        return;
+      }
+      var found = answers[gpu.value + "|" + gpus.value + "|" + precision.value];
+      if (!found) { return; }
+      heading.textContent = model.value + " on " + number(parseInt(gpus.value, 10), 0) + " x " + gpu.value +
+        (precision.value ? " in " + precision.value : "") + ", " + tokensCount(tokens) + " tokens:";
       answer.appendChild(heading);
-      var lines = 0;
-      ["recipe", "published", "plan"].forEach(function (source) {
-        var best = matching.filter(function (k) { return k.source === source; })
-          .sort(function (a, b) { return b.tokens - a.tokens; })[0];
-        if (best) { answer.appendChild(answerLine(base, best)); lines += 1; }
-      });
-      if (!lines) {
+      var scale = tokens / data.budget;
+      found.lines.forEach(function (line) { answer.appendChild(answerBlock(base, line, tokens, scale)); });
+      found.not_offered.forEach(function (reason) {
         var none = document.createElement("p");
         none.className = "answer-none";
-        none.textContent = "Nothing measured, published or planned for " + model.value + " yet. Predict which layouts " +
-          "fit and how fast: openrecipes plan " + model.value + " --gpu H100 --gpus 8";
+        none.textContent = "not offered: " + reason;
         answer.appendChild(none);
-      }
-      var plan = data.plans[model.value];
-      if (plan) {
-        var more = document.createElement("p");
-        more.className = "small";
-        var link = document.createElement("a");
-        link.href = sitePath(base, plan);
-        link.textContent = "Plan " + model.value + ": every GPU type and count the planner exported ›";
-        more.appendChild(link);
-        answer.appendChild(more);
-      }
+      });
+      var address = new URLSearchParams({ model: model.value, gpu: gpu.value, gpus: gpus.value, tokens: budget.value });
+      if (precision.value) { address.set("precision", precision.value); }
+      try {
+        window.history.replaceState(null, "", "?" + address.toString() + window.location.hash);
+      } catch (error) { /* a file:// page may refuse a new address; the answer stands */ }
     }
-    model.addEventListener("change", function () { refill(0); });
-    gpu.addEventListener("change", function () { refill(1); });
-    gpus.addEventListener("change", function () { refill(2); });
+    model.addEventListener("change", refill);
+    gpu.addEventListener("change", refill);
+    gpus.addEventListener("change", refill);
     precision.addEventListener("change", render);
-    refill(0);
+    budget.addEventListener("input", render);
+    refill();
   }
 
   // The token budget: the page's wall times and costs are for site.yaml's budget; a new one scales each of them

@@ -1,0 +1,71 @@
+"""`openrecipes refresh`'s answers step: each model's grid (answer/grid.py) computed again where its seal moved,
+with a progress line per GPU type and per model."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from openrecipes.answer.grid import grid_counts, grid_text, predicted_models, priced_types, read_grid
+from openrecipes.answer.model import AnswerGrid
+from openrecipes.answer.predicted import predicted_point
+from openrecipes.atomic import write_atomic
+from openrecipes.catalog.store import Catalog
+from openrecipes.errors import UserError
+
+ANSWER_VERSION = 1  # bumped when what a grid holds changes without a change of its inputs or PLANNER_VERSION
+
+
+def compute_grid(catalog: Catalog, model: str, inputs: str,
+                 progress: Callable[[str], None] = lambda text: None) -> AnswerGrid:
+    """Every point of the model's grid where predictions are offered, sealed to `inputs` (its plan seal)."""
+    points = []
+    for gpu_type in priced_types(catalog):
+        started = time.process_time()
+        points += [predicted_point(catalog, model, gpu_type, gpus) for gpus in grid_counts(catalog, model, gpu_type)]
+        progress(f"{model} on {gpu_type}: {time.process_time() - started:.1f} s of CPU")
+    return AnswerGrid(fingerprint=inputs, model=model, points=tuple(points))
+
+
+def grid_inputs(catalog: Catalog) -> dict[str, str]:
+    """Each model's grid seal: its plan seal (its card, entries and record, the hardware and prices, the planner's
+    version and data, tune/fingerprint.py) with this file's version."""
+    from openrecipes.tune.fingerprint import plan_inputs
+
+    models = predicted_models(catalog)
+    return {model: hashlib.sha256(f"{ANSWER_VERSION}\0{inputs}".encode()).hexdigest()
+            for model, inputs in plan_inputs(catalog).items() if model in models}
+
+
+def refresh_grids(catalog: Catalog, folder: Path, check: bool, say: Callable[[str], None]) -> str | None:
+    """Write every stale grid (or, with `check`, write nothing); why any was stale, or None."""
+    seals = grid_inputs(catalog)
+    held = {path.stem: path for path in folder.glob("*.json")} if folder.is_dir() else {}
+    why: dict[str, list[str]] = {}
+    for model in sorted(set(seals) | set(held)):
+        if model not in held:
+            why.setdefault("missing", []).append(model)
+        elif model not in seals:
+            why.setdefault("its model has no card, recipe or published run", []).append(model)
+        else:
+            try:
+                current = read_grid(held[model]).fingerprint == seals[model]
+            except UserError:
+                current = False
+            if not current:
+                why.setdefault("its inputs or the planner's version changed", []).append(model)
+    stale = sorted({model for models in why.values() for model in models} & set(seals))
+    say(f"{len(stale)} of {len(seals)} answer grids stale; the others' inputs are unchanged")
+    if not check:
+        for model in set(held) - set(seals):
+            held[model].unlink()
+        folder.mkdir(parents=True, exist_ok=True)
+        for number, model in enumerate(stale, 1):
+            started = time.process_time()
+            grid = compute_grid(catalog, model, seals[model], say)
+            write_atomic(folder / f"{model}.json", grid_text(grid))
+            say(f"[{number}/{len(stale)}] {model}.json written ({time.process_time() - started:.0f} s of CPU)")
+    return "; ".join(f"{', '.join(f'{m}.json' for m in models)} ({problem})" for problem, models in why.items()) \
+        or None
