@@ -22,9 +22,11 @@ FLOORS = {
     "verify": 7,
     "audit": 8,
     "launch": 9,
-    "tune": 10, "site": 10, "answer": 10,
-    "cli": 11,
-    "__main__": 12,
+    "tune": 10,
+    "answer": 11,
+    "site": 12, "refresh": 12,
+    "cli": 13,
+    "__main__": 14,
 }
 
 # Rules beyond "downward only" (importer room -> rooms it must not import).

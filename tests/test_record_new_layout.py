@@ -14,7 +14,7 @@ from conftest import REPO, openrecipes
 
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import HERE
-from openrecipes.tune.refresh import recorded_values, run_step, with_fitted_values
+from openrecipes.refresh import recorded_values, run_step, with_fitted_values
 
 FIXTURE = REPO / "tests/fixtures/contributed-run"
 BASE = "recipes/qwen3-1.7b/h200/openrecipes-compile-noac-mb4.yaml"
@@ -69,7 +69,7 @@ def test_refresh_check_names_the_stale_file_and_the_command(catalog, monkeypatch
     """A clone whose plans/ an edit made stale: exit 1, the file named, the one command that fixes it. Only the
     plans step runs here (the planner's refits take seconds; CI's `openrecipes refresh --check` and CONTRIBUTING's
     walk in tests/test_docs.py run all three)."""
-    monkeypatch.setattr("openrecipes.tune.refresh.STEPS", ("plans",))
+    monkeypatch.setattr("openrecipes.refresh.STEPS", ("plans",))
     plan = catalog / "plans/qwen3-8b.json"
     plan.write_text(plan.read_text().replace('"fingerprint": "', '"fingerprint": "0', 1))
     done = openrecipes("refresh", "--check", cwd=catalog)

@@ -20,8 +20,8 @@ from conftest import REPO, openrecipes
 from openrecipes.catalog.store import load_catalog
 from openrecipes.catalog.yamlio import parse_yaml
 from openrecipes.plan.constants import CALIBRATION_FILE, calibration_problems
+from openrecipes.refresh import run_step
 from openrecipes.tune import fingerprint as seal
-from openrecipes.tune.refresh import run_step
 
 CALIBRATION = "src/openrecipes/plan/calibration.yaml"
 PLAN = "plans/qwen3-8b.json"
@@ -227,7 +227,7 @@ def test_a_new_recipe_makes_its_models_plan_stale_and_a_new_heldout_table_every_
 
 def test_an_edited_plan_with_its_seal_made_again_is_caught_by_its_contents(catalog):
     """Someone edits a figure and re-seals the file by hand: the seal matches, the recomputed contents do not."""
-    from openrecipes.tune.refresh import content_problems, sampled
+    from openrecipes.refresh import content_problems, sampled
 
     model = "qwen3-0.6b"
     plan = catalog / f"plans/{model}.json"
@@ -259,7 +259,7 @@ def test_the_derived_tables_are_outside_the_package_where_their_readers_look():
 def test_a_held_out_table_is_computed_again_only_when_its_inputs_moved(tmp_path, monkeypatch):
     """`refresh` keeps a table whose inputs' seal is the stored one and writes it (and its seal) when the seal moved;
     `--check` compares the contents whenever the seal matches, and writes nothing."""
-    from openrecipes.tune import refresh
+    from openrecipes import refresh
 
     monkeypatch.setattr(refresh, "_seals_file", lambda: tmp_path / "seals.json")
     table = tmp_path / "heldout.json"

@@ -11,6 +11,7 @@ from rich.console import Console
 from typer._click import exceptions as click  # typer vendors click; its usage errors are these classes
 from typer._click.core import Command
 
+from openrecipes import refresh as refresh_cli
 from openrecipes.answer import cli as answer_cli
 from openrecipes.audit import cli as audit_cli
 from openrecipes.catalog import cli as catalog_cli
@@ -23,7 +24,6 @@ from openrecipes.rows import cli as rows_cli
 from openrecipes.site import cli as site_cli
 from openrecipes.textfile import shown
 from openrecipes.tune import cli as tune_cli
-from openrecipes.tune import refresh as refresh_cli
 from openrecipes.verify import cli as verify_cli
 
 app = typer.Typer(

@@ -123,9 +123,9 @@ def _package_parent(root: Path) -> Path:
     package's. A clone's src/ counts only when it holds the package itself, not a planner folder alone: the steps
     would import this package's code and write this package's files while the clone's were checked."""
     own = root / "src" / "openrecipes"
-    if (own / "__init__.py").is_file() and (own / "tune" / "refresh.py").is_file() and (own / "plan").is_dir():
+    if (own / "__init__.py").is_file() and (own / "refresh.py").is_file() and (own / "plan").is_dir():
         return own.parent
-    return Path(__file__).resolve().parents[2]
+    return Path(__file__).resolve().parents[1]
 
 
 def _node_problem(path: Path, fix: str) -> str | None:
@@ -180,7 +180,7 @@ def _step(step: str, root: Path, check: bool, sample: int, say: Callable[[str], 
     they come and its state read back as JSON."""
     package_parent = str(_package_parent(root))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (package_parent, os.environ.get("PYTHONPATH"))))}
-    argv = [sys.executable, "-m", "openrecipes.tune.refresh", step, str(root), "check" if check else "write",
+    argv = [sys.executable, "-m", "openrecipes.refresh", step, str(root), "check" if check else "write",
             str(sample)]
     with subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True) as child:
@@ -380,7 +380,7 @@ def _answers(root: Path, check: bool) -> StepState:
 
 if __name__ == "__main__":  # one step, in the fresh interpreter `_step` starts
     name, where, mode, count = sys.argv[1:5]
-    if Path(__file__).resolve().parents[2] != _package_parent(Path(where)):  # the code the parent checked
-        sys.exit(f"this interpreter imports {Path(__file__).resolve().parents[1]}, not the catalog's own code")
+    if Path(__file__).resolve().parents[1] != _package_parent(Path(where)):  # the code the parent checked
+        sys.exit(f"this interpreter imports {Path(__file__).resolve().parent}, not the catalog's own code")
     state = run_step(name, Path(where), mode == "check", int(count))
     print(json.dumps(state.__dict__))
