@@ -39,7 +39,8 @@ def run_command(
     ] = False,
 ) -> None:
     """Run a recipe with torchrun: raw log and step,loss,step_time CSV under runs/, then measure and check it.
-    Before starting it checks torchtitan, the CUDA GPU count and the rows file (with its sha256)."""
+    Before starting it checks its engine's package (torchtitan), the CUDA GPU count and the rows file (with its
+    sha256)."""
     recipe, runner, launch = _recipe_and_launch(recipe_path, steps)
     if dry_run or not runner.runs_here:  # a launch that runs elsewhere is shown, then refused
         print(launch.dry_run(), end="")
