@@ -74,9 +74,9 @@ def test_every_published_framework_is_modelled_by_exactly_one_engine():
 
 def test_one_engine_runs_here_and_it_renders_every_row_of_its_table():
     from openrecipes.catalog.hardware import load_reference_tables
-    from openrecipes.launch.torchtitan.render import layout_flags
+    from openrecipes.engines.torchtitan.runner import layout_flags
 
-    assert [engine.name for engine in ENGINES if engine.runs_here] == ["torchtitan"]
+    assert [engine.name for engine in ENGINES if engine.runner.runs_here] == ["torchtitan"]
     recipe = load_recipe(TORCHTITAN_RECIPE)
     engine = engine_of(parse_run(recipe.run))
     rendered = layout_flags(recipe, load_reference_tables().models[recipe.model])

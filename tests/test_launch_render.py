@@ -9,8 +9,9 @@ from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import load_reference_tables
 from openrecipes.catalog.store import load_recipe
 from openrecipes.engines.registry import engine_of
+from openrecipes.engines.torchtitan.command import ENTRY_MODULE
+from openrecipes.engines.torchtitan.runner import layout_flags, render
 from openrecipes.errors import UserError
-from openrecipes.launch.torchtitan.render import ENTRY_MODULE, layout_flags, render
 
 QWEN3_8B = REPO / "recipes/qwen3-8b/h200/openrecipes-fsdp2-compile-noac-mb1.yaml"
 QWEN3_8B_STOCK = REPO / "recipes/qwen3-8b/h200/torchtitan-stock-fsdp2.yaml"

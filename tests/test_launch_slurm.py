@@ -202,7 +202,7 @@ def test_an_option_slurm_would_refuse_is_bad_input_before_anything_is_written(tm
 
 def test_a_recipe_launch_cannot_start_is_bad_input(tmp_path):
     megatron = openrecipes("launch", GPTOSS_1, "--slurm", "--submit", cwd=tmp_path)
-    assert megatron.returncode == 2 and "not a torchtitan recipe" in megatron.stderr
+    assert megatron.returncode == 2 and "batch scripts for recipes that run here" in megatron.stderr
     catalog = tmp_path / "catalog"
     partial = two_node_recipe(catalog, "partial.yaml", nodes=1, per_node=2)
     data = yaml.safe_load(partial.read_text())

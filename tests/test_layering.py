@@ -161,6 +161,51 @@ def test_engine_knowledge_may_not_import_a_runner_nor_the_catalog(tmp_path, monk
     assert from_catalog and all("newengine.render" in v and "upward" in v for v in from_catalog)  # flags is allowed
 
 
+def engine_folders() -> set[str]:
+    """The engines' own folders' names (engines/<name>/, each with its runner code under launch/<name>/ too)."""
+    return {path.name for path in (SRC / "engines").iterdir() if path.is_dir() and (path / "__init__.py").exists()}
+
+
+def engine_imports() -> list[str]:
+    """Every import of an engine's own modules (openrecipes.engines.<name> or openrecipes.launch.<name>) from a
+    module outside engines/<name>/ and launch/<name>/, the registry aside: the rooms reach an engine through the
+    registry and its runner (engines/runner.py), so adding one is its folder and the registry's line."""
+    found = {}
+    for path in sorted(SRC.rglob("*.py")):
+        here = module_name(path)
+        for line, target in imports_of(path):
+            parts = target.split(".")
+            if len(parts) < 3 or parts[1] not in ("engines", "launch") or parts[2] not in engine_folders():
+                continue
+            home = {f"openrecipes.engines.{parts[2]}", f"openrecipes.launch.{parts[2]}"}
+            if here == "openrecipes.engines.registry" or any(here == h or here.startswith(h + ".") for h in home):
+                continue
+            where = f"{path.relative_to(SRC.parent)}:{line}"
+            found.setdefault(where, f"{where} imports {target}: only engines/{parts[2]}/, launch/{parts[2]}/ and "
+                             "the registry import an engine's modules")
+    return sorted(found.values())
+
+
+def test_no_room_imports_an_engine_outside_its_folders():
+    assert engine_imports() == []
+
+
+def test_the_checker_catches_an_engine_imported_outside_its_folders(tmp_path, monkeypatch):
+    fake = tmp_path / "openrecipes"
+    for folder in ("engines/newengine", "launch/newengine", "launch", "tune"):
+        (fake / folder).mkdir(parents=True, exist_ok=True)
+        (fake / folder / "__init__.py").write_text("")
+    (fake / "engines" / "registry.py").write_text("from openrecipes.engines.newengine.engine import ENGINE\n")
+    (fake / "engines" / "newengine" / "engine.py").write_text("from openrecipes.engines.newengine import flags\n")
+    (fake / "launch" / "newengine" / "train.py").write_text("from openrecipes.engines.newengine.flags import FLAGS\n")
+    (fake / "launch" / "cli.py").write_text("from openrecipes.engines.runner import Launch\n"
+                                           "from openrecipes.launch.newengine import train\n")
+    (fake / "tune" / "arms.py").write_text("def arm():\n    from openrecipes.engines.newengine.flags import X\n")
+    monkeypatch.setattr(__import__(__name__), "SRC", fake)
+    assert [v.split(" imports ")[0] for v in engine_imports()] == ["openrecipes/launch/cli.py:2",
+                                                                  "openrecipes/tune/arms.py:2"]
+
+
 # Strings equal to an engine's name that name something else: the public record's source label of torchtitan's own
 # published benchmarks (record-titan-* files).
 NOT_THE_ENGINE = {("openrecipes/plan/record_heldout.py", "torchtitan")}
@@ -210,7 +255,7 @@ def test_the_checker_catches_an_engine_named_outside_engines(tmp_path, monkeypat
                                           ("openrecipes.engines.torchtitan.flags", "engines"),
                                           ("openrecipes.engines.megatron.logs.read_slime", "engines"),
                                           ("openrecipes.engines.registry", "engines"),
-                                          ("openrecipes.launch.torchtitan.render", "launch"),
+                                          ("openrecipes.launch.torchtitan.train", "launch"),
                                           ("openrecipes.launch.cli", "launch")])
 def test_rooms_are_named_by_their_top_package(module, room):
     assert room_of(module) == room

@@ -15,8 +15,8 @@ from openrecipes.catalog.hardware import load_reference_tables
 from openrecipes.catalog.model import KERNELS, Recipe
 from openrecipes.catalog.schema import recipe_json_schema
 from openrecipes.catalog.validate import validate_file
+from openrecipes.engines.torchtitan.runner import compose, render
 from openrecipes.errors import UserError
-from openrecipes.launch.torchtitan.render import compose, render
 from openrecipes.verify.config import check_config
 
 QWEN3_8B = REPO / "recipes/qwen3-8b/h200/openrecipes-fsdp2-compile-noac-mb1.yaml"

@@ -118,7 +118,7 @@ def test_a_megatron_plan_on_more_nodes_rewrites_the_nodes_and_drops_what_the_lay
 
 def test_the_megatron_command_writer_drops_unused_flags_cleanly_and_adds_no_default():
     from openrecipes.catalog.store import load_recipe
-    from openrecipes.launch.megatron.render import megatron_run
+    from openrecipes.engines.megatron.runner import megatron_run
 
     base = load_recipe(Path(__file__).resolve().parents[1] / "recipes/glm-5.2-744b-a40b/b200/attune-tp4-pp2-cp8.yaml")
     layout = base.layout.model_copy(update=dict(recompute=None, offload=None, layer_split=None, cp=4, dp=2))

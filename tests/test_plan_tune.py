@@ -207,7 +207,7 @@ def test_budget_too_small_for_the_reference_and_one_candidate(catalog):
     (["gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--budget-minutes", "5"], "no torchtitan recipe of gpt-oss-20b"),
     (["qwen3-8b", "--gpu", "H200", "--gpus", "2", "--budget-minutes", "0"], "give a positive number"),
     (["gpt-oss-20b", "--gpu", "H200", "--gpus", "8", "--budget-minutes", "5", "--base",
-      str(REPO / "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.yaml")], "not a torchtitan recipe"),
+      str(REPO / "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.yaml")], "whose runs start elsewhere"),
 ])
 def test_bad_input_exits_2_with_one_line(args, message):
     done = openrecipes("tune", *args)

@@ -23,7 +23,7 @@ from openrecipes import figures
 from openrecipes.atomic import Ours, check_output
 from openrecipes.audit.evidence import CORRELATION_DECIMALS, LOSS_DIFFERENCE_DECIMALS
 from openrecipes.audit.review import audit, catalog_entries, reference_run
-from openrecipes.audit.stack import STACK_FIELDS
+from openrecipes.audit.stack import stack_fields
 from openrecipes.catalog.command import parse_or_fail
 from openrecipes.catalog.hardware import ReferenceTables
 from openrecipes.catalog.layout_reader import with_command_layout
@@ -130,8 +130,8 @@ def record(like: Recipe, candidate: RecordedRun, reference: RecordedRun, root: P
     stack = like.stack
     if line is not None:
         stack = stack.model_copy(update={
-            **{field: getattr(line, printed) for field, printed in STACK_FIELDS.items()
-               if getattr(line, printed) is not None},
+            **{field: line.get(printed) for field, printed in stack_fields(like).items()
+               if line.get(printed) is not None},
             "source": f"the 'openrecipes stack:' line rank 0 printed ({relative_path(candidate.log, root)})"})
     result = like.result.model_copy(update={
         **{name: getattr(measured, name) for name in (*(f.name for f in figures.STORED), "steps_per_run", "window",

@@ -127,7 +127,7 @@ def reproduce(recipe: Recipe, logs: list[Path], root: Path, tables: ReferenceTab
         raise UserError(f"{logs[0]}: no timestamps; the reproduction's date is read from its log")
     entry = Reproduction(
         date=measured.measured, by=by, gpu=(line.gpu if line and line.gpu else recipe.gpu.type),
-        stack=ReproductionStack(**({name: getattr(line, name) for name in ReproductionStack.model_fields}
+        stack=ReproductionStack(**({name: line.get(name) for name in ReproductionStack.model_fields}
                                    if line else {})),
         log=relative_path(logs[0], root), log_sha256=file_sha256(logs[0]), window=window,
         tokens_per_s_per_gpu=measured.tokens_per_s_per_gpu, step_time_cv_percent=measured.step_time_cv_percent,

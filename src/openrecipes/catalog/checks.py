@@ -19,7 +19,7 @@ from openrecipes.catalog.paths import catalog_root, evidence_problem
 from openrecipes.catalog.plausibility import Microbatch, implausible, microbatch_beyond, recipe_claim
 from openrecipes.catalog.yamlio import YamlDocument
 from openrecipes.engines.knowledge import FlagField
-from openrecipes.engines.registry import engine_of
+from openrecipes.engines.registry import engine_named, engine_of
 from openrecipes.thresholds import PIPELINE_CONVERGENCE  # the thresholds `check convergence` applies, so they agree
 from openrecipes.verdict import Finding
 
@@ -247,10 +247,15 @@ def check_command(ctx: Context) -> Iterator[Finding]:
     for flag in command.repeated:
         yield Finding.at("run", f"{flag} is given more than once; keep one")
     yield from _compare_env(ctx.recipe.env, command.exports)
-    engine = engine_of(command)
-    if engine is None:
+    started = engine_of(command)
+    if started is None:
         yield Finding.at("run", f"the launch line starts {' '.join(command.argv[:3])}..., no engine's command; "
                           "a torchtitan recipe runs `torchrun ... -m openrecipes.launch.torchtitan.train`")
+        return
+    engine = engine_named(ctx.recipe.engine)
+    if started is not engine:  # the one place a recipe's engine is compared with its command
+        yield Finding.at("engine", f"is {engine.name} but the run command starts {' '.join(command.argv[:3])}..., "
+                          f"{started.name}'s command; set engine: {started.name}")
         return
     for row in engine.flags + tuple(row for row in engine.flags_when_present if command.has(row.flag)):
         yield from _compare_flag(ctx.recipe, command, row)

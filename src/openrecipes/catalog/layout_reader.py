@@ -11,7 +11,7 @@ from openrecipes.catalog.command import ParsedRun
 from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.model import Float8, Gpu, Layout, Recipe, Recompute, Workload
 from openrecipes.engines.knowledge import FlagField
-from openrecipes.engines.registry import engine_of
+from openrecipes.engines.registry import engine_named
 from openrecipes.errors import UserError
 from openrecipes.names import layout_label
 
@@ -19,11 +19,11 @@ GRANULARITY = "layout.recompute.granularity"  # read with the method the command
 
 
 def with_command_layout(base: Recipe, command: ParsedRun, where: str, card: ModelCard) -> Recipe:
-    """`base` with its layout, GPU count and batch shape read from `command` (a run of an engine that runs here),
-    and, when the layout changed, words that say what it is; not yet revalidated. Another engine's run keeps
-    `base`'s layout."""
-    engine = engine_of(command)
-    if engine is None or not engine.runs_here:
+    """`base` with its layout, GPU count and batch shape read from `command` (a run of `base`'s engine, where that
+    engine's runs start here), and, when the layout changed, words that say what it is; not yet revalidated.
+    Another engine's run keeps `base`'s layout."""
+    engine = engine_named(base.engine)
+    if not engine.runner.runs_here:
         return base  # a Megatron/slime run's layout stays its --like recipe's (the validator compares the two)
     trains = tuple(command.value(flag) for flag in engine.model_flags)
     expected = tuple(card.architecture.get(key) for key in engine.model_flags.values())

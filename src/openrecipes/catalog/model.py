@@ -8,8 +8,9 @@ from __future__ import annotations
 import datetime
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
+from openrecipes.engines import registry
 from openrecipes.engines.registry import PublishedFramework
 
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="a sha256 digest: 64 lowercase hex digits")]
@@ -295,9 +296,14 @@ class Reproduction(Strict):
     note: str | None = Field(None, description="what the reproducer wants readers to know")
 
 
+ENGINE_NAMES: list[JsonValue] = [name for name in registry.names()]  # the schema's choices of `engine`
+
+
 class Recipe(Strict):
     schema_version: Literal[1] = Field(description="version of this schema")
     model: str = Field(description="model name, the `name` of a card in models/")
+    engine: str = Field(description="the engine that runs it, the `name` of an engine of engines/registry.py; its "
+                        "`run` command must start that engine", json_schema_extra={"enum": ENGINE_NAMES})
     gpu: Gpu = Field(description="the GPUs")
     author: Author = Field(description="who measured it")
     status: Literal["verified", "measured", "planned"] = Field(
@@ -318,6 +324,13 @@ class Recipe(Strict):
         default_factory=list, description="independent re-runs measured against this recipe, oldest first"
     )
     notes: str | None = Field(None, description="notes shown with the recipe")
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, engine: str) -> str:
+        if engine not in registry.names():
+            raise ValueError(f"no engine {engine!r}; name one of {', '.join(registry.names())}")
+        return engine
 
     def revalidated(self) -> Recipe:
         """This recipe read back through the schema: `model_copy(update=...)` assigns fields without checking them,

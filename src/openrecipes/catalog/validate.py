@@ -15,6 +15,7 @@ from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables,
 from openrecipes.catalog.model import PublishedSummary, Recipe
 from openrecipes.catalog.published import check_published
 from openrecipes.catalog.yamlio import YamlDocument, read_yaml
+from openrecipes.engines import registry
 from openrecipes.errors import UserError
 from openrecipes.textfile import require_utf8_name, shown
 from openrecipes.verdict import Finding
@@ -43,7 +44,9 @@ class FileReport:
 
 
 def _missing_hint(dotted: str, doc: YamlDocument, tables: ReferenceTables) -> str:
-    """What to add for a missing field where the reference tables know the choices (gpu.variant)."""
+    """What to add for a missing field where the choices are known (gpu.variant, engine)."""
+    if dotted == "engine":
+        return f"; the engine its run command starts, one of: {', '.join(registry.names())}"
     if dotted != "gpu.variant":
         return ""
     gpu = doc.data.get("gpu") if isinstance(doc.data, dict) else None

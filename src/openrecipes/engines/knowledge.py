@@ -3,7 +3,8 @@ flag carries which recipe field, how its training logs read, and which layout ru
 
 An engine folder (`engines/<name>/`) fills one `Engine` in its `engine.py` and `engines/registry.py` lists it.
 These modules sit on the engine-knowledge floor, below the catalog: they import only floor-1 modules, so the
-validator, the measure room and the planner can all ask them (the runners, in openrecipes.launch, sit higher).
+validator, the measure room and the planner can all ask them; its runner (engines/<name>/runner.py) renders a
+recipe into a launch through the one interface of engines/runner.py.
 """
 
 from __future__ import annotations
@@ -13,21 +14,12 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal
 
+from openrecipes.engines.runner import LaunchCommand, Runner
 from openrecipes.steptable import StepTable
 
 Kind = Literal["int", "float", "str", "switch", "list", "marks"]
-
-
-class LaunchCommand(Protocol):
-    """A recipe's parsed `run` command (catalog.command.ParsedRun): the launch line's words, arrays expanded."""
-
-    argv: list[str]
-
-    def has(self, flag: str) -> bool: ...
-
-    def value(self, flag: str) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -127,9 +119,8 @@ class Engine:
     node_flags: tuple[str, str]  # (nodes, GPUs per node): their product must be gpu.count
     log_formats: tuple[LogFormat, ...]
     layout: LayoutRules
-    # `openrecipes run` renders and starts its recipes (openrecipes.launch), so `tune` measures it and `record`
-    # reads a run's layout back from its command; another engine's recipes are printed, never run here.
-    runs_here: bool
+    # renders its recipes into launches (engines/runner.py); its `runs_here` says whether this machine starts them
+    runner: Runner
     # Liger-Kernel kernels, a pinned attention backend and float8 linear layers (layout.kernels, .attention,
     # .float8): levers its recipes pull, rendered into its launch.
     levers: bool

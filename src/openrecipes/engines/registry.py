@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from openrecipes.engines.knowledge import Engine, LaunchCommand
+from openrecipes.engines.knowledge import Engine
 from openrecipes.engines.megatron.engine import ENGINE as MEGATRON
+from openrecipes.engines.runner import LaunchCommand
 from openrecipes.engines.torchtitan.engine import ENGINE as TORCHTITAN
 
 ENGINES: tuple[Engine, ...] = (TORCHTITAN, MEGATRON)
 _BY_NAME = {engine.name: engine for engine in ENGINES}
 PLANNER_DEFAULT = MEGATRON  # the planner's engine where nothing names one
+# The engine `plan emit` writes a recipe for where nothing names one, and whose runs the tune and sweep records hold.
+RUN_DEFAULT = TORCHTITAN
 # The training frameworks the public record names (published.engine), each modelled by the engine whose
 # `published_as` lists it; a Literal, so the recipe schema lists them.
 PublishedFramework = Literal["megatron-bridge", "torchtitan", "nemo"]
@@ -36,11 +39,6 @@ def engine_named(name: str) -> Engine:
 def engine_of_framework(framework: str) -> Engine:
     """The engine that models a published run of `framework` (a PublishedFramework)."""
     return _BY_FRAMEWORK[framework]
-
-
-def runner() -> Engine:
-    """The engine `openrecipes run` starts (and `tune` measures)."""
-    return next(engine for engine in ENGINES if engine.runs_here)
 
 
 def names() -> list[str]:

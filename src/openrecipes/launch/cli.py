@@ -3,27 +3,28 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from openrecipes.errors import UserError
-from openrecipes.jsonout import json_text
+
+if TYPE_CHECKING:
+    from openrecipes.catalog.model import Recipe
+    from openrecipes.engines.runner import Launch, Runner
 
 
-def _recipe_and_launch(recipe_path: Path, steps: int | None):
-    """The recipe, its run command as the validator read it (the one reading), and its torchtitan launch (None for
-    a Megatron/slime recipe)."""
+def _recipe_and_launch(recipe_path: Path, steps: int | None) -> tuple[Recipe, Runner, Launch]:
+    """The recipe, its engine's runner, and its launch rendered from the run command as the validator read it (the
+    one reading)."""
     from openrecipes.catalog.hardware import load_reference_tables
     from openrecipes.catalog.store import load_recipe_and_command
-    from openrecipes.engines.torchtitan.engine import is_recipe
-    from openrecipes.launch.torchtitan.render import run_launch
+    from openrecipes.engines.registry import engine_named
 
     recipe, parsed = load_recipe_and_command(recipe_path)
-    if not is_recipe(parsed):
-        return recipe, parsed, None
-    return recipe, parsed, run_launch(recipe, load_reference_tables().models[recipe.model], parsed, steps)
+    runner = engine_named(recipe.engine).runner
+    return recipe, runner, runner.launch(recipe, load_reference_tables().models[recipe.model], parsed, steps)
 
 
 def run_command(
@@ -38,21 +39,17 @@ def run_command(
     ] = False,
 ) -> None:
     """Run a recipe with torchrun: raw log and step,loss,step_time CSV under runs/, then measure and check it.
-    Before starting it checks torchtitan, the CUDA GPU count and the rows file (with its sha256)."""
-    from openrecipes.engines.torchtitan.engine import ENGINE
-    from openrecipes.launch.megatron.dry_run import dry_run_text
-
-    recipe, parsed, launch = _recipe_and_launch(recipe_path, steps)
-    if launch is None:
-        print(dry_run_text(recipe, parsed))
-        if not dry_run:
-            raise UserError(f"{recipe_path}: a slime/Megatron recipe runs on the seeds' cluster; use --dry-run here")
-        return
+    Before starting it checks its engine's package (torchtitan), the CUDA GPU count and the rows file (with its
+    sha256)."""
+    recipe, runner, launch = _recipe_and_launch(recipe_path, steps)
+    if dry_run or not runner.runs_here:  # a launch that runs elsewhere is shown, then refused
+        print(launch.dry_run(), end="")
     if dry_run:
-        print(launch.script(), end="")
-        print(json_text({"env": launch.env, "nnodes": launch.nnodes, "nproc_per_node": launch.nproc_per_node,
-                          ENGINE.name: {flag: values for flag, values in launch.flags.items()}}, indent=2))
         return
+    try:
+        launch.argv()  # a launch that runs elsewhere has no command here
+    except UserError as elsewhere:
+        raise UserError(f"{recipe_path}: {elsewhere}") from None
     if launch.nnodes > 1:
         raise UserError(f"{recipe_path}: {launch.nnodes} nodes; write a batch script with `openrecipes launch --slurm`")
     from openrecipes.atomic import check_output_folder
@@ -64,7 +61,7 @@ def run_command(
     run_dir = out or run_folder(recipe_path)
     # A bad --out (a link, a device, a file) is the one error told, before the checks import torch.
     check_output_folder(run_dir, "--out", lambda folder: (folder / "train.log").exists())
-    check_can_run(recipe_path, recipe, launch)
+    check_can_run(recipe_path, recipe, runner, launch)
     log = execute(launch, run_dir, tokens_per_step=recipe.workload.global_batch * recipe.workload.row_tokens,
                   catalog=catalog_root(recipe_path) or Path.cwd(), overwrite=overwrite)
     report(recipe_path, recipe, log, launch.steps)
@@ -105,9 +102,6 @@ def launch_command(
     options = slurm_launch.SlurmOptions(partition=partition, account=account, time=time, qos=qos,
                                         reservation=reservation, container_image=container_image)
     recipe, _, launch = _recipe_and_launch(recipe_path, None)
-    if launch is None:
-        raise UserError(f"{recipe_path}: not a torchtitan recipe (its run command does not start torchrun with "
-                        "openrecipes.launch.torchtitan.train); `launch` starts torchtitan recipes only")
     try:
         command = slurm_launch.recipe_command(recipe, launch, run_dir=str(run_dir), probe=probe)
     except UserError as bad:

@@ -1,7 +1,7 @@
 """Start a rendered launch, keep its raw log, show its progress, then measure it and check it against its reference.
 
-Step lines are read by torchtitan's log reader (engines/torchtitan/logs.py), the one parser of these logs: each
-output line is fed to it once, as it arrives.
+Step lines are read by the launch's own reader (its engine's log reader, the one parser of these logs): each output
+line is fed to it once, as it arrives.
 """
 
 from __future__ import annotations
@@ -22,16 +22,15 @@ from openrecipes.atomic import check_output_folder, write_atomic
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import RUN_COMMAND
 from openrecipes.catalog.render import command
+from openrecipes.engines.runner import Launch
 from openrecipes.errors import UserError
-from openrecipes.launch.torchtitan.render import TorchtitanLaunch
 from openrecipes.steptable import Step
 
 
-def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int, catalog: Path | None = None,
+def execute(launch: Launch, run_dir: Path, *, tokens_per_step: int, catalog: Path | None = None,
             overwrite: bool = False) -> Path:
     """Run `launch` to the end; the raw log lands in run_dir/train.log, the step table in run_dir/steps.csv and
     the exact command in run_dir/command.sh."""
-    from openrecipes.engines.torchtitan.logs import TorchtitanReader
     from openrecipes.measure.formats import strip_colour
 
     log = run_dir / "train.log"
@@ -49,7 +48,7 @@ def execute(launch: TorchtitanLaunch, run_dir: Path, *, tokens_per_step: int, ca
     write_atomic(run_dir / RUN_COMMAND, launch.script())  # what `record` reads the run's layout from
     steps = launch.steps
     gpus = launch.nnodes * launch.nproc_per_node
-    reader, table = TorchtitanReader(), []
+    reader, table = launch.reader(), []
     console = Console()
     command(console, launch.script())  # byte for byte, never re-wrapped to the terminal
     with log.open("w") as sink, Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -114,7 +113,7 @@ def last_line(log: Path) -> str:
     return lines[-1][-300:] if lines else "the log is empty"
 
 
-def launch_environment(launch: TorchtitanLaunch) -> dict[str, str]:
+def launch_environment(launch: Launch) -> dict[str, str]:
     """The process environment with the launch's exports. A one-node torchrun listens on port 29500 unless told
     otherwise, so a second run on the same machine (one per GPU, as tune sweeps do) fails with EADDRINUSE: give each
     one-node run a free port through torchrun's PET_MASTER_PORT, unless the caller chose one."""

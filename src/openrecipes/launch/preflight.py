@@ -1,6 +1,6 @@
 """What `openrecipes run` checks before it starts torchrun, so that a run that cannot work says why in one line with
-the fix, instead of torchrun failing seconds later with the cause only in its log: torchtitan importable, as many
-CUDA GPUs as the recipe's processes, the rows file at the command's path with the recipe's sha256."""
+the fix, instead of torchrun failing seconds later with the cause only in its log: the engine's package importable,
+as many CUDA GPUs as the recipe's processes, the rows file at the command's path with the recipe's sha256."""
 
 from __future__ import annotations
 
@@ -8,29 +8,27 @@ import importlib.util
 from pathlib import Path
 
 from openrecipes.catalog.model import Recipe
-from openrecipes.engines.torchtitan.engine import PACKAGE
+from openrecipes.engines.runner import Launch, Runner
 from openrecipes.errors import UserError
-from openrecipes.launch.torchtitan.render import TorchtitanLaunch
 
-DATASET_FLAG = "--training.dataset_path"
 GPU_WHEELS = "scripts/gpu-wheels.sh"
 
 
-def check_can_run(recipe_path: Path, recipe: Recipe, launch: TorchtitanLaunch) -> None:
+def check_can_run(recipe_path: Path, recipe: Recipe, runner: Runner, launch: Launch) -> None:
     """Every failing check, each as one sentence with its fix, on one line; nothing when the run can start."""
-    problems = [p for p in (_torchtitan(), _gpus(launch), _rows(recipe, launch)) if p]
+    problems = [p for p in (_package(runner.package), _gpus(launch), _rows(recipe, runner.dataset_flag, launch)) if p]
     if problems:
         raise UserError(f"{recipe_path}: cannot start: " + "; ".join(problems))
 
 
-def _torchtitan() -> str | None:
-    if importlib.util.find_spec(PACKAGE) is None:
-        return (f"torchtitan is not importable (install the gpu extra: `pip install -e .[gpu]`, or without network "
+def _package(package: str | None) -> str | None:
+    if package is not None and importlib.util.find_spec(package) is None:
+        return (f"{package} is not importable (install the gpu extra: `pip install -e .[gpu]`, or without network "
                 f"the wheels `{GPU_WHEELS}` lists, docs/running.md)")
     return None
 
 
-def _gpus(launch: TorchtitanLaunch) -> str | None:
+def _gpus(launch: Launch) -> str | None:
     wanted = launch.nproc_per_node
     if importlib.util.find_spec("torch") is None:
         return f"torch is not importable, so no CUDA GPU can be used (the recipe needs {wanted})"
@@ -45,16 +43,19 @@ def _gpus(launch: TorchtitanLaunch) -> str | None:
     return None
 
 
-def _rows(recipe: Recipe, launch: TorchtitanLaunch) -> str | None:
-    """The rows file the command reads, with the parquet sha256 the recipe records (a file of the right name built
-    from other inputs would train on other rows and still print figures)."""
+def _rows(recipe: Recipe, flag: str | None, launch: Launch) -> str | None:
+    """The rows file the command reads (after `flag`), with the parquet sha256 the recipe records (a file of the
+    right name built from other inputs would train on other rows and still print figures)."""
     from openrecipes.digest import file_sha256
 
-    path = Path((launch.flags.get(DATASET_FLAG) or [""])[0])
+    if flag is None:
+        return None
+    argv = launch.argv()
+    path = Path(argv[argv.index(flag) + 1] if flag in argv[:-1] else "")
     build = recipe.workload.dataset.build
     rebuild = f"build them with `{build.builder}`"
     if not path.name:
-        return f"the command names no rows file ({DATASET_FLAG})"
+        return f"the command names no rows file ({flag})"
     if not path.is_file():
         return f"no rows at {path}: {rebuild}"
     if build.parquet_sha256 is None:  # a planned recipe's rows, built by its builder: no digest recorded yet

@@ -19,15 +19,14 @@ import re
 import shlex
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from openrecipes.catalog.model import Recipe
-from openrecipes.engines.torchtitan.engine import ENTRY_MODULE
+from openrecipes.engines.runner import Launch, NodeCommand
+from openrecipes.engines.torchrun import torchrun_words
 from openrecipes.errors import UserError
-from openrecipes.launch.torchrun import torchrun_words
-from openrecipes.launch.torchtitan.render import TorchtitanLaunch
 
 RENDEZVOUS_PORT_BASE = 20000  # + SLURM_JOB_ID % 10000: jobs on one host (ids under 10000 apart) differ in port
 # What an #SBATCH value may hold: sbatch splits its lines at whitespace and strips quotes itself.
@@ -35,20 +34,6 @@ _PLAIN = re.compile(r"[A-Za-z0-9._+,=:@/-]+")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Slurm's --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
 _TIME = re.compile(r"\d+(:\d{1,2}){0,2}|\d+-\d+(:\d{1,2}){0,2}")
-
-
-@dataclass(frozen=True)
-class NodeCommand:
-    """What every node runs: torchrun with these options starting `module` with `args` (the node count, process
-    count and rendezvous are added here); `gpus` asks Slurm for nproc_per_node GPUs on each node."""
-
-    nnodes: int
-    nproc_per_node: int
-    env: Mapping[str, str]
-    torchrun_options: Mapping[str, Sequence[str]]
-    module: str
-    args: Sequence[str]
-    gpus: bool = True
 
 
 @dataclass(frozen=True)
@@ -140,9 +125,9 @@ PROBE_BACKENDS = ("gloo", "nccl")
 PROBE_TORCHRUN_OPTIONS = {"--role": ["rank"], "--tee": ["3"]}
 
 
-def recipe_command(recipe: Recipe, launch: TorchtitanLaunch, *, run_dir: str, probe: str | None = None) -> NodeCommand:
-    """What each node of `recipe`'s job runs: its training launch, or the probe (`probe` its backend) with the same
-    node and process counts and env."""
+def recipe_command(recipe: Recipe, launch: Launch, *, run_dir: str, probe: str | None = None) -> NodeCommand:
+    """What each node of `recipe`'s job runs: its training launch (as its engine's runner gives it), or the probe
+    (`probe` its backend) with the same node and process counts and env."""
     count, per_node = recipe.gpu.count, recipe.gpu.per_node
     if count < per_node or count % per_node:
         raise UserError(f"gpu.count {count} is not a whole number of {per_node}-GPU nodes (gpu.per_node); make "
@@ -151,8 +136,7 @@ def recipe_command(recipe: Recipe, launch: TorchtitanLaunch, *, run_dir: str, pr
         if not _NAME.fullmatch(key):
             raise UserError(f"env.{key}: not a shell variable name (letters, digits and _, not starting with a digit)")
     if probe is None:
-        return NodeCommand(launch.nnodes, launch.nproc_per_node, launch.env, launch.torchrun_options, ENTRY_MODULE,
-                           launch.torchtitan_argv())
+        return launch.node_command()
     if probe not in PROBE_BACKENDS:
         raise UserError(f"--probe {probe!r}: name a backend, gloo (CPU, no GPUs asked for) or nccl (the GPUs)")
     return NodeCommand(launch.nnodes, launch.nproc_per_node, launch.env, PROBE_TORCHRUN_OPTIONS, PROBE_MODULE,

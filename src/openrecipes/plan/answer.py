@@ -31,7 +31,7 @@ def default_engine(catalog: Catalog, model: str) -> EngineChoice:
     whose model the model card names (torchtitan's), else the planner's default (Megatron)."""
     engines = Counter(engine_of(e.entry) for e in catalog.recipes if e.entry.model == model)
     if engines:
-        engine, count = max(engines.items(), key=lambda item: (item[1], engine_named(item[0]).runs_here))
+        engine, count = max(engines.items(), key=lambda item: (item[1], engine_named(item[0]).runner.runs_here))
         return EngineChoice(engine, f"{engine} runs {count} of the catalog's {sum(engines.values())} measured "
                                     f"recipe(s) of {model}")
     card = catalog.tables.models.get(model)

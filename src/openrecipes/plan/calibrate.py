@@ -14,10 +14,8 @@ from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
-from openrecipes.engines.megatron.flags import GRAD_REDUCE_BF16
-from openrecipes.engines.registry import TORCHTITAN
-from openrecipes.engines.registry import engine_of as engine_of_run
-from openrecipes.engines.torchtitan.flags import NO_RESHARD
+from openrecipes.engines.registry import RUN_DEFAULT, engine_named
+from openrecipes.engines.runner import PlannedChoices
 from openrecipes.errors import UserError
 from openrecipes.plan.fit import fit
 from openrecipes.plan.layouts import Layout, stage_split
@@ -25,7 +23,7 @@ from openrecipes.plan.points import MeasuredPoint, SpeedPoint, reduced_depth_nam
 from openrecipes.plan.predict import Context, PlanRequest, Prediction, context, predict_layout
 from openrecipes.plan.words import lever_names
 
-REFERENCE_ENGINE = TORCHTITAN.name  # every point of reference_points.yaml is a torchtitan layout
+REFERENCE_ENGINE = RUN_DEFAULT.name  # every point of reference_points.yaml is a torchtitan layout
 
 
 def reference_points() -> dict[str, MeasuredPoint]:
@@ -66,19 +64,20 @@ def _stage_layers(recipe: Recipe, layers: int) -> tuple[int, ...]:
 
 
 def engine_of(recipe: Recipe) -> str:
-    """The planner's engine of a recipe: the registered engine its run command starts."""
-    engine = engine_of_run(parse_run(recipe.run))
-    if engine is None:
-        raise UserError(f"the run command of {recipe.model} on {recipe.gpu.count} x {recipe.gpu.type} starts no "
-                        "known engine; run `openrecipes validate` on the recipe")
-    return engine.name
+    """The planner's engine of a recipe: the one it names (the validator checked its run command starts it)."""
+    return recipe.engine
 
 
 def request_of(recipe: Recipe) -> PlanRequest:
     """The planner's request a recipe answers: its model, GPUs, workload, engine and gradient-buffer precision."""
-    grad_reduce_bf16 = parse_run(recipe.run).has(GRAD_REDUCE_BF16)
     return PlanRequest(recipe.model, recipe.gpu.type, recipe.gpu.count, recipe.workload.row_tokens,
-                       recipe.workload.global_batch, engine_of(recipe), grad_reduce_bf16, variant=recipe.gpu.variant)
+                       recipe.workload.global_batch, recipe.engine, _choices(recipe).grad_reduce_bf16,
+                       variant=recipe.gpu.variant)
+
+
+def _choices(recipe: Recipe) -> PlannedChoices:
+    """What the recipe's run command chooses that no field carries, read back by its engine's runner."""
+    return engine_named(recipe.engine).runner.choices_of(parse_run(recipe.run))
 
 
 def _model_layers(model: str) -> int:
@@ -98,7 +97,7 @@ def measured_point(slug: str, recipe: Recipe) -> MeasuredPoint:
         offload_fraction=lay.offload.optimizer_fraction if lay.offload else 0.0,
         rows_per_microbatch=lay.rows_per_microbatch, max_tokens_per_gpu=lay.max_tokens_per_gpu,
         grad_reduce_bf16=request.grad_reduce_bf16, compile=bool(lay.compile),
-        reshard_after_forward=parse_run(recipe.run).value(NO_RESHARD[0]) != NO_RESHARD[1],
+        reshard_after_forward=_choices(recipe).reshard_after_forward,
         kernels=tuple(lay.kernels), attention=lay.attention, float8=lay.float8.scaling if lay.float8 else None)
     return MeasuredPoint(slug, request, layout, recipe.result.tokens_per_s_per_gpu)
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from openrecipes.atomic import write_atomic
 from openrecipes.catalog.hardware import variant_id
 from openrecipes.catalog.paths import default_catalog_root
+from openrecipes.engines.registry import RUN_DEFAULT
 from openrecipes.engines.registry import names as engine_names
-from openrecipes.engines.registry import runner
 from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import allocator_gib, spearman
 from openrecipes.plan.calibrate import measured_points, speed_points
@@ -114,12 +114,12 @@ def memory_margins(root: Path | None = None) -> list[MemoryMargin]:
         spec = reference_tables().gpus[gpu]  # tune and the sweeps ran on the type's default variant (our H200)
         capacity = links(variant_id(spec, reference_tables()), spec).capacity_gib
         needed = (capacity - reserve) / allocator_gib(arm["predicted_memory_gib"], reserve) - 1
-        ratios.setdefault(runner().name, []).append((needed, arm["slug"]))
+        ratios.setdefault(RUN_DEFAULT.name, []).append((needed, arm["slug"]))
     margins = []
     for engine, found in sorted(ratios.items()):
         worst, slug = max(found)
         basis = f"largest under-prediction of {len(found)} measured {engine} peaks ({slug})"
-        if engine == runner().name:  # the tune and sweep arms pull no kernel
+        if engine == RUN_DEFAULT.name:  # the tune and sweep arms pull no kernel
             basis += f"; {len(out_of_memory)} of {len(arms)} tune and sweep arms ran out of memory"
         margins.append(MemoryMargin(engine, round(max(worst, 0.0), 4), basis))
     widest = max((m for m in margins if m.engine in engine_names()), key=lambda m: m.margin)

@@ -6,9 +6,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.store import RecipeEntry
-from openrecipes.engines.registry import engine_of
+from openrecipes.engines.registry import engine_named
 
 # Chat formats whose tokenizer `openrecipes tokenizer export` rebuilds offline, by the family name it takes.
 EXPORTABLE_TOKENIZERS = {"gpt_oss": "gpt-oss", "qwen3": "qwen3"}
@@ -46,7 +45,6 @@ def running_steps(entry: RecipeEntry) -> RunningSteps:
             f"The rows use {build.tokenizer}." if family else
             f"The rows use {build.tokenizer}; put that tokenizer's folder (tokenizer.json and its config) at "
             "TOKENIZER_DIR: our tool rebuilds only the gpt-oss and Qwen3 tokenizers offline.")
-    engine = engine_of(parse_run(recipe.run))
     return RunningSteps(entry, f"openrecipes tokenizer export {family} --out {tokenizer_dir}"
                         if family and not ours else None,
-                        note, rows, engine is not None and engine.runs_here)
+                        note, rows, engine_named(recipe.engine).runner.runs_here)

@@ -8,9 +8,8 @@ from typing import cast
 from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.model import Float8, Float8Scaling, Recipe, Recompute
-from openrecipes.engines.torchtitan.flags import NO_RESHARD
-from openrecipes.launch.preflight import DATASET_FLAG
-from openrecipes.launch.torchtitan.render import LEVER_FLAGS, compose, render
+from openrecipes.engines.registry import engine_named
+from openrecipes.engines.runner import PlannedChoices
 from openrecipes.plan.layouts import Layout
 from openrecipes.tune.candidates import SELECTIVE_AC_METHOD, Candidate
 
@@ -49,17 +48,9 @@ def float8_field(layout: Layout) -> Float8 | None:
 def rendered_run(recipe: Recipe, base: Recipe, card: ModelCard, reshard_after_forward: bool,
                  rows_path: str | None = None) -> str:
     """`run` for a recipe whose fields differ from the base: its fields' flags over the base command's others (and
-    `rows_path` for the base's rows file, where given)."""
-    launch = compose(recipe, card, parse_run(base.run))
-    if rows_path is not None:
-        launch.flags[DATASET_FLAG] = [rows_path]
-    flag, value = NO_RESHARD
-    launch.flags.pop(flag, None)  # the base's choice; the candidate's own follows, before the levers (which end a run)
-    levers = {lever: launch.flags.pop(lever) for lever in LEVER_FLAGS if lever in launch.flags}
-    if not reshard_after_forward:
-        launch.flags[flag] = [value]
-    launch.flags.update(levers)
-    return launch.script()
+    `rows_path` for the base's rows file, where given), as its engine's runner writes them."""
+    choices = PlannedChoices(reshard_after_forward=reshard_after_forward, rows_path=rows_path)
+    return engine_named(recipe.engine).runner.planned_run(recipe, card, base, parse_run(base.run), choices)
 
 
 @dataclass
@@ -78,6 +69,6 @@ def arm_of(name: str, base: Recipe, card: ModelCard, candidate: Candidate, steps
 
 def reference_arm(base: Recipe, card: ModelCard, candidate: Candidate, steps: int) -> Arm:
     """The base recipe's own configuration at `steps` steps: only --training.steps changes."""
-    run = render(base, card, parse_run(base.run), steps=steps).script()
+    run = engine_named(base.engine).runner.reference_run(base, card, parse_run(base.run), steps)
     return Arm("reference", base.model_copy(update={
         "result": base.result.model_copy(update={"steps_per_run": steps}), "run": run}).revalidated(), candidate)

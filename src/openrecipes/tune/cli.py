@@ -51,7 +51,7 @@ def emit(
         raise UserError("--emit-recipe writes one recipe: --top and --json do not apply to it; leave them out")
     planned = emit_recipe(asked[0], rank, out, force=force)
     p = planned.prediction
-    then = (f"run it with `openrecipes run {out}`" if engine_named(asked[0].engine).runs_here
+    then = (f"run it with `openrecipes run {out}`" if engine_named(asked[0].engine).runner.runs_here
             else f"print its command with `openrecipes run {out} --dry-run`")
     print(f"wrote {out}: #{planned.rank} {describe(p.layout)}; predicted "
           f"{p.tokens_per_s_per_gpu:,.1f} tokens/s per GPU (status: planned, not measured); {then}")

@@ -16,12 +16,11 @@ from pathlib import Path
 from openrecipes import figures
 from openrecipes.atomic import check_output, starts_with
 from openrecipes.audit.record import recipe_text, write_recipe
-from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import GpuSpec, ReferenceTables, load_reference_tables, variant_id
 from openrecipes.catalog.model import Author, Recipe
 from openrecipes.catalog.paths import default_catalog_root, relative_path
 from openrecipes.catalog.store import load_catalog, load_recipe
-from openrecipes.engines.registry import engine_named, engine_of, runner
+from openrecipes.engines.registry import RUN_DEFAULT, engine_named
 from openrecipes.errors import UserError
 from openrecipes.plan.pages import plan_command
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict
@@ -29,7 +28,7 @@ from openrecipes.plan.score import OURS
 from openrecipes.tune.arms import candidate_recipe, rendered_run
 from openrecipes.tune.candidates import as_candidate, renderable, runs_on_engine
 from openrecipes.tune.planned_rows import planned_rows
-from openrecipes.tune.printed_recipe import PRINTED, expressible, printed_recipe
+from openrecipes.tune.printed_recipe import expressible, printed_recipe
 from openrecipes.tune.search import find_base
 
 HEADER = ("# Written by `openrecipes plan --emit-recipe`: a PREDICTION, never run (status: planned). Run it with\n"
@@ -52,7 +51,7 @@ def runnable_predictions(request: PlanRequest, root: Path | None = None) -> list
     tables = load_reference_tables(root)
     card = tables.models.get(request.model)
     fitting = [p for p in predict(request, tables) if p.fits]
-    if not engine_named(request.engine).runs_here:
+    if not engine_named(request.engine).runner.runs_here:
         layers = card.layers if card is not None else 0
         return [p for p in fitting if expressible(p.layout, layers)]
     model = card.architecture.get("torchtitan_model") if card is not None else None
@@ -64,15 +63,15 @@ def emit_base(model: str, gpu_type: str, gpus: int, root: Path | None = None, en
     one `openrecipes run` starts; its stock recipe on N x GPU first) on N x GPU, else on the nearest count of that
     GPU type, else on any GPU (its GPUs are replaced); BF16."""
     root = Path(root or default_catalog_root()).resolve()
-    chosen = engine_named(engine) if engine else runner()
-    if chosen.runs_here:
+    chosen = engine_named(engine) if engine else RUN_DEFAULT
+    if chosen.runner.runs_here:
         try:
             return find_base(model, gpu_type, gpus, root)
         except UserError:
             pass
     found = [(entry.entry.gpu.type != gpu_type, abs(entry.entry.gpu.count - gpus), str(entry.path), root / entry.path)
              for entry in load_catalog(root).recipes if entry.entry.model == model
-             and engine_of(parse_run(entry.entry.run)) is chosen and entry.entry.workload.precision == "bf16"]
+             and entry.entry.engine == chosen.name and entry.entry.workload.precision == "bf16"]
     if not found:
         raise UserError(f"--emit-recipe: the catalog has no {chosen.name} recipe of {model} to take the stack, rows "
                         "and environment from (a planned recipe is composed from one); plan it without "
@@ -126,7 +125,7 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, request: 
     base, rows_path = retargeted(original, base_name, request, tables)
     same_gpus = (original.gpu.type, original.gpu.count) == (request.gpu_type, request.gpus)
     moved = "" if same_gpus else " (its GPUs replaced)"
-    if engine_named(request.engine).runs_here:
+    if engine_named(request.engine).runner.runs_here:
         candidate = as_candidate(context(request, tables), prediction.layout)
         composed = candidate_recipe(base, candidate, base.result.steps_per_run)
         composed = composed.model_copy(update=dict(
@@ -138,7 +137,7 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, request: 
                 "highlights": f"planned: {candidate.label}"})))
         run_it = "Run it with `openrecipes run`, then measure it."
     else:
-        composed = printed_recipe(base, prediction.layout, rank)
+        composed = printed_recipe(base, tables.models[base.model], prediction.layout, rank)
         run_it = ("`openrecipes run --dry-run` prints its command; run it on a cluster with the base recipe's "
                   "training image, then measure it.")
     tokens = round(prediction.tokens_per_s_per_gpu, 1)
@@ -179,10 +178,7 @@ def emit_recipe(request: PlanRequest, rank: int, out: Path, root: Path | None = 
     planned recipe this command wrote (`force`: also one in the catalog's recipes/)."""
     check_output(Path(out), "--out", starts_with(HEADER), force)  # before the planner's seconds of work
     engine = engine_named(request.engine)
-    if not engine.runs_here and engine.name not in PRINTED:
-        raise UserError(f"--emit-recipe: --engine {request.engine} has no recipe writer here; plan it without "
-                        "--emit-recipe")
-    if engine.runs_here and request.grad_reduce_bf16:
+    if engine.runner.runs_here and request.grad_reduce_bf16:
         raise UserError(f"--emit-recipe: --grad-reduce-bf16 is not {engine.name}'s; its recipes reduce in FP32")
     if request.low_precision:
         raise UserError(f"--emit-recipe writes BF16 recipes: no recipe field carries --precision "

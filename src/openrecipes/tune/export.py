@@ -26,7 +26,7 @@ def _planned_recipes(request: PlanRequest, ranked: list[Prediction], top: int,
                      root: Path) -> dict[int, PlannedRecipeOffer]:
     """For a torchtitan table with a recipe to compose from: each shown row's planned recipe, by its index among
     the shown rows (the same text `plan --emit-recipe RANK` writes, RANK among the runnable fitting layouts)."""
-    if not engine_named(request.engine).runs_here:
+    if not engine_named(request.engine).runner.runs_here:
         return {}
     try:
         base_path = find_base(request.model, request.gpu_type, request.gpus, root)

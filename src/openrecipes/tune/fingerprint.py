@@ -17,7 +17,8 @@ the planner's version and data, every measured point (recipes, record, tune and 
 cards and the hardware; refresh recomputes them only when that seal moved.
 
 The inputs are hashed as what they mean, not as bytes: YAML and JSON as their parsed data, recipes and cards
-without their notes for a plan (a note changes no figure of a plan).
+without their notes for a plan (a note changes no figure of a plan), and without a recipe's `engine:`, which
+its hashed `run` command already names (the validator holds the two equal).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from openrecipes.plan.trust import HELDOUT_FILE
 from openrecipes.textfile import MIB, read_text, shown
 
 EXPORT_VERSION = 4  # the seal's own recipe: bumped when what is hashed below changes
+NAMED_BY_RUN = {"engine"}  # a recipe's fields its hashed `run` command already gives
 PLANNER_DATA = ("calibration.yaml", "reference_points.yaml")  # src/openrecipes/plan/, kept by hand and by refresh
 MAX_SOURCE_BYTES = 64 * MIB
 SEALED = re.compile(r'\{\n "fingerprint": "([0-9a-f]{64})"')
@@ -81,7 +83,7 @@ def plan_inputs(catalog: Catalog) -> dict[str, str]:
     own: dict[str, dict[str, list[str]]] = {}
     for entry in catalog.entries:
         own.setdefault(entry.entry.model, {}).setdefault("entries", []).append(
-            json.dumps(entry.entry.model_dump(mode="json", exclude={"notes"}), sort_keys=True))
+            json.dumps(entry.entry.model_dump(mode="json", exclude={"notes", *NAMED_BY_RUN}), sort_keys=True))
     for record in catalog.record:
         own.setdefault(record.entry.model, {}).setdefault("record", []).append(
             json.dumps([record.slug, record.entry.model_dump(mode="json", exclude={"note"})], sort_keys=True))
@@ -98,7 +100,8 @@ def derived_inputs(catalog: Catalog) -> str:
     arms = {p.relative_to(catalog.root).as_posix(): data_text(p)
             for pattern in ("runs/tune-*/tune.json", "runs/sweep-*/*.json") for p in sorted(catalog.root.glob(pattern))}
     return _digest(EXPORT_VERSION, PLANNER_VERSION, _planner_data(), _hardware(catalog),
-                   sorted(json.dumps(e.entry.model_dump(mode="json"), sort_keys=True) for e in catalog.entries),
+                   sorted(json.dumps(e.entry.model_dump(mode="json", exclude=NAMED_BY_RUN), sort_keys=True)
+                          for e in catalog.entries),
                    sorted(json.dumps([e.slug, e.entry.model_dump(mode="json")], sort_keys=True)
                           for e in catalog.record),
                    {n: c.model_dump(mode="json") for n, c in catalog.tables.models.items()}, arms)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,9 +11,9 @@ from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import relative_path
+from openrecipes.engines.registry import engine_named
 from openrecipes.errors import UserError
 from openrecipes.figures import mean_half_width
-from openrecipes.launch.torchtitan.render import run_launch
 from openrecipes.measure.result import RecipeMeasured
 from openrecipes.measure.stack import StackLine, read_stack_line
 from openrecipes.tune.candidates import CONFIDENCE_SIGMAS, OOM_MARKERS, WINDOW_FIRST_STEP, Candidate, Runner
@@ -74,9 +73,10 @@ def measure_candidate(recipe: Recipe, steps: int, out_dir: Path, runner: Runner 
     from openrecipes.measure.result import measure, read_run, run_inputs
 
     tables = tables or load_reference_tables()
-    launch = run_launch(recipe, tables.models[recipe.model], parse_run(recipe.run), steps)
+    runner_of_engine = engine_named(recipe.engine).runner
+    launch = runner_of_engine.launch(recipe, tables.models[recipe.model], parse_run(recipe.run), steps)
     if env:
-        launch = dataclasses.replace(launch, env={**launch.env, **env})
+        launch = launch.with_env(env)
     tokens_per_step = recipe.workload.global_batch * recipe.workload.row_tokens
     log = out_dir / "train.log"
     started = clock()

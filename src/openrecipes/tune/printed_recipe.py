@@ -1,20 +1,17 @@
 """A planned layout of an engine whose recipes are printed, not run here (slime/Megatron, the seeds'): the base
-recipe's layout fields set from the plan and its command's flags rewritten from them through the engine's flag
-table (launch/megatron/render.py)."""
+recipe's layout fields set from the plan and its command written by the engine's runner (its flags rewritten
+from them through the engine's flag table)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from openrecipes.catalog.command import parse_run
+from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.model import LayerSplit, Offload, Recipe, Recompute
-from openrecipes.engines.megatron import engine as megatron
-from openrecipes.launch.megatron.render import megatron_run
+from openrecipes.engines.registry import engine_named
+from openrecipes.engines.runner import PlannedChoices
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.words import describe
 
-# The command writer of each engine whose planned recipes are printed: (recipe, base command, 2-byte gradient
-# reduction) -> command.
-PRINTED: dict[str, Callable[[Recipe, str, bool], str]] = {megatron.ENGINE.name: megatron_run}
 # Megatron's full recompute as the seeds run it: every layer, one at a time.
 FULL_RECOMPUTE = Recompute(granularity="full", method="uniform", num_layers=1)
 
@@ -25,7 +22,7 @@ def expressible(layout: Layout, layers: int) -> bool:
     return layout.vpp == 1 or (len(set(layout.stage_layers)) == 1 and layers % (layout.pp * layout.vpp) == 0)
 
 
-def printed_recipe(base: Recipe, layout: Layout, rank: int) -> Recipe:
+def printed_recipe(base: Recipe, card: ModelCard, layout: Layout, rank: int) -> Recipe:
     """`base` with the planned layout's fields and its command rewritten; not yet revalidated."""
     split = layout.stage_layers
     recompute = {"none": None, "selective": Recompute(granularity="selective", method=None, num_layers=None),
@@ -40,5 +37,7 @@ def printed_recipe(base: Recipe, layout: Layout, rank: int) -> Recipe:
         offload=Offload(optimizer_fraction=layout.offload_fraction, overlap_d2h_h2d=True)
         if layout.offload_fraction else None))
     recipe = base.model_copy(update={"layout": fields})
-    write = PRINTED[layout.engine]
-    return recipe.model_copy(update={"run": write(recipe, base.run, layout.grad_reduce_bf16)})
+    runner = engine_named(layout.engine).runner
+    run = runner.planned_run(recipe, card, base, parse_run(base.run),
+                             PlannedChoices(grad_reduce_bf16=layout.grad_reduce_bf16))
+    return recipe.model_copy(update={"run": run})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.paths import relative_path
-from openrecipes.launch.torchtitan.render import run_launch
+from openrecipes.engines.registry import engine_named
 from openrecipes.plan.levers import time_effect
 from openrecipes.tune.arms import arm_of, reference_arm
 from openrecipes.tune.candidates import (
@@ -47,11 +47,12 @@ def dry_run_text(s: Setup, budget_minutes: float, steps: int = MEASURE_STEPS) ->
               "win after a measurement are skipped); runs under " + relative_path(s.run_root, s.root), "",
               f"# reference arm: {relative_path(s.base_path, s.root)} at {steps} steps"]
     reference = reference_arm(s.base, s.card, s.reference, steps)
-    lines.append(run_launch(reference.recipe, s.card, parse_run(reference.recipe.run), steps).script().rstrip())
+    runner = engine_named(s.base.engine).runner
+    lines.append(runner.launch(reference.recipe, s.card, parse_run(reference.recipe.run), steps).script().rstrip())
     for c in chosen:
         arm = arm_of(c.slug, s.base, s.card, c, steps)
         lines += ["", f"# {c.label} -> {relative_path(s.run_root / c.slug, s.root)}",
-                  run_launch(arm.recipe, s.card, parse_run(arm.recipe.run), steps).script().rstrip()]
+                  runner.launch(arm.recipe, s.card, parse_run(arm.recipe.run), steps).script().rstrip()]
     return "\n".join(lines) + "\n"
 
 

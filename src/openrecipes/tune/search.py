@@ -14,14 +14,13 @@ from pathlib import Path
 
 from openrecipes import figures
 from openrecipes.atomic import write_atomic
-from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ModelCard, ReferenceTables, load_reference_tables
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.names import gpu_name, model_name
 from openrecipes.catalog.paths import default_catalog_root, relative_path
 from openrecipes.catalog.store import load_catalog
 from openrecipes.catalog.yamlio import read_yaml
-from openrecipes.engines.torchtitan import engine as torchtitan
+from openrecipes.engines.registry import engine_named
 from openrecipes.errors import UserError
 from openrecipes.plan.calibrate import measured_point
 from openrecipes.plan.predict import Context, PlanRequest, context
@@ -113,11 +112,12 @@ def contestants(s: Setup, reference: Outcome, outcomes: list[Outcome]) -> list[O
 
 
 def find_base(model: str, gpu_type: str, gpus: int, root: Path) -> Path:
-    """The catalog's stock torchtitan recipe of the model on this many GPUs of this type (no reference arm)."""
+    """The catalog's stock recipe of the model on this many GPUs of this type (no reference arm) whose engine runs
+    here."""
     found = [(recipe.runs is not None and recipe.runs.reference is not None, str(entry.path), root / entry.path)
              for entry, recipe in ((e, e.entry) for e in load_catalog(root).recipes)
              if (recipe.model, recipe.gpu.type, recipe.gpu.count) == (model, gpu_type, gpus)
-             and torchtitan.is_recipe(parse_run(recipe.run))]
+             and engine_named(recipe.engine).runner.runs_here]
     if not found:
         raise UserError(f"no torchtitan recipe of {model} on {gpus} x {gpu_type} in {root / 'recipes'} to start from; "
                         "give --base RECIPE (a torchtitan recipe of this model and GPU count)")
@@ -152,15 +152,17 @@ def setup(model: str, gpu_type: str, gpus: int, base_path: Path | None = None, r
     model, gpu_type = model_name(model, tables), gpu_name(gpu_type, tables)
     base_path = Path(base_path) if base_path else find_base(model, gpu_type, gpus, root)
     base = base_configuration(base_path)
-    if not torchtitan.is_recipe(parse_run(base.run)):
-        raise UserError(f"{base_path}: not a torchtitan recipe; tune measures torchtitan runs only")
+    engine = engine_named(base.engine)
+    if not engine.runner.runs_here:
+        raise UserError(f"{base_path}: a {engine.name} recipe, whose runs start elsewhere; tune measures runs it can "
+                        "start here (torchtitan recipes)")
     if (base.model, base.gpu.type, base.gpu.count) != (model, gpu_type, gpus):
         raise UserError(f"{base_path}: a recipe of {base.model} on {base.gpu.count} x {base.gpu.type}, not {model} on "
                         f"{gpus} x {gpu_type}; give a base recipe of the same model, GPU type and count")
     request = PlanRequest(model, gpu_type, gpus, base.workload.row_tokens, base.workload.global_batch,
-                          torchtitan.ENGINE.name, variant=base.gpu.variant)
+                          engine.name, variant=base.gpu.variant)
     ctx = context(request, tables)
-    prior = Efficiency(math.log(variant_efficiency(ctx.calibration, torchtitan.ENGINE.name, ctx.links.variant,
+    prior = Efficiency(math.log(variant_efficiency(ctx.calibration, engine.name, ctx.links.variant,
                                                    ctx.links.catalog_root)))
     reference = as_candidate(ctx, measured_point('base', base).layout)
     if base.workload.precision != "bf16" or base.layout.float8 is not None:

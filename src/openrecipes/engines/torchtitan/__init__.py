@@ -1,1 +1,1 @@
-"""torchtitan 0.2.2: its flags, log reader and layout rules (engine.py gathers them)."""
+"""torchtitan 0.2.2: its command, flags, log reader, layout rules and runner (engine.py gathers them)."""

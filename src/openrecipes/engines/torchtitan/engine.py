@@ -1,29 +1,14 @@
-"""torchtitan's knowledge as the rest of OpenRecipes asks it: its recipes, flags, log format and layout rules."""
+"""torchtitan's knowledge as the rest of OpenRecipes asks it: its recipes, flags, log format, layout rules and
+runner."""
 
 from __future__ import annotations
 
-from openrecipes.engines.knowledge import Engine, LaunchCommand
+from openrecipes.engines.knowledge import Engine
 from openrecipes.engines.torchtitan import flags, layouts, logs
-
-PACKAGE = "torchtitan"  # the Python package the entry module trains with; a recipe's stack records its version
-ENTRY_MODULE = "openrecipes.launch.torchtitan.train"  # the torchrun entry of launch/torchtitan/train.py
-# The same entry under its former path: the command.sh files of runs recorded before 2026-12-03 name it, and a
-# reference arm's command is read back from them.
-FORMER_ENTRY_MODULE = "openrecipes.engines.torchtitan.train"
-ENTRY_MODULES = (ENTRY_MODULE, FORMER_ENTRY_MODULE)
-
-
-def entry_at(argv: list[str]) -> int | None:
-    """Where the entry module stands in a command's words, under either of its paths."""
-    return next((at for at, word in enumerate(argv) if word in ENTRY_MODULES), None)
-
-
-def is_recipe(run: LaunchCommand) -> bool:
-    """A torchtitan recipe: its run command is torchrun starting our entry module."""
-    return bool(run.argv) and run.argv[0] == "torchrun" and entry_at(list(run.argv)) is not None
-
+from openrecipes.engines.torchtitan.command import ENTRY_MODULE, FORMER_ENTRY_MODULE, is_recipe
+from openrecipes.engines.torchtitan.runner import RUNNER
 
 ENGINE = Engine(name="torchtitan", is_recipe=is_recipe, flags=flags.FLAGS, flags_when_present=flags.FLAGS_WHEN_PRESENT,
-                node_flags=flags.NODE_FLAGS, log_formats=(logs.FORMAT,), layout=layouts.RULES, runs_here=True,
+                node_flags=flags.NODE_FLAGS, log_formats=(logs.FORMAT,), layout=layouts.RULES, runner=RUNNER,
                 levers=True, model_flags=flags.MODEL_FLAGS, layers_flag=None, published_as=("torchtitan",),
                 renamed={FORMER_ENTRY_MODULE: ENTRY_MODULE})

@@ -1,5 +1,5 @@
 """Which torchtitan 0.2.2 launch flag carries which recipe field: the validator checks each pair agrees, `record`
-reads a run's layout from them and launch/torchtitan/render.py writes a recipe's launch from them, in this order.
+reads a run's layout from them and its runner (runner.py) writes a recipe's launch from them, in this order.
 
 A row is (flag, dotted recipe field, kind, value torchtitan assumes when the flag is absent). `switch` flags
 carry a boolean by their presence; `list` flags carry a list field as one comma-separated value, absent when the
@@ -8,6 +8,7 @@ list is empty; a `marks` flag carries its fixed value exactly when its field is 
 
 from __future__ import annotations
 
+from openrecipes.engines import torchrun
 from openrecipes.engines.knowledge import FlagField
 
 FLAGS = (
@@ -38,7 +39,7 @@ FLAGS = (
               "switch"),
 )
 FLAGS_WHEN_PRESENT: tuple[FlagField, ...] = ()
-NODE_FLAGS = ("--nnodes", "--nproc_per_node")  # torchrun's: their product must be gpu.count
+NODE_FLAGS = torchrun.NODE_FLAGS  # torchrun's: their product must be gpu.count
 # The model the command trains: torchtitan's model and flavor, named by the model card's architecture.
 MODEL_FLAGS = {"--model.name": "torchtitan_model", "--model.flavor": "torchtitan_flavor"}
 # Flags no recipe field carries: the replicas of each FSDP shard group (DP / FSDP, written by the renderer), and

@@ -1,2 +1,2 @@
-"""torchtitan runs: recipe -> torchrun command (render), our rows.parquet dataloader (rows), the torchrun entry
-(train) and the fused kernels it applies (kernels)."""
+"""torchtitan runs on the GPUs: the torchrun entry (train) that engines/torchtitan/runner.py's launches start, our
+rows.parquet dataloader (rows) and the fused kernels it applies (kernels)."""

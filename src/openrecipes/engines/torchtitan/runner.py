@@ -1,4 +1,5 @@
-"""A recipe as a torchtitan 0.2.2 launch: the torchrun command, its flags and its env.
+"""torchtitan's runner: a recipe as a torchtitan 0.2.2 launch (the torchrun command, its flags and its env), read
+live by its log reader; the one-node run starts here and a Slurm job runs it on every node.
 
 The layout and workload fields decide the flags that place the model (parallel degrees, microbatch, recompute,
 compile, batch shape, steps); the model card names torchtitan's model and flavor (architecture.torchtitan_model,
@@ -11,23 +12,27 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from openrecipes.catalog.command import ParsedRun
-from openrecipes.catalog.hardware import ModelCard
-from openrecipes.catalog.model import Recipe
-from openrecipes.engines.torchtitan.engine import ENGINE, ENTRY_MODULE, entry_at, is_recipe
-from openrecipes.engines.torchtitan.flags import MODEL_FLAGS, REPLICATE_FLAG
+from openrecipes.engines.runner import LaunchCommand, ModelCard, NodeCommand, PlannedChoices
+from openrecipes.engines.torchrun import option_words, torchrun_words
+from openrecipes.engines.torchtitan.command import ENTRY_MODULE, PACKAGE, entry_at, is_recipe
+from openrecipes.engines.torchtitan.flags import FLAGS, MODEL_FLAGS, NO_RESHARD, NODE_FLAGS, REPLICATE_FLAG
+from openrecipes.engines.torchtitan.logs import TorchtitanReader
 from openrecipes.errors import UserError
-from openrecipes.launch.torchrun import option_words, torchrun_words
+from openrecipes.jsonout import json_text
+
+Recipe = Any  # a catalog.model.Recipe (the catalog sits on a floor above the engines)
 
 # The launch writes the engine's flag table (engines/torchtitan/flags.py) in its order, torchrun's node counts
 # aside: the layout's flags first, the levers beyond the layout (from the first lever row on) last in a run.
 _LEVER_FIELDS = ("layout.kernels", "layout.attention", "layout.float8")
-_TRAINER_ROWS = tuple(row for row in ENGINE.flags if row.flag not in ENGINE.node_flags)
+_TRAINER_ROWS = tuple(row for row in FLAGS if row.flag not in NODE_FLAGS)
 _FIRST_LEVER = next(at for at, row in enumerate(_TRAINER_ROWS) if row.field in _LEVER_FIELDS)
 LEVER_FLAGS = tuple(row.flag for row in _TRAINER_ROWS[_FIRST_LEVER:])
-STEPS_FLAG = next(row.flag for row in ENGINE.flags if row.field == "result.steps_per_run")
+STEPS_FLAG = next(row.flag for row in FLAGS if row.field == "result.steps_per_run")
 _SHARD_FIELD = "layout.fsdp"  # written as DP where null (one shard group), its replicas after it
 # Flags whose presence the layout fields decide (layout_flags writes them or leaves them out).
 FIELD_OWNED = tuple(row.flag for row in _TRAINER_ROWS)
@@ -35,6 +40,7 @@ FIELD_OWNED = tuple(row.flag for row in _TRAINER_ROWS)
 # raw log is what `openrecipes measure` reads. They change nothing the model computes.
 LOG_TORCHRUN_OPTIONS = {"--local-ranks-filter": ["0"], "--role": ["rank"], "--tee": ["3"]}
 LOG_FLAGS = {"--metrics.log_freq": ["1"], "--metrics.disable_color_printing": []}
+DATASET_FLAG = "--training.dataset_path"  # the rows file preflight checks
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,22 @@ class TorchtitanLaunch:
         lines = ([f"export {exports}"] if exports else []) + [" \\\n  ".join([head, *rest])]
         return "\n".join(lines) + "\n"
 
+    def dry_run(self) -> str:
+        """The script, then its environment, node counts and torchtitan flags as JSON."""
+        config = {"env": self.env, "nnodes": self.nnodes, "nproc_per_node": self.nproc_per_node,
+                  "torchtitan": {flag: values for flag, values in self.flags.items()}}
+        return self.script() + json_text(config, indent=2) + "\n"
+
+    def node_command(self) -> NodeCommand:
+        return NodeCommand(self.nnodes, self.nproc_per_node, self.env, self.torchrun_options, ENTRY_MODULE,
+                           self.torchtitan_argv())
+
+    def reader(self) -> TorchtitanReader:
+        return TorchtitanReader()
+
+    def with_env(self, extra: Mapping[str, str]) -> TorchtitanLaunch:
+        return dataclasses.replace(self, env={**self.env, **extra})
+
 
 def _options(words: list[str]) -> dict[str, list[str]]:
     """`--flag v1 v2 --switch` -> {"--flag": ["v1", "v2"], "--switch": []}."""
@@ -82,7 +104,7 @@ def _options(words: list[str]) -> dict[str, list[str]]:
     return options
 
 
-def split_command(command: ParsedRun) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+def split_command(command: LaunchCommand) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """(torchrun's options, torchtitan's flags) of a recipe's parsed `run` command."""
     if not is_recipe(command):
         raise UserError(f"the run command does not start {ENTRY_MODULE}; it is not a torchtitan recipe")
@@ -95,7 +117,7 @@ def split_command(command: ParsedRun) -> tuple[dict[str, list[str]], dict[str, l
 def layout_flags(recipe: Recipe, card: ModelCard) -> dict[str, list[str]]:
     """The flags the recipe's fields decide, in the order a reader looks for them."""
     layout, workload = recipe.layout, recipe.workload
-    if not card.architecture.keys() >= set(MODEL_FLAGS.values()):
+    if not set(card.architecture) >= set(MODEL_FLAGS.values()):
         raise UserError(f"model card '{card.name}' names no torchtitan model: add architecture.torchtitan_model "
                         "and architecture.torchtitan_flavor (e.g. qwen3, 8B)")
     if workload.precision not in ("bf16", "fp8"):
@@ -118,7 +140,7 @@ def layout_flags(recipe: Recipe, card: ModelCard) -> dict[str, list[str]]:
     return flags
 
 
-def compose(recipe: Recipe, card: ModelCard, command: ParsedRun) -> TorchtitanLaunch:
+def compose(recipe: Recipe, card: ModelCard, command: LaunchCommand) -> TorchtitanLaunch:
     """`recipe`'s field flags over the other options of a parsed run `command` (the recipe's own, or the base's a
     tuned layout starts from). Flags the fields decide are never taken from the command."""
     torchrun_options, written = split_command(command)
@@ -126,14 +148,14 @@ def compose(recipe: Recipe, card: ModelCard, command: ParsedRun) -> TorchtitanLa
     kept = {flag: values for flag, values in written.items() if flag not in from_fields and flag not in FIELD_OWNED}
     placed = {flag: values for flag, values in from_fields.items() if flag not in LEVER_FLAGS}
     levers = {flag: values for flag, values in from_fields.items() if flag in LEVER_FLAGS}
-    for counted in ENGINE.node_flags:
+    for counted in NODE_FLAGS:
         torchrun_options.pop(counted, None)
     return TorchtitanLaunch(env=dict(recipe.env), nnodes=recipe.gpu.count // recipe.gpu.per_node,
                             nproc_per_node=recipe.gpu.per_node, torchrun_options=torchrun_options,
                             flags={**placed, **kept, **levers})
 
 
-def render(recipe: Recipe, card: ModelCard, command: ParsedRun, *, steps: int | None = None,
+def render(recipe: Recipe, card: ModelCard, command: LaunchCommand, *, steps: int | None = None,
            overrides: dict[str, list[str]] | None = None) -> TorchtitanLaunch:
     """The launch of `recipe`: its fields' flags over the options its parsed `run` command sets, then `overrides`."""
     written = split_command(command)[1]
@@ -150,7 +172,46 @@ def render(recipe: Recipe, card: ModelCard, command: ParsedRun, *, steps: int | 
     return launch
 
 
-def run_launch(recipe: Recipe, card: ModelCard, command: ParsedRun, steps: int | None = None) -> TorchtitanLaunch:
+def run_launch(recipe: Recipe, card: ModelCard, command: LaunchCommand, steps: int | None = None) -> TorchtitanLaunch:
     """What `openrecipes run` starts: the recipe's launch with the logging choices of every run we start."""
     launch = render(recipe, card, command, steps=steps, overrides=LOG_FLAGS)
     return dataclasses.replace(launch, torchrun_options={**launch.torchrun_options, **LOG_TORCHRUN_OPTIONS})
+
+
+def planned_run(recipe: Recipe, card: ModelCard, base_command: LaunchCommand, choices: PlannedChoices) -> str:
+    """`run` for a recipe whose fields differ from the base: its fields' flags over the base command's others (and
+    the choices' rows file for the base's, where given)."""
+    from_base = compose(recipe, card, base_command)
+    if choices.rows_path is not None:
+        from_base.flags[DATASET_FLAG] = [choices.rows_path]
+    flag, value = NO_RESHARD
+    from_base.flags.pop(flag, None)  # the base's choice; the plan's own follows, before the levers (which end a run)
+    levers = {lever: from_base.flags.pop(lever) for lever in LEVER_FLAGS if lever in from_base.flags}
+    if not choices.reshard_after_forward:
+        from_base.flags[flag] = [value]
+    from_base.flags.update(levers)
+    return from_base.script()
+
+
+@dataclass(frozen=True)
+class TorchtitanRunner:
+    runs_here: bool = True
+    package: str | None = PACKAGE
+    dataset_flag: str | None = DATASET_FLAG
+
+    def launch(self, recipe: Recipe, card: ModelCard, command: LaunchCommand,
+               steps: int | None = None) -> TorchtitanLaunch:
+        return run_launch(recipe, card, command, steps)
+
+    def reference_run(self, recipe: Recipe, card: ModelCard, command: LaunchCommand, steps: int) -> str:
+        return render(recipe, card, command, steps=steps).script()
+
+    def choices_of(self, command: LaunchCommand) -> PlannedChoices:
+        return PlannedChoices(reshard_after_forward=command.value(NO_RESHARD[0]) != NO_RESHARD[1])
+
+    def planned_run(self, recipe: Recipe, card: ModelCard, base: Recipe, base_command: LaunchCommand,
+                    choices: PlannedChoices) -> str:
+        return planned_run(recipe, card, base_command, choices)
+
+
+RUNNER = TorchtitanRunner()

@@ -1,11 +1,11 @@
-"""torchrun's words, as the one-node launch (launch/torchtitan/render.py) and every node of a Slurm job
+"""torchrun's words, as a one-node launch (engines/torchtitan/runner.py) and every node of a Slurm job
 (launch/slurm.py) write them: the node and process counts first, then torchrun's other options."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from openrecipes.engines.torchtitan.flags import NODE_FLAGS
+NODE_FLAGS = ("--nnodes", "--nproc_per_node")  # torchrun's nodes and processes per node
 
 
 def option_words(options: Mapping[str, Sequence[str]]) -> list[str]:

@@ -1,1 +1,0 @@
-"""Megatron-LM and slime commands, printed with the layout read back from their flags (dry_run)."""
