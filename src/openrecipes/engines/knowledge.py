@@ -133,3 +133,5 @@ class Engine:
     published_as: tuple[str, ...]
     # Launcher words that name the same program as another (a module that moved): commands compare as equal.
     renamed: Mapping[str, str] = field(default_factory=dict)
+    # Whether a run command trains from random weights (it loads no checkpoint): the site says so beside its runs.
+    from_random_weights: Callable[[str], bool] = lambda run: False

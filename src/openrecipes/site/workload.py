@@ -7,7 +7,7 @@ one as the other.
 from __future__ import annotations
 
 from openrecipes.catalog.model import Recipe
-from openrecipes.engines.torchtitan.engine import ENTRY_MODULE
+from openrecipes.engines.registry import engine_named
 
 
 def _span(values: list[int]) -> str:
@@ -21,8 +21,7 @@ def workload_words(recipes: list[Recipe]) -> str:
     left out rather than guessed."""
     steps = _span([recipe.result.steps_per_run for recipe in recipes])
     words = f"{steps}-step runs"
-    # Our torchtitan entry module builds the model with its own init_weights and loads no checkpoint.
-    if all(f"-m {ENTRY_MODULE}" in recipe.run for recipe in recipes):
+    if all(engine_named(recipe.engine).from_random_weights(recipe.run) for recipe in recipes):
         words += " from random weights"
     datasets = {recipe.workload.dataset.name for recipe in recipes}
     if len(datasets) == 1:
