@@ -2,8 +2,7 @@
 
 A collective costs latency + bytes / bandwidth on the level it crosses: the NVLink (or xGMI) domain of the part's
 `scale_up` block in hardware/gpus.yaml while its group sits inside one domain, else the fabric of its `scale_out`
-block: a ring across domains runs at the NICs of the group's ranks in one domain together (each ring leaves a domain
-once), a point-to-point send or an all-to-all's remote share at the sending GPU's own NIC.
+block, whose per-GPU bandwidth then bounds the ring (NCCL's inter-node rings run at the network's speed).
 
 Bytes each rank moves, as a share of the collective's buffer (nccl-tests, doc/PERFORMANCE.md, "bus bandwidth"):
 all-reduce 2(n-1)/n; all-gather and reduce-scatter (n-1)/n of the gathered buffer; all-to-all (n-1)/n of what a rank
@@ -76,14 +75,9 @@ def network_bytes_per_s(links: Links, calibration: Calibration) -> float:
 
 
 def _bus_bytes_per_s(group: Span, links: Links, calibration: Calibration) -> float:
-    """A ring's bus bandwidth: NVLink's inside one domain. Across domains, each of NCCL's rings leaves a domain once,
-    the rings of a domain's ranks each through their own GPU's NIC, so a domain's ranks share its NICs: the ring
-    runs at the group's NICs in the domain together, at most at NVLink's speed (nccl-tests on 8-GPU nodes read the
-    node's NIC bandwidth as the inter-node bus bandwidth)."""
-    nvlink = nvlink_bytes_per_s(links, calibration)
     if group.domains > 1:
-        return min(nvlink, group.per_domain * network_bytes_per_s(links, calibration))
-    return nvlink
+        return network_bytes_per_s(links, calibration)
+    return nvlink_bytes_per_s(links, calibration)
 
 
 def _ring_latency_s(steps: int, crossing_steps: int, calibration: Calibration) -> float:
@@ -240,4 +234,3 @@ def dp_sync_s(layout: Layout, links: Links, calibration: Calibration, heaviest: 
         return calibration.exposed_communication["dp"] * total
     window = compute_s * min(microbatches, layout.pp)
     return max(total - window, max(buckets_s, default=0.0), calibration.exposed_communication["dp"] * total)
-
