@@ -62,7 +62,16 @@ def test_a_group_across_domains_runs_at_the_fabric():
     assert all_gather_s(GB, across, H100, CAL) > 5 * all_gather_s(GB, inside, H100, CAL)
 
 
-def _weak_scaling(gpus: int) -> float:
+def _megatron_fsdp_weak_scaling(gpus: int) -> float:
+    """Llama 3.1 70B in FP8 on B200 under Megatron-FSDP over every GPU (TP 1, two 8,192-token rows a microbatch, full
+    recompute, global batch 4 x GPUs): predicted tokens/s per GPU."""
+    request = PlanRequest("llama-3.1-70b", "B200", gpus, 8192, 4 * gpus, "megatron", low_precision="fp8")
+    layout = Layout("megatron", 1, 1, 1, 1, 1, 1, gpus, (80,), "full", 0.0, 2, 16384, False, low_precision="fp8",
+                    megatron_fsdp=True)
+    return predict_layout(context(request), layout).tokens_per_s_per_gpu
+
+
+def _record_weak_scaling(gpus: int) -> float:
     """The public record's Llama 3.1 70B FP8 sweep on H100 (NVIDIA dgxc-benchmarking v25.02: TP4 PP4 CP2 VP5, one
     8,192-token row a microbatch, global batch 2 x GPUs): predicted tokens/s per GPU."""
     request = PlanRequest("llama-3.1-70b", "H100", gpus, 8192, 2 * gpus, "megatron", low_precision="fp8")
@@ -73,10 +82,12 @@ def _weak_scaling(gpus: int) -> float:
     return predict_layout(context(request), layout).tokens_per_s_per_gpu
 
 
-def test_a_weak_scaling_sweep_loses_throughput_from_64_to_512_gpus():
-    predicted = [_weak_scaling(gpus) for gpus in (64, 128, 256, 512)]
+@pytest.mark.parametrize("sweep", [_record_weak_scaling, _megatron_fsdp_weak_scaling])
+def test_a_weak_scaling_sweep_loses_throughput_from_64_to_512_gpus(sweep):
+    # the data-parallel groups grow with the job, and their rings' latency steps with them (published for the
+    # record's sweep: 1,566.8 to 1,522.25 tokens/s per GPU, 2.8% lost)
+    predicted = [sweep(gpus) for gpus in (64, 128, 256, 512)]
     assert predicted == sorted(predicted, reverse=True)
-    # published: 1,566.8 to 1,522.25 tokens/s per GPU, 2.8% lost
     assert predicted[-1] / predicted[0] - 1 < -0.01
 
 
