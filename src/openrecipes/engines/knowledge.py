@@ -116,10 +116,6 @@ class LayoutRules:
     # Virtual pipeline stages per rank: None for every count a stage's layers allow (openrecipes.plan.layouts),
     # else at most this many, each dividing a middle stage
     max_virtual_stages: int | None = None
-    # Overlaps the distributed optimizer's gradient reduce-scatter with the last microbatch's backward and the
-    # parameter all-gather with the next forward (Megatron's --overlap-grad-reduce, --overlap-param-gather): the
-    # step pays what outlasts them (openrecipes.plan.comm.dp_sync_s)
-    overlaps_dp_sync: bool = False
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ their priors NCCL's (8.4, 3.4 and 9.6 microseconds); the bus efficiencies of eac
 `network_bus_efficiency`), or a probe's measured bandwidth inside the domain.
 
 What the step pays of each collective (`microbatch_comm`, `dp_sync_s`) is its exposed remainder: the share of
-`exposed_communication` not hidden behind compute, and where the engine's LayoutRules say it overlaps (FSDP's
-prefetch of the next layer, Megatron's overlapped gradient reduce and parameter gather), only what outlasts the compute
-it overlaps with.
+`exposed_communication` not hidden behind compute, and for fully sharded data parallel (the engine's LayoutRules
+`fsdp`, or a Megatron-FSDP layout), whose prefetch gathers the next layer while one computes, what outlasts the
+compute it overlaps with.
 """
 
 from __future__ import annotations
@@ -204,33 +204,22 @@ def _fsdp_exposed_s(layout: Layout, links: Links, calibration: Calibration, heav
     return max(outlasting, calibration.exposed_communication["fsdp"] * layers * per_layer)
 
 
-def dp_sync_s(layout: Layout, links: Links, calibration: Calibration, heaviest: tuple[float, float],
-              compute_s: float, microbatches: int) -> float:
-    """The distributed optimizer (Megatron): reduce-scatter the gradients, all-gather the updated BF16 weights, in
-    buckets of max(40M, 1M x DP) parameters. Overlapped (the engine's `overlaps_dp_sync`), a bucket's reduce-scatter
-    starts as soon as the last microbatch's backward has produced its gradients, and the gathers run behind the next
-    step's first forwards: with PP stages, the pipeline's drain and fill give them about one microbatch's compute
-    (`compute_s`) per stage. The step pays what outlasts that, at least the bucket that finishes last, and at least
-    the `exposed_communication.dp` share. Fully sharded data parallel syncs every microbatch instead
-    (`microbatch_comm`)."""
+def dp_sync_s(layout: Layout, links: Links, calibration: Calibration, heaviest: tuple[float, float]) -> float:
+    """The distributed optimizer (Megatron): reduce-scatter the gradients and all-gather the updated BF16 weights, in
+    buckets of max(40M, 1M x DP) parameters, each bucket a collective with its own latency; the step pays the
+    `exposed_communication.dp` share of them (Megatron overlaps the rest with the backward and the next forward).
+    Fully sharded data parallel syncs every microbatch instead (`microbatch_comm`)."""
     if layout.sharded_data_parallel:
         return 0.0
     non_expert, expert = heaviest
     grad_bytes = BF16_BYTES if layout.grad_reduce_bf16 else FP32_BYTES
     total = 0.0
-    buckets_s = []
     for params, group in ((non_expert, span(layout.dp * layout.cp, layout.tp, links)),
                           (expert, span(layout.expert_data_parallel, layout.ep * layout.etp, links))):
         if params <= 0 or group.ranks == 1:
             continue
-        bucket = max(BUCKET_MIN_PARAMS, BUCKET_PARAMS_PER_RANK * group.ranks)
-        buckets = math.ceil(params / bucket)
+        buckets = math.ceil(params / max(BUCKET_MIN_PARAMS, BUCKET_PARAMS_PER_RANK * group.ranks))
         one = params / buckets
-        reduce = reduce_scatter_s(one * grad_bytes, group, links, calibration)
-        gather = all_gather_s(one * BF16_BYTES, group, links, calibration)
-        total += buckets * (reduce + gather)
-        buckets_s += [reduce, gather]
-    if not layout.rules.overlaps_dp_sync:
-        return calibration.exposed_communication["dp"] * total
-    window = compute_s * min(microbatches, layout.pp)
-    return max(total - window, max(buckets_s, default=0.0), calibration.exposed_communication["dp"] * total)
+        total += buckets * (reduce_scatter_s(one * grad_bytes, group, links, calibration)
+                            + all_gather_s(one * BF16_BYTES, group, links, calibration))
+    return calibration.exposed_communication["dp"] * total

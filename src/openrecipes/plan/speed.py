@@ -190,7 +190,7 @@ def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, peak_
     comm = microbatch_comm(shape, layout, links, calibration, heaviest,
                            _imbalance(shape, layout, calibration, balanced_routing), seconds)
     pipeline_slots = microbatches + (layout.pp - 1) / layout.vpp
-    dp_s = dp_sync_s(layout, links, calibration, heaviest, seconds, microbatches)
+    dp_s = dp_sync_s(layout, links, calibration, heaviest)
     overhead_s = calibration.microbatch_overhead_s_per_layer * layers if rules.host_overhead_per_microbatch else 0.0
     eager_sac = rules.selective_saved_matmul_fraction is not None and layout.recompute == "selective"
     host_s = calibration.eager_sac_overhead_s_per_layer * layers if eager_sac and not layout.compile else 0.0
