@@ -137,10 +137,6 @@ def send_s(message_bytes: float, crosses_domain: bool, links: Links, calibration
             + message_bytes / nvlink_bytes_per_s(links, calibration))
 
 
-def _shard_fraction(shards: int) -> float:
-    return (shards - 1) / shards
-
-
 def microbatch_comm(shape: ModelShape, layout: Layout, links: Links, calibration: Calibration,
                     heaviest: tuple[float, float], imbalance: float, compute_s: float) -> dict[str, float]:
     """Exposed seconds per microbatch by kind (tp, cp, ep, pp, fsdp) on the heaviest stage. `heaviest`: its
