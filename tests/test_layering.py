@@ -37,7 +37,7 @@ FORBIDDEN = {
     "probe": {"plan"},  # the planner reads the probe's tables, never the other way
 }
 # The predictor: the site reads exported plan tables and never runs these.
-PREDICTOR = {"openrecipes.plan.predict", "openrecipes.plan.speed", "openrecipes.plan.memory",
+PREDICTOR = {"openrecipes.plan.predict", "openrecipes.plan.speed", "openrecipes.plan.comm", "openrecipes.plan.memory",
              "openrecipes.plan.calibrate", "openrecipes.plan.layouts"}
 
 

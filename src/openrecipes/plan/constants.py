@@ -64,6 +64,11 @@ class Calibration:
     torchtitan_expert_efficiency: float = 1.0  # torchtitan's routed experts: their share of Megatron's efficiency
     megatron_expert_efficiency: float = 1.0  # Megatron's routed experts: their share of its dense efficiency
     routing_load_cv: float = 0.0  # a trained router: the coefficient of variation of an expert's tokens
+    # A collective's latency (openrecipes.plan.comm): once per collective, and per ring step inside the NVLink domain
+    # and across the fabric (NCCL's Simple-protocol ring figures, src/graph/tuning.cc)
+    collective_base_latency_s: float = 8.4e-6
+    nvlink_step_latency_s: float = 3.4e-6
+    network_step_latency_s: float = 9.6e-6
     # Megatron's block GEMMs in a low precision (fp8, mxfp8, nvfp4) run this much faster than in BF16
     low_precision_speedup: dict[str, float] = field(default_factory=dict)
 
@@ -99,7 +104,8 @@ class Calibration:
 # The fitted values that are plain fields of Calibration (the efficiencies are a dict).
 FITTED_FIELDS = ("compile_speedup", "cp_attention_efficiency", "microbatch_overhead_s_per_layer",
                  "eager_sac_overhead_s_per_layer", "amp_composite_norm_s_per_element", "grouped_gemm_half_rows",
-                 "torchtitan_expert_efficiency", "megatron_expert_efficiency", "routing_load_cv")
+                 "torchtitan_expert_efficiency", "megatron_expert_efficiency", "routing_load_cv",
+                 "network_step_latency_s")
 
 
 def links(variant: str, gpu: GpuSpec, catalog_root: Path | None = None) -> Links:
@@ -197,7 +203,8 @@ def calibration() -> Calibration:
         cpu_optimizer_params_per_s_per_gpu=doc["measured"]["cpu_optimizer_params_per_s_per_gpu"]["value"],
         **{name: assumed[name] for name in ("exposed_communication", "nvlink_bus_efficiency", "network_bus_efficiency",
                                             "selective_recompute_time_factor", "runtime_reserve_gib",
-                                            "memory_bound_share")})
+                                            "memory_bound_share", "collective_base_latency_s",
+                                            "nvlink_step_latency_s")})
     return base.with_values({name: row["value"] for name, row in doc["fitted"].items()})
 
 

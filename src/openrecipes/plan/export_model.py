@@ -50,6 +50,7 @@ class PredictedLayout(Exported):
     attention: str | None
     float8: str | None
     low_precision: str | None  # Megatron: Transformer Engine's GEMM precision (fp8, mxfp8, nvfp4); None: BF16
+    megatron_fsdp: bool = False  # Megatron: Megatron-FSDP in place of the distributed optimizer
     unmeasured_levers: list[str]
     fits: bool
     peak_fits: bool

@@ -60,6 +60,9 @@ class Layout:
     float8: str | None = None
     # Megatron only: Transformer Engine's precision of the blocks' GEMMs (LOW_PRECISIONS; None: BF16).
     low_precision: str | None = None
+    # Megatron only: Megatron-FSDP (--use-megatron-fsdp, --data-parallel-sharding-strategy optim_grads_params) in
+    # place of the distributed optimizer: weights, gradients and optimizer states sharded over DP x CP
+    megatron_fsdp: bool = False
 
     @property
     def gpus(self) -> int:
@@ -68,6 +71,11 @@ class Layout:
     @property
     def sequence_parallel(self) -> bool:
         return self.tp > 1
+
+    @property
+    def sharded_data_parallel(self) -> bool:
+        """Weights gathered layer by layer every microbatch: torchtitan's FSDP2 or Megatron-FSDP."""
+        return self.rules.fsdp or self.megatron_fsdp
 
     @property
     def expert_data_parallel(self) -> int:

@@ -5,6 +5,11 @@ The distributed optimizer (Megatron; Korthikanti et al. 2022 for activations; Me
 BF16 weights 2 B/param, gradient buffer 4 B/param (2 with --grad-reduce-in-bf16), FP32 master weights and Adam
 moments 12 B/param sharded over the data-parallel ranks (DP*CP for dense parameters, the expert-data-parallel
 ranks for expert parameters) and the offloaded fraction kept on the host.
+Megatron-FSDP (--use-megatron-fsdp with --data-parallel-sharding-strategy optim_grads_params, Megatron-Core's
+Megatron FSDP guide): BF16 weights 2 B/param, FP32 main weights 4 B, main gradients 4 B (2 with
+--grad-reduce-in-bf16) and Adam moments 8 B, all sharded over DP*CP (experts over their expert-data-parallel ranks),
+plus the unsharded BF16 weights of the layer computing and the one prefetched and the gradient of the layer being
+reduce-scattered.
 FSDP2 (torchtitan): FP32 sharded parameters, gradients and Adam moments (16 B/param over FSDP*CP), plus the
 unsharded BF16 copies of the layers being gathered and the gradients being reduced (every layer's BF16 copy when
 parameters are not resharded after the forward). With an FSDP degree of 1 torchtitan applies no FSDP and trains
@@ -37,6 +42,8 @@ ROUTER_BYTES_PER_EXPERT = 2 * FP32_BYTES  # FP32 router logits and probabilities
 AMP_COMPOSITE_NORM_BYTES = 2 * FP32_BYTES
 # Two gathered BF16 layers (the running one and the prefetched one) and one FP32 gradient being reduce-scattered.
 FSDP_BUFFER_BYTES = 2 * BF16_BYTES + FP32_BYTES
+MEGATRON_FSDP_WEIGHT_BYTES = BF16_BYTES + FP32_BYTES  # the BF16 weight shard and its FP32 main copy
+ADAM_MOMENT_BYTES = 2 * FP32_BYTES
 
 
 @dataclass(frozen=True)
@@ -199,6 +206,15 @@ def _fsdp_states(shape: ModelShape, layout: Layout, stage: int, non_expert: floa
             **_fsdp_gathered(shape, layout, stage, non_expert, expert)}
 
 
+def _megatron_fsdp_states(shape: ModelShape, layout: Layout, non_expert: float, expert: float) -> dict[str, float]:
+    """Megatron-FSDP's shards of every state, and the layers it holds gathered."""
+    sharded = non_expert / (layout.dp * layout.cp) + expert / layout.expert_data_parallel
+    grad_bytes = BF16_BYTES if layout.grad_reduce_bf16 else FP32_BYTES
+    return {"weights": sharded * MEGATRON_FSDP_WEIGHT_BYTES, "gradients": sharded * grad_bytes,
+            "optimizer_states": sharded * ADAM_MOMENT_BYTES * (1 - layout.offload_fraction),
+            "fsdp_buffers": _largest_fsdp_unit(shape, layout) * (2 * BF16_BYTES + grad_bytes)}
+
+
 def _logits_part(shape: ModelShape, layout: Layout) -> float:
     if FUSED_LINEAR_CROSS_ENTROPY in layout.kernels:
         return fused_cross_entropy_bytes(layout.max_tokens_per_gpu, shape.vocab, shape.hidden, layout.tp)
@@ -233,6 +249,9 @@ def _peak_stage(shape: ModelShape, layout: Layout, params: tuple[tuple[float, fl
     for stage, (non_expert, expert) in enumerate(params):
         if fsdp:
             states = _fsdp_states(shape, layout, stage, non_expert, expert)
+            states_sum = sum(states.values())
+        elif layout.megatron_fsdp:
+            states = _megatron_fsdp_states(shape, layout, non_expert, expert)
             states_sum = sum(states.values())
         else:
             states, states_sum = _sharded_states(*sharding, non_expert, expert)

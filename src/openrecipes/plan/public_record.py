@@ -89,7 +89,9 @@ def _planned(entry: SummaryEntry, engine: str, layers: int) -> tuple[PlanRequest
     layout = Layout(engine, lay.tp, lay.pp, vpp, lay.cp, lay.ep or 1, lay.etp or 1, dp, split, recompute, 0.0, rows,
                     rows * run.seq_length // lay.cp, False, compile="torch.compile" in run.techniques,
                     float8=run.precision.removeprefix("fp8-") if modelled.levers and run.precision != "bf16" else None,
-                    low_precision=run.precision if modelled.layout.low_precision and run.precision != "bf16" else None)
+                    low_precision=run.precision if modelled.layout.low_precision and run.precision != "bf16" else None,
+                    # Megatron's FSDP column: 0 for the distributed optimizer, else Megatron-FSDP over DP x CP
+                    megatron_fsdp=not modelled.layout.fsdp and bool(lay.fsdp))
     return PlanRequest(summary.model, summary.gpu.type, gpus, run.seq_length, global_batch, engine,
                        balanced_routing=FORCE_BALANCED in summary.note, variant=summary.gpu.variant), layout
 

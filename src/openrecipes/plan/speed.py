@@ -4,7 +4,7 @@ data-parallel synchronisation, host-side costs and the host-side optimizer.
 A step runs (microbatches + (PP-1)/VPP) pipeline slots of one microbatch: its compute and per-layer collectives
 (TP, CP, EP, PP sends), or the host work the GPU waits for when that takes longer (eager selective AC), plus a
 per-layer host cost; then the data-parallel gradient/parameter sync and the offloaded optimizer update.
-Every collective moves bytes over NVLink when its group fits in one NVLink domain, else over the network.
+What each collective costs on the topology, and what of it the step pays, is openrecipes.plan.comm's.
 Which mechanisms an engine has (FSDP or the distributed optimizer, op-level selective AC, host costs, ring
 attention, torch.compile) its LayoutRules say (engines/<name>/layouts.py).
 """
@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
-from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, Calibration, Links
+from openrecipes.plan.comm import dp_sync_s, microbatch_comm
+from openrecipes.plan.constants import Calibration, Links
 from openrecipes.plan.layouts import LOW_PRECISIONS, Layout
 from openrecipes.plan.levers import time_effect
 from openrecipes.plan.memory import amp_composite_norms, stage_params_per_gpu
 from openrecipes.plan.shape import ModelShape
 from openrecipes.plan.variants import efficiency as variant_efficiency
 
-PASSES = {"none": 2, "selective": 2, "full": 3}  # forward, [recomputed forward], backward
 # The FP32 composite norms of eager AMP (openrecipes.plan.memory.AMP_COMPOSITE_NORM_BYTES) are memory-bound
 # elementwise work; recompute reruns their forward, a third of forward + backward.
 COMPOSITE_NORM_RECOMPUTE_FACTOR = {"none": 1.0, "selective": 4 / 3, "full": 4 / 3}
@@ -76,82 +76,6 @@ class StepTime:
         return {name: round(seconds, 4) for name, seconds in parts.items()}
 
 
-def _transfer_s(bytes_per_gpu: float, crosses_domain: bool, links: Links, calibration: Calibration) -> float:
-    if crosses_domain:
-        return bytes_per_gpu / (links.network_bytes_per_s * calibration.network_bus_efficiency)
-    return bytes_per_gpu / _nvlink_bytes_per_s(links, calibration)
-
-
-def _nvlink_bytes_per_s(links: Links, calibration: Calibration) -> float:
-    """What a collective reaches inside the domain: measured by a probe of the part, else the datasheet's link at the
-    assumed bus efficiency."""
-    return links.measured_nvlink_bytes_per_s or links.nvlink_bytes_per_s * calibration.nvlink_bus_efficiency
-
-
-def _collective_s(bytes_per_gpu: float, group_span: int, links: Links, calibration: Calibration) -> float:
-    """A ring collective runs at its slowest link: the network once its group spans more than one domain.
-    group_span: consecutive ranks the group covers (its size times its stride)."""
-    return _transfer_s(bytes_per_gpu, group_span > links.gpus_per_nvlink_domain, links, calibration)
-
-
-def _all_to_all_s(bytes_per_gpu: float, group_gpus: int, stride: int, links: Links, calibration: Calibration) -> float:
-    """An all-to-all sends to every peer at once: peers in the domain over NVLink, the rest over the network."""
-    peers = group_gpus - 1
-    if peers == 0:
-        return 0.0
-    local_peers = min(group_gpus, max(1, links.gpus_per_nvlink_domain // stride)) - 1
-    local = bytes_per_gpu * local_peers / peers / _nvlink_bytes_per_s(links, calibration)
-    network = links.network_bytes_per_s * calibration.network_bus_efficiency
-    remote = bytes_per_gpu * (peers - local_peers) / peers / network
-    return max(local, remote)
-
-
-def _microbatch_comm(shape: ModelShape, layout: Layout, links: Links, calibration: Calibration,
-                     heaviest: tuple[float, float], balanced_routing: bool) -> dict[str, float]:
-    tokens, h = layout.max_tokens_per_gpu, shape.hidden
-    layers = max(layout.stage_layers)
-    moe_layers = round(layers * shape.moe_layers / shape.layers)
-    passes = PASSES[layout.recompute]
-    exposed = calibration.exposed_communication
-    comm = {}
-    if layout.tp > 1:
-        # Sequence parallel: an all-gather before and a reduce-scatter after each TP block, per pass. MoE blocks
-        # with ETP 1 dispatch the sequence shard directly, so only attention (and dense/ETP FFNs) pay it.
-        tp_blocks = layers + (layers - moe_layers) + (moe_layers if layout.etp > 1 else 0)
-        volume = 2 * tp_blocks * passes * (layout.tp - 1) / layout.tp * tokens * h * BF16_BYTES
-        comm["tp"] = exposed["tp"] * _collective_s(volume, layout.tp, links, calibration)
-    if layout.cp > 1:
-        kv_width = (shape.attention_qkv_width - shape.attention_out_width) / layout.tp
-        volume = layers * passes * (layout.cp - 1) * tokens * kv_width * BF16_BYTES
-        comm["cp"] = exposed["cp"] * _collective_s(volume, layout.tp * layout.cp, links, calibration)
-    if layout.ep > 1 and moe_layers:
-        # Dispatch and combine per pass, each sending every routed copy of this GPU's tokens.
-        volume = 2 * moe_layers * passes * tokens / layout.tp * layout.etp * shape.router_topk * h * BF16_BYTES \
-            * (layout.ep - 1) / layout.ep
-        # the busiest rank receives its share of the uneven spread (_imbalance)
-        volume *= _imbalance(shape, layout, calibration, balanced_routing)
-        comm["ep"] = exposed["ep"] * _all_to_all_s(volume, layout.ep, layout.etp, links, calibration)
-    if layout.pp > 1:
-        volume = 2 * layout.vpp * tokens / layout.tp * h * BF16_BYTES  # activations forward, gradients backward
-        # Adjacent stages sit TP*CP*DP ranks apart: on another node once that reaches a whole domain.
-        stage_span = layout.tp * layout.cp * layout.dp
-        comm["pp"] = exposed["pp"] * _transfer_s(volume, stage_span >= links.gpus_per_nvlink_domain, links, calibration)
-    if layout.rules.fsdp:
-        non_expert, expert = heaviest
-        shards = layout.dp * layout.cp
-        # FSDP gathers BF16 weights for the forward and, when it resharded them after the forward, again for the
-        # backward, and reduce-scatters FP32 gradients, every microbatch.
-        gathers = 2 if layout.reshard_after_forward else 1
-        volume = (non_expert * _shard_fraction(shards) + expert * _shard_fraction(layout.expert_data_parallel)) \
-            * (gathers * BF16_BYTES + FP32_BYTES)
-        comm["fsdp"] = exposed["fsdp"] * _collective_s(volume, layout.tp * shards, links, calibration)
-    return comm
-
-
-def _shard_fraction(shards: int) -> float:
-    return (shards - 1) / shards
-
-
 def _heaviest_stage_params(shape: ModelShape, layout: Layout) -> tuple[float, float]:
     """(non-expert, expert) parameters per GPU on the stage holding the most: it sets the sync and update time."""
     return _heaviest(stage_params_per_gpu(shape, layout), layout.dp * layout.cp, layout.expert_data_parallel)
@@ -160,20 +84,6 @@ def _heaviest_stage_params(shape: ModelShape, layout: Layout) -> tuple[float, fl
 @cache  # a request's layouts share a few parameter splits and shard counts
 def _heaviest(per_stage: tuple[tuple[float, float], ...], dense_shards: int, expert_shards: int) -> tuple[float, float]:
     return max(per_stage, key=lambda params: params[0] / dense_shards + params[1] / expert_shards)
-
-
-def _dp_sync_s(layout: Layout, links: Links, calibration: Calibration, heaviest: tuple[float, float]) -> float:
-    """The distributed optimizer: reduce-scatter the gradients, all-gather the updated BF16 weights (FSDP syncs
-    every microbatch instead)."""
-    if layout.rules.fsdp:
-        return 0.0
-    non_expert, expert = heaviest
-    grad_bytes = BF16_BYTES if layout.grad_reduce_bf16 else FP32_BYTES
-    volume = (non_expert * _shard_fraction(layout.dp * layout.cp)
-              + expert * _shard_fraction(layout.expert_data_parallel)) \
-        * (grad_bytes + BF16_BYTES)
-    group = layout.tp * layout.cp * layout.dp
-    return calibration.exposed_communication["dp"] * _collective_s(volume, group, links, calibration)
 
 
 def _offload_s(layout: Layout, calibration: Calibration, heaviest: tuple[float, float]) -> float:
@@ -277,9 +187,10 @@ def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, peak_
             * COMPOSITE_NORM_RECOMPUTE_FACTOR[layout.recompute]
     levers = time_effect(layout, links.gpu_type)
     heaviest = _heaviest_stage_params(shape, layout)  # sets the FSDP gathers, the DP sync and the host update
-    comm = _microbatch_comm(shape, layout, links, calibration, heaviest, balanced_routing)
+    comm = microbatch_comm(shape, layout, links, calibration, heaviest,
+                           _imbalance(shape, layout, calibration, balanced_routing), seconds)
     pipeline_slots = microbatches + (layout.pp - 1) / layout.vpp
-    dp_s = _dp_sync_s(layout, links, calibration, heaviest)
+    dp_s = dp_sync_s(layout, links, calibration, heaviest)
     overhead_s = calibration.microbatch_overhead_s_per_layer * layers if rules.host_overhead_per_microbatch else 0.0
     eager_sac = rules.selective_saved_matmul_fraction is not None and layout.recompute == "selective"
     host_s = calibration.eager_sac_overhead_s_per_layer * layers if eager_sac and not layout.compile else 0.0
