@@ -49,8 +49,8 @@ def write(path: Path, data: dict) -> Path:
 
 
 def catalog(tmp_path: Path) -> Path:
-    """A scratch catalog: no recipes, the bundled hardware tables, a probes/ folder."""
-    shutil.copytree(REPO / "hardware", tmp_path / "hardware")
+    """A scratch catalog: no recipes, the bundled hardware tables, an empty probes/ folder."""
+    shutil.copytree(REPO / "hardware", tmp_path / "hardware", ignore=shutil.ignore_patterns("probes"))
     (tmp_path / "recipes").mkdir()
     (tmp_path / "hardware/probes").mkdir()
     return tmp_path
