@@ -40,3 +40,26 @@ def test_only_stale_grids_are_computed_again(tmp_path, stand_ins):
     assert "model-b.json (its inputs or the planner's version changed)" in stale and "model-gone.json" in stale
     assert computed[2:] == ["model-b"] and sorted(p.stem for p in tmp_path.glob("*.json")) == ["model-a", "model-b"]
     assert any("answer grids stale" in line for line in said)
+
+
+def test_check_computes_sampled_points_again_and_names_a_grid_edited_with_its_seal_kept(tmp_path, stand_ins,
+                                                                                         monkeypatch):
+    from openrecipes.answer.grid import grid_text
+    from openrecipes.answer.model import PredictedLine, PredictedPoint
+
+    _, seals = stand_ins
+    line = PredictedLine(engine="megatron", layout="TP1 PP1 DP8 MB1", tokens_per_s_per_gpu=1000.0, low=900.0,
+                         high=1100.0, get="openrecipes plan emit ...")
+    planner = {("H100", 8): PredictedPoint(gpu_type="H100", gpus=8, lines=(line,), not_offered=())}
+    monkeypatch.setattr(refresh, "predicted_point", lambda catalog, model, gpu_type, gpus: planner[(gpu_type, gpus)])
+    for model, seal in seals.items():
+        (tmp_path / f"{model}.json").write_text(grid_text(AnswerGrid(fingerprint=seal, model=model,
+                                                                     points=(planner[("H100", 8)],))))
+    said: list[str] = []
+    assert refresh.refresh_grids(None, tmp_path, True, said.append, sample=2) is None
+    assert sum("computed again and compared: the same" in line for line in said) == 2
+    edited = line.model_copy(update={"tokens_per_s_per_gpu": 2000.0})
+    (tmp_path / "model-a.json").write_text(grid_text(AnswerGrid(fingerprint="seal-a", model="model-a", points=(
+        PredictedPoint(gpu_type="H100", gpus=8, lines=(edited,), not_offered=()),))))
+    stale = refresh.refresh_grids(None, tmp_path, True, said.append, sample=2)
+    assert stale is not None and "model-a.json (its contents differ" in stale and "model-b" not in stale

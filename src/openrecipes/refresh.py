@@ -14,8 +14,9 @@ more than its tolerance; the held-out tables only when their inputs' seal (`open
 derived_inputs`, kept in derived/seals.json) moved; a plan only when its own seal (its data inputs, the planner's
 version and its content) no longer matches. `--check` writes nothing, names every stale file and exits 1; CI runs it.
 It compares contents, not only seals: the fits and held-out tables are computed again and compared, every plan's seal
-is checked, and a sample of the plans (`--sample`) is computed again and compared byte for byte, so an edited figure
-with its seal kept, or a code change that changed a plan without a bump of PLANNER_VERSION, is stale.
+is checked, and a sample of the plans and as many points of the answers' grids (`--sample`) are computed again and
+compared, so an edited figure with its seal kept, or a code change that changed a plan without a bump of
+PLANNER_VERSION, is stale.
 
 Before any step, every file refresh reads or writes (the planner's data, derived/, plans/ and each plans/*.json) must
 be a regular file, never a symbolic link, a FIFO or a device (a FIFO would block a read for ever), and every value of
@@ -80,7 +81,8 @@ def refresh_command(
     check: Annotated[bool, typer.Option(
         "--check", help="write nothing; exit 1 naming each stale derived file")] = False,
     sample: Annotated[int, typer.Option(
-        "--sample", min=0, help="with --check: how many plans to compute again and compare whole")] = SAMPLE,
+        "--sample", min=0, help="with --check: how many plans, and how many answer-grid points, to compute again and "
+        "compare")] = SAMPLE,
     progress: Annotated[bool | None, typer.Option(
         "--progress/--quiet", help="say each step and its time on stderr (default: when stderr is a terminal)",
         show_default=False)] = None,
@@ -206,7 +208,7 @@ def run_step(step: str, root: Path, check: bool, sample: int = SAMPLE) -> StepSt
     if step == "plans":
         return _plans(root, check, sample)
     if step == "answers":
-        return _answers(root, check)
+        return _answers(root, check, sample)
     return {"calibration": _calibration, "heldout": _heldout, "public_record": _public_record}[step](root, check)
 
 
@@ -369,13 +371,14 @@ def _plans(root: Path, check: bool, sample: int) -> StepState:
     return StepState("plans", str(out), stale or None)
 
 
-def _answers(root: Path, check: bool) -> StepState:
+def _answers(root: Path, check: bool, sample: int) -> StepState:
     """The answers' grids (openrecipes.answer.grid): the planner's part of every answer the home page offers."""
     from openrecipes.answer.grid import ANSWERS_FOLDER
     from openrecipes.answer.refresh import refresh_grids
     from openrecipes.catalog.store import load_catalog
 
-    return StepState("answers", str(ANSWERS_FOLDER), refresh_grids(load_catalog(root), ANSWERS_FOLDER, check, _say))
+    return StepState("answers", str(ANSWERS_FOLDER), refresh_grids(load_catalog(root), ANSWERS_FOLDER, check, _say,
+                                                                   sample))
 
 
 if __name__ == "__main__":  # one step, in the fresh interpreter `_step` starts

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from openrecipes.answer.grid import grid_counts, grid_text, predicted_models, priced_types, read_grid
-from openrecipes.answer.model import AnswerGrid
+from openrecipes.answer.model import AnswerGrid, PredictedPoint
 from openrecipes.answer.predicted import predicted_point
 from openrecipes.atomic import write_atomic
 from openrecipes.catalog.store import Catalog
@@ -39,8 +39,32 @@ def grid_inputs(catalog: Catalog) -> dict[str, str]:
             for model, inputs in plan_inputs(catalog).items() if model in models}
 
 
-def refresh_grids(catalog: Catalog, folder: Path, check: bool, say: Callable[[str], None]) -> str | None:
-    """Write every stale grid (or, with `check`, write nothing); why any was stale, or None."""
+def sampled_points(grids: dict[str, AnswerGrid], count: int) -> list[tuple[str, PredictedPoint]]:
+    """`count` points of the current grids, the same for the same grids and another choice when a seal moves."""
+    points = [(model, point) for model, grid in grids.items() for point in grid.points]
+    return sorted(points, key=lambda item: hashlib.sha256(
+        f"{grids[item[0]].fingerprint}\0{item[0]}\0{item[1].gpu_type}\0{item[1].gpus}".encode()).hexdigest())[:count]
+
+
+def differing_points(catalog: Catalog, grids: dict[str, AnswerGrid], count: int,
+                     say: Callable[[str], None]) -> list[str]:
+    """Each sampled point whose stored lines are not what the planner computes now (a formula changed without a
+    PLANNER_VERSION bump, or a grid edited with its seal kept)."""
+    differ = []
+    for model, point in sampled_points(grids, count):
+        started = time.process_time()
+        same = predicted_point(catalog, model, point.gpu_type, point.gpus) == point
+        say(f"{model} on {point.gpus:,} x {point.gpu_type} computed again and compared: "
+            f"{'the same' if same else 'differs'} ({time.process_time() - started:.1f} s of CPU)")
+        if not same:
+            differ.append(model)
+    return differ
+
+
+def refresh_grids(catalog: Catalog, folder: Path, check: bool, say: Callable[[str], None],
+                  sample: int = 0) -> str | None:
+    """Write every stale grid (or, with `check`, write nothing and compute `sample` points of the current grids
+    again to compare); why any was stale, or None."""
     seals = grid_inputs(catalog)
     held = {path.stem: path for path in folder.glob("*.json")} if folder.is_dir() else {}
     why: dict[str, list[str]] = {}
@@ -58,7 +82,12 @@ def refresh_grids(catalog: Catalog, folder: Path, check: bool, say: Callable[[st
                 why.setdefault("its inputs or the planner's version changed", []).append(model)
     stale = sorted({model for models in why.values() for model in models} & set(seals))
     say(f"{len(stale)} of {len(seals)} answer grids stale; the others' inputs are unchanged")
-    if not check:
+    if check:
+        current_grids = {model: read_grid(held[model]) for model in sorted(set(seals) - set(stale))}
+        for model in differing_points(catalog, current_grids, sample, say):
+            why.setdefault("its contents differ from what the planner computes from its inputs: a code change "
+                           "that changes an answer bumps PLANNER_VERSION", []).append(model)
+    else:
         for model in set(held) - set(seals):
             held[model].unlink()
         folder.mkdir(parents=True, exist_ok=True)
