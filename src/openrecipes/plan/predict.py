@@ -106,7 +106,17 @@ class Prediction:
         largest = self._largest_part
         return (f"{self.fit_label}: {self.memory.total_gib:.1f} GiB of {self.capacity_gib:.1f} GiB on stage "
                 f"{self.memory.stage}, headroom {self.headroom_gib:.1f} GiB against a {self.margin_gib:.1f} GiB margin "
-                f"(largest part {largest.replace('_', ' ')}: {self.memory.parts[largest] / GIB:.1f} GiB)")
+                f"(largest part {largest.replace('_', ' ')}: {self.memory.parts[largest] / GIB:.1f} GiB)"
+                + self.precision_note)
+
+    @property
+    def precision_note(self) -> str:
+        """Where a low precision's gain comes from the datasheet: what the row rests on."""
+        precision = self.step.datasheet_precision
+        if precision is None:
+            return ""
+        return (f"; its {precision.upper()} GEMMs are timed at the datasheet's {precision.upper()} peak: predicted, "
+                f"not measured on {self.variant}")
 
     @property
     def short_reason(self) -> str:
@@ -184,8 +194,8 @@ def predict_layouts(ctx: Context, layouts: Sequence[Layout], drop_dominated: boo
         if drop_dominated and _fits(ctx, layouts[len(memories) - 1], memory):
             break
     layouts = layouts[:len(memories)]
-    steps = step_times(ctx.shape, layouts, ctx.links, ctx.peak_flops, ctx.calibration, request.global_batch,
-                       request.row_tokens, request.balanced_routing)
+    steps = step_times(ctx.shape, layouts, ctx.links, ctx.calibration, request.global_batch, request.row_tokens,
+                       request.balanced_routing)
     return [_prediction(ctx, layout, memory, step)
             for layout, memory, step in zip(layouts, memories, steps, strict=True)]
 
