@@ -4,16 +4,18 @@ gain on a part where no run of it stands, and the row says the gain is the datas
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
 
 from openrecipes import figures
 from openrecipes.catalog.hardware import load_reference_tables
+from openrecipes.catalog.yamlio import parse_yaml
 from openrecipes.errors import UserError
 from openrecipes.plan import compute
 from openrecipes.plan.compute import Part, compute_time, gemm_efficiency
-from openrecipes.plan.constants import calibration
+from openrecipes.plan.constants import CALIBRATION_FILE, calibration, calibration_problems
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.ops import Attention, Gemm, Ops, layer_ops
 from openrecipes.plan.predict import PlanRequest, predict
@@ -122,3 +124,16 @@ def test_float8_on_a_part_without_an_fp8_peak_is_bad_input_naming_the_part_and_f
         predict(PlanRequest("llama-3.1-8b", "A100", 8, 8192, 64, "torchtitan", float8="tensorwise"))
     said = str(raised.value)
     assert "A100-SXM4-80GB" in said and "fp8" in said and "peak_fp8_flops" in said and "\n" not in said
+
+
+def test_a_residual_may_exceed_one_but_a_share_of_peak_may_not():
+    text = CALIBRATION_FILE.read_text(encoding="utf-8")
+
+    def problems(name: str) -> list[str]:
+        edited = re.sub(rf"(^  {re.escape(name)}:\n    value: )\S+", r"\g<1>1.5", text, count=1, flags=re.MULTILINE)
+        assert edited != text
+        return calibration_problems(parse_yaml(edited, CALIBRATION_FILE))
+
+    assert problems("compute_efficiency.megatron/B200-SXM-180GB") == []
+    assert problems("low_precision_efficiency.fp8") == []
+    assert len(problems("attention_efficiency")) == 1

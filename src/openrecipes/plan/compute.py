@@ -8,8 +8,8 @@ part's peak, memory-bound work at its HBM bandwidth.
   dimension: its tiles (128 to 256 wide) fill the tensor cores only when every dimension spans several of them, and
   its operands are read for fewer FLOPs as d falls (arithmetic intensity ~ d). The ceiling (calibration.yaml
   `assumed.gemm_efficiency_ceiling`, per precision) is what cuBLAS reaches on large square GEMMs. A routed expert's
-  grouped GEMM has its own half size (`grouped_gemm_half_rows`, on its tokens per expert) and its engine's
-  share (`<engine>_expert_efficiency`), and the busiest EP rank's load (`expert_load`) sets its time.
+  grouped GEMM rises with its tokens per expert instead, `ceiling x m / (m + grouped_gemm_half_rows)`, times its
+  engine's share (`<engine>_expert_efficiency`), and the busiest EP rank's load (`expert_load`) sets its time.
 - Causal attention's FLOPs run at the flash kernel's efficiency: measured by a probe (its forward and backward
   FLOP/s by sequence length and head size), else `attention_efficiency x seq / (seq + attention_half_seq) x d /
   (d + attention_half_head_dim)` of the BF16 peak (FlashAttention-2/3's published curves rise with both).
@@ -85,9 +85,11 @@ def gemm_efficiency(gemm: Gemm, part: Part, precision: str, calibration: Calibra
     if measured(part, precision):
         assert part.probe is not None
         return part.probe.gemm_efficiency(max(1, round(gemm.m)), gemm.n, gemm.k, precision)
-    half = calibration.grouped_gemm_half_rows if gemm.grouped else calibration.gemm_half_dim
-    smallest = min(gemm.m, gemm.n, gemm.k)
-    return calibration.gemm_efficiency_ceiling[precision] * smallest / (smallest + half)
+    if gemm.grouped:  # its tokens per expert fill the grouped kernel's row tiles
+        size, half = gemm.m, calibration.grouped_gemm_half_rows
+    else:
+        size, half = min(gemm.m, gemm.n, gemm.k), calibration.gemm_half_dim
+    return calibration.gemm_efficiency_ceiling[precision] * size / (size + half)
 
 
 def attention_flops_per_s(seq: int, head_dim: int, part: Part, calibration: Calibration) -> float:
