@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
-from openrecipes.plan.compute import Part, compute_time, hbm_bytes_per_s, measured, part_of
+from openrecipes.plan.compute import Part, compute_time, hbm_bytes_per_s, measured
 from openrecipes.plan.constants import BF16_BYTES, FP32_BYTES, Calibration, Links
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.levers import gemm_precision, time_effect
@@ -203,17 +203,18 @@ def _imbalance(shape: ModelShape, layout: Layout, calibration: Calibration, bala
     return 1 + calibration.routing_load_cv * math.sqrt(2 * math.log(layout.ep) / (shape.experts / layout.ep))
 
 
-def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, calibration: Calibration, global_batch: int,
-               row_tokens: int, balanced_routing: bool = False) -> list[StepTime]:
+def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, part: Part, calibration: Calibration,
+               global_batch: int, row_tokens: int, balanced_routing: bool = False) -> list[StepTime]:
     """The step of each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group):
-    the fraction changes the host update only, so the rest is worked out once."""
+    the fraction changes the host update only, so the rest is worked out once. `part`: what compute reads of the
+    part (openrecipes.plan.compute.part_of), read once a request."""
     layout = layouts[0]
     microbatches = layout.microbatches(global_batch)
     mean_rows = global_batch / layout.dp / microbatches  # the last microbatch may be short
     layers = max(layout.stage_layers)  # on the heaviest stage
     rules = layout.rules
     operators = layer_ops(shape, layout, microbatch_tokens(layout, mean_rows, row_tokens), row_tokens)
-    precision, part = gemm_precision(layout, links.gpu_type), part_of(links.variant, links.catalog_root)
+    precision = gemm_precision(layout, links.gpu_type)
     timed = compute_time(operators, part, precision, calibration, layout.engine,
                          _imbalance(shape, layout, calibration, balanced_routing))
     attention_s = timed.attention_s
