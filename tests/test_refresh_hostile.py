@@ -139,12 +139,13 @@ ABSURD = [("1e308", "is '1e308', not a number (a decimal point makes it one"), (
           (".nan", "is '.nan', not a number"), (".inf", "is '.inf', not a number"), ("-0.5", "is -0.5, outside (0, 1]"),
           ("0.0", "is 0.0, outside (0, 1]"), ("1.5", "is 1.5, outside (0, 1]"), ("true", "is 'true', not a number"),
           ("'0.5'", "is '0.5', not a number"), ("[0.5]", "is '[0.5]', not a number"), ("~", "is '~', not a number"),
-          ("1.0e-9", "is 1.0e-9, more than 100 times off its prior 0.5")]
+          ("1.0e-9", "is 1.0e-9, more than 100 times off its prior 0.6")]
 
 
 def _first_fitted(text: str) -> re.Match[str]:
-    """The calibration's first fitted efficiency (its key and value line): every refit changes the value."""
-    found = re.search(r"^  (compute_efficiency\.\S+):\n(    value: \S+)\n    prior: 0.5$", text, re.MULTILINE)
+    """The calibration's fitted flash-attention efficiency, a share of peak (its key and value line): every refit
+    changes the value."""
+    found = re.search(r"^  (attention_efficiency):\n(    value: \S+)\n    prior: 0.6$", text, re.MULTILINE)
     assert found is not None
     return found
 
@@ -160,7 +161,7 @@ def test_an_absurd_calibration_value_is_a_failed_check_naming_the_value_and_line
 
 
 @pytest.mark.parametrize(("old", "new", "said"), [
-    ("    prior: 0.5\n", "    prior: -1.0\n", "compute_efficiency.megatron/B200-SXM-180GB.prior is -1.0, outside"),
+    ("    prior: 1.0\n", "    prior: -1.0\n", "compute_efficiency.megatron/B200-SXM-180GB.prior is -1.0, outside"),
     ("  runtime_reserve_gib: 4.0", "  runtime_reserve_gib: -4.0", "assumed.runtime_reserve_gib is -4.0, outside"),
     ("    dp: 0.2", "    dp: 2.0", "assumed.exposed_communication.dp is 2.0, outside [0, 1]"),
     ("  measurement_sigma: 0.03", "  measurement_sigma: 0.0", "assumed.measurement_sigma is 0.0, outside (0, inf)"),

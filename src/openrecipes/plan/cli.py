@@ -343,6 +343,10 @@ def _print_table(console: Console, request: PlanRequest, title: str, rows: list[
     if unmeasured:
         console.print(f"time effect unmeasured (predicted as without them): {', '.join(unmeasured)}; memory: "
                       "docs/planning.md, levers")
+    datasheet = sorted({p.step.datasheet_precision for p in rows if p.step.datasheet_precision})
+    if datasheet:
+        console.print(f"{', '.join(name.upper() for name in datasheet)} gain predicted from the datasheet's peak, "
+                      f"not measured on {rows[0].variant}: docs/planning.md, compute by operator")
 
 
 def _table(title: str, narrow: bool, caption: str | None = None) -> Table:

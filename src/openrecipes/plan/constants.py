@@ -38,13 +38,15 @@ class Links:
 
 
 EFFICIENCY = "compute_efficiency."  # prefix of the fitted efficiencies' names in calibration.yaml
-LOW_PRECISION = "low_precision_speedup."  # prefix of the fitted low-precision GEMM speed-ups' names
+LOW_PRECISION = "low_precision_efficiency."  # prefix of the fitted low-precision GEMM residuals' names
 EXPOSED = "exposed_communication."  # prefix of the exposed shares of collectives that are fitted, not assumed
 
 
 @dataclass(frozen=True)
 class Calibration:
-    compute_efficiency: dict[str, float]  # by "engine/variant", for each variant with measured points of the engine
+    # A residual factor on the modelled compute time (openrecipes.plan.compute) by "engine/variant", for each variant
+    # with measured points of the engine: what the operators' physics leaves unexplained, pulled towards 1
+    compute_efficiency: dict[str, float]
     cpu_optimizer_params_per_s_per_gpu: float
     amp_composite_norm_s_per_element: float  # eager torchtitan under AMP: seconds per normalized element
     exposed_communication: dict[str, float]
@@ -69,13 +71,21 @@ class Calibration:
     collective_base_latency_s: float = 8.4e-6
     nvlink_step_latency_s: float = 3.4e-6
     network_step_latency_s: float = 9.6e-6
-    # Megatron's block GEMMs in a low precision (fp8, mxfp8, nvfp4) run this much faster than in BF16
-    low_precision_speedup: dict[str, float] = field(default_factory=dict)
+    # The block GEMMs in a low precision (fp8, mxfp8, nvfp4): a residual factor on the datasheet's efficiency there
+    low_precision_efficiency: dict[str, float] = field(default_factory=dict)
+    # openrecipes.plan.compute's curves: a GEMM's share of peak for large shapes per precision (assumed), the smallest
+    # dimension at which it reaches half that (fitted), flash attention's ceiling (fitted) and its half sizes
+    gemm_efficiency_ceiling: dict[str, float] = field(default_factory=dict)
+    gemm_half_dim: float = 128.0
+    attention_efficiency: float = 0.6
+    attention_half_seq: float = 512.0
+    attention_half_head_dim: float = 64.0
+    hbm_efficiency: float = 1.0  # achieved share of the datasheet's HBM bandwidth in streaming kernels
 
     def fitted_values(self) -> dict[str, float]:
         """Every fitted value by its calibration.yaml name."""
         return {**{EFFICIENCY + key: value for key, value in self.compute_efficiency.items()},
-                **{LOW_PRECISION + key: value for key, value in self.low_precision_speedup.items()},
+                **{LOW_PRECISION + key: value for key, value in self.low_precision_efficiency.items()},
                 **{EXPOSED + key: value for key, value in self.exposed_communication.items()
                    if EXPOSED + key in calibration_document()["fitted"]},
                 **{name: getattr(self, name) for name in FITTED_FIELDS}}
@@ -87,7 +97,7 @@ class Calibration:
 
     def with_values(self, values: dict[str, float]) -> Calibration:
         """This calibration with the named fitted values replaced."""
-        efficiency, speedup = dict(self.compute_efficiency), dict(self.low_precision_speedup)
+        efficiency, speedup = dict(self.compute_efficiency), dict(self.low_precision_efficiency)
         exposed = dict(self.exposed_communication)
         fields: dict[str, Any] = {}
         for name, value in values.items():
@@ -97,15 +107,15 @@ class Calibration:
                     break
             else:
                 fields[name] = value
-        return replace(self, compute_efficiency=efficiency, low_precision_speedup=speedup,
+        return replace(self, compute_efficiency=efficiency, low_precision_efficiency=speedup,
                        exposed_communication=exposed, **fields)
 
 
 # The fitted values that are plain fields of Calibration (the efficiencies are a dict).
 FITTED_FIELDS = ("compile_speedup", "cp_attention_efficiency", "microbatch_overhead_s_per_layer",
                  "eager_sac_overhead_s_per_layer", "amp_composite_norm_s_per_element", "grouped_gemm_half_rows",
-                 "torchtitan_expert_efficiency", "megatron_expert_efficiency", "routing_load_cv",
-                 "network_step_latency_s")
+                 "torchtitan_expert_efficiency", "megatron_expert_efficiency", "routing_load_cv", "gemm_half_dim",
+                 "attention_efficiency", "network_step_latency_s")
 
 
 def links(variant: str, gpu: GpuSpec, catalog_root: Path | None = None) -> Links:
@@ -130,12 +140,15 @@ CALIBRATION_FILE = HERE / "calibration.yaml"
 MAX_FROM_PRIOR = 100.0
 # Shares that cannot exceed the whole: an efficiency (of peak FLOP/s, of a link's bandwidth), an exposed share.
 AT_MOST_ONE = ("efficiency", "exposed_communication")
+# Residual factors on a modelled time, not shares: they may exceed 1 where the physics predicts too slow.
+RESIDUALS = (f"fitted.{EFFICIENCY}", f"fitted.{LOW_PRECISION}", "fitted.torchtitan_expert_efficiency",
+             "fitted.megatron_expert_efficiency")
 
 
 def calibration_problems(doc: YamlDocument) -> list[str]:
     """Each value of calibration.yaml that is not a finite number in its range, as `file:line: field ...; fix`.
     Fitted values, priors and spreads are positive, a fitted value within MAX_FROM_PRIOR of its prior; measured
-    and assumed values are at least 0; shares (AT_MOST_ONE) at most 1."""
+    and assumed values are at least 0; shares (AT_MOST_ONE, not RESIDUALS) at most 1."""
     problems: list[str] = []
 
     def bad(dotted: str, why: str) -> None:
@@ -143,7 +156,7 @@ def calibration_problems(doc: YamlDocument) -> list[str]:
                         "undoes an edit), then run `openrecipes refresh`")
 
     def number(dotted: str, value: object, positive: bool) -> float | None:
-        share = any(word in dotted for word in AT_MOST_ONE)
+        share = any(word in dotted for word in AT_MOST_ONE) and not dotted.startswith(RESIDUALS)
         written = doc.raw.get(dotted, repr(value))
         if isinstance(value, bool) or not isinstance(value, int | float):
             hint = " (a decimal point makes it one: 1.0e+3, not 1e3)" if re.fullmatch(r"[-+]?\d+e[-+]?\d+", written,
@@ -203,7 +216,8 @@ def calibration() -> Calibration:
         cpu_optimizer_params_per_s_per_gpu=doc["measured"]["cpu_optimizer_params_per_s_per_gpu"]["value"],
         **{name: assumed[name] for name in ("exposed_communication", "nvlink_bus_efficiency", "network_bus_efficiency",
                                             "selective_recompute_time_factor", "runtime_reserve_gib",
-                                            "memory_bound_share", "collective_base_latency_s",
+                                            "memory_bound_share", "gemm_efficiency_ceiling", "attention_half_seq",
+                                            "attention_half_head_dim", "hbm_efficiency", "collective_base_latency_s",
                                             "nvlink_step_latency_s")})
     return base.with_values({name: row["value"] for name, row in doc["fitted"].items()})
 

@@ -39,7 +39,7 @@ from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.engines.registry import engine_named
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import BF16_BYTES, HERE
-from openrecipes.plan.layouts import Layout, LeverSet
+from openrecipes.plan.layouts import LOW_PRECISIONS, Layout, LeverSet
 from openrecipes.plan.words import lever_names, names_of
 
 FUSED_LINEAR_CROSS_ENTROPY = "liger-fused-linear-cross-entropy"
@@ -96,12 +96,26 @@ class TimeEffect:
 
 
 def time_effect(layout: Layout, gpu_type: str) -> TimeEffect:
+    """The measured factors of the layout's levers. A float8 scaling without one is no unmeasured lever: its GEMMs
+    run at the FP8 peak (gemm_precision, openrecipes.plan.compute)."""
     names = lever_names(layout)
     if not names:  # most layouts: the product of no factors, without reading them
         return TimeEffect(1, ())
     factors = measured_factors()
     speedup = math.prod(factors[(gpu_type, name)].factor for name in names if (gpu_type, name) in factors)
-    return TimeEffect(speedup, tuple(name for name in names if (gpu_type, name) not in factors))
+    float8 = names_of((), None, layout.float8)
+    return TimeEffect(speedup, tuple(name for name in names if (gpu_type, name) not in factors
+                                     and name not in float8))
+
+
+def gemm_precision(layout: Layout, gpu_type: str) -> str | None:
+    """The format the layout's block GEMMs run in where it is not BF16: Megatron's precision, or torchtitan's float8
+    where no pair of our runs measured its factor on the GPU type (a measured factor times it instead)."""
+    if layout.low_precision is not None:
+        return LOW_PRECISIONS[layout.low_precision]
+    if layout.float8 is not None and (gpu_type, *names_of((), None, layout.float8)) not in measured_factors():
+        return "fp8"
+    return None
 
 
 def parse_levers(kernels: str | None, attention: str | None, float8: str | None) -> tuple[dict, LeverSearch]:

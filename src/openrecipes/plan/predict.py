@@ -23,6 +23,7 @@ from openrecipes.catalog.hardware import (
 )
 from openrecipes.engines.registry import PLANNER_DEFAULT, engine_named
 from openrecipes.errors import UserError
+from openrecipes.plan.compute import Part, part_of
 from openrecipes.plan.constants import GIB, Calibration, Links, calibration, links
 from openrecipes.plan.export_model import PredictedLayout
 from openrecipes.plan.layouts import LOW_PRECISIONS, EngineName, Layout, enumerate_layouts
@@ -68,6 +69,7 @@ class Context:
     calibration: Calibration
     memory_margin: float  # share of the predicted allocator peak a layout must leave free (openrecipes.plan.trust)
     kernel_memory_margin: float  # the same for a layout that pulls a Liger kernel
+    part: Part  # the part's datasheet and probe as compute reads them
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,17 @@ class Prediction:
         largest = self._largest_part
         return (f"{self.fit_label}: {self.memory.total_gib:.1f} GiB of {self.capacity_gib:.1f} GiB on stage "
                 f"{self.memory.stage}, headroom {self.headroom_gib:.1f} GiB against a {self.margin_gib:.1f} GiB margin "
-                f"(largest part {largest.replace('_', ' ')}: {self.memory.parts[largest] / GIB:.1f} GiB)")
+                f"(largest part {largest.replace('_', ' ')}: {self.memory.parts[largest] / GIB:.1f} GiB)"
+                + self.precision_note)
+
+    @property
+    def precision_note(self) -> str:
+        """Where a low precision's gain comes from the datasheet: what the row rests on."""
+        precision = self.step.datasheet_precision
+        if precision is None:
+            return ""
+        return (f"; its {precision.upper()} GEMMs are timed at the datasheet's {precision.upper()} peak: predicted, "
+                f"not measured on {self.variant}")
 
     @property
     def short_reason(self) -> str:
@@ -166,7 +178,8 @@ def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Cont
              if priced else None)
     return Context(request, model_shape(tables.models[request.model]), gpu_links,
                    spec.peak_bf16_flops, price, calibration(),
-                   memory_margin(request.engine).margin, memory_margin(request.engine + WITH_KERNELS).margin)
+                   memory_margin(request.engine).margin, memory_margin(request.engine + WITH_KERNELS).margin,
+                   part_of(variant, tables.root))
 
 
 def predict_layout(ctx: Context, layout: Layout) -> Prediction:
@@ -184,7 +197,7 @@ def predict_layouts(ctx: Context, layouts: Sequence[Layout], drop_dominated: boo
         if drop_dominated and _fits(ctx, layouts[len(memories) - 1], memory):
             break
     layouts = layouts[:len(memories)]
-    steps = step_times(ctx.shape, layouts, ctx.links, ctx.peak_flops, ctx.calibration, request.global_batch,
+    steps = step_times(ctx.shape, layouts, ctx.links, ctx.part, ctx.calibration, request.global_batch,
                        request.row_tokens, request.balanced_routing)
     return [_prediction(ctx, layout, memory, step)
             for layout, memory, step in zip(layouts, memories, steps, strict=True)]
