@@ -6,16 +6,14 @@ Leave-one-source-out and leave-one-part-out come from derived/heldout.json (`ope
 writes them: each publisher, each hardware variant left out in turn, refitted exactly, its points predicted);
 `--releases` also refits without each release of each publisher (about a minute). Each point's printed 90% range is
 set by the other publishers' points alone. Prints markdown tables: the headline, then by source, GPU-count band,
-engine, precision, dense/MoE and part. `--baseline REF` scores the ranges of the planner at git commit REF (its own
-heldout.json, its own range rules) around the same left-out predictions, in the same run, for comparison.
+engine, precision, dense/MoE and part. `--baseline REF` adds the headline rows of the planner at git commit REF,
+scored by that commit's own script on its own heldout.json (its formulas, fit and ranges), for comparison.
 `--tiny`: only the headline, from the stored points (a second).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,20 +24,6 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from openrecipes.plan.score import RELEASE, Summary, facets, scorecard  # noqa: E402
 from openrecipes.plan.trust import HeldOutPoint, stored_points  # noqa: E402
-
-# Run inside a checkout of the baseline commit: its range around each point, as (low, high) shares of the prediction.
-BASELINE_RANGES = """
-import json, sys
-from openrecipes.plan.calibrate import speed_points
-from openrecipes.plan.trust import _error_bounds, band_of, layout_features, precision_class, stored_points
-layouts = {p.slug: p.layout for p in speed_points()}
-out = {}
-for p in stored_points():
-    lay = layouts[p.name]
-    high, low = _error_bounds(p.engine, p.variant, band_of(p.gpus), layout_features(lay), precision_class(lay))[:2]
-    out[p.name] = [1 / high, 1 / low]
-json.dump(out, sys.stdout)
-"""
 
 
 def row(title: str, points: list[HeldOutPoint]) -> str:
@@ -53,23 +37,21 @@ HEADER = ("| {} | points | median abs. error | within ±10% | within ±20% | ins
           "width |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 
 
-def baseline(ref: str, points: list[HeldOutPoint]) -> str:
-    """The baseline's ranges around the same leave-one-source-out predictions: how often they hold, how wide."""
+def baseline(ref: str, releases: bool) -> list[str]:
+    """The planner as it stood at git commit REF, scored by that commit's own benchmarks/plan_score.py on its own
+    derived/heldout.json (its formulas, its fit, its ranges): the headline rows, labelled with REF. The scores are exact
+    refits, no timing, so two processes compare as one run."""
     with tempfile.TemporaryDirectory() as folder:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", folder, ref], check=True,
                        capture_output=True)
         try:
-            found = subprocess.run([sys.executable, "-c", BASELINE_RANGES], cwd=folder, check=True,
+            found = subprocess.run([sys.executable, "benchmarks/plan_score.py", "--tiny",
+                                    *(["--releases"] if releases else [])], cwd=folder, check=True,
                                    capture_output=True, text=True, env={"PYTHONPATH": f"{folder}/src"}).stdout
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", folder], check=True)
-    ranges = json.loads(found)
-    inside = [ranges[p.name][0] * p.source_held_out <= p.measured <= ranges[p.name][1] * p.source_held_out
-              for p in points if p.name in ranges]
-    widths = [ranges[p.name][1] - ranges[p.name][0] for p in points if p.name in ranges]
-    return (f"| ranges of {ref} around the same predictions | {len(inside)} | | | | {sum(inside) / len(inside):.0%} | "
-            f"{statistics.median(widths):.0%} |")
-
+    return [line.replace("| ", f"| {ref}: ", 1) for line in found.splitlines()
+            if line.startswith(("| leave one", "| our own"))]
 
 def releases() -> list[str]:
     from openrecipes.plan.calibrate import speed_points
@@ -86,7 +68,7 @@ def releases() -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--baseline", help="a git commit whose ranges to score beside")
+    parser.add_argument("--baseline", help="a git commit whose planner to score beside")
     parser.add_argument("--releases", action="store_true", help="also leave each release out (refits, a minute)")
     parser.add_argument("--tiny", action="store_true", help="only the headline")
     args = parser.parse_args()
@@ -101,7 +83,7 @@ def main() -> None:
     ours = [p for p in points if p.source == "OpenRecipes"]
     print(row("our own runs, leave one source out", ours))
     if args.baseline:
-        print(baseline(args.baseline, points))
+        print("\n".join(baseline(args.baseline, args.releases)))
     if args.tiny:
         return
     for facet in facets(points[0]):
