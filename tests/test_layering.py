@@ -259,3 +259,40 @@ def test_the_checker_catches_an_engine_named_outside_engines(tmp_path, monkeypat
                                           ("openrecipes.launch.cli", "launch")])
 def test_rooms_are_named_by_their_top_package(module, room):
     assert room_of(module) == room
+
+
+def room_cycles() -> list[list[str]]:
+    """Every circle of rooms importing each other (an import inside a function counts), each from its first room."""
+    graph: dict[str, set[str]] = {}
+    for path in SRC.rglob("*.py"):
+        here = room_of(module_name(path)) if path.parent != SRC else path.stem
+        graph.setdefault(here, set()).update(room_of(target) for _, target in imports_of(path))
+    cycles, done = [], set()
+
+    def visit(room: str, trail: list[str]) -> None:
+        if room in trail:
+            cycles.append(trail[trail.index(room):])
+            return
+        if room in done:
+            return
+        for there in sorted(graph.get(room, set()) - {room}):
+            visit(there, [*trail, room])
+        done.add(room)
+
+    for room in sorted(graph):
+        visit(room, [])
+    return cycles
+
+
+def test_no_rooms_import_each_other_in_a_circle():
+    assert room_cycles() == []
+
+
+def test_the_circle_checker_finds_one(tmp_path, monkeypatch):
+    fake = tmp_path / "openrecipes"
+    for room, other in (("tune", "answer"), ("answer", "tune")):
+        (fake / room).mkdir(parents=True)
+        (fake / room / "__init__.py").write_text("")
+        (fake / room / "step.py").write_text(f"def run():\n    from openrecipes.{other} import step\n")
+    monkeypatch.setattr(__import__(__name__), "SRC", fake)
+    assert room_cycles() == [["answer", "tune"]]
