@@ -1,5 +1,5 @@
 """`openrecipes refresh`'s answers step: each model's grid (answer/grid.py) computed again where its seal moved,
-with a progress line per GPU type and per model."""
+with a progress line per model; a model's points are spread over the machine's cores."""
 
 from __future__ import annotations
 
@@ -14,18 +14,19 @@ from openrecipes.answer.predicted import predicted_point
 from openrecipes.atomic import write_atomic
 from openrecipes.catalog.store import Catalog
 from openrecipes.errors import UserError
+from openrecipes.forked import forked_map
 
 ANSWER_VERSION = 1  # bumped when what a grid holds changes without a change of its inputs or PLANNER_VERSION
 
 
 def compute_grid(catalog: Catalog, model: str, inputs: str,
                  progress: Callable[[str], None] = lambda text: None) -> AnswerGrid:
-    """Every point of the model's grid where predictions are offered, sealed to `inputs` (its plan seal)."""
-    points = []
-    for gpu_type in priced_types(catalog):
-        started = time.process_time()
-        points += [predicted_point(catalog, model, gpu_type, gpus) for gpus in grid_counts(catalog, model, gpu_type)]
-        progress(f"{model} on {gpu_type}: {time.process_time() - started:.1f} s of CPU")
+    """Every point of the model's grid where predictions are offered, sealed to `inputs` (its plan seal); the points
+    are independent, so they are spread over the machine's cores."""
+    asked = [(gpu_type, gpus) for gpu_type in priced_types(catalog) for gpus in grid_counts(catalog, model, gpu_type)]
+    started = time.monotonic()
+    points = forked_map(lambda point: predicted_point(catalog, model, *point), asked, minimum=2)
+    progress(f"{model}: {len(points)} points in {time.monotonic() - started:.1f} s")
     return AnswerGrid(fingerprint=inputs, model=model, points=tuple(points))
 
 
@@ -92,9 +93,8 @@ def refresh_grids(catalog: Catalog, folder: Path, check: bool, say: Callable[[st
             held[model].unlink()
         folder.mkdir(parents=True, exist_ok=True)
         for number, model in enumerate(stale, 1):
-            started = time.process_time()
             grid = compute_grid(catalog, model, seals[model], say)
             write_atomic(folder / f"{model}.json", grid_text(grid))
-            say(f"[{number}/{len(stale)}] {model}.json written ({time.process_time() - started:.0f} s of CPU)")
+            say(f"[{number}/{len(stale)}] {model}.json written")
     return "; ".join(f"{', '.join(f'{m}.json' for m in models)} ({problem})" for problem, models in why.items()) \
         or None
