@@ -25,6 +25,7 @@ from pathlib import Path
 from openrecipes.catalog.hardware import variant_id
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
+from openrecipes.forked import forked_map
 from openrecipes.plan.constants import EFFICIENCY, Calibration
 from openrecipes.plan.fit import fit
 from openrecipes.plan.points import MeasuredPoint, SpeedPoint, reference_publisher, reference_rows, reference_tables
@@ -99,15 +100,20 @@ def _refit_without(points: Sequence[SpeedPoint], left_out: set[int], full: Calib
 
 def left_out_predictions(points: Sequence[SpeedPoint], kind: str, full: Calibration,
                          found: dict[str, Source]) -> list[float]:
-    """Each point's prediction with its whole group (of `kind`) left out of the fit."""
+    """Each point's prediction with its whole group (of `kind`) left out of the fit; the groups' exact refits are
+    independent, so they are spread over the machine's cores."""
     groups: dict[str, set[int]] = {}
     for i, point in enumerate(points):
         groups.setdefault(group_of(point, kind, found), set()).add(i)
-    out = [0.0] * len(points)
-    for members in groups.values():
+
+    def predicted_without(members: set[int]) -> list[tuple[int, float]]:
         refit = _refit_without(points, members, full)
-        for i in members:
-            out[i] = predicted_with(points[i], refit)
+        return [(i, predicted_with(points[i], refit)) for i in sorted(members)]
+
+    out = [0.0] * len(points)
+    for predicted in forked_map(predicted_without, list(groups.values()), minimum=2):
+        for i, value in predicted:
+            out[i] = value
     return out
 
 
