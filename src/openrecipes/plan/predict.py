@@ -186,10 +186,13 @@ def predict_layout(ctx: Context, layout: Layout) -> Prediction:
     return predict_layouts(ctx, (layout,))[0]
 
 
-def predict_layouts(ctx: Context, layouts: Sequence[Layout], drop_dominated: bool = False) -> list[Prediction]:
+def predict_layouts(ctx: Context, layouts: Sequence[Layout], drop_dominated: bool = False,
+                    fitting_only: bool = False) -> list[Prediction]:
     """Each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group, smallest
     fraction first). With `drop_dominated`, the fractions after the first that fits are left out: they differ from
-    it only by more host work and less memory, so they fit and run slower (what `plan` ranks never needs them)."""
+    it only by more host work and less memory, so they fit and run slower (what `plan` ranks never needs them). With
+    `fitting_only`, a layout that does not fit is left out before its step is worked out (the same predictions for
+    the rest, at a fraction of the cost where most layouts do not fit)."""
     request = ctx.request
     memories = []
     for memory in memories_in_order(ctx.shape, layouts, request.global_batch, ctx.calibration.runtime_reserve_gib):
@@ -197,6 +200,12 @@ def predict_layouts(ctx: Context, layouts: Sequence[Layout], drop_dominated: boo
         if drop_dominated and _fits(ctx, layouts[len(memories) - 1], memory):
             break
     layouts = layouts[:len(memories)]
+    if fitting_only:
+        kept = [(layout, memory) for layout, memory in zip(layouts, memories, strict=True)
+                if _fits(ctx, layout, memory)]
+        if not kept:
+            return []
+        layouts, memories = [layout for layout, _ in kept], [memory for _, memory in kept]
     steps = step_times(ctx.shape, layouts, ctx.links, ctx.part, ctx.calibration, request.global_batch,
                        request.row_tokens, request.balanced_routing)
     return [_prediction(ctx, layout, memory, step)
@@ -227,9 +236,10 @@ def _prediction(ctx: Context, layout: Layout, memory: MemoryEstimate, step: Step
         peak_fits=headroom >= 0, fits=headroom >= margin, moe=ctx.shape.is_moe, catalog_root=ctx.links.catalog_root)
 
 
-def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list[Prediction]:
+def predict(request: PlanRequest, tables: ReferenceTables | None = None,
+            fitting_only: bool = False) -> list[Prediction]:
     """Every valid layout, ranked: the ones that fit with the margin by predicted tokens/s, then the ones inside the
-    margin the same way, then the rest by how close they come."""
+    margin the same way, then the rest by how close they come. `fitting_only`: the ones that fit alone."""
     ctx = context(request, tables)
     if not engine_named(request.engine).levers and (request.kernels or request.attention or request.float8):
         raise UserError(f"--kernels, --attention and --float8 are torchtitan levers, which {request.engine} lacks: "
@@ -241,9 +251,12 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None) -> list
     groups = enumerate_layouts(ctx.shape, request.gpus, request.row_tokens, request.global_batch, request.engine,
                                ctx.links.gpus_per_nvlink_domain, request.grad_reduce_bf16, settings,
                                request.low_precision)
+    predictions, valid = [], False
     with _collector_paused():
-        predictions = [prediction for group in groups for prediction in predict_layouts(ctx, group, True)]
-    if not predictions:
+        for group in groups:
+            valid = True
+            predictions += predict_layouts(ctx, group, True, fitting_only)
+    if not valid:
         raise UserError(f"no valid {request.engine} layout of {request.model} on {request.gpus} GPUs with global batch "
                         f"{request.global_batch} and {request.row_tokens}-token rows")
     return sorted(predictions, key=lambda p: (not p.fits, not p.peak_fits,

@@ -50,7 +50,7 @@ def runnable_predictions(request: PlanRequest, root: Path | None = None) -> list
     flag table can express."""
     tables = load_reference_tables(root)
     card = tables.models.get(request.model)
-    fitting = [p for p in predict(request, tables) if p.fits]
+    fitting = predict(request, tables, fitting_only=True)
     if not engine_named(request.engine).runner.runs_here:
         layers = card.layers if card is not None else 0
         return [p for p in fitting if expressible(p.layout, layers)]
