@@ -25,7 +25,10 @@ SPEARMAN_BAR = 0.8
 # Megatron efficiency of the H200 with MLPerf's Llama 3.1 405B FP8 entries on 512 and 1,024 H200 (NeMo, dense), which
 # ran faster than predicted and pull it up: held out, the recipe is predicted about 21% too fast (7.6% before those
 # entries joined the fit). It stays inside its printed range; the fit has no separate term for the two yet.
-KNOWN_MISSES: dict[str, tuple[float, float]] = {"gpt-oss-20b/h200/attune-tp1-pp2-ep4": (0.0, 0.25)}
+# Compute by operator times a compiled FSDP step on 2 x H200 that keeps its parameters gathered 15% fast: its
+# reshard-after-forward probe is the one run of ours past the bar (docs/planning.md says so).
+KNOWN_MISSES: dict[str, tuple[float, float]] = {"gpt-oss-20b/h200/attune-tp1-pp2-ep4": (0.0, 0.25),
+                                                "qwen3-8b-h200x2-compile-noac-mb1-reshard-probe": (0.0, 0.16)}
 RECORD = "/record-"
 
 
