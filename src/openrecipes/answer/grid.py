@@ -43,17 +43,24 @@ def priced_types(catalog: Catalog) -> list[str]:
 
 
 def predicted_models(catalog: Catalog) -> list[str]:
-    """Every model with a card: each gets a grid."""
-    return sorted(catalog.tables.models)
+    """The models with a card and a recipe or a published run (the ones plans/ holds): each gets a grid. A grid of
+    every model's card would recompute all of them whenever the held-out table moves (a contributor's one recipe)."""
+    with_runs = {e.entry.model for e in catalog.recipes} | {e.entry.model for e in catalog.record
+                                                             if e.entry.published is not None}
+    return sorted(with_runs & set(catalog.tables.models))
 
 
 def predicted_here(catalog: Catalog, model: str, gpu_type: str, gpus: int) -> str | None:
-    """Why the planner's lines are not offered at this point; None where they are (a priced GPU type)."""
+    """Why the planner's lines are not offered at this point; None where they are (a priced GPU type, a model with a
+    recipe or a published run)."""
+    ask = f"ask `openrecipes plan {model} --gpu {gpu_type} --gpus {gpus}`"
+    if model not in predicted_models(catalog):
+        return f"predicted: offered for the models with a recipe or a published run, as their Plan pages; {ask}"
     priced = priced_types(catalog)
     if gpu_type in priced:
         return None
     return (f"predicted: offered on the GPU types an instance of hardware/instances.yaml prices ({', '.join(priced)})"
-            f"; for {gpu_type} ask `openrecipes plan {model} --gpu {gpu_type} --gpus {gpus}`")
+            f"; for {gpu_type} {ask}")
 
 
 def grid_text(grid: AnswerGrid) -> str:
