@@ -12,6 +12,7 @@ that file is stale.
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 from dataclasses import asdict
@@ -46,15 +47,17 @@ from openrecipes.plan.words import describe
 RANKED_GROUP = 4
 
 
-def leave_one_out(root: Path | None = None, fixed: dict[str, float] | None = None) -> list[HeldOutPoint]:
+def leave_one_out(root: Path | None = None, fixed: dict[str, float] | None = None,
+                  by_group: bool = True) -> list[HeldOutPoint]:
     """Each point predicted with every value fitted on all points (in-sample), without it alone (held out), without
     every point of its publisher (the error that sets ranges) and without every point on its hardware variant
-    (openrecipes.plan.score)."""
+    (openrecipes.plan.score). `by_group=False` leaves the last two out (NaN): their exact refits are most of the
+    cost, and a term's effect on the held-out errors needs neither (benchmarks/plan_loo.py)."""
     points = speed_points(root)
     full = fit(points, fixed=fixed)
     found = sources(root)
-    by_source = left_out_predictions(points, SOURCE, full, found)
-    by_part = left_out_predictions(points, PART, full, found)
+    by_source = left_out_predictions(points, SOURCE, full, found) if by_group else [math.nan] * len(points)
+    by_part = left_out_predictions(points, PART, full, found) if by_group else [math.nan] * len(points)
     covered = {(found[p.slug].publisher, p.request.engine, variant_of(p)) for p in points}
     rows = []
     for i, (point, without) in enumerate(zip(points, refits_without_each(points, full, fixed), strict=True)):
