@@ -70,7 +70,7 @@ def main() -> None:
     if "--exact" in sys.argv[1:]:
         compare_with_exact_refits()
     tiny = "--tiny" in sys.argv[1:]
-    rows = leave_one_out(by_group=False)
+    rows = leave_one_out(groups=())
     print("| point | GPUs | layout | measured tok/s/GPU | in-sample | held out | error |")
     print("|---|---|---|---:|---:|---:|---:|")
     for r in rows:
@@ -78,7 +78,7 @@ def main() -> None:
               f"{r.held_out:,.1f} | {r.error:+.1%} |")
     print(f"\nAll terms: {_summary(rows)}\n")
     for term, fixed in list(TERMS_OFF.items())[:1 if tiny else None]:
-        print(f"- without the {term}: {_summary(leave_one_out(fixed=fixed, by_group=False))}")
+        print(f"- without the {term}: {_summary(leave_one_out(fixed=fixed, groups=()))}")
 
     catalog = load_catalog(default_catalog_root())
     print("\n| published summary | GPUs | published tok/s/GPU | planner's best fitting layout | predicted | "

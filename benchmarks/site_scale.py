@@ -15,12 +15,15 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE_COMMIT = "b393138"  # main before pages, plots and audits were built on every core
@@ -63,6 +66,23 @@ def baseline_tree(folder: Path, commit: str = BASELINE_COMMIT) -> Path:
     return folder / "src"
 
 
+def catalog_as_known_to(tree: Path, catalog: Path, copy: Path) -> Path:
+    """The catalog as the baseline's schema (tree/schema/) can read it: a recipe's top-level fields added since
+    (`engine:`) dropped, every other line and file as written, so both arms load the same recipes."""
+    schema = yaml.safe_load((tree / "schema" / "recipe.schema.yaml").read_text(encoding="utf-8"))
+    known = {field for kind in schema["anyOf"] for field in schema["$defs"][kind["$ref"].split("/")[-1]]["properties"]}
+    shutil.copytree(catalog, copy)
+    for path in (copy / "recipes").rglob("*.yaml"):
+        kept, dropping = [], False
+        for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+            if line[:1] not in (" ", "\n", "#", "-"):  # a top-level field starts here
+                dropping = line.split(":", 1)[0] not in known
+            if not dropping:
+                kept.append(line)
+        path.write_text("".join(kept), encoding="utf-8")
+    return copy
+
+
 def run_arm(source: Path, catalog: Path, out: Path) -> dict:
     environment = {**os.environ, "PYTHONPATH": str(source)}
     done = subprocess.run([sys.executable, "-c", ARM, str(catalog), str(out)], env=environment, capture_output=True,
@@ -74,11 +94,13 @@ def run_arm(source: Path, catalog: Path, out: Path) -> dict:
 
 def run_arms(work: Path, runs: int, baseline: str = BASELINE_COMMIT) -> dict[str, list[dict]]:
     """Each arm built `runs` times from work/catalog, the arms taking turns: {"before": [report, ...], "now": ...}."""
-    arms = {"before": baseline_tree(work / "before", baseline), "now": REPO / "src"}
+    before = baseline_tree(work / "before", baseline)
+    arms = {"before": (before, catalog_as_known_to(before.parent, work / "catalog", work / "catalog-before")),
+            "now": (REPO / "src", work / "catalog")}
     results: dict[str, list[dict]] = {arm: [] for arm in arms}
     for run in range(runs):
-        for arm, source in arms.items():
-            results[arm].append(run_arm(source, work / "catalog", work / f"site-{arm}-{run}"))
+        for arm, (source, catalog) in arms.items():
+            results[arm].append(run_arm(source, catalog, work / f"site-{arm}-{run}"))
     return results
 
 

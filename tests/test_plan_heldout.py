@@ -8,6 +8,8 @@ come from it. The public record's entries are held to their own bars in tests/te
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from conftest import REPO
 
@@ -32,14 +34,19 @@ KNOWN_MISSES: dict[str, tuple[float, float]] = {"gpt-oss-20b/h200/attune-tp1-pp2
 RECORD = "/record-"
 
 
-@pytest.fixture(scope="module")
-def fresh() -> dict:
-    return heldout.compute()
+@pytest.mark.slow  # every point refitted without itself, and one publisher and one part left out whole: about a minute
+def test_the_stored_table_is_what_the_fit_gives_now_and_an_edited_figure_is_caught(monkeypatch):
+    from openrecipes.catalog.store import load_catalog
+    from openrecipes.tune.fingerprint import derived_inputs
 
-
-@pytest.mark.slow  # one refit per measured point: about 9 CPU seconds; the other tests read the stored table
-def test_heldout_json_is_what_the_fit_gives_now(fresh):
-    assert fresh == stored(), "stale: run `openrecipes refresh`"
+    seal = derived_inputs(load_catalog(REPO))
+    assert heldout.differs_on_a_sample(REPO, seal) is None, "stale: run `openrecipes refresh`"
+    groups = heldout.sampled_groups(REPO, seal)
+    edited = copy.deepcopy(stored())
+    row = next(r for r in edited["points"] if r["source"] in groups)
+    row["source_held_out"] *= 1.01
+    monkeypatch.setattr(heldout, "stored", lambda: edited)
+    assert heldout.differs_on_a_sample(REPO, seal) is not None
 
 
 def test_every_held_out_error_of_our_runs_within_the_bar():

@@ -270,17 +270,17 @@ def _stored_seals() -> dict[str, str]:
     return found if isinstance(found, dict) else {}
 
 
-def _derived_table(name: str, path: Path, inputs: str, check: bool, compute: Callable[[], dict],
-                   stored: Callable[[], dict], write: Callable[[], Path]) -> StepState:
-    """A held-out table: computed again only when its inputs' seal moved (or, under --check, to compare contents)."""
+def _derived_table(name: str, path: Path, inputs: str, check: bool, differs: Callable[[], str | None],
+                   write: Callable[[], Path]) -> StepState:
+    """A held-out table: computed again only when its inputs' seal moved (or, under --check, to compare contents:
+    `differs` says how the stored table is not what the planner computes now, None when it is)."""
     seals = _stored_seals()
     if seals.get(name) == inputs and path.is_file():
         if not check:
             _say(f"{path.name}: inputs unchanged, kept")
             return StepState(name, str(path), None)
         _say(f"{path.name}: inputs unchanged; computing it again to compare its contents")
-        return StepState(name, str(path), None if compute() == stored() else "its contents differ from what the "
-                                                                              "planner computes from its inputs")
+        return StepState(name, str(path), differs())
     stale = "missing" if not path.is_file() else "its inputs changed since it was written"
     if not check:
         _say(f"{path.name}: {stale}; computing it again")
@@ -292,11 +292,11 @@ def _derived_table(name: str, path: Path, inputs: str, check: bool, compute: Cal
 def _heldout(root: Path, check: bool) -> StepState:
     from openrecipes.catalog.store import load_catalog
     from openrecipes.plan import heldout
-    from openrecipes.plan.trust import HELDOUT_FILE, stored
+    from openrecipes.plan.trust import HELDOUT_FILE
     from openrecipes.tune.fingerprint import derived_inputs
 
     inputs = derived_inputs(load_catalog(root))
-    return _derived_table("heldout", HELDOUT_FILE, inputs, check, lambda: heldout.compute(root), stored,
+    return _derived_table("heldout", HELDOUT_FILE, inputs, check, lambda: heldout.differs_on_a_sample(root, inputs),
                           lambda: heldout.write(root))
 
 
@@ -307,8 +307,9 @@ def _public_record(root: Path, check: bool) -> StepState:
     from openrecipes.tune.fingerprint import data_text, derived_inputs
 
     inputs = hashlib.sha256(f"{derived_inputs(load_catalog(root))}\0{data_text(HELDOUT_FILE)}".encode()).hexdigest()
+    differs = "its contents differ from what the planner computes from its inputs"
     return _derived_table("public_record", public_record.SUMMARY_FILE, inputs, check,
-                          lambda: public_record.summary(root), public_record.stored_summary,
+                          lambda: None if public_record.summary(root) == public_record.stored_summary() else differs,
                           lambda: public_record.write(root))
 
 

@@ -11,10 +11,12 @@ that file is stale.
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
-import math
 import re
 import statistics
+from collections.abc import Collection
 from dataclasses import asdict
 from pathlib import Path
 
@@ -30,7 +32,7 @@ from openrecipes.plan.constants import calibration, links
 from openrecipes.plan.fit import fit, refits_without_each
 from openrecipes.plan.points import reference_tables
 from openrecipes.plan.predict import context, predict_layout
-from openrecipes.plan.score import PART, SOURCE, left_out_predictions, predicted_with, sources, variant_of
+from openrecipes.plan.score import PART, SOURCE, group_of, left_out_predictions, predicted_with, sources, variant_of
 from openrecipes.plan.shape import model_shape
 from openrecipes.plan.trust import (
     HELDOUT_FILE,
@@ -40,24 +42,29 @@ from openrecipes.plan.trust import (
     layout_features,
     margin_key,
     precision_class,
+    stored,
 )
 from openrecipes.plan.words import describe
 
 # A model and GPU type needs this many measured layouts before its rank agreement is reported.
 RANKED_GROUP = 4
+# The largest publisher or variant `refresh --check` leaves out to compare the stored table (a refit without one of
+# 132 points took 200 s on one core, without one of 5 to 90 points 12 to 35 s).
+SAMPLE_GROUP_POINTS = 90
 
 
 def leave_one_out(root: Path | None = None, fixed: dict[str, float] | None = None,
-                  by_group: bool = True) -> list[HeldOutPoint]:
+                  groups: Collection[str] | None = None) -> list[HeldOutPoint]:
     """Each point predicted with every value fitted on all points (in-sample), without it alone (held out), without
     every point of its publisher (the error that sets ranges) and without every point on its hardware variant
-    (openrecipes.plan.score). `by_group=False` leaves the last two out (NaN): their exact refits are most of the
-    cost, and a term's effect on the held-out errors needs neither (benchmarks/plan_loo.py)."""
+    (openrecipes.plan.score). `groups` names the publishers and variants left out whole (None: every one); the
+    other points' last two predictions are NaN. Those exact refits are most of the cost, and a term's effect on the
+    held-out errors needs none of them (benchmarks/plan_loo.py)."""
     points = speed_points(root)
     full = fit(points, fixed=fixed)
     found = sources(root)
-    by_source = left_out_predictions(points, SOURCE, full, found) if by_group else [math.nan] * len(points)
-    by_part = left_out_predictions(points, PART, full, found) if by_group else [math.nan] * len(points)
+    by_source = left_out_predictions(points, SOURCE, full, found, groups)
+    by_part = left_out_predictions(points, PART, full, found, groups)
     covered = {(found[p.slug].publisher, p.request.engine, variant_of(p)) for p in points}
     rows = []
     for i, (point, without) in enumerate(zip(points, refits_without_each(points, full, fixed), strict=True)):
@@ -132,13 +139,43 @@ def memory_margins(root: Path | None = None) -> list[MemoryMargin]:
     return margins
 
 
-def compute(root: Path | None = None) -> dict:
-    rows = leave_one_out(root)
+def compute(root: Path | None = None, groups: Collection[str] | None = None) -> dict:
+    rows = leave_one_out(root, groups=groups)
     return {"inputs": input_digests(), "points": [asdict(row) for row in rows],
             "rank_agreement": {k: list(v) for k, v in rank_agreement(rows).items()},
             "memory_margins": [asdict(m) for m in memory_margins(root)],
             "measured_features": {engine: sorted({f for p in speed_points(root) if p.request.engine == engine
                                                   for f in layout_features(p.layout)}) for engine in engine_names()}}
+
+
+def sampled_groups(root: Path | None, seal: str) -> frozenset[str]:
+    """One publisher and one hardware variant to leave out when the stored table is checked, a different pair for
+    different inputs. Only groups of at most SAMPLE_GROUP_POINTS points: without a large publisher the refit takes
+    minutes."""
+    points, found = speed_points(root), sources(root)
+    picked = []
+    for kind in (SOURCE, PART):
+        sizes: dict[str, int] = {}
+        for point in points:
+            sizes[group_of(point, kind, found)] = sizes.get(group_of(point, kind, found), 0) + 1
+        small = [name for name, size in sizes.items() if size <= SAMPLE_GROUP_POINTS]
+        picked.append(min(small, key=lambda name: hashlib.sha256(f"{seal}\0{name}".encode()).hexdigest()))
+    return frozenset(picked)
+
+
+def differs_on_a_sample(root: Path | None, seal: str) -> str | None:
+    """Where the stored table is not what the planner computes now, recomputing every column but the whole-group
+    refits, and those for one publisher and one variant (sampled_groups): None when it is."""
+    groups = sampled_groups(root, seal)
+    fresh, kept = compute(root, groups), copy.deepcopy(stored())  # stored() is cached: blank a copy
+    for table in (fresh, kept):
+        for row in table.get("points", []):
+            row["source_held_out"] = row["source_held_out"] if row["source"] in groups else None
+            row["part_held_out"] = row["part_held_out"] if row["variant"] in groups else None
+    if fresh == kept:
+        return None
+    return (f"its contents differ from what the planner computes from its inputs (checked with "
+            f"{' and '.join(sorted(groups))} left out)")
 
 
 def median_abs_error(rows: list[HeldOutPoint]) -> float:

@@ -16,8 +16,9 @@ from a neighbour by physics (openrecipes.plan.variants).
 
 from __future__ import annotations
 
+import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -98,19 +99,22 @@ def _refit_without(points: Sequence[SpeedPoint], left_out: set[int], full: Calib
     return fit(kept, start=full).without(dropped)
 
 
-def left_out_predictions(points: Sequence[SpeedPoint], kind: str, full: Calibration,
-                         found: dict[str, Source]) -> list[float]:
+def left_out_predictions(points: Sequence[SpeedPoint], kind: str, full: Calibration, found: dict[str, Source],
+                         only: Collection[str] | None = None) -> list[float]:
     """Each point's prediction with its whole group (of `kind`) left out of the fit; the groups' exact refits are
-    independent, so they are spread over the machine's cores."""
+    independent, so they are spread over the machine's cores. With `only`, just those groups are left out (the
+    others' points are NaN): a sample of the exact refits, each of which costs about a full fit."""
     groups: dict[str, set[int]] = {}
     for i, point in enumerate(points):
         groups.setdefault(group_of(point, kind, found), set()).add(i)
+    if only is not None:
+        groups = {name: members for name, members in groups.items() if name in only}
 
     def predicted_without(members: set[int]) -> list[tuple[int, float]]:
         refit = _refit_without(points, members, full)
         return [(i, predicted_with(points[i], refit)) for i in sorted(members)]
 
-    out = [0.0] * len(points)
+    out = [math.nan] * len(points)
     for predicted in forked_map(predicted_without, list(groups.values()), minimum=2):
         for i, value in predicted:
             out[i] = value

@@ -19,7 +19,7 @@ import os
 import statistics
 from bisect import bisect_left
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import product
 from pathlib import Path
 
@@ -73,19 +73,36 @@ class ProbeTables:
     copies: tuple[CopyPoint, ...]
     collectives: tuple[CollectivePoint, ...]
 
-    @property
+    @cached_property
     def gemm_precisions(self) -> frozenset[str]:
         """The precisions whose GEMM efficiency is known: measured, on a part with a peak for them."""
         return frozenset(p.precision for p in self.gemm if p.efficiency is not None)
 
+    @cached_property
+    def _gemm_grids(self) -> dict[str, tuple[dict[tuple[int, ...], float], list[list[int]]]]:
+        """Per precision, the measured efficiencies by shape and the grid's axes (a plan asks for each
+        hundreds of thousands of times)."""
+        grids = {}
+        for precision in self.gemm_precisions:
+            known: dict[tuple[int, ...], float] = {(p.m, p.n, p.k): p.efficiency for p in self.gemm
+                     if p.precision == precision and p.efficiency is not None}
+            grids[precision] = (known, _axes(known))
+        return grids
+
+    @cached_property
+    def _gemm_memo(self) -> dict[tuple[int, int, int, str], float]:
+        return {}
+
     def gemm_efficiency(self, m: int, n: int, k: int, precision: str) -> float:
         """The measured efficiency of an m x n x k GEMM, interpolated in log(m), log(n), log(k) over the measured
         shapes and clamped to their range. A precision outside `gemm_precisions` is a KeyError."""
-        points = {(p.m, p.n, p.k): p.efficiency for p in self.gemm if p.precision == precision}
-        known: dict[tuple[int, ...], float] = {shape: value for shape, value in points.items() if value is not None}
-        if not known:
-            raise KeyError(f"the probe of {self.part} has no {precision} GEMM efficiency")
-        return log_interpolated(known, (m, n, k))
+        key = (m, n, k, precision)
+        if key not in self._gemm_memo:
+            if precision not in self._gemm_grids:
+                raise KeyError(f"the probe of {self.part} has no {precision} GEMM efficiency")
+            known, axes = self._gemm_grids[precision]
+            self._gemm_memo[key] = log_interpolated(known, (m, n, k), axes)
+        return self._gemm_memo[key]
 
     def attention_s(self, seq: int, heads: int, head_dim: int, batch: int) -> float:
         """Seconds of causal attention's forward and backward pass: its FLOPs at the FLOP/s measured at this
@@ -144,11 +161,13 @@ def tables(probe: ProbeFile, spec: GpuSpec | None) -> ProbeTables:
     return ProbeTables(probe.part, tuple(gemm), tuple(attention), tuple(copies), tuple(collectives))
 
 
-def log_interpolated(points: dict[tuple[int, ...], float], at: tuple[int, ...]) -> float:
+def log_interpolated(points: dict[tuple[int, ...], float], at: tuple[int, ...],
+                     axes: list[list[int]] | None = None) -> float:
     """Multilinear interpolation in the logarithms of the coordinates over a full grid of `points` (the probe file's
-    reader refuses any other), each coordinate clamped to its measured range."""
+    reader refuses any other; `axes`, its sorted coordinates, where the caller keeps them), each coordinate clamped
+    to its measured range."""
     corners: list[tuple[tuple[int, float], ...]] = []
-    for axis, x in zip(_axes(points), at, strict=True):
+    for axis, x in zip(axes or _axes(points), at, strict=True):
         x = min(max(x, axis[0]), axis[-1])
         above = bisect_left(axis, x)
         if axis[above] == x:
