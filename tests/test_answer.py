@@ -128,7 +128,7 @@ def test_the_terminal_answer_reads_at_80_columns(catalog):
 def test_numbers_round_as_the_browser_rounds_them(value, decimals, shown):
     """Python's format rounds a tie to even (14,848); the page's toLocaleString away from zero: the two faces would
     differ by one in the last digit."""
-    from openrecipes.answer.text import number
+    from openrecipes.figures import number_text as number
 
     assert number(value, decimals) == shown
 

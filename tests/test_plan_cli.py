@@ -63,3 +63,19 @@ def test_bad_input_exits_2_with_one_line(args, message):
     result = openrecipes("plan", *args)
     assert result.returncode == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_terminals_table_works_out_only_the_misses_it_shows_and_ranks_as_the_full_plan():
+    """`plan` in the terminal shows every layout that fits (or fits but for the margin) and a few misses: the steps
+    of the other layouts over the capacity are not worked out, and what is shown is the full ranking's head."""
+    from openrecipes.plan.predict import PlanRequest, predict, ranking
+
+    request = PlanRequest("llama-3.1-70b", "H100", 8, 8192, 16, "megatron")
+    full = predict(request)
+    over = [p for p in full if not p.peak_fits]
+    assert len(over) > 10  # most layouts of a 70B model on one host are over the capacity
+    shown = ranking(request, misses=3)
+    assert shown.valid == len(full) == ranking(request).valid
+    head = len(full) - len(over) + 3
+    assert [(p.layout, p.tokens_per_s_per_gpu, p.memory) for p in shown.predictions] == \
+        [(p.layout, p.tokens_per_s_per_gpu, p.memory) for p in full[:head]]

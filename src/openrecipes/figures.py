@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from decimal import ROUND_HALF_UP, Decimal
 from statistics import mean, stdev
 from typing import Any, Literal
 
@@ -242,11 +243,23 @@ class FigureSpec:
         return value
 
 
+def number_text(value: float, decimals: int) -> str:
+    """`value` with thousands separators, rounded as the browser's toLocaleString rounds (a tie away from zero, on
+    the float's shortest decimal, as ICU reads it), so that a page's script and the terminal print the same digits."""
+    rounded = Decimal(repr(value)).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+    return f"{rounded:,.{decimals}f}"
+
+
 def duration_text(hours: float) -> str:
     """A wall time as a reader plans with it: minutes under an hour, hours under two days, then days."""
     if hours < 1:
-        return f"{hours * 60:.0f} min"
-    return f"{hours:,.1f} h" if hours < 48 else f"{hours / 24:,.1f} days"
+        return f"{number_text(hours * 60, 0)} min"
+    return f"{number_text(hours, 1)} h" if hours < 48 else f"{number_text(hours / 24, 1)} days"
+
+
+def usd_total_text(usd: float) -> str:
+    """A total cost (a training run's): whole dollars from $100."""
+    return f"${number_text(usd, 0)}" if usd >= 100 else f"${number_text(usd, 2)}"
 
 
 # The figures in the order the result block's checks, `audit` and every table list them.

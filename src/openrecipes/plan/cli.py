@@ -36,7 +36,7 @@ from openrecipes.plan.answer import (
     widened,
 )
 from openrecipes.plan.levers import parse_levers
-from openrecipes.plan.predict import PlanRequest, Prediction, predict
+from openrecipes.plan.predict import PlanRequest, Prediction, ranking
 from openrecipes.plan.trust import check_current, memory_margin
 from openrecipes.plan.words import marks_legend, short_label
 
@@ -184,7 +184,9 @@ def plan(
     if layout is not None:
         _plan_given(asked, layout, top, wide, as_json)
         return
-    ranked = predict(request)
+    # --json prints every layout; the terminal NON_FITTING_SHOWN misses at most, so no other's step is worked out
+    ranked_layouts = ranking(request, None if as_json else NON_FITTING_SHOWN)
+    ranked = ranked_layouts.predictions
     if not any(p.peak_fits for p in ranked):
         closest = ranked[0]  # the ones that do not fit come closest first
         raise UserError(f"no layout of {request.model} fits {request.gpus} x {request.gpu_type} ({request.engine}): "
@@ -200,7 +202,7 @@ def plan(
     fitting = [p for p in ranked if p.fits]
     shown = (fitting[:top] if top else fitting) + [p for p in ranked if not p.fits][:NON_FITTING_SHOWN]
     title = (f"{request.model} on {request.gpus} x {ranked[0].variant}, {request.engine} ({choice.reason}): "
-             f"{len(fitting):,} of {len(ranked):,} valid layouts fit; predicted, not measured")
+             f"{len(fitting):,} of {ranked_layouts.valid:,} valid layouts fit; predicted, not measured")
     _print_table(Console(), request, title, shown, wide, measured_above(catalog, request, ranked), published)
 
 

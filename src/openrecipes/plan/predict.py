@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import gc
+import heapq
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -193,23 +194,30 @@ def predict_layouts(ctx: Context, layouts: Sequence[Layout], drop_dominated: boo
     it only by more host work and less memory, so they fit and run slower (what `plan` ranks never needs them). With
     `fitting_only`, a layout that does not fit is left out before its step is worked out (the same predictions for
     the rest, at a fraction of the cost where most layouts do not fit)."""
-    request = ctx.request
+    pairs = list(zip(layouts, _memories(ctx, layouts, drop_dominated), strict=False))
+    if fitting_only:
+        pairs = [(layout, memory) for layout, memory in pairs if _fits(ctx, layout, memory)]
+    return _worked_out(ctx, pairs)
+
+
+def _memories(ctx: Context, layouts: Sequence[Layout], drop_dominated: bool) -> list[MemoryEstimate]:
+    """The memory of each of a group's layouts, up to the first that fits where `drop_dominated`."""
     memories = []
-    for memory in memories_in_order(ctx.shape, layouts, request.global_batch, ctx.calibration.runtime_reserve_gib):
+    for memory in memories_in_order(ctx.shape, layouts, ctx.request.global_batch, ctx.calibration.runtime_reserve_gib):
         memories.append(memory)
         if drop_dominated and _fits(ctx, layouts[len(memories) - 1], memory):
             break
-    layouts = layouts[:len(memories)]
-    if fitting_only:
-        kept = [(layout, memory) for layout, memory in zip(layouts, memories, strict=True)
-                if _fits(ctx, layout, memory)]
-        if not kept:
-            return []
-        layouts, memories = [layout for layout, _ in kept], [memory for _, memory in kept]
-    steps = step_times(ctx.shape, layouts, ctx.links, ctx.part, ctx.calibration, request.global_batch,
-                       request.row_tokens, request.balanced_routing)
-    return [_prediction(ctx, layout, memory, step)
-            for layout, memory, step in zip(layouts, memories, steps, strict=True)]
+    return memories
+
+
+def _worked_out(ctx: Context, pairs: Sequence[tuple[Layout, MemoryEstimate]]) -> list[Prediction]:
+    """The predictions of layouts of one group (alike but for the offloaded fraction) with their memories."""
+    if not pairs:
+        return []
+    request = ctx.request
+    steps = step_times(ctx.shape, [layout for layout, _ in pairs], ctx.links, ctx.part, ctx.calibration,
+                       request.global_batch, request.row_tokens, request.balanced_routing)
+    return [_prediction(ctx, layout, memory, step) for (layout, memory), step in zip(pairs, steps, strict=True)]
 
 
 def _margin_gib(ctx: Context, layout: Layout, memory: MemoryEstimate) -> float:
@@ -240,6 +248,24 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None,
             fitting_only: bool = False) -> list[Prediction]:
     """Every valid layout, ranked: the ones that fit with the margin by predicted tokens/s, then the ones inside the
     margin the same way, then the rest by how close they come. `fitting_only`: the ones that fit alone."""
+    return _ranked(request, tables, fitting_only, None).predictions
+
+
+@dataclass(frozen=True)
+class Ranking:
+    predictions: list[Prediction]  # ranked as `predict` ranks them
+    valid: int  # every valid layout, its step worked out or not
+
+
+def ranking(request: PlanRequest, misses: int | None = None, tables: ReferenceTables | None = None) -> Ranking:
+    """`predict`'s ranking and the count of valid layouts. With `misses`, for a table of the layouts that fit (with
+    the margin or inside it) and the `misses` that come closest of the others: the step of a layout over the part's
+    capacity is worked out only for those (most layouts of a large model on many GPUs are over it), the same
+    predictions in the same order as `predict`'s first ones."""
+    return _ranked(request, tables, False, misses)
+
+
+def _ranked(request: PlanRequest, tables: ReferenceTables | None, fitting_only: bool, misses: int | None) -> Ranking:
     ctx = context(request, tables)
     if not engine_named(request.engine).levers and (request.kernels or request.attention or request.float8):
         raise UserError(f"--kernels, --attention and --float8 are torchtitan levers, which {request.engine} lacks: "
@@ -251,16 +277,28 @@ def predict(request: PlanRequest, tables: ReferenceTables | None = None,
     groups = enumerate_layouts(ctx.shape, request.gpus, request.row_tokens, request.global_batch, request.engine,
                                ctx.links.gpus_per_nvlink_domain, request.grad_reduce_bf16, settings,
                                request.low_precision)
-    predictions, valid = [], False
+    predictions: list[Prediction] = []
+    over: list[tuple[float, int, Layout, MemoryEstimate]] = []  # over the capacity, in enumeration order
+    valid = 0
     with _collector_paused():
         for group in groups:
-            valid = True
-            predictions += predict_layouts(ctx, group, True, fitting_only)
+            pairs = list(zip(group, _memories(ctx, group, True), strict=False))
+            valid += len(pairs)
+            if fitting_only:
+                pairs = [(layout, memory) for layout, memory in pairs if _fits(ctx, layout, memory)]
+            elif misses is not None:
+                over += [(memory.total_bytes, len(over) + i, layout, memory) for i, (layout, memory) in enumerate(
+                    pair for pair in pairs if pair[1].total_gib > ctx.links.capacity_gib)]
+                pairs = [(layout, memory) for layout, memory in pairs if memory.total_gib <= ctx.links.capacity_gib]
+            predictions += _worked_out(ctx, pairs)
+        for _, _, layout, memory in heapq.nsmallest(misses or 0, over):
+            predictions += _worked_out(ctx, [(layout, memory)])
     if not valid:
         raise UserError(f"no valid {request.engine} layout of {request.model} on {request.gpus} GPUs with global batch "
                         f"{request.global_batch} and {request.row_tokens}-token rows")
-    return sorted(predictions, key=lambda p: (not p.fits, not p.peak_fits,
-                                              -p.tokens_per_s_per_gpu if p.peak_fits else p.memory.total_bytes))
+    ranked = sorted(predictions, key=lambda p: (not p.fits, not p.peak_fits,
+                                                -p.tokens_per_s_per_gpu if p.peak_fits else p.memory.total_bytes))
+    return Ranking(ranked, valid)
 
 
 def _check_low_precision(request: PlanRequest, tables: ReferenceTables) -> None:

@@ -22,15 +22,12 @@ from openrecipes.catalog.facts import (
     workload,
 )
 from openrecipes.figures import duration_text as duration
+from openrecipes.figures import usd_total_text as usd_total
 from openrecipes.plan.export_model import PredictedLayout
 
 __all__ = ["component_tests", "convergence", "duration", "figure_label", "figure_text", "gpus", "measured",
            "memory_parts", "mfu", "recipe_facts", "rows", "stack_items", "tokens_board", "tokens_count",
            "tokens_detail", "usd", "usd_ranked", "usd_total", "workload"]
-
-
-def usd_total(usd: float) -> str:
-    return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
 
 
 def memory_parts(prediction: PredictedLayout) -> str:
