@@ -24,7 +24,7 @@ from openrecipes.catalog.hardware import (
 )
 from openrecipes.engines.registry import PLANNER_DEFAULT, engine_named
 from openrecipes.errors import UserError
-from openrecipes.plan.compute import Part, part_of
+from openrecipes.plan.compute import ComputeTime, Part, part_of
 from openrecipes.plan.constants import GIB, Calibration, Links, calibration, links
 from openrecipes.plan.export_model import PredictedLayout
 from openrecipes.plan.layouts import LOW_PRECISIONS, EngineName, Layout, enumerate_layouts
@@ -210,13 +210,15 @@ def _memories(ctx: Context, layouts: Sequence[Layout], drop_dominated: bool) -> 
     return memories
 
 
-def _worked_out(ctx: Context, pairs: Sequence[tuple[Layout, MemoryEstimate]]) -> list[Prediction]:
-    """The predictions of layouts of one group (alike but for the offloaded fraction) with their memories."""
+def _worked_out(ctx: Context, pairs: Sequence[tuple[Layout, MemoryEstimate]],
+                compute_memo: dict[tuple, ComputeTime] | None = None) -> list[Prediction]:
+    """The predictions of layouts of one group (alike but for the offloaded fraction) with their memories;
+    `compute_memo` as step_times takes it, for this context alone."""
     if not pairs:
         return []
     request = ctx.request
     steps = step_times(ctx.shape, [layout for layout, _ in pairs], ctx.links, ctx.part, ctx.calibration,
-                       request.global_batch, request.row_tokens, request.balanced_routing)
+                       request.global_batch, request.row_tokens, request.balanced_routing, compute_memo)
     return [_prediction(ctx, layout, memory, step) for (layout, memory), step in zip(pairs, steps, strict=True)]
 
 
@@ -279,6 +281,7 @@ def _ranked(request: PlanRequest, tables: ReferenceTables | None, fitting_only: 
                                request.low_precision)
     predictions: list[Prediction] = []
     over: list[tuple[float, int, Layout, MemoryEstimate]] = []  # over the capacity, in enumeration order
+    memo: dict[tuple, ComputeTime] = {}  # the operators' times of layouts alike but for PP, VP or DP
     valid = 0
     with _collector_paused():
         for group in groups:
@@ -290,9 +293,9 @@ def _ranked(request: PlanRequest, tables: ReferenceTables | None, fitting_only: 
                 over += [(memory.total_bytes, len(over) + i, layout, memory) for i, (layout, memory) in enumerate(
                     pair for pair in pairs if pair[1].total_gib > ctx.links.capacity_gib)]
                 pairs = [(layout, memory) for layout, memory in pairs if memory.total_gib <= ctx.links.capacity_gib]
-            predictions += _worked_out(ctx, pairs)
+            predictions += _worked_out(ctx, pairs, memo)
         for _, _, layout, memory in heapq.nsmallest(misses or 0, over):
-            predictions += _worked_out(ctx, [(layout, memory)])
+            predictions += _worked_out(ctx, [(layout, memory)], memo)
     if not valid:
         raise UserError(f"no valid {request.engine} layout of {request.model} on {request.gpus} GPUs with global batch "
                         f"{request.global_batch} and {request.row_tokens}-token rows")

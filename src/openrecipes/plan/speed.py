@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from openrecipes.plan.comm import dp_sync_s, microbatch_comm
-from openrecipes.plan.compute import Part, compute_time, hbm_bytes_per_s, measured
+from openrecipes.plan.compute import ComputeTime, Part, compute_time, hbm_bytes_per_s, measured
 from openrecipes.plan.constants import Calibration, Links
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.levers import gemm_precision, time_effect
@@ -114,19 +114,28 @@ def _imbalance(shape: ModelShape, layout: Layout, calibration: Calibration, bala
 
 
 def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, part: Part, calibration: Calibration,
-               global_batch: int, row_tokens: int, balanced_routing: bool = False) -> list[StepTime]:
+               global_batch: int, row_tokens: int, balanced_routing: bool = False,
+               compute_memo: dict[tuple, ComputeTime] | None = None) -> list[StepTime]:
     """The step of each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group):
     the fraction changes the host update only, so the rest is worked out once. `part`: what compute reads of the
-    part (openrecipes.plan.compute.part_of), read once a request."""
+    part (openrecipes.plan.compute.part_of), read once a request. `compute_memo`: the operators' times already
+    worked out for this request (the same shape, part, calibration and rows), by what they depend on: layouts that
+    differ in PP, VP or DP alone share them."""
     layout = layouts[0]
     microbatches = layout.microbatches(global_batch)
     mean_rows = global_batch / layout.dp / microbatches  # the last microbatch may be short
     layers = max(layout.stage_layers)  # on the heaviest stage
     rules = layout.rules
-    operators = layer_ops(shape, layout, microbatch_tokens(layout, mean_rows, row_tokens), row_tokens)
+    tokens = microbatch_tokens(layout, mean_rows, row_tokens)
     precision = gemm_precision(layout, links.gpu_type)
-    timed = compute_time(operators, part, precision, calibration, layout.engine,
-                         _imbalance(shape, layout, calibration, balanced_routing))
+    load = _imbalance(shape, layout, calibration, balanced_routing)
+    key = (layout.engine, layers, layout.tp, layout.ep, layout.etp, layout.recompute, tokens, precision, load)
+    timed = compute_memo.get(key) if compute_memo is not None else None
+    if timed is None:
+        timed = compute_time(layer_ops(shape, layout, tokens, row_tokens), part, precision, calibration,
+                             layout.engine, load)
+        if compute_memo is not None:
+            compute_memo[key] = timed
     attention_s = timed.attention_s
     if rules.ring_attention and layout.cp > 1:  # ring attention's smaller kernels over CP chunks
         attention_s /= calibration.cp_attention_efficiency
