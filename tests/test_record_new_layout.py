@@ -47,9 +47,9 @@ def test_record_writes_a_recipe_of_the_runs_own_layout(catalog):
 
 
 def test_a_new_recipe_makes_the_plans_stale_and_says_so(catalog):
-    assert run_step("plans", catalog, check=True).stale is None
+    assert run_step("plans", catalog, check=True, sample=0).stale is None  # seals only: no plan computed again
     openrecipes("record", "runs/mine", "--reference", "runs/stock", "--like", BASE, "--name", "full-mb2", cwd=catalog)
-    stale = run_step("plans", catalog, check=True).stale
+    stale = run_step("plans", catalog, check=True, sample=0).stale
     assert stale is not None and "qwen3-1.7b" in stale
 
 
@@ -72,7 +72,7 @@ def test_refresh_check_names_the_stale_file_and_the_command(catalog, monkeypatch
     monkeypatch.setattr("openrecipes.refresh.STEPS", ("plans",))
     plan = catalog / "plans/qwen3-8b.json"
     plan.write_text(plan.read_text().replace('"fingerprint": "', '"fingerprint": "0', 1))
-    done = openrecipes("refresh", "--check", cwd=catalog)
+    done = openrecipes("refresh", "--check", "--sample", "0", cwd=catalog)
     assert done.returncode == 1
     assert done.stdout == f"{catalog / 'plans'}: stale: qwen3-8b.json (not a plan file the export wrote)\n"
     assert "run `openrecipes refresh`" in done.stderr

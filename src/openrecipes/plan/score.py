@@ -31,7 +31,7 @@ from openrecipes.plan.constants import EFFICIENCY, Calibration
 from openrecipes.plan.fit import fit
 from openrecipes.plan.points import MeasuredPoint, SpeedPoint, reference_publisher, reference_rows, reference_tables
 from openrecipes.plan.predict import context, predict_layout
-from openrecipes.plan.trust import HeldOutPoint, Likeness, band_of, central, precision_words, range_basis
+from openrecipes.plan.trust import HeldOutPoint, Likeness, band_of, error_range, precision_words, range_basis
 
 # A whole publisher, one release of it, one hardware part.
 SOURCE, RELEASE, PART = "source", "release", "part"
@@ -142,7 +142,7 @@ class Summary:
 @dataclass(frozen=True)
 class Scorecard:
     """Left-out errors of a set of points, and how the ranges `plan` prints for them hold: each point's range is set
-    by the other publishers' points alone (openrecipes.plan.trust.range_basis), never by its own."""
+    by the other publishers' points alone (openrecipes.plan.trust.range_basis, error_range), never by its own."""
 
     errors: Summary
     inside: float  # share of measurements inside their 90% range
@@ -153,7 +153,7 @@ def scorecard(points: Sequence[HeldOutPoint]) -> Scorecard:
     inside, widths = [], []
     for point in points:
         likeness = Likeness(point.covered, point.engine, point.precision, point.moe, band_of(point.gpus))
-        low, high = central(range_basis(likeness, exclude_source=point.source)[0])
+        low, high = error_range(range_basis(likeness, exclude_source=point.source)[0])
         inside.append(low <= point.source_error <= high)
         widths.append(1 / (1 + low) - 1 / (1 + high))
     return Scorecard(Summary.of(p.source_error for p in points), sum(inside) / len(inside),
