@@ -16,6 +16,7 @@ import hashlib
 import json
 import re
 import statistics
+from collections import Counter
 from collections.abc import Collection
 from dataclasses import asdict
 from pathlib import Path
@@ -155,9 +156,7 @@ def sampled_groups(root: Path | None, seal: str) -> frozenset[str]:
     points, found = speed_points(root), sources(root)
     picked = []
     for kind in (SOURCE, PART):
-        sizes: dict[str, int] = {}
-        for point in points:
-            sizes[group_of(point, kind, found)] = sizes.get(group_of(point, kind, found), 0) + 1
+        sizes = Counter(group_of(point, kind, found) for point in points)
         small = [name for name, size in sizes.items() if size <= SAMPLE_GROUP_POINTS]
         picked.append(min(small, key=lambda name: hashlib.sha256(f"{seal}\0{name}".encode()).hexdigest()))
     return frozenset(picked)

@@ -184,24 +184,14 @@ def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Cont
 
 
 def predict_layout(ctx: Context, layout: Layout) -> Prediction:
-    return predict_layouts(ctx, (layout,))[0]
-
-
-def predict_layouts(ctx: Context, layouts: Sequence[Layout], drop_dominated: bool = False,
-                    fitting_only: bool = False) -> list[Prediction]:
-    """Each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group, smallest
-    fraction first). With `drop_dominated`, the fractions after the first that fits are left out: they differ from
-    it only by more host work and less memory, so they fit and run slower (what `plan` ranks never needs them). With
-    `fitting_only`, a layout that does not fit is left out before its step is worked out (the same predictions for
-    the rest, at a fraction of the cost where most layouts do not fit)."""
-    pairs = list(zip(layouts, _memories(ctx, layouts, drop_dominated), strict=False))
-    if fitting_only:
-        pairs = [(layout, memory) for layout, memory in pairs if _fits(ctx, layout, memory)]
-    return _worked_out(ctx, pairs)
+    return _worked_out(ctx, [(layout, _memories(ctx, [layout], False)[0])])[0]
 
 
 def _memories(ctx: Context, layouts: Sequence[Layout], drop_dominated: bool) -> list[MemoryEstimate]:
-    """The memory of each of a group's layouts, up to the first that fits where `drop_dominated`."""
+    """The memory of each of a group of layouts alike but for the optimizer fraction offloaded (an enumerated group,
+    smallest fraction first). With `drop_dominated`, the fractions after the first that fits are left out: they
+    differ from it only by more host work and less memory, so they fit and run slower (what `plan` ranks never
+    needs them)."""
     memories = []
     for memory in memories_in_order(ctx.shape, layouts, ctx.request.global_batch, ctx.calibration.runtime_reserve_gib):
         memories.append(memory)
@@ -289,10 +279,14 @@ def _ranked(request: PlanRequest, tables: ReferenceTables | None, fitting_only: 
             valid += len(pairs)
             if fitting_only:
                 pairs = [(layout, memory) for layout, memory in pairs if _fits(ctx, layout, memory)]
-            elif misses is not None:
-                over += [(memory.total_bytes, len(over) + i, layout, memory) for i, (layout, memory) in enumerate(
-                    pair for pair in pairs if pair[1].total_gib > ctx.links.capacity_gib)]
-                pairs = [(layout, memory) for layout, memory in pairs if memory.total_gib <= ctx.links.capacity_gib]
+            elif misses is not None:  # over the capacity: set aside, its step worked out below if it comes closest
+                under = []
+                for layout, memory in pairs:
+                    if memory.total_gib > ctx.links.capacity_gib:
+                        over.append((memory.total_bytes, len(over), layout, memory))
+                    else:
+                        under.append((layout, memory))
+                pairs = under
             predictions += _worked_out(ctx, pairs, memo)
         for _, _, layout, memory in heapq.nsmallest(misses or 0, over):
             predictions += _worked_out(ctx, [(layout, memory)], memo)
