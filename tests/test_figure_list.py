@@ -14,6 +14,7 @@ from conftest import REPO, openrecipes
 
 from openrecipes import figures
 from openrecipes.catalog import facts
+from openrecipes.catalog.cli import shown_values
 from openrecipes.catalog.entry_figures import inputs_of, value_of
 from openrecipes.catalog.leaderboard import leaderboards_view, selection
 from openrecipes.catalog.store import load_catalog
@@ -55,6 +56,11 @@ def test_list_json_and_show_give_the_time_to_train_a_billion_tokens():
     shown = openrecipes("show", OURS_8B).stdout
     hours = re.escape(figures.duration_text(ours["time_to_train_hours"]))
     assert re.search(rf"Time to train 1B tokens *│ {hours}", shown)
+    as_json = json.loads(openrecipes("show", OURS_8B, "--json").stdout)
+    assert as_json["token_budget"] == 1_000_000_000
+    assert list(as_json["figures"]) == [f.name for f in figures.shown_on("show")]
+    assert as_json["figures"]["time_to_train_hours"] == ours["time_to_train_hours"]
+    assert as_json["figures"]["mfu"] == as_json["recipe"]["result"]["mfu"]
 
 
 def test_the_csv_header_is_the_list_of_figures_and_each_cell_its_value(catalog):
@@ -78,6 +84,7 @@ def test_a_figure_added_to_the_list_shows_in_list_json_show_and_the_csv(catalog,
     shown = dict(facts.recipe_facts(entry.entry))
     assert shown["GPU-hours to train 1B tokens"] == f"{1e9 / entry.entry.result.tokens_per_s_per_gpu / 3600:,.1f}"
     assert "gpu_hours_to_train" in _csv_rows(catalog)[0]
+    assert shown_values(entry.entry)["gpu_hours_to_train"] == row["gpu_hours_to_train"]  # show --json's figures
 
 
 def test_a_token_budget_scales_the_time_to_train_on_a_recipe_page(catalog):

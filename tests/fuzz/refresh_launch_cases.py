@@ -24,7 +24,7 @@ from run import Case
 
 PLANNER = REPO / "src/openrecipes/plan"  # read only: each case edits its clone's copy
 PLANNER_FILES = ("src/openrecipes/plan/calibration.yaml", "src/openrecipes/plan/reference_points.yaml",
-                 "derived/heldout.json", "derived/public_record.json", "derived/seals.json")
+                 "derived/fitted_on.json", "derived/heldout.json", "derived/public_record.json", "derived/seals.json")
 CALIBRATION = "src/openrecipes/plan/calibration.yaml"
 # What a stranger may write for a number of calibration.yaml: text a YAML 1.1 reader takes for a float, floats
 # no fit gives, non-finite ones, and what is not a number at all.

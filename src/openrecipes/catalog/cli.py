@@ -9,8 +9,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from openrecipes import figures
 from openrecipes.atomic import starts_with, write_output
 from openrecipes.catalog import render
+from openrecipes.catalog.entry_figures import published_of
 from openrecipes.catalog.evidence import EvidenceLevel, evidence_level
 from openrecipes.catalog.hardware import ReferenceTables, load_reference_tables
 from openrecipes.catalog.leaderboard import leaderboards_view, selection
@@ -88,13 +90,15 @@ def show(
     recipe: Annotated[str, typer.Argument(help="recipe name, slug or file (in a catalog or not)")],
     catalog: CatalogOption = None,
     as_json: Annotated[bool, typer.Option(
-        "--json", help="print {path, slug, evidence, recipe}: the recipe's every field as the schema names it"),
+        "--json", help="print {path, slug, evidence, token_budget, figures, recipe}: the figures `show` lists, each "
+        "by name (a computed one for the token budget), and the recipe's every field as the schema names it"),
     ] = False,
 ) -> None:
     """One recipe in full: its evidence level, figures, layout, checks, stack and the command."""
     entry, tables, slug = _shown(recipe, catalog)
     if as_json:
-        print(json_text(ShownEntry(entry.path.as_posix(), slug, evidence_level(entry.entry), entry.entry)))
+        print(json_text(ShownEntry(entry.path.as_posix(), slug, evidence_level(entry.entry),
+                                   figures.DEFAULT_TOKEN_BUDGET, shown_values(entry.entry), entry.entry)))
         return
     render.recipe(Console(), tables, entry, slug or recipe)
 
@@ -127,7 +131,13 @@ class ShownEntry:
     path: str
     slug: str | None  # None for a recipe file outside any catalog
     evidence: EvidenceLevel
+    token_budget: int  # the tokens a computed figure (time to train) is worked out for
+    figures: dict[str, float | None]  # each figure `show` lists, as the entry publishes it or worked out
     recipe: Recipe | PublishedSummary
+
+
+def shown_values(entry: Recipe | PublishedSummary) -> dict[str, float | None]:
+    return {f.name: published_of(f, entry) for f in figures.shown_on("show")}
 
 
 def schema(

@@ -18,6 +18,7 @@ from openrecipes.engines.registry import RUN_DEFAULT, engine_named
 from openrecipes.engines.runner import PlannedChoices
 from openrecipes.errors import UserError
 from openrecipes.plan.fit import fit
+from openrecipes.plan.fitted_on import fitted_slugs, is_fitted
 from openrecipes.plan.layouts import Layout, stage_split
 from openrecipes.plan.points import MeasuredPoint, SpeedPoint, reduced_depth_name, reference_rows, reference_tables
 from openrecipes.plan.predict import Context, PlanRequest, Prediction, context, predict_layout
@@ -104,11 +105,12 @@ def measured_point(slug: str, recipe: Recipe) -> MeasuredPoint:
 
 @lru_cache(maxsize=4)
 def measured_points(root: Path | None = None) -> dict[str, MeasuredPoint]:
-    """Every full recipe in the catalog (published summaries carry no layout, so they cannot be points) and
-    every reference point; a reference point named by a recipe's slug replaces it (it adds the measured memory)."""
-    catalog = load_catalog(root or default_catalog_root())
-    return {**{entry.slug: measured_point(entry.slug, entry.entry) for entry in catalog.recipes},
-            **reference_points()}
+    """Every full recipe the planner is fitted on (openrecipes.plan.fitted_on; published summaries carry no layout,
+    so they cannot be points) and every reference point; a reference point named by a recipe's slug replaces it
+    (it adds the measured memory)."""
+    catalog, fitted = load_catalog(root or default_catalog_root()), fitted_slugs()
+    return {**{entry.slug: measured_point(entry.slug, entry.entry) for entry in catalog.recipes
+               if is_fitted(entry.slug, fitted)}, **reference_points()}
 
 
 def predict_point(point: MeasuredPoint, ctx: Context | None = None) -> Prediction:
@@ -129,7 +131,9 @@ def speed_points(root: Path | None = None) -> list[SpeedPoint]:
 def _record_points(root: Path | None) -> list[SpeedPoint]:
     from openrecipes.plan.public_record import record_points
 
-    return record_points(load_catalog(root or default_catalog_root()))
+    fitted = fitted_slugs()
+    return [point for point in record_points(load_catalog(root or default_catalog_root()))
+            if is_fitted(point.slug, fitted)]
 
 
 def fitted_values(root: Path | None = None) -> dict[str, float]:

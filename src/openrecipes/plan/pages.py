@@ -34,6 +34,7 @@ from openrecipes.plan.export_model import (
     SkippedSize,
     TableData,
 )
+from openrecipes.plan.fitted_on import fitted_slugs, is_fitted
 from openrecipes.plan.layouts import EngineName
 from openrecipes.plan.points import MeasuredPoint, reference_rows
 from openrecipes.plan.predict import PlanRequest, Prediction, context, predict, predict_layout
@@ -237,14 +238,17 @@ def _measured(catalog: Catalog, request: PlanRequest, ranked: RankedTable,
     entries = sorted((e for e in catalog.recipes if e.entry.model == request.model
                       and e.entry.gpu.type == request.gpu_type and e.entry.gpu.count == request.gpus),
                      key=lambda e: (-e.entry.result.tokens_per_s_per_gpu, e.slug))
-    rows = []
+    rows, fitted = [], fitted_slugs()
     for entry in entries[:MEASURED_SHOWN]:
+        measured = entry.entry.result.tokens_per_s_per_gpu
         try:
             compared = _compared(measured_point(entry.slug, entry.entry), request, ranked, catalog.tables)
-        except UserError as error:
-            compared = {"prediction": None, "error": str(error)}
-        rows.append(MeasuredRecipe(slug=entry.slug, measured=entry.entry.result.tokens_per_s_per_gpu,
-                                   held_out_error=errors.get(entry.slug), **compared))
+        except UserError as refused:
+            compared = {"prediction": None, "error": str(refused)}
+        held_out = errors.get(entry.slug)
+        if not is_fitted(entry.slug, fitted) and compared["prediction"] is not None:  # never fitted on: held out
+            held_out = round(compared["prediction"].tokens_per_s_per_gpu / measured - 1, 4)
+        rows.append(MeasuredRecipe(slug=entry.slug, measured=measured, held_out_error=held_out, **compared))
     return rows, len(entries)
 
 

@@ -2,7 +2,8 @@
 beside the planner's prediction of exactly that layout, and the errors per engine, GPU type and scale band.
 
 Every entry the planner can express is a measured point of the fit (openrecipes.plan.calibrate.speed_points),
-so its error here is its leave-one-out error (heldout.json: every fitted value refitted without it). An entry the
+so its error here is its leave-one-out error (heldout.json: every fitted value refitted without it); an entry
+added since the fit (openrecipes.plan.fitted_on) is predicted by the fit as it stands, which never saw it. An entry the
 planner cannot express (a precision or a GPU type it has no term for, a layout its rules refuse, a workload the
 source does not give) is listed with the reason, never dropped. `openrecipes refresh` writes the summary to
 public_record.json (`write`); tests/test_plan_public_record.py fails when that file is stale.
@@ -23,6 +24,7 @@ from openrecipes.catalog.store import Catalog, SummaryEntry, load_catalog
 from openrecipes.engines.registry import engine_named, engine_of_framework
 from openrecipes.errors import UserError
 from openrecipes.plan.accuracy import spearman
+from openrecipes.plan.fitted_on import fitted_slugs, is_fitted
 from openrecipes.plan.layouts import LOW_PRECISIONS, Layout, stage_split
 from openrecipes.plan.levers import measured_factors
 from openrecipes.plan.points import SpeedPoint
@@ -141,8 +143,10 @@ def compare(entry: SummaryEntry, catalog: Catalog) -> Compared:
         return row(None, None, None, expressed)
     prediction = expressed[2]
     interval = prediction.interval
-    return row(round(prediction.tokens_per_s_per_gpu, 1), interval.low, interval.high, None,
-               held_out().get(entry.slug))
+    predicted = round(prediction.tokens_per_s_per_gpu, 1)
+    # an entry added since the fit was never fitted on: its prediction is held out as it stands
+    return row(predicted, interval.low, interval.high, None,
+               held_out().get(entry.slug) if is_fitted(entry.slug, fitted_slugs()) else predicted)
 
 
 def record_points(catalog: Catalog) -> list[SpeedPoint]:

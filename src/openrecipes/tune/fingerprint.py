@@ -34,6 +34,8 @@ from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import UserError
 from openrecipes.plan import PLANNER_VERSION
 from openrecipes.plan.constants import HERE
+from openrecipes.plan.fitted_on import fitted_slugs, is_fitted
+from openrecipes.plan.points import reference_rows
 from openrecipes.plan.trust import HELDOUT_FILE
 from openrecipes.textfile import MIB, read_text, shown
 
@@ -96,15 +98,30 @@ def plan_inputs(catalog: Catalog) -> dict[str, str]:
 
 def derived_inputs(catalog: Catalog) -> str:
     """The seal of what the held-out tables are computed from: the planner's version and data, every measured point
-    with its notes (a source's caveats are read from them), the tune and sweep arms, the cards and the hardware."""
+    the planner is fitted on (openrecipes.plan.fitted_on) with its notes (a source's caveats are read from them),
+    the tune and sweep arms, those points' model cards and the hardware. An entry added to the catalog since the
+    fit leaves it as it was."""
+    fitted = fitted_slugs()
+    recipes = [e for e in catalog.entries if is_fitted(e.slug, fitted)]
+    record = [e for e in catalog.record if is_fitted(e.slug, fitted)]
+    models = {e.entry.model for e in (*recipes, *record)} | {row["model"] for row in reference_rows()}
     arms = {p.relative_to(catalog.root).as_posix(): data_text(p)
             for pattern in ("runs/tune-*/tune.json", "runs/sweep-*/*.json") for p in sorted(catalog.root.glob(pattern))}
     return _digest(EXPORT_VERSION, PLANNER_VERSION, _planner_data(), _hardware(catalog),
                    sorted(json.dumps(e.entry.model_dump(mode="json", exclude=NAMED_BY_RUN), sort_keys=True)
-                          for e in catalog.entries),
+                          for e in recipes),
+                   sorted(json.dumps([e.slug, e.entry.model_dump(mode="json")], sort_keys=True) for e in record),
+                   {n: c.model_dump(mode="json") for n, c in catalog.tables.models.items() if n in models}, arms)
+
+
+def record_inputs(catalog: Catalog) -> str:
+    """The seal of the planner held against the public record (derived/public_record.json): the held-out tables'
+    inputs and table, and every published entry with its card, fitted on or not (one added since the fit is in
+    the table as the out-of-sample point it is)."""
+    return _digest(derived_inputs(catalog), data_text(HELDOUT_FILE),
                    sorted(json.dumps([e.slug, e.entry.model_dump(mode="json")], sort_keys=True)
                           for e in catalog.record),
-                   {n: c.model_dump(mode="json") for n, c in catalog.tables.models.items()}, arms)
+                   {n: c.model_dump(mode="json") for n, c in catalog.tables.models.items()})
 
 
 def _seal(inputs: str, name: str, unsealed: str) -> str:
