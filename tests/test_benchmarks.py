@@ -33,6 +33,8 @@ RESULT_LINES: dict[str, tuple[str, ...]] = {
                       r"\| megatron \| 8 \| [\d,]+ \| [\d.]+ s \|"),
     "plan_speed.py": (r"\| `plan_table`: .* \*\*[\d.]+x\*\* \|", r"\| `openrecipes plan .* \*\*[\d.]+x\*\* \|"),
     "record_heldout.py": (r"\| MLPerf Training \| 1-8 \|",),
+    "refresh_one_recipe.py": (r"\| after \(HEAD\) \| fitted_on .* \| \*\*[\d.]+ s\*\* wall",
+                              r"says: 1 entry added since"),
     "rows_build.py": (r"builder vs naive: [\d.]+x wall", r"builder vs previous: [\d.]+x wall",
                       r"identical rows: True", r"identical rows and parquet: True",
                       r"seeds' size, long conversations: 4 rows"),
@@ -45,8 +47,8 @@ RESULT_LINES: dict[str, tuple[str, ...]] = {
 }
 # Seconds or more on 2 cores (sites built, the planner refitted, a baseline read from git): the quick loop runs the
 # rest, about 15 s in all.
-SLOW = {"plan_loo.py", "plan_scale.py", "plan_speed.py", "rows_build.py", "site_build.py", "site_record.py",
-        "site_record_scale.py", "site_scale.py"}
+SLOW = {"plan_loo.py", "plan_scale.py", "plan_speed.py", "refresh_one_recipe.py", "rows_build.py", "site_build.py",
+        "site_record.py", "site_record_scale.py", "site_scale.py"}
 
 
 def _scripts(pattern: str) -> list:

@@ -33,9 +33,21 @@ def test_best_bf16_layout_is_within_5_percent_of_the_best_measured_recipe(catalo
     of the same model, GPUs and workload (before the levers were searched: -29%, -31%, -7%)."""
     request = PlanRequest(model, "H200", gpus, 8192, 16, "torchtitan", search=BF16)
     best = next(p for p in predict(request) if p.fits)
-    measured = [m for m in measured_recipes(catalog, request) if not m.layout.float8]
+    measured = measured_recipes(catalog, request)
     assert measured and best.tokens_per_s_per_gpu >= 0.95 * measured[0].tokens_per_s_per_gpu
     assert best.layout.compile and best.layout.recompute == "none" and not best.layout.float8
+
+
+def test_a_measured_recipe_answers_only_a_request_of_its_precision(catalog):
+    """A BF16 plan lists no FP8 recipe as measured, an FP8 plan no BF16 one; `--float8 measured` plans both."""
+    bf16 = PlanRequest("qwen3-1.7b", "H200", 1, 8192, 16, "torchtitan", search=BF16)
+    found = {m.slug: m.layout.float8 for m in measured_recipes(catalog, bf16)}
+    assert found and set(found.values()) == {None}
+    fp8 = {m.layout.float8 for m in measured_recipes(catalog, replace(bf16, float8="tensorwise"))}
+    assert fp8 == {"tensorwise"}
+    both = {m.layout.float8 for m in measured_recipes(catalog, replace(bf16, search=LeverSearch(float8="measured")))}
+    assert both == {None, "tensorwise"}
+    assert not measured_recipes(catalog, replace(bf16, float8="rowwise"))
 
 
 def test_every_lever_is_spelled_one_way_in_names_tables_and_slugs():

@@ -76,9 +76,20 @@ def _same_part(variant: str, request: PlanRequest) -> bool:
                                                      load_reference_tables()))
 
 
+def _plans_precision(request: PlanRequest, layout: Layout, precision: str) -> bool:
+    """Whether the request plans a recipe's precision (its layout's float8 scaling, its workload's precision): FP8 is
+    a board of its own, so a BF16 request is never answered by an FP8 recipe, nor an FP8 request by a BF16 one
+    (torchtitan's `--float8 measured` plans both)."""
+    if request.float8 is not None:
+        return layout.float8 == request.float8
+    if layout.float8 is not None:
+        return request.search.float8 != "none"
+    return request.low_precision == (None if precision == "bf16" else precision)
+
+
 def measured_recipes(catalog: Catalog, request: PlanRequest) -> list[MeasuredRecipe]:
-    """The catalog's measured recipes that answer this request (model, GPU type and count, workload, engine), fastest
-    first."""
+    """The catalog's measured recipes that answer this request (model, GPU type and count, workload, engine and
+    precision), fastest first."""
     found = []
     for entry in catalog.recipes:
         recipe = entry.entry
@@ -89,7 +100,8 @@ def measured_recipes(catalog: Catalog, request: PlanRequest) -> list[MeasuredRec
         if (asked.row_tokens, asked.global_batch, asked.engine) == (request.row_tokens, request.global_batch,
                                                                      request.engine):
             point = measured_point(entry.slug, recipe)
-            found.append(MeasuredRecipe(entry.slug, point.layout, recipe.result.tokens_per_s_per_gpu))
+            if _plans_precision(request, point.layout, recipe.workload.precision):
+                found.append(MeasuredRecipe(entry.slug, point.layout, recipe.result.tokens_per_s_per_gpu))
     return sorted(found, key=lambda m: -m.tokens_per_s_per_gpu)
 
 
