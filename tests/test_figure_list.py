@@ -122,3 +122,27 @@ def test_validate_recomputes_each_stored_figure_from_the_list(catalog, tmp_path)
 def test_a_figure_naming_an_unknown_input_is_refused_where_it_is_declared():
     with pytest.raises(ValueError, match="unknown inputs"):
         replace(GPU_HOURS_TO_TRAIN, inputs=("token_budget", "tokens_per_second"))
+
+
+def test_a_figure_added_to_the_list_is_a_column_of_every_board(one_more_figure, tmp_path):
+    """The board's figure columns are the list's: a new figure worked out for the token budget gets its header, its
+    sort key and a cell in every row, after the recipe's own columns."""
+    from openrecipes.site.build import BuildReport, _Writer
+    from openrecipes.site.pages import site_pages
+
+    site = site_pages(load_catalog(REPO))
+    section = site.section("qwen3-8b")
+    board_page = section.boards[0]
+    _Writer(tmp_path, BuildReport(tmp_path)).page(board_page.path, "board.html", site=site, section=section,
+                                                 page=board_page, title=board_page.title)
+    html = (tmp_path / board_page.path).read_text(encoding="utf-8")
+    header = html[html.index('<table class="data sortable" id="leaderboard"'):html.index("</thead>")]
+    keys = re.findall(r'data-key="([a-z_]+)"', header)
+    assert keys[:3] == ["rank", "tokens", "usd"] and keys[-4:] == ["evidence", "time", "gpu_hours_to_train", "cost"]
+    assert 'data-key="gpu_hours_to_train">GPU-hours to train <span data-budget-text>1B</span> tokens' in header
+    for entry in board_page.rows:
+        row = html[html.index(f'<tr data-slug="{entry.slug}"'):]
+        cell = re.search(r'<td class="num gpu_hours_to_train narrow-hide" data-value="([^"]*)">([^<]*)</td>',
+                         row[:row.index("</tr>")])
+        hours = 1e9 / entry.entry.result.tokens_per_s_per_gpu / 3600
+        assert cell is not None and cell.group(2) == f"{hours:,.1f}" and float(cell.group(1)) == float(f"{hours:.4g}")

@@ -106,7 +106,7 @@ def test_a_new_token_budget_scales_every_time_and_cost(chromium, bundled_site): 
         b = Browser(chromium, base)
         page = b.page
         page.goto(base + "models/qwen3-8b/h200/rows8192-gb16-bf16.html")
-        cell = page.locator("#leaderboard td.train-time").first
+        cell = page.locator("#leaderboard td.time").first
         hours = float(cell.get_attribute("data-train-hours"))
         page.fill("[data-budget-input]", "2")
         assert page.locator("[data-budget-text]").first.inner_text() == "2B"

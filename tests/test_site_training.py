@@ -33,12 +33,13 @@ def test_every_board_row_shows_the_budget_in_time_and_dollars(bundled_site):
     for section in site.sections:
         for page in section.pages:
             html = (bundled_site.out / page.path).read_text(encoding="utf-8")
-            assert 'data-budget="1000000000"' in html and "Time for <span data-budget-text>1B</span> tokens" in html
+            assert 'data-budget="1000000000"' in html
+            assert "Time to train <span data-budget-text>1B</span> tokens" in html
             for entry in page.rows:
                 row = html[html.index(f'<tr data-slug="{entry.slug}"'):]
                 row = row[:row.index("</tr>")]
                 hours, cost = site.training(entry)
-                shown_time = re.search(r'<td class="num train-time[^>]*>([^<]*)</td>', row).group(1)
+                shown_time = re.search(r'<td class="num time[^>]*>([^<]*)</td>', row).group(1)
                 shown_cost = re.search(r'<td class="num train-usd[^>]*>([^<]*)</td>', row).group(1)
                 assert unescape(shown_time) == fmt.duration(hours)
                 assert unescape(shown_cost) == (fmt.usd_total(cost) if cost is not None else "—")

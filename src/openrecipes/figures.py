@@ -218,11 +218,22 @@ class FigureSpec:
     # run's step-time noise band is "within noise" (speed and what is worked out from it alone).
     difference_decimals: int | None = None
     within_noise: bool = False
+    key: str = ""  # a board's short name for its column (its sort address, ?sort=usd-asc, and cell class); the name
+    board_text: Callable[[float], str] | None = None  # a board's text where it is shorter than `text`
 
     def __post_init__(self) -> None:
         unknown = set(self.inputs) - _INPUT_NAMES
         if unknown:
             raise ValueError(f"figure {self.name}: unknown inputs {sorted(unknown)}")
+
+    @property
+    def column(self) -> str:
+        return self.key or self.name
+
+    @property
+    def per_budget(self) -> bool:
+        """Worked out for a token budget: a page scales it as its reader changes the budget."""
+        return "token_budget" in self.inputs
 
     def of(self, inputs: Inputs) -> float | None:
         """The figure at full precision, or None when one of its inputs is missing."""
@@ -241,6 +252,11 @@ class FigureSpec:
         if value is None or not within_published_rounding(value, f"{published:.{self.decimals}f}"):
             return published
         return value
+
+
+def board_number(value: float) -> str:
+    """Leaderboards and cards: one decimal ("10,483.9")."""
+    return f"{value:,.1f}"
 
 
 def number_text(value: float, decimals: int) -> str:
@@ -265,10 +281,11 @@ def usd_total_text(usd: float) -> str:
 # The figures in the order the result block's checks, `audit` and every table list them.
 FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("tokens_per_s_per_gpu", "Tokens/s per GPU", "tokens/s", 2, 1, ("tokens_per_s_per_gpu",), float,
-               "window tokens / sum of the window's step times / GPUs", lambda v: f"{v:,.2f}", within_noise=True),
+               "window tokens / sum of the window's step times / GPUs", lambda v: f"{v:,.2f}", within_noise=True,
+               key="tokens", board_text=board_number),
     FigureSpec("usd_per_million_tokens", "$ / 1M tokens", "$", 2, -1, ("usd_per_gpu_hour", "tokens_per_s_per_gpu"),
                usd_per_million_tokens, "$/GPU-hour / (tokens/s/GPU * 3600) * 1e6", lambda v: f"${v:,.2f}",
-               ranked_unrounded=True, difference_decimals=4, within_noise=True),
+               ranked_unrounded=True, difference_decimals=4, within_noise=True, key="usd"),
     FigureSpec("mfu", "MFU", "fraction", 4, 1, ("active_params", "tokens_per_s_per_gpu", "peak_flops_per_gpu"), mfu,
                "6 * N * tokens/s/GPU / peak", lambda v: f"{v * 100:.1f}%", shown=frozenset(("show", "compare", "csv")),
                difference_decimals=1),
@@ -280,7 +297,7 @@ FIGURES: tuple[FigureSpec, ...] = (
                "GPUs * (last - first log timestamp) / 3600", str, shown=frozenset()),
     FigureSpec("time_to_train_hours", "Time to train", "h", 2, -1, ("token_budget", "tokens_per_s_per_gpu", "gpus"),
                time_to_train_hours, "token budget / (tokens/s/GPU * GPUs) / 3600", duration_text, stored=False,
-               within_noise=True),
+               within_noise=True, key="time"),
 )
 STORED = tuple(f for f in FIGURES if f.stored)
 

@@ -18,9 +18,7 @@ STANDARD_STEPS_PER_RUN = 20
 STANDARD_WINDOW = (5, 19)
 
 
-def tokens_board(value: float) -> str:
-    """Leaderboards and cards: one decimal ("10,483.9")."""
-    return f"{value:,.1f}"
+tokens_board = figures.board_number
 
 
 def tokens_detail(value: float) -> str:

@@ -80,10 +80,14 @@ def pareto_points(catalog: Catalog, model: str) -> list[ParetoPoint]:
             for number, e in enumerate(entries, start=1)]
 
 
+# The one figure whose texts a board ranks by its own digits where two published costs tie (Site.usd_texts).
+RANKED_COST = figures.figure("usd_per_million_tokens")
+
+
 def usd_recomputed(catalog: Catalog, entry: CatalogEntry) -> float:
     """The entry's $ per 1M tokens as pages rank it: at full precision where its instance is priced
     (catalog/entry_figures.py); the entry publishes a price (callers leave unpriced summaries out)."""
-    value = value_of(figures.figure("usd_per_million_tokens"), entry.entry, catalog.tables)
+    value = value_of(RANKED_COST, entry.entry, catalog.tables)
     if value is None:
         raise ValueError(f"{entry.slug}: publishes no $ per 1M tokens")
     return value
@@ -223,6 +227,15 @@ class ModelSection:
         return next(p for p in self.boards if best.fastest in p.board.ranked)
 
 
+@dataclass(frozen=True)
+class FigureCell:
+    """One figure of a ranked recipe on its board: the value its column sorts by, and its text."""
+
+    figure: figures.FigureSpec
+    value: float | None
+    text: str
+
+
 @dataclass
 class Site:
     catalog: Catalog
@@ -271,6 +284,28 @@ class Site:
         instance = self.catalog.tables.instances.get(recipe.gpu.instance)
         per_gpu_hour = figures.usd_per_gpu_hour(instance.usd_per_hour, instance.gpus) if instance else None
         return training(self.token_budget, recipe.result.tokens_per_s_per_gpu, recipe.gpu.count, per_gpu_hour)
+
+    @property
+    def board_figures(self) -> tuple[figures.FigureSpec, ...]:
+        """A board's figure columns: the rates first, the figures worked out for the token budget after the recipe's
+        own columns (the template places them)."""
+        return figures.shown_on("board")
+
+    def figure_cells(self, entry: RecipeEntry) -> list[FigureCell]:
+        """A ranked recipe's figures on its board, in the list's order (figures.shown_on("board")): what each column
+        sorts by and shows. The cost sorts at full precision, its text with the digits that rank it within its model;
+        a figure worked out for a token budget is worked out for the site's."""
+        cells = []
+        for figure in self.board_figures:
+            value: float | None
+            if figure is RANKED_COST:
+                value, text = self.usd_values[entry.slug], self.usd_text(entry)
+            else:
+                value = value_of(figure, entry.entry, self.catalog.tables, self.token_budget)
+                shown = figure.board_text or figure.text
+                text = figure.missing if value is None else shown(value)
+            cells.append(FigureCell(figure, value, text))
+        return cells
 
     def usd_text(self, entry: CatalogEntry) -> str:
         """$ per 1M tokens as shown: ranked digits where costs tie, else as published ("not published" if none)."""
