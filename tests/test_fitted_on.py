@@ -34,8 +34,10 @@ def _contribute(root) -> None:
     shutil.copy(root / FITTED_RECIPE, root / f"recipes/{NEW_SLUG}.yaml")
 
 
-def test_the_committed_snapshot_names_every_entry_of_the_catalog():
-    assert fitted_on.fitted_slugs() == frozenset(fitted_on.catalog_slugs(load_catalog(REPO)))
+def test_the_committed_snapshot_names_entries_of_the_catalog():
+    """Only entries that are there (a contributed recipe may wait outside it: that is not a failure)."""
+    named = fitted_on.fitted_slugs()
+    assert named and named <= frozenset(fitted_on.catalog_slugs(load_catalog(REPO)))
 
 
 def test_a_new_recipe_waits_outside_the_fit_until_refit(catalog):

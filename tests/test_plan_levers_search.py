@@ -12,7 +12,7 @@ from openrecipes.catalog.model import KERNELS
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
 from openrecipes.errors import UserError
-from openrecipes.plan.answer import PublishedFigure, default_engine, measured_recipes, widened
+from openrecipes.plan.answer import PublishedFigure, default_engine, default_workload, measured_recipes, widened
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.levers import LeverSearch
 from openrecipes.plan.predict import PlanRequest, predict
@@ -75,6 +75,18 @@ def test_megatron_precision_is_timed_at_its_peak():
         predict(replace(bf16, low_precision="fp4"))
     with pytest.raises(UserError, match="torchtitan's FP8 is --float8"):
         predict(replace(bf16, engine="torchtitan", low_precision="fp8"))
+
+
+def test_the_default_workload_holds_the_recipes_rows_per_gpu_for_every_engine(catalog):
+    """One answer compares engines on one workload, and a larger count trains a larger batch, as weak-scaling runs
+    do: Qwen3-8B's recipes run 16 rows on 2 GPUs."""
+    at_two, at_64 = default_workload(catalog, "qwen3-8b", 2), default_workload(catalog, "qwen3-8b", 64)
+    assert (at_two.row_tokens, at_two.global_batch) == (8192, 16)
+    assert "the workload of 2 of its recipes" in at_two.reason
+    assert (at_64.row_tokens, at_64.global_batch) == (8192, 512) and "held at 64 GPUs" in at_64.reason
+    assert default_workload(catalog, "qwen3-8b", 1).global_batch == 8
+    assert (default_workload(catalog, "deepseek-v3", 1024).global_batch, default_workload(
+        catalog, "deepseek-v3", 8).global_batch) == (128, 128)  # no recipe: the planner's default
 
 
 def test_default_engine_is_the_one_that_runs_the_model_here(catalog):
