@@ -24,8 +24,8 @@ def catalog(tmp_path, monkeypatch):
     root = tmp_path / "catalog"
     for name in ("recipes", "models", "hardware", "rules", "schema", "runs", "plans"):
         shutil.copytree(REPO / name, root / name)
-    snapshot = tmp_path / "fitted_on.json"
-    shutil.copy(REPO / "derived/fitted_on.json", snapshot)
+    snapshot = tmp_path / "fitted_on.json"  # fitted on every entry there, whatever waits in this checkout
+    snapshot.write_text(fitted_on.snapshot_text(fitted_on.catalog_slugs(load_catalog(root))), encoding="utf-8")
     monkeypatch.setattr(fitted_on, "FITTED_ON_FILE", snapshot)
     return root
 
