@@ -11,6 +11,8 @@ from conftest import REPO, openrecipes
 
 from openrecipes.catalog.store import load_catalog
 from openrecipes.plan import fitted_on
+from openrecipes.plan.calibrate import measured_point, predict_point
+from openrecipes.plan.score import unseen, unseen_words
 from openrecipes.refresh import run_step
 from openrecipes.tune import fingerprint as seal
 
@@ -56,6 +58,11 @@ def test_a_new_recipe_waits_outside_the_fit_until_refit(catalog):
     assert waiting.stale is None
     assert waiting.note is not None and waiting.note.startswith("1 entry added since the planner's fit")
     assert NEW_SLUG in waiting.note and "refresh --refit" in waiting.note
+    [seen] = unseen({NEW_SLUG}, catalog)  # the fit as it stands predicts it: its out-of-sample error
+    original = loaded.find(FITTED_RECIPE.removeprefix("recipes/").removesuffix(".yaml")).entry
+    assert seen.measured == original.result.tokens_per_s_per_gpu
+    assert seen.predicted == predict_point(measured_point(NEW_SLUG, original)).tokens_per_s_per_gpu
+    assert f"predicted {seen.error:+.1%}, {'inside' if seen.inside else 'outside'} its range" in waiting.note
     assert run_step("fitted_on", catalog, check=False).stale is None  # a plain refresh keeps it waiting
     assert NEW_SLUG not in (fitted_on.fitted_slugs() or ())
 
@@ -77,10 +84,23 @@ def test_an_entry_gone_from_the_catalog_is_stale_and_refresh_drops_it(catalog):
 
 
 @pytest.mark.parametrize("text", ["not json", '{"entries": "qwen3-8b"}', "[]"])
-def test_a_broken_snapshot_is_stale_naming_the_file_and_the_fix(catalog, text):
+def test_refit_writes_a_broken_snapshot_again_naming_every_entry(catalog, text):
+    """`refresh` and `--check` refuse such a file before any step (tests/test_refresh_hostile.py); `--refit` is how it
+    is written again."""
     fitted_on.FITTED_ON_FILE.write_text(text, encoding="utf-8")
-    stale = run_step("fitted_on", catalog, check=True).stale
+    stale = run_step("fitted_on", catalog, check=False, refit=True).stale
     assert stale is not None and "fitted_on.json" in stale and "refresh --refit" in stale
+    assert fitted_on.fitted_slugs() == frozenset(fitted_on.catalog_slugs(load_catalog(catalog)))
+
+
+def test_published_entries_added_since_the_fit_are_scored_together():
+    catalog = load_catalog(REPO)
+    slugs = {e.slug for e in catalog.record if e.entry.model == "llama-3.1-8b"}
+    found = unseen(slugs, REPO)
+    assert found and {u.slug for u in found} <= slugs
+    words = unseen_words(found)
+    assert words.startswith(f"{len(found)} predicted, median |error| ")
+    assert words.endswith(f"{sum(u.inside for u in found)} inside their range")
 
 
 def test_a_published_entry_added_since_the_fit_is_held_out_as_predicted(monkeypatch):

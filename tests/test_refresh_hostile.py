@@ -160,6 +160,12 @@ def test_an_absurd_calibration_value_is_a_failed_check_naming_the_value_and_line
     _refused(clone, f"{path}:{line}: fitted.{first[1]}.value {said}")
 
 
+@pytest.mark.parametrize("text", ["not json", '{"entries": "qwen3-8b"}'])
+def test_a_snapshot_of_the_fit_that_is_not_a_list_of_slugs_is_refused_before_any_step(clone, text):
+    (clone / "derived/fitted_on.json").write_text(text, encoding="utf-8")
+    _refused(clone, f"{clone / 'derived/fitted_on.json'}: ")
+
+
 @pytest.mark.parametrize(("old", "new", "said"), [
     ("    prior: 1.0\n", "    prior: -1.0\n", "compute_efficiency.megatron/B200-SXM-180GB.prior is -1.0, outside"),
     ("  runtime_reserve_gib: 4.0", "  runtime_reserve_gib: -4.0", "assumed.runtime_reserve_gib is -4.0, outside"),

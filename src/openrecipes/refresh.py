@@ -106,7 +106,7 @@ def refresh_command(
         raise UserError("--refit writes a new fit and --check writes nothing: give one of them")
     root = default_catalog_root().resolve()
     code = _package_parent(root)
-    problems = file_problems(root, code / "openrecipes" / "plan", code.parent / DERIVED_FOLDER)
+    problems = file_problems(root, code / "openrecipes" / "plan", code.parent / DERIVED_FOLDER, refit)
     if problems and not check:
         raise UserError(f"{problems[0]} (refresh wrote nothing)")
     if problems:
@@ -164,11 +164,13 @@ def _folder_problem(folder: Path, what: str, fix: str) -> str | None:
     return None
 
 
-def file_problems(root: Path, planner: Path, derived: Path) -> list[str]:
-    """Every file refresh reads or writes that it may not (_node_problem), and each out-of-range value of
-    calibration.yaml, as one line naming the file and the fix."""
+def file_problems(root: Path, planner: Path, derived: Path, refit: bool = False) -> list[str]:
+    """Every file refresh reads or writes that it may not (_node_problem), each out-of-range value of
+    calibration.yaml, and a fitted_on.json that is not a list of slugs (which `refit` writes again), as one line
+    naming the file and the fix."""
     from openrecipes.catalog.yamlio import read_yaml
     from openrecipes.plan.constants import calibration_problems
+    from openrecipes.plan.fitted_on import fitted_slugs
 
     restore = "put the regular file back (`git checkout` it)"
     rewrite = "remove it and run `openrecipes refresh`"
@@ -186,6 +188,12 @@ def file_problems(root: Path, planner: Path, derived: Path) -> list[str]:
             problems += calibration_problems(read_yaml(planner / "calibration.yaml"))
         except UserError as error:
             problems.append(f"{error}; {restore}")
+    snapshot = derived / "fitted_on.json"
+    if not refit and not os.path.islink(snapshot) and _node_problem(snapshot, rewrite) is None:
+        try:
+            fitted_slugs(snapshot)
+        except UserError as error:
+            problems.append(str(error))
     return problems
 
 
@@ -235,8 +243,8 @@ def _fitted_on(root: Path, check: bool, refit: bool) -> StepState:
     stale: str | None
     try:
         named = fitted_on.fitted_slugs()
-    except UserError as error:
-        named, stale = frozenset(), str(error)
+    except UserError as error:  # only `refit` reaches a step with it (file_problems): it writes the file again
+        named, stale = None, str(error)
     else:
         gone = sorted((named or frozenset()) - set(present))
         stale = ("missing" if named is None else None if not gone else
@@ -248,9 +256,16 @@ def _fitted_on(root: Path, check: bool, refit: bool) -> StepState:
         write_atomic(fitted_on.FITTED_ON_FILE, fitted_on.snapshot_text(kept))
     new = sorted(set(present) - set(kept))
     _say(f"the planner is fitted on {len(kept)} of the catalog's {len(present)} entries")
-    note = None if not new else (
-        f"{fitted_on.entries_text(len(new))} added since the planner's fit, predicted as data it has not seen "
-        f"({_some(new)}); `openrecipes refresh --refit` fits on them")
+    if not new:
+        return StepState("fitted_on", str(fitted_on.FITTED_ON_FILE), stale)
+    from openrecipes.plan.score import unseen, unseen_words
+
+    found = unseen(new, root)
+    for entry in found:
+        _say(f"{entry.slug}: measured {entry.measured:,.1f} tokens/s per GPU, predicted {entry.predicted:,.1f} "
+             f"({entry.error:+.1%}; range {entry.low:,.1f}-{entry.high:,.1f})")
+    note = (f"{fitted_on.entries_text(len(new))} added since the planner's fit, predicted as data it has not seen "
+            f"({_some(new)}: {unseen_words(found)}); `openrecipes refresh --refit` fits on them")
     return StepState("fitted_on", str(fitted_on.FITTED_ON_FILE), stale, note)
 
 
@@ -431,5 +446,8 @@ if __name__ == "__main__":  # one step, in the fresh interpreter `_step` starts
     name, where, mode, count = sys.argv[1:5]
     if Path(__file__).resolve().parents[1] != _package_parent(Path(where)):  # the code the parent checked
         sys.exit(f"this interpreter imports {Path(__file__).resolve().parent}, not the catalog's own code")
-    state = run_step(name, Path(where), mode == "check", int(count), refit=mode == "refit")
+    try:
+        state = run_step(name, Path(where), mode == "check", int(count), refit=mode == "refit")
+    except UserError as error:  # the parent says it in one line: "the <step> step failed: <why>"
+        sys.exit(str(error))
     print(json.dumps(state.__dict__))

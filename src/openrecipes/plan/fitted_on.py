@@ -13,6 +13,7 @@ the fit and the held-out tables are computed again, as for any changed input.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from openrecipes.catalog.paths import DERIVED
 from openrecipes.catalog.store import Catalog
@@ -23,9 +24,10 @@ FITTED_ON_FILE = DERIVED / "fitted_on.json"
 MAX_BYTES = 16 * MIB  # about 70 bytes an entry
 
 
-def fitted_slugs() -> frozenset[str] | None:
-    """The slugs of the entries the planner is fitted on; None where no snapshot was written yet (every entry)."""
-    path = FITTED_ON_FILE
+def fitted_slugs(path: Path | None = None) -> frozenset[str] | None:
+    """The slugs of the entries the planner is fitted on (FITTED_ON_FILE unless `path`); None where no snapshot was
+    written yet (every entry)."""
+    path = path or FITTED_ON_FILE
     if not path.is_file():
         return None
     fix = "run `openrecipes refresh --refit` to write it again"

@@ -165,3 +165,55 @@ def facets(point: HeldOutPoint) -> dict[str, str]:
     return {"source": point.source, "band": f"{band_of(point.gpus)} GPUs", "engine": point.engine,
             "precision": precision_words(point.precision),
             "model": "MoE" if point.moe else "dense", "part": point.variant}
+
+
+@dataclass(frozen=True)
+class Unseen:
+    """An entry added to the catalog since the planner's fit (openrecipes.plan.fitted_on), predicted by the fit as it
+    stands: an out-of-sample error before any refit."""
+
+    slug: str
+    measured: float  # tokens/s per GPU
+    predicted: float
+    low: float  # the prediction's range
+    high: float
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.measured - 1
+
+    @property
+    def inside(self) -> bool:
+        return self.low <= self.measured <= self.high
+
+
+def unseen(slugs: Collection[str], root: Path | None = None) -> list[Unseen]:
+    """Each of `slugs` (recipes and published entries outside the fit) the planner can express, predicted."""
+    from openrecipes.plan.calibrate import measured_point
+    from openrecipes.plan.public_record import compare
+
+    catalog = load_catalog(root or default_catalog_root())
+    found = []
+    for entry in catalog.recipes:
+        if entry.slug in slugs:
+            point = measured_point(entry.slug, entry.entry)
+            prediction = predict_layout(context(point.request, catalog.tables), point.layout)
+            found.append(Unseen(entry.slug, entry.entry.result.tokens_per_s_per_gpu, prediction.tokens_per_s_per_gpu,
+                                prediction.interval.low, prediction.interval.high))
+    for record in catalog.record:
+        if record.slug in slugs and record.entry.published is not None:
+            row = compare(record, catalog)
+            if row.predicted is not None and row.low is not None and row.high is not None:
+                found.append(Unseen(record.slug, row.published, row.predicted, row.low, row.high))
+    return found
+
+
+def unseen_words(found: Sequence[Unseen]) -> str:
+    """What the fit as it stands makes of the entries it has not seen, in a few words."""
+    if not found:
+        return "none the planner can express"
+    if len(found) == 1:
+        return f"predicted {found[0].error:+.1%}, {'inside' if found[0].inside else 'outside'} its range"
+    inside = sum(u.inside for u in found)
+    return (f"{len(found)} predicted, median |error| {statistics.median(abs(u.error) for u in found):.1%}, "
+            f"{inside} inside their range")
