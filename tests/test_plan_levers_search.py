@@ -77,16 +77,17 @@ def test_megatron_precision_is_timed_at_its_peak():
         predict(replace(bf16, engine="torchtitan", low_precision="fp8"))
 
 
-def test_the_default_workload_holds_the_recipes_rows_per_gpu_for_every_engine(catalog):
-    """One answer compares engines on one workload, and a larger count trains a larger batch, as weak-scaling runs
-    do: Qwen3-8B's recipes run 16 rows on 2 GPUs."""
-    at_two, at_64 = default_workload(catalog, "qwen3-8b", 2), default_workload(catalog, "qwen3-8b", 64)
-    assert (at_two.row_tokens, at_two.global_batch) == (8192, 16)
-    assert "the workload of 2 of its recipes" in at_two.reason
-    assert (at_64.row_tokens, at_64.global_batch) == (8192, 512) and "held at 64 GPUs" in at_64.reason
-    assert default_workload(catalog, "qwen3-8b", 1).global_batch == 8
-    assert (default_workload(catalog, "deepseek-v3", 1024).global_batch, default_workload(
-        catalog, "deepseek-v3", 8).global_batch) == (128, 128)  # no recipe: the planner's default
+def test_the_default_workload_is_the_recipes_one_for_every_engine(catalog):
+    """One answer compares engines on one workload: Qwen3-8B's torchtitan recipes run 16 rows of 8,192 tokens, so a
+    Megatron plan of it does too; a model without a recipe plans 8,192 x 128."""
+    workload = default_workload(catalog, "qwen3-8b")
+    assert (workload.row_tokens, workload.global_batch) == (8192, 16)
+    assert workload.reason == "the workload of 2 of its recipes"
+    assert (default_workload(catalog, "deepseek-v3").row_tokens, default_workload(catalog, "deepseek-v3").global_batch
+            ) == (8192, 128)
+    text = " ".join(openrecipes("plan", "qwen3-8b", "--gpu", "H200", "--gpus", "8", "--engine", "megatron", "--top",
+                                "1").stdout.split())
+    assert "the workload of 2 of its recipes" in text and "global batch 16" in text
 
 
 def test_default_engine_is_the_one_that_runs_the_model_here(catalog):

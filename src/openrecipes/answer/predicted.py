@@ -42,7 +42,7 @@ def engines_for(card: ModelCard) -> tuple[list[Engine], list[str]]:
 
 def request_for(catalog: Catalog, model: str, gpu_type: str, gpus: int, engine: str) -> PlanRequest:
     """The request `openrecipes plan MODEL --gpu G --gpus N --engine E` makes with every other option left out."""
-    workload = default_workload(catalog, model, gpus)
+    workload = default_workload(catalog, model)
     levers, search = parse_levers(None, None, None)
     return PlanRequest(model, gpu_type, gpus, workload.row_tokens, workload.global_batch, engine, **levers,
                        search=search)

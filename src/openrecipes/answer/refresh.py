@@ -16,7 +16,7 @@ from openrecipes.catalog.store import Catalog
 from openrecipes.errors import UserError
 from openrecipes.forked import forked_map
 
-ANSWER_VERSION = 2  # bumped when what a grid holds changes without a change of its inputs or PLANNER_VERSION
+ANSWER_VERSION = 3  # bumped when what a grid holds changes without a change of its inputs or PLANNER_VERSION
 
 
 def compute_grid(catalog: Catalog, model: str, inputs: str,

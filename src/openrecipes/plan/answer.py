@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
-from fractions import Fraction
 
 from openrecipes.catalog.hardware import load_reference_tables, variant_id
 from openrecipes.catalog.store import Catalog
@@ -53,26 +52,16 @@ class Workload:
     reason: str
 
 
-def default_workload(catalog: Catalog, model: str, gpus: int) -> Workload:
-    """The workload a request that names none plans, the same for every engine (so that one answer compares its
-    engines on one workload): the row length and rows per GPU of most of the model's measured recipes, held at `gpus`
-    as a weak-scaling run holds them (global batch = rows per GPU x GPUs, at least one row); without a recipe,
+def default_workload(catalog: Catalog, model: str) -> Workload:
+    """The workload a request that names none plans, the same for every engine so that one answer compares its
+    engines on one workload: the row length and global batch of most of the model's measured recipes; without one,
     8,192-token rows and a global batch of 128."""
-    measured = [request_of(e.entry) for e in catalog.recipes if e.entry.model == model]
-    found = Counter((r.row_tokens, Fraction(r.global_batch, r.gpus)) for r in measured)
+    found = Counter((r.row_tokens, r.global_batch) for r in (request_of(e.entry) for e in catalog.recipes
+                                                             if e.entry.model == model))
     if not found:
         return Workload(8192, 128, "the planner's default workload")
-    (row_tokens, per_gpu), count = max(found.items(), key=lambda item: (item[1], item[0]))
-    global_batch = max(1, round(per_gpu * gpus))
-    recipes = f"{count} of its recipes"
-    if any(r.gpus == gpus and r.global_batch == global_batch for r in measured):
-        return Workload(row_tokens, global_batch, f"the workload of {recipes}")
-    return Workload(row_tokens, global_batch, f"the rows per GPU of {recipes} ({_rows(per_gpu)}), held at {gpus:,} "
-                                              "GPUs as a weak-scaling run holds them")
-
-
-def _rows(per_gpu: Fraction) -> str:
-    return f"{per_gpu.numerator / per_gpu.denominator:g} rows"
+    (row_tokens, global_batch), count = max(found.items(), key=lambda item: (item[1], item[0]))
+    return Workload(row_tokens, global_batch, f"the workload of {count} of its recipes")
 
 
 @dataclass(frozen=True)

@@ -145,7 +145,7 @@ def ask(
     catalog = load_catalog(default_catalog_root())
     choice = (EngineChoice(engine, "asked with --engine") if engine is not None
               else default_engine(catalog, model))
-    workload = default_workload(catalog, model, gpus)
+    workload = default_workload(catalog, model)
     levers, search = parse_levers(kernels, attention, float8)
     request = PlanRequest(model, gpu, gpus, row_tokens or workload.row_tokens, global_batch or workload.global_batch,
                           choice.engine, grad_reduce_bf16, **levers, search=search, low_precision=precision,
