@@ -58,7 +58,7 @@ def test_a_new_recipe_waits_outside_the_fit_until_refit(catalog):
     assert waiting.stale is None
     assert waiting.note is not None and waiting.note.startswith("1 entry added since the planner's fit")
     assert NEW_SLUG in waiting.note and "refresh --refit" in waiting.note
-    [seen] = unseen({NEW_SLUG}, catalog)  # the fit as it stands predicts it: its out-of-sample error
+    [seen] = unseen({NEW_SLUG}, loaded)  # the fit as it stands predicts it: its out-of-sample error
     original = loaded.find(FITTED_RECIPE.removeprefix("recipes/").removesuffix(".yaml")).entry
     assert seen.measured == original.result.tokens_per_s_per_gpu
     assert seen.predicted == predict_point(measured_point(NEW_SLUG, original)).tokens_per_s_per_gpu
@@ -96,7 +96,7 @@ def test_refit_writes_a_broken_snapshot_again_naming_every_entry(catalog, text):
 def test_published_entries_added_since_the_fit_are_scored_together():
     catalog = load_catalog(REPO)
     slugs = {e.slug for e in catalog.record if e.entry.model == "llama-3.1-8b"}
-    found = unseen(slugs, REPO)
+    found = unseen(slugs, catalog)
     assert found and {u.slug for u in found} <= slugs
     words = unseen_words(found)
     assert words.startswith(f"{len(found)} predicted, median |error| ")

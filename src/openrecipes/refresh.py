@@ -239,7 +239,8 @@ def _fitted_on(root: Path, check: bool, refit: bool) -> StepState:
     from openrecipes.catalog.store import load_catalog
     from openrecipes.plan import fitted_on
 
-    present = fitted_on.catalog_slugs(load_catalog(root))
+    catalog = load_catalog(root)
+    present = fitted_on.catalog_slugs(catalog)
     stale: str | None
     try:
         named = fitted_on.fitted_slugs()
@@ -260,7 +261,7 @@ def _fitted_on(root: Path, check: bool, refit: bool) -> StepState:
         return StepState("fitted_on", str(fitted_on.FITTED_ON_FILE), stale)
     from openrecipes.plan.score import unseen, unseen_words
 
-    found = unseen(new, root)
+    found = unseen(new, catalog)
     for entry in found:
         _say(f"{entry.slug}: measured {entry.measured:,.1f} tokens/s per GPU, predicted {entry.predicted:,.1f} "
              f"({entry.error:+.1%}; range {entry.low:,.1f}-{entry.high:,.1f})")

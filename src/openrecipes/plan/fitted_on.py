@@ -13,6 +13,7 @@ the fit and the held-out tables are computed again, as for any changed input.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 
 from openrecipes.catalog.paths import DERIVED
@@ -26,10 +27,17 @@ MAX_BYTES = 16 * MIB  # about 70 bytes an entry
 
 def fitted_slugs(path: Path | None = None) -> frozenset[str] | None:
     """The slugs of the entries the planner is fitted on (FITTED_ON_FILE unless `path`); None where no snapshot was
-    written yet (every entry)."""
+    written yet (every entry). Read once per version of the file: every point and record entry asks."""
     path = path or FITTED_ON_FILE
     if not path.is_file():
         return None
+    info = path.stat()
+    return _read(path, info.st_mtime_ns, info.st_size)
+
+
+@lru_cache(maxsize=4)
+def _read(path: Path, mtime_ns: int, size: int) -> frozenset[str]:
+    """The file's slugs; the modification time and size key the cache, so a rewritten file is read again."""
     fix = "run `openrecipes refresh --refit` to write it again"
     try:
         found = json.loads(read_text(path, MAX_BYTES, "fitted-on file"))

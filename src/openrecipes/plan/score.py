@@ -25,7 +25,7 @@ from pathlib import Path
 
 from openrecipes.catalog.hardware import variant_id
 from openrecipes.catalog.paths import default_catalog_root
-from openrecipes.catalog.store import load_catalog
+from openrecipes.catalog.store import Catalog, load_catalog
 from openrecipes.forked import forked_map
 from openrecipes.plan.constants import EFFICIENCY, Calibration
 from openrecipes.plan.fit import fit
@@ -187,12 +187,11 @@ class Unseen:
         return self.low <= self.measured <= self.high
 
 
-def unseen(slugs: Collection[str], root: Path | None = None) -> list[Unseen]:
+def unseen(slugs: Collection[str], catalog: Catalog) -> list[Unseen]:
     """Each of `slugs` (recipes and published entries outside the fit) the planner can express, predicted."""
     from openrecipes.plan.calibrate import measured_point
     from openrecipes.plan.public_record import compare
 
-    catalog = load_catalog(root or default_catalog_root())
     found = []
     for entry in catalog.recipes:
         if entry.slug in slugs:

@@ -26,10 +26,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Container, Iterable
 from pathlib import Path
 
 from openrecipes.catalog.hardware import hardware_dir
-from openrecipes.catalog.store import Catalog
+from openrecipes.catalog.store import Catalog, SummaryEntry
 from openrecipes.catalog.yamlio import read_yaml
 from openrecipes.errors import UserError
 from openrecipes.plan import PLANNER_VERSION
@@ -96,6 +97,16 @@ def plan_inputs(catalog: Catalog) -> dict[str, str]:
             for model in sorted(set(cards) | set(own))}
 
 
+def _record_texts(entries: Iterable[SummaryEntry]) -> list[str]:
+    """Published entries as what they mean, their notes kept (a source's caveats are read from them)."""
+    return sorted(json.dumps([e.slug, e.entry.model_dump(mode="json")], sort_keys=True) for e in entries)
+
+
+def _cards(catalog: Catalog, models: Container[str] | None = None) -> dict[str, dict]:
+    """The model cards (of `models` only, where given) as what they mean."""
+    return {n: c.model_dump(mode="json") for n, c in catalog.tables.models.items() if models is None or n in models}
+
+
 def derived_inputs(catalog: Catalog) -> str:
     """The seal of what the held-out tables are computed from: the planner's version and data, every measured point
     the planner is fitted on (openrecipes.plan.fitted_on) with its notes (a source's caveats are read from them),
@@ -110,18 +121,14 @@ def derived_inputs(catalog: Catalog) -> str:
     return _digest(EXPORT_VERSION, PLANNER_VERSION, _planner_data(), _hardware(catalog),
                    sorted(json.dumps(e.entry.model_dump(mode="json", exclude=NAMED_BY_RUN), sort_keys=True)
                           for e in recipes),
-                   sorted(json.dumps([e.slug, e.entry.model_dump(mode="json")], sort_keys=True) for e in record),
-                   {n: c.model_dump(mode="json") for n, c in catalog.tables.models.items() if n in models}, arms)
+                   _record_texts(record), _cards(catalog, models), arms)
 
 
 def record_inputs(catalog: Catalog) -> str:
     """The seal of the planner held against the public record (derived/public_record.json): the held-out tables'
     inputs and table, and every published entry with its card, fitted on or not (one added since the fit is in
     the table as the out-of-sample point it is)."""
-    return _digest(derived_inputs(catalog), data_text(HELDOUT_FILE),
-                   sorted(json.dumps([e.slug, e.entry.model_dump(mode="json")], sort_keys=True)
-                          for e in catalog.record),
-                   {n: c.model_dump(mode="json") for n, c in catalog.tables.models.items()})
+    return _digest(derived_inputs(catalog), data_text(HELDOUT_FILE), _record_texts(catalog.record), _cards(catalog))
 
 
 def _seal(inputs: str, name: str, unsealed: str) -> str:
