@@ -7,6 +7,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
+from layout_helpers import relaid
 from typer.testing import CliRunner
 
 import openrecipes.tune as tuning
@@ -15,7 +16,6 @@ from openrecipes.cli import app
 from openrecipes.errors import UserError
 from openrecipes.plan import levers
 from openrecipes.plan.constants import GIB
-from openrecipes.plan.layouts import LeverSet
 from openrecipes.plan.levers import ATTENTION_CHOICES, KERNEL_CHOICES
 from openrecipes.plan.predict import PlanRequest, context, predict_layout
 from tests.test_plan_tune import WHEN, FakeRunner, _key
@@ -34,7 +34,7 @@ def _best_fitting(request: PlanRequest):
 
 def _with(prediction, **fields):
     """The same Qwen3-8B layout with levers."""
-    return predict_layout(context(QWEN3_8B), replace(prediction.layout, **fields))
+    return predict_layout(context(QWEN3_8B), relaid(prediction.layout, **fields))
 
 
 def test_fused_linear_cross_entropy_replaces_the_fp32_logits_term():
@@ -50,14 +50,14 @@ def test_fused_linear_cross_entropy_replaces_the_fp32_logits_term():
 
 
 def test_liger_rmsnorm_drops_eager_amps_fp32_norm_copies_and_nothing_else():
-    eager = replace(_best_fitting(QWEN3_1_7B).layout, compile=False, recompute="none")
+    eager = relaid(_best_fitting(QWEN3_1_7B).layout, compile=False, recompute="none")
     ctx = context(QWEN3_1_7B)
-    plain, fused = predict_layout(ctx, eager), predict_layout(ctx, replace(eager, kernels=("liger-rmsnorm",)))
+    plain, fused = predict_layout(ctx, eager), predict_layout(ctx, relaid(eager, kernels=("liger-rmsnorm",)))
     assert fused.memory.parts["activations"] < plain.memory.parts["activations"]
-    compiled = replace(eager, compile=True)
-    assert (predict_layout(ctx, replace(compiled, kernels=("liger-rmsnorm",))).memory.parts
+    compiled = relaid(eager, compile=True)
+    assert (predict_layout(ctx, relaid(compiled, kernels=("liger-rmsnorm",))).memory.parts
             == predict_layout(ctx, compiled).memory.parts)
-    swiglu = predict_layout(ctx, replace(eager, kernels=("liger-swiglu", "liger-rope"), attention="sdpa-flash"))
+    swiglu = predict_layout(ctx, relaid(eager, kernels=("liger-swiglu", "liger-rope"), attention="sdpa-flash"))
     assert swiglu.memory.parts == plain.memory.parts
 
 
@@ -118,8 +118,8 @@ def test_the_lever_runs_give_measured_factors_and_plan_enumerates_the_useful_one
     assert 1.10 < tensorwise.factor < 1.20 and factors[("H200", "float8 rowwise")].factor < 1
     assert factors[("H200", "liger-fused-linear-cross-entropy")].factor < 1
     assert factors[("H200", "attention sdpa-flash")].factor < 1
-    assert {s.float8 for s in levers.lever_sets("torchtitan", "H200", levers.LeverSearch())} == {None}  # BF16 asked
-    sets = levers.lever_sets("torchtitan", "H200", levers.LeverSearch(float8="measured"))
+    assert {g[0].float8 for g in levers.lever_groups("torchtitan", "H200", levers.LeverSearch())} == {None}  # BF16
+    sets = [group[0] for group in levers.lever_groups("torchtitan", "H200", levers.LeverSearch(float8="measured"))]
     # sdpa-flash was measured slower and has no memory term: it can only lose, so it is not enumerated; the fused
     # loss was measured slower too, but frees memory
     assert {s.attention for s in sets} == {None}
@@ -128,9 +128,12 @@ def test_the_lever_runs_give_measured_factors_and_plan_enumerates_the_useful_one
     both = (False, True)
     assert {(s.compile, s.reshard_after_forward) for s in sets} == {(c, r) for c in both for r in both}
     # nothing measured on B200: compile and resharding only; Megatron has none of these levers
-    assert {(s.kernels, s.attention, s.float8) for s in levers.lever_sets("torchtitan", "B200", levers.LeverSearch())
-            } == {((), None, None)}
-    assert levers.lever_sets("megatron", "H200", levers.LeverSearch()) == (LeverSet(),)
+    assert {(g[0].kernels, g[0].attention, g[0].float8)
+            for g in levers.lever_groups("torchtitan", "B200", levers.LeverSearch())} == {((), None, None)}
+    # Megatron: one group, of its optimizer fractions on the host, and no torchtitan lever
+    (megatron,) = levers.lever_groups("megatron", "H200", levers.LeverSearch())
+    assert [block.offload_fraction for block in megatron] == [0.0, 0.5, 0.9, 1.0]
+    assert not any(block.compile or block.kernels or block.float8 for block in megatron)
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -167,17 +170,17 @@ def _setup(catalog, **options):
 
 def test_levers_are_searched_only_when_asked(catalog):
     plain = _setup(catalog)
-    assert all(not levers.lever_names(c.layout) for c in plain.ranked)
+    assert all(not levers.lever_names(c.layout.levers) for c in plain.ranked)
     with_kernels = _setup(catalog, kernels=True)
     by_layout: dict = {}
     for c in with_kernels.ranked:
-        by_layout.setdefault(replace(c.layout, kernels=()), set()).add(c.layout.kernels)
+        by_layout.setdefault(relaid(c.layout, kernels=()), set()).add(c.layout.levers.kernels)
     assert set(KERNEL_CHOICES) in by_layout.values()
     assert len(KERNEL_CHOICES) == 6 and KERNEL_CHOICES[-1] == KERNELS
     # what the fused loss frees lets layouts fit that did not without it
-    assert {replace(c.layout, kernels=()) for c in with_kernels.ranked} >= {c.layout for c in plain.ranked}
+    assert {relaid(c.layout, kernels=()) for c in with_kernels.ranked} >= {c.layout for c in plain.ranked}
     attention = _setup(catalog, attention=True)
-    assert {c.layout.attention for c in attention.ranked} == set(ATTENTION_CHOICES)
+    assert {c.layout.levers.attention for c in attention.ranked} == set(ATTENTION_CHOICES)
     # every layout with each choice, the reference's own layout too (only its stock form is the reference arm)
     assert len(attention.ranked) == len(ATTENTION_CHOICES) * (len(plain.ranked) + 1) - 1
 
@@ -191,12 +194,12 @@ def test_an_fp8_search_is_its_own_board(catalog, monkeypatch):
     monkeypatch.setattr(fake, "OTHER_COMPILED", 5000.0)
     monkeypatch.setattr(fake, "OTHER_EAGER", 4000.0)
     s = _setup(catalog, float8="tensorwise")
-    assert s.ranked and all(c.layout.float8 == "tensorwise" for c in s.ranked)
+    assert s.ranked and all(c.layout.levers.float8 == "tensorwise" for c in s.ranked)
     assert "fp8tensorwise" in s.run_root.name
     runner = FakeRunner()
     result = tuning.tune(s, budget_minutes=12, runner=runner, clock=runner.clock)
     assert result.reference.measurement.tokens_per_s_per_gpu > result.winner.measurement.tokens_per_s_per_gpu
-    assert result.winner is not result.reference and result.winner.candidate.layout.float8 == "tensorwise"
+    assert result.winner is not result.reference and result.winner.candidate.layout.levers.float8 == "tensorwise"
     path = tuning.write_winner(s, result)
     assert result.config.result == "precision change"
     text = path.read_text()

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 from conftest import REPO
+from layout_helpers import built
 
 from openrecipes.catalog.hardware import load_reference_tables
 from openrecipes.catalog.store import load_catalog
@@ -21,7 +22,7 @@ from openrecipes.plan.comm import (
     span,
 )
 from openrecipes.plan.constants import calibration, links
-from openrecipes.plan.layouts import Layout, stage_split
+from openrecipes.plan.layouts import stage_split
 from openrecipes.plan.predict import PlanRequest, context, predict_layout
 from openrecipes.plan.public_record import record_points
 
@@ -66,8 +67,8 @@ def _megatron_fsdp_weak_scaling(gpus: int) -> float:
     """Llama 3.1 70B in FP8 on B200 under Megatron-FSDP over every GPU (TP 1, two 8,192-token rows a microbatch, full
     recompute, global batch 4 x GPUs): predicted tokens/s per GPU."""
     request = PlanRequest("llama-3.1-70b", "B200", gpus, 8192, 4 * gpus, "megatron", low_precision="fp8")
-    layout = Layout("megatron", 1, 1, 1, 1, 1, 1, gpus, (80,), "full", 0.0, 2, 16384, False, low_precision="fp8",
-                    megatron_fsdp=True)
+    layout = built("megatron", 1, 1, 1, 1, 1, 1, gpus, (80,), "full", 2, 16384, low_precision="fp8",
+                   megatron_fsdp=True)
     return predict_layout(context(request), layout).tokens_per_s_per_gpu
 
 
@@ -77,8 +78,7 @@ def _record_weak_scaling(gpus: int) -> float:
     request = PlanRequest("llama-3.1-70b", "H100", gpus, 8192, 2 * gpus, "megatron", low_precision="fp8")
     split = stage_split(80, 4)
     assert split is not None
-    layout = Layout("megatron", 4, 4, 5, 2, 1, 1, gpus // 32, split, "none", 0.0, 1, 4096, False,
-                    low_precision="fp8")
+    layout = built("megatron", 4, 4, 5, 2, 1, 1, gpus // 32, split, "none", 1, 4096, low_precision="fp8")
     return predict_layout(context(request), layout).tokens_per_s_per_gpu
 
 
@@ -92,7 +92,7 @@ def test_a_weak_scaling_sweep_loses_throughput_from_64_to_512_gpus(sweep, least_
 
 
 def test_megatron_fsdp_record_layouts_shard_every_state_and_the_8b_one_fits():
-    points = {p.slug: p for p in record_points(load_catalog(REPO)) if p.layout.megatron_fsdp}
+    points = {p.slug: p for p in record_points(load_catalog(REPO)) if p.layout.levers.megatron_fsdp}
     assert len(points) == 11  # the record's Megatron-Bridge FSDP entries (FSDP column above 0)
     eight_b = points["llama-3.1-8b/h100/record-mbridge-25.11-fp8cs-8gpu-fsdp8-gbs128-mbs1"]
     prediction = predict_layout(context(eight_b.request), eight_b.layout)

@@ -8,10 +8,12 @@ import re
 from dataclasses import replace
 
 import pytest
+from layout_helpers import relaid
 
 from openrecipes import figures
 from openrecipes.catalog.hardware import load_reference_tables
 from openrecipes.catalog.yamlio import parse_yaml
+from openrecipes.engines.registry import engine_named
 from openrecipes.errors import UserError
 from openrecipes.plan import compute
 from openrecipes.plan.compute import Part, compute_time, gemm_efficiency
@@ -29,8 +31,8 @@ ROW = 8192
 
 def _layout(shape, **degrees) -> Layout:
     fields = {"tp": 1, "pp": 1, "cp": 1, "ep": 1, "etp": 1, "dp": 1, "recompute": "none"} | degrees
-    return Layout(engine="megatron", vpp=1, stage_layers=(shape.layers,), offload_fraction=0.0, rows_per_microbatch=1,
-                  max_tokens_per_gpu=ROW, grad_reduce_bf16=False, **fields)
+    return Layout(engine="megatron", vpp=1, stage_layers=(shape.layers,), rows_per_microbatch=1,
+                  max_tokens_per_gpu=ROW, levers=engine_named("megatron").levers_of(), **fields)
 
 
 def _flops(ops: Ops) -> float:
@@ -109,7 +111,7 @@ def test_torchtitan_float8_on_a_part_without_a_run_of_it_is_faster_and_says_the_
     bf16 = _best(PlanRequest("llama-3.1-8b", "H100", 8, 8192, 64, "torchtitan"))
     fp8 = next(p for p in predict(PlanRequest("llama-3.1-8b", "H100", 8, 8192, 64, "torchtitan",
                                               float8="tensorwise"))
-               if replace(p.layout, float8=None) == bf16.layout)
+               if relaid(p.layout, float8=None) == bf16.layout)
     assert fp8.tokens_per_s_per_gpu > 1.15 * bf16.tokens_per_s_per_gpu
     assert fp8.step.datasheet_precision == "fp8" and "float8 tensorwise" not in fp8.step.unmeasured_levers
     assert "timed at the datasheet's FP8 peak: predicted, not measured on H100-SXM5-80GB" in fp8.reason

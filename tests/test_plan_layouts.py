@@ -7,6 +7,7 @@ from dataclasses import replace
 from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from layout_helpers import relaid
 
 from openrecipes.catalog.hardware import load_reference_tables
 from openrecipes.plan.layouts import enumerate_layouts, stage_split
@@ -42,8 +43,8 @@ def test_every_enumerated_layout_is_valid(model, gpus, engine, global_batch, row
     layouts = [lay for group in groups for lay in group]
     assert len(layouts) == len(set(layouts))
     for group in groups:  # a group's layouts differ in the offloaded optimizer fraction alone
-        assert len({replace(lay, offload_fraction=0.0) for lay in group}) == 1
-        assert len({lay.offload_fraction for lay in group}) == len(group)
+        assert len({relaid(lay, offload_fraction=0.0) for lay in group}) == 1
+        assert len({lay.levers.offload_fraction for lay in group}) == len(group)
     for lay in layouts:
         assert lay.tp * lay.pp * lay.cp * lay.dp == gpus
         assert lay.tp <= 8 and shape.attention_heads % lay.tp == 0 and shape.query_groups % lay.tp == 0
@@ -61,7 +62,7 @@ def test_every_enumerated_layout_is_valid(model, gpus, engine, global_batch, row
         else:
             assert lay.ep == lay.etp == 1
         if engine == "torchtitan":
-            assert (lay.cp * lay.dp) % lay.ep == 0 and lay.offload_fraction == 0.0
+            assert (lay.cp * lay.dp) % lay.ep == 0 and lay.levers.offload_fraction == 0.0
 
 
 def test_a_dense_model_plans_under_torchtitan_on_one_gpu():

@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import pytest
 from conftest import REPO, openrecipes
+from layout_helpers import built, relaid
 
 from openrecipes.catalog.model import KERNELS
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
 from openrecipes.errors import UserError
 from openrecipes.plan.answer import PublishedFigure, default_engine, default_workload, measured_recipes, widened
-from openrecipes.plan.layouts import Layout
 from openrecipes.plan.levers import LeverSearch
 from openrecipes.plan.predict import PlanRequest, predict
 from openrecipes.plan.trust import Interval
@@ -35,27 +35,28 @@ def test_best_bf16_layout_is_within_5_percent_of_the_best_measured_recipe(catalo
     best = next(p for p in predict(request) if p.fits)
     measured = measured_recipes(catalog, request)
     assert measured and best.tokens_per_s_per_gpu >= 0.95 * measured[0].tokens_per_s_per_gpu
-    assert best.layout.compile and best.layout.recompute == "none" and not best.layout.float8
+    assert best.layout.levers.compile and best.layout.recompute == "none" and not best.layout.levers.float8
 
 
 def test_a_measured_recipe_answers_only_a_request_of_its_precision(catalog):
     """A BF16 plan lists no FP8 recipe as measured, an FP8 plan no BF16 one; `--float8 measured` plans both."""
     bf16 = PlanRequest("qwen3-1.7b", "H200", 1, 8192, 16, "torchtitan", search=BF16)
-    found = {m.slug: m.layout.float8 for m in measured_recipes(catalog, bf16)}
+    found = {m.slug: m.layout.levers.float8 for m in measured_recipes(catalog, bf16)}
     assert found and set(found.values()) == {None}
-    fp8 = {m.layout.float8 for m in measured_recipes(catalog, replace(bf16, float8="tensorwise"))}
+    fp8 = {m.layout.levers.float8 for m in measured_recipes(catalog, replace(bf16, float8="tensorwise"))}
     assert fp8 == {"tensorwise"}
-    both = {m.layout.float8 for m in measured_recipes(catalog, replace(bf16, search=LeverSearch(float8="measured")))}
+    measured = replace(bf16, search=LeverSearch(float8="measured"))
+    both = {m.layout.levers.float8 for m in measured_recipes(catalog, measured)}
     assert both == {None, "tensorwise"}
     assert not measured_recipes(catalog, replace(bf16, float8="rowwise"))
 
 
 def test_every_lever_is_spelled_one_way_in_names_tables_and_slugs():
-    layout = Layout("torchtitan", 1, 1, 1, 1, 1, 1, 8, (36,), "none", 0.0, 1, 8192, False, kernels=KERNELS,
-                    attention="sdpa-flash", float8="tensorwise")
-    assert lever_names(layout)[-2:] == ("attention sdpa-flash", "float8 tensorwise")
-    assert lever_text(layout) == ", liger rmsnorm+swiglu+rope+flce, sdpa-flash, fp8 tensorwise"
-    assert lever_slug(layout) == "-liger-rmsnorm+swiglu+rope+flce-sdpa-flash-fp8-tensorwise"
+    layout = built("torchtitan", 1, 1, 1, 1, 1, 1, 8, (36,), "none", 1, 8192, kernels=KERNELS,
+                   attention="sdpa-flash", float8="tensorwise")
+    assert lever_names(layout.levers)[-2:] == ("attention sdpa-flash", "float8 tensorwise")
+    assert lever_text(layout.levers) == ", liger rmsnorm+swiglu+rope+flce, sdpa-flash, fp8 tensorwise"
+    assert lever_slug(layout.levers) == "-liger-rmsnorm+swiglu+rope+flce-sdpa-flash-fp8-tensorwise"
     assert len({words.name for words in LEVER_WORDS}) == len({words.short for words in LEVER_WORDS}) == len(
         LEVER_WORDS)
 
@@ -66,9 +67,9 @@ def test_megatron_precision_is_timed_at_its_peak():
     bf16 = PlanRequest("llama-3.1-70b", "H100", 64, 8192, 128, "megatron")
     fp8 = replace(bf16, low_precision="fp8")
     best_bf16 = next(p for p in predict(bf16) if p.fits)
-    same = next(p for p in predict(fp8) if p.layout == replace(best_bf16.layout, low_precision="fp8"))
+    same = next(p for p in predict(fp8) if p.layout == relaid(best_bf16.layout, low_precision="fp8"))
     assert 1.2 < same.tokens_per_s_per_gpu / best_bf16.tokens_per_s_per_gpu < 2.0
-    assert "fp8" in lever_text(same.layout) and same.exported().low_precision == "fp8"
+    assert "fp8" in lever_text(same.layout.levers) and same.exported().low_precision == "fp8"
     with pytest.raises(UserError, match="H100-SXM5-80GB has no dense nvfp4 peak; .* add peak_nvfp4_flops to its block"):
         predict(replace(bf16, low_precision="nvfp4"))
     with pytest.raises(UserError, match="--precision fp4: not one of"):
@@ -136,11 +137,11 @@ def test_offload_fractions_after_the_first_that_fits_are_left_out():
     fitting: dict = {}
     for p in ranked:
         if p.fits:
-            key = replace(p.layout, offload_fraction=0.0)
-            fitting.setdefault(key, []).append(p.layout.offload_fraction)
+            key = relaid(p.layout, offload_fraction=0.0)
+            fitting.setdefault(key, []).append(p.layout.levers.offload_fraction)
     assert fitting and all(len(fractions) == 1 for fractions in fitting.values())
     # a layout that does not fit without offload still has its offloaded fractions
-    assert any(p.layout.offload_fraction > 0 and p.fits for p in ranked)
+    assert any(p.layout.levers.offload_fraction > 0 and p.fits for p in ranked)
 
 
 @pytest.mark.slow

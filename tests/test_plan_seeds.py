@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from layout_helpers import relaid
 
 from openrecipes.plan.calibrate import measured_points, predict_point
 from openrecipes.plan.constants import GIB
@@ -29,7 +30,7 @@ def test_fp32_logits_of_an_8192_token_gpt_oss_microbatch_are_6_14_gib():
 def _on(point, gpu_type, recompute):
     """The seed's layout with another GPU type or recompute policy."""
     moved = replace(point, request=replace(point.request, gpu_type=gpu_type, variant=None),
-                    layout=replace(point.layout, recompute=recompute))
+                    layout=relaid(point.layout, recompute=recompute))
     return predict_layout(context(moved.request), moved.layout)
 
 
@@ -50,9 +51,9 @@ def test_the_same_gpt_oss_layout_needs_recompute_on_h100_80gb(points):
 @pytest.mark.parametrize("slug", GLM_B200)
 def test_glm_64_b200_layouts_fit_only_with_cpu_optimizer_offload(points, slug):
     point = points[slug]
-    assert point.layout.offload_fraction == 0.9
+    assert point.layout.levers.offload_fraction == 0.9
     with_offload = predict_point(point)
-    without = predict_layout(context(point.request), replace(point.layout, offload_fraction=0.0))
+    without = predict_layout(context(point.request), relaid(point.layout, offload_fraction=0.0))
     assert with_offload.fits, with_offload.reason
     assert not without.fits, without.reason
     assert max(without.memory.parts, key=without.memory.parts.get) == "optimizer_states"

@@ -303,7 +303,7 @@ def test_an_arm_is_the_base_recipe_with_only_its_layout_steps_and_command_change
     assert arm.workload.precision == "fp8" and arm.layout.float8 is not None
     assert arm.layout.float8.scaling == "tensorwise" and arm.layout.float8.skip == ["output"]
     assert (arm.layout.label, arm.layout.highlights, arm.layout.dp, arm.layout.compile) == (
-        candidate.layout.label, f"tuned: {candidate.label}", candidate.layout.dp, candidate.layout.compile)
+        candidate.layout.label, f"tuned: {candidate.label}", candidate.layout.dp, candidate.layout.levers.compile)
     assert "--model.converters quantize.linear.float8" in arm.run
     assert s.base.workload.precision == "bf16" and s.base.layout.float8 is None  # the base is left as it was
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from openrecipes.engines.levers import Levers, levers_of
 from openrecipes.engines.runner import LaunchCommand, Runner
 from openrecipes.steptable import StepTable
 
@@ -124,6 +125,7 @@ class Engine:
     # Liger-Kernel kernels, a pinned attention backend and float8 linear layers (layout.kernels, .attention,
     # .float8): levers its recipes pull, rendered into its launch.
     levers: bool
+    lever_block: type[Levers]  # its levers beyond a layout's degrees (engines/<name>/levers.py)
     # The flags naming the model its command trains, each with the model card's architecture key that gives it
     # (e.g. --model.name <- torchtitan_model); empty where the command names no card model.
     model_flags: Mapping[str, str]
@@ -135,3 +137,7 @@ class Engine:
     renamed: Mapping[str, str] = field(default_factory=dict)
     # Whether a run command trains from random weights (it loads no checkpoint): the site says so beside its runs.
     from_random_weights: Callable[[str], bool] = lambda run: False
+
+    def levers_of(self, **stated: object) -> Levers:
+        """Its lever block of the levers a source states (engines/levers.py: levers_of)."""
+        return levers_of(self.lever_block, self.name, **stated)

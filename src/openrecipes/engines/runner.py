@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from openrecipes.engines.levers import Levers
 from openrecipes.steptable import Step
 
 
@@ -99,15 +100,6 @@ class Launch(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class PlannedChoices:
-    """A planned layout's choices no recipe field carries, which its run command writes."""
-
-    reshard_after_forward: bool = True  # FSDP frees gathered parameters after the forward
-    grad_reduce_bf16: bool = False  # 2-byte gradient reduction
-    rows_path: str | None = None  # another rows file than the base command's
-
-
 class Runner(Protocol):
     """An engine's runner: a recipe (catalog.model.Recipe) in, a launch or a `run` text out."""
 
@@ -135,12 +127,14 @@ class Runner(Protocol):
         """The recipe's own configuration at `steps` steps, as `run` text (tune's reference arm)."""
         ...
 
-    def choices_of(self, command: LaunchCommand) -> PlannedChoices:
-        """The choices a run command makes that no recipe field carries (read back for the planner)."""
+    def levers_of(self, recipe: Any, command: LaunchCommand) -> Levers:
+        """The recipe's lever block (engines/<name>/levers.py): from its layout's fields and, for a lever no field
+        carries, its run command (`command`)."""
         ...
 
-    def planned_run(self, recipe: Any, card: ModelCard, base: Any, base_command: LaunchCommand,
-                    choices: PlannedChoices) -> str:
+    def planned_run(self, recipe: Any, card: ModelCard, base: Any, base_command: LaunchCommand, levers: Levers,
+                    rows_path: str | None = None) -> str:
         """`run` text for a recipe whose layout fields differ from `base`'s (its `run` parsed: `base_command`): its
-        fields' flags over the base command's other words (a tuned or planned layout)."""
+        fields' flags over the base command's other words, the levers no field carries as `levers` pulls them, and
+        `rows_path` (where given) for the base's rows file (a tuned or planned layout)."""
         ...

@@ -82,8 +82,8 @@ def _plans_precision(request: PlanRequest, layout: Layout, precision: str) -> bo
     a board of its own, so a BF16 request is never answered by an FP8 recipe, nor an FP8 request by a BF16 one
     (torchtitan's `--float8 measured` plans both)."""
     if request.float8 is not None:
-        return layout.float8 == request.float8
-    if layout.float8 is not None:
+        return layout.levers.float8 == request.float8
+    if layout.levers.float8 is not None:
         return request.search.float8 != "none"
     return request.low_precision == (None if precision == "bf16" else precision)
 

@@ -14,8 +14,8 @@ from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.model import Recipe
 from openrecipes.catalog.paths import default_catalog_root
 from openrecipes.catalog.store import load_catalog
+from openrecipes.engines.levers import UNPULLED, Levers
 from openrecipes.engines.registry import RUN_DEFAULT, engine_named
-from openrecipes.engines.runner import PlannedChoices
 from openrecipes.errors import UserError
 from openrecipes.plan.fit import fit
 from openrecipes.plan.fitted_on import fitted_slugs, is_fitted
@@ -36,12 +36,9 @@ def reference_points() -> dict[str, MeasuredPoint]:
         lay = row["layout"]
         layout = Layout(engine=REFERENCE_ENGINE, tp=lay["tp"], pp=lay["pp"], vpp=1, cp=lay["cp"], ep=lay.get("ep", 1),
                         etp=1, dp=lay["dp"], stage_layers=_even_stages(_model_layers(model), lay["pp"]),
-                        recompute=lay["recompute"], offload_fraction=0.0,
-                        rows_per_microbatch=lay["rows_per_microbatch"],
+                        recompute=lay["recompute"], rows_per_microbatch=lay["rows_per_microbatch"],
                         max_tokens_per_gpu=lay["rows_per_microbatch"] * row["row_tokens"] // lay["cp"],
-                        grad_reduce_bf16=False, compile=lay.get("compile", False),
-                        reshard_after_forward=lay.get("reshard_after_forward", True),
-                        kernels=tuple(lay.get("kernels", ())), attention=lay.get("attention"), float8=lay.get("float8"))
+                        levers=RUN_DEFAULT.levers_of(**{name: lay[name] for name in UNPULLED if name in lay}))
         points[row["name"]] = MeasuredPoint(row["name"], request, layout, row.get("tokens_per_s_per_gpu"),
                                             row.get("memory_gib"))
     return points
@@ -72,13 +69,13 @@ def engine_of(recipe: Recipe) -> str:
 def request_of(recipe: Recipe) -> PlanRequest:
     """The planner's request a recipe answers: its model, GPUs, workload, engine and gradient-buffer precision."""
     return PlanRequest(recipe.model, recipe.gpu.type, recipe.gpu.count, recipe.workload.row_tokens,
-                       recipe.workload.global_batch, recipe.engine, _choices(recipe).grad_reduce_bf16,
+                       recipe.workload.global_batch, recipe.engine, levers_of(recipe).grad_reduce_bf16,
                        variant=recipe.gpu.variant)
 
 
-def _choices(recipe: Recipe) -> PlannedChoices:
-    """What the recipe's run command chooses that no field carries, read back by its engine's runner."""
-    return engine_named(recipe.engine).runner.choices_of(parse_run(recipe.run))
+def levers_of(recipe: Recipe) -> Levers:
+    """The recipe's lever block, read by its engine's runner from its layout and run command."""
+    return engine_named(recipe.engine).runner.levers_of(recipe, parse_run(recipe.run))
 
 
 def _model_layers(model: str) -> int:
@@ -95,11 +92,8 @@ def measured_point(slug: str, recipe: Recipe) -> MeasuredPoint:
         engine=request.engine, tp=lay.tp, pp=lay.pp, vpp=lay.vpp, cp=lay.cp, ep=lay.ep, etp=lay.etp, dp=lay.dp,
         stage_layers=_stage_layers(recipe, _model_layers(recipe.model)),
         recompute=lay.recompute.granularity if lay.recompute else "none",
-        offload_fraction=lay.offload.optimizer_fraction if lay.offload else 0.0,
         rows_per_microbatch=lay.rows_per_microbatch, max_tokens_per_gpu=lay.max_tokens_per_gpu,
-        grad_reduce_bf16=request.grad_reduce_bf16, compile=bool(lay.compile),
-        reshard_after_forward=_choices(recipe).reshard_after_forward,
-        kernels=tuple(lay.kernels), attention=lay.attention, float8=lay.float8.scaling if lay.float8 else None)
+        levers=levers_of(recipe))
     return MeasuredPoint(slug, request, layout, recipe.result.tokens_per_s_per_gpu)
 
 
@@ -123,7 +117,7 @@ def speed_points(root: Path | None = None) -> list[SpeedPoint]:
     public record's entries the planner can express are points of their engine and GPU type too
     (openrecipes.plan.public_record)."""
     ours = [SpeedPoint(p.slug, p.request, p.layout, p.tokens_per_s_per_gpu, p.memory_gib)
-            for p in measured_points(root).values() if p.tokens_per_s_per_gpu and not lever_names(p.layout)]
+            for p in measured_points(root).values() if p.tokens_per_s_per_gpu and not lever_names(p.layout.levers)]
     return ours + _record_points(root)
 
 

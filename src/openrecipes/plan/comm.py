@@ -187,8 +187,8 @@ def _fsdp_exposed_s(layout: Layout, links: Links, calibration: Calibration, heav
     waited for (the `exposed_communication.fsdp` share of the traffic is the least a step pays: the collectives
     share the GPU's memory bandwidth and SMs with the compute they hide behind)."""
     non_expert, expert = heaviest
-    gathers = 2 if layout.reshard_after_forward else 1
-    grad_bytes = BF16_BYTES if layout.grad_reduce_bf16 else FP32_BYTES
+    gathers = 2 if layout.levers.reshard_after_forward else 1
+    grad_bytes = BF16_BYTES if layout.levers.grad_reduce_bf16 else FP32_BYTES
     dense = span(layout.dp * layout.cp, layout.tp, links)
     experts = span(layout.expert_data_parallel, layout.ep * layout.etp, links)
     per_layer_gather = (all_gather_s(non_expert / layers * BF16_BYTES, dense, links, calibration)
@@ -208,7 +208,7 @@ def dp_sync_s(layout: Layout, links: Links, calibration: Calibration, heaviest: 
     if layout.sharded_data_parallel:
         return 0.0
     non_expert, expert = heaviest
-    grad_bytes = BF16_BYTES if layout.grad_reduce_bf16 else FP32_BYTES
+    grad_bytes = BF16_BYTES if layout.levers.grad_reduce_bf16 else FP32_BYTES
     total = 0.0
     for params, group in ((non_expert, span(layout.dp * layout.cp, layout.tp, links)),
                           (expert, span(layout.expert_data_parallel, layout.ep * layout.etp, links))):

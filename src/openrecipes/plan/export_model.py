@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from openrecipes.engines.levers import UNPULLED, Levers
+from openrecipes.engines.registry import engine_named
+
 
 class Exported(BaseModel):
     # A key the model does not know is an error: the file was written by other code, so it is re-exported.
@@ -66,6 +69,11 @@ class PredictedLayout(Exported):
     interval: ExportedInterval
     mfu: float
     usd_per_million_tokens: float | None
+
+    @property
+    def levers(self) -> Levers:
+        """Its engine's lever block (engines/<name>/levers.py), as the planner's Layout holds it."""
+        return engine_named(self.engine).levers_of(**{name: getattr(self, name) for name in UNPULLED})
 
 
 class PlannedRecipeOffer(Exported):

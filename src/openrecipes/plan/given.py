@@ -154,10 +154,12 @@ def built(ctx: Context, written: WrittenLayout, text: str) -> Layout:
         raise refuse(f"{request.engine} keeps the optimizer on the GPU ({OFFLOAD}N is Megatron's)")
     if written.low_precision:
         _check_precision(request, written.low_precision, ctx.links.variant, refuse)
-    return Layout(request.engine, tp, pp, vp, cp, ep, etp, dp, split, written.recompute, written.offload_fraction,
-                  rows, rows * request.row_tokens // cp, request.grad_reduce_bf16, written.compile,
-                  written.reshard_after_forward, written.kernels, written.attention, written.float8,
-                  written.low_precision)
+    levers = engine.levers_of(
+        compile=written.compile, reshard_after_forward=written.reshard_after_forward, kernels=written.kernels,
+        attention=written.attention, float8=written.float8, offload_fraction=written.offload_fraction,
+        grad_reduce_bf16=request.grad_reduce_bf16, low_precision=written.low_precision)
+    return Layout(request.engine, tp, pp, vp, cp, ep, etp, dp, split, written.recompute, rows,
+                  rows * request.row_tokens // cp, levers)
 
 
 def _check_experts(shape: ModelShape, tp: int, cp: int, dp: int, ep: int, etp: int, rules: LayoutRules,

@@ -16,6 +16,7 @@ from typing import Literal
 
 from openrecipes import figures
 from openrecipes.engines.knowledge import LayoutRules
+from openrecipes.engines.levers import UNPULLED, Levers
 from openrecipes.engines.registry import engine_named
 from openrecipes.names import layout_label
 from openrecipes.plan.shape import ModelShape
@@ -34,6 +35,8 @@ LOW_PRECISIONS = {"fp8": "fp8", "fp8-current-scaling": "fp8", "fp8-delayed-scali
 
 @dataclass(frozen=True)
 class Layout:
+    """A layout: its degrees, and its engine's typed lever block (engines/<name>/levers.py), which names the engine."""
+
     engine: EngineName
     tp: int
     pp: int
@@ -44,25 +47,9 @@ class Layout:
     dp: int
     stage_layers: tuple[int, ...]  # decoder layers on each pipeline stage
     recompute: Recompute
-    offload_fraction: float
     rows_per_microbatch: int
     max_tokens_per_gpu: int
-    grad_reduce_bf16: bool  # Megatron's --grad-reduce-in-bf16: 2-byte instead of 4-byte gradient buffers
-    # torchtitan only (openrecipes.plan.levers.lever_sets says which settings the enumeration tries):
-    # --compile.enable (torchtitan 0.2.2 compiles each block and the loss) and
-    # --parallelism.fsdp_reshard_after_forward (False: "never", parameters stay gathered until the backward).
-    compile: bool = False
-    reshard_after_forward: bool = True
-    # torchtitan levers beyond the layout (openrecipes.plan.levers): Liger-Kernel kernels in the recipe's canonical
-    # order, a pinned attention backend (None: torchtitan's default) and float8 scaling (None: BF16).
-    kernels: tuple[str, ...] = ()
-    attention: str | None = None
-    float8: str | None = None
-    # Megatron only: Transformer Engine's precision of the blocks' GEMMs (LOW_PRECISIONS; None: BF16).
-    low_precision: str | None = None
-    # Megatron only: Megatron-FSDP (--use-megatron-fsdp, --data-parallel-sharding-strategy optim_grads_params) in
-    # place of the distributed optimizer: weights, gradients and optimizer states sharded over DP x CP
-    megatron_fsdp: bool = False
+    levers: Levers
 
     @property
     def gpus(self) -> int:
@@ -75,7 +62,7 @@ class Layout:
     @property
     def sharded_data_parallel(self) -> bool:
         """Weights gathered layer by layer every microbatch: torchtitan's FSDP2 or Megatron-FSDP."""
-        return self.rules.fsdp or self.megatron_fsdp
+        return self.rules.fsdp or self.levers.megatron_fsdp
 
     @property
     def expert_data_parallel(self) -> int:
@@ -94,20 +81,22 @@ class Layout:
         """Microbatches per data-parallel rank per step (the enumeration keeps them whole)."""
         return math.ceil(global_batch / self.dp / self.rows_per_microbatch)
 
+    def flat_fields(self) -> dict[str, object]:
+        """Its fields with every lever's value beside the degrees, as an exported row states them (the levers
+        engines/levers.py names)."""
+        fields = {name: value for name, value in vars(self).items() if name != "levers"}
+        return fields | {name: getattr(self.levers, name) for name in UNPULLED}
 
-@dataclass(frozen=True)
-class LeverSet:
-    """The settings beyond the parallel layout one enumerated layout gets (openrecipes.plan.levers.lever_sets):
-    torchtitan's defaults unless set."""
-    compile: bool = False
-    reshard_after_forward: bool = True
-    kernels: tuple[str, ...] = ()
-    attention: str | None = None
-    float8: str | None = None
 
-    def applies_to(self, dp: int, cp: int, fsdp: bool) -> bool:
-        """Keeping weights gathered after the forward only means something where FSDP shards them (DP x CP > 1)."""
-        return self.reshard_after_forward or (fsdp and dp * cp > 1)
+def offload_group(engine: EngineName, **stated: object) -> tuple[Levers, ...]:
+    """The engine's lever blocks of the stated levers with each optimizer fraction it may offload to the host."""
+    found = engine_named(engine)
+    return tuple(found.levers_of(**stated, offload_fraction=fraction) for fraction in found.layout.offload_fractions)
+
+
+def reshard_choice_applies(levers: Levers, dp: int, cp: int, fsdp: bool) -> bool:
+    """Keeping weights gathered after the forward only means something where FSDP shards them (DP x CP > 1)."""
+    return levers.reshard_after_forward or (fsdp and dp * cp > 1)
 
 
 def divisors(n: int) -> list[int]:
@@ -173,13 +162,13 @@ def _microbatch_sizes(rows_per_rank: int, row_tokens: int, cp: int) -> list[int]
 
 
 def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batch: int, engine: EngineName,
-                      nvlink_domain: int, grad_reduce_bf16: bool = False,
-                      lever_sets: tuple[LeverSet, ...] = (LeverSet(),),
-                      low_precision: str | None = None) -> Iterator[tuple[Layout, ...]]:
-    """Every valid layout with each of the lever settings (openrecipes.plan.levers.lever_sets), in groups: one layout
-    with each optimizer fraction the engine may offload to the host, alike in every other field (the planner works
-    out what does not depend on the fraction once per group)."""
+                      nvlink_domain: int, lever_groups: tuple[tuple[Levers, ...], ...] | None = None
+                      ) -> Iterator[tuple[Layout, ...]]:
+    """Every valid layout with each group of lever blocks (openrecipes.plan.levers.lever_groups; None: no lever
+    pulled), in groups: one layout with each block of a group (each optimizer fraction the engine may offload to the
+    host), alike in every other field (the planner works out what does not depend on the fraction once per group)."""
     rules = engine_named(engine).layout
+    lever_groups = lever_groups or (offload_group(engine),)
     for tp in _tp_sizes(shape, gpus, nvlink_domain):
         for pp in divisors(gpus // tp):
             split = stage_split(shape.layers, pp)
@@ -199,11 +188,8 @@ def enumerate_layouts(shape: ModelShape, gpus: int, row_tokens: int, global_batc
                             if vpp > 1 and microbatches % pp:
                                 continue  # the interleaved schedule runs microbatches in groups of PP
                             for recompute in RECOMPUTE_POLICIES:
-                                for levers in lever_sets:
-                                    if not levers.applies_to(dp, cp, rules.fsdp):
+                                for group in lever_groups:
+                                    if not reshard_choice_applies(group[0], dp, cp, rules.fsdp):
                                         continue
-                                    yield tuple(Layout(engine, tp, pp, vpp, cp, ep, etp, dp, split, recompute, offload,
-                                                       rows, rows * row_tokens // cp, grad_reduce_bf16,
-                                                       levers.compile, levers.reshard_after_forward, levers.kernels,
-                                                       levers.attention, levers.float8, low_precision)
-                                                for offload in rules.offload_fractions)
+                                    yield tuple(Layout(engine, tp, pp, vpp, cp, ep, etp, dp, split, recompute, rows,
+                                                       rows * row_tokens // cp, levers) for levers in group)

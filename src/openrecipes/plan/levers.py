@@ -20,7 +20,7 @@ that differ by that lever alone: tokens/s with it over tokens/s without. A lever
 unmeasured time effect: the plan predicts it as without the lever and names it unmeasured. The factors of several
 levers multiply (their effects are taken as independent).
 
-Each lever's spellings are plan/words.py's. `lever_sets` gives the settings `plan` enumerates for every layout (and
+Each lever's spellings are plan/words.py's. `lever_groups` gives the settings `plan` enumerates for every layout (and
 `tune` measures): torch.compile on and off, reshard-after-forward on and off where FSDP shards, and each kernel,
 attention backend and FP8 scaling whose time factor was measured on the GPU type (or every one, where a search asks
 for them all). Megatron's levers (recompute, VP, sequence parallel, optimizer offload, `--precision`) are layout
@@ -36,10 +36,11 @@ from typing import Literal
 
 from openrecipes.catalog.model import ATTENTION_BACKENDS, FLOAT8_SCALINGS, KERNELS
 from openrecipes.catalog.yamlio import read_yaml
+from openrecipes.engines.levers import Levers
 from openrecipes.engines.registry import engine_named
 from openrecipes.errors import UserError
 from openrecipes.plan.constants import BF16_BYTES, HERE
-from openrecipes.plan.layouts import LOW_PRECISIONS, Layout, LeverSet
+from openrecipes.plan.layouts import LOW_PRECISIONS, Layout, offload_group
 from openrecipes.plan.words import lever_names, names_of
 
 FUSED_LINEAR_CROSS_ENTROPY = "liger-fused-linear-cross-entropy"
@@ -98,12 +99,12 @@ class TimeEffect:
 def time_effect(layout: Layout, gpu_type: str) -> TimeEffect:
     """The measured factors of the layout's levers. A float8 scaling without one is no unmeasured lever: its GEMMs
     run at the FP8 peak (gemm_precision, openrecipes.plan.compute)."""
-    names = lever_names(layout)
+    names = lever_names(layout.levers)
     if not names:  # most layouts: the product of no factors, without reading them
         return TimeEffect(1, ())
     factors = measured_factors()
     speedup = math.prod(factors[(gpu_type, name)].factor for name in names if (gpu_type, name) in factors)
-    float8 = names_of((), None, layout.float8)
+    float8 = names_of((), None, layout.levers.float8)
     return TimeEffect(speedup, tuple(name for name in names if (gpu_type, name) not in factors
                                      and name not in float8))
 
@@ -111,9 +112,10 @@ def time_effect(layout: Layout, gpu_type: str) -> TimeEffect:
 def gemm_precision(layout: Layout, gpu_type: str) -> str | None:
     """The format the layout's block GEMMs run in where it is not BF16: Megatron's precision, or torchtitan's float8
     where no pair of our runs measured its factor on the GPU type (a measured factor times it instead)."""
-    if layout.low_precision is not None:
-        return LOW_PRECISIONS[layout.low_precision]
-    if layout.float8 is not None and (gpu_type, *names_of((), None, layout.float8)) not in measured_factors():
+    levers = layout.levers
+    if levers.low_precision is not None:
+        return LOW_PRECISIONS[levers.low_precision]
+    if levers.float8 is not None and (gpu_type, *names_of((), None, levers.float8)) not in measured_factors():
         return "fp8"
     return None
 
@@ -178,13 +180,15 @@ def _scoped(scope: LeverScope, choices: tuple, names: dict, worth: set[str]) -> 
     return tuple(c for c in choices if c == choices[0] or names[c] <= worth)
 
 
-def lever_sets(engine: str, gpu_type: str, search: LeverSearch, kernels: tuple[str, ...] = (),
-               attention: str | None = None, float8: str | None = None) -> tuple[LeverSet, ...]:
-    """The lever settings the enumeration gives every layout. Kernels, attention and float8 given here are fixed
-    (every layout pulls them); the others are searched as `search` says. An engine without these levers (Megatron)
-    gets its one setting."""
+def lever_groups(engine: str, gpu_type: str, search: LeverSearch, kernels: tuple[str, ...] = (),
+                 attention: str | None = None, float8: str | None = None, grad_reduce_bf16: bool = False,
+                 low_precision: str | None = None) -> tuple[tuple[Levers, ...], ...]:
+    """The lever blocks the enumeration gives every layout, in groups alike but for the optimizer fraction offloaded
+    (openrecipes.plan.layouts.offload_group). Kernels, attention and float8 given here are fixed (every layout pulls
+    them); the others are searched as `search` says. An engine without these levers (Megatron) gets one group, of
+    its gradient precision and low precision."""
     if not engine_named(engine).layout.compiles:
-        return (LeverSet(),)
+        return (offload_group(engine, grad_reduce_bf16=grad_reduce_bf16, low_precision=low_precision),)
     measured = _worth_trying(gpu_type)
     kernel_names = {k: set(names_of(k, None, None)) for k in KERNEL_CHOICES}
     kernel_choices = (kernels,) if kernels else _scoped(search.kernels, KERNEL_CHOICES, kernel_names, measured)
@@ -192,6 +196,8 @@ def lever_sets(engine: str, gpu_type: str, search: LeverSearch, kernels: tuple[s
         search.attention, ATTENTION_CHOICES, {a: set(names_of((), a, None)) for a in ATTENTION_CHOICES}, measured)
     float8_choices = (float8,) if float8 else _scoped(
         search.float8, FLOAT8_CHOICES, {f: set(names_of((), None, f)) for f in FLOAT8_CHOICES}, measured)
-    return tuple(LeverSet(c, r, k, a, f) for f in float8_choices for k in kernel_choices for a in attention_choices
+    return tuple(offload_group(engine, compile=c, reshard_after_forward=r, kernels=k, attention=a, float8=f,
+                               grad_reduce_bf16=grad_reduce_bf16, low_precision=low_precision)
+                 for f in float8_choices for k in kernel_choices for a in attention_choices
                  for c in ((False, True) if search.compile else (False,))
                  for r in ((True, False) if search.reshard else (True,)))

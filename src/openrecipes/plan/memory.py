@@ -117,7 +117,7 @@ def _layer_activation_bytes_per_token(shape: ModelShape, tp: int, etp: int, moe:
 
 def amp_composite_norms(layout: Layout) -> bool:
     """Eager AMP with an FSDP degree of 1 (FP32 norm weights): the norms run their FP32 composite."""
-    return layout.rules.amp_without_fsdp and layout.dp * layout.cp == 1 and not layout.compile
+    return layout.rules.amp_without_fsdp and layout.dp * layout.cp == 1 and not layout.levers.compile
 
 
 @cache  # the same few (TP, ETP) pairs for all of a request's layouts
@@ -144,7 +144,7 @@ def _kept_bytes_per_token(shape: ModelShape, layout: Layout, per_layer: dict[boo
                           ) -> dict[bool, float]:
     """Bytes per token one layer of each kind keeps under a recompute policy other than full, per GPU."""
     if layout.recompute == "none":
-        composite = amp_composite_norms(layout) and FUSED_RMSNORM not in layout.kernels
+        composite = amp_composite_norms(layout) and FUSED_RMSNORM not in layout.levers.kernels
         norms = AMP_COMPOSITE_NORM_BYTES * shape.norm_width / layout.tp if composite else 0.0
         return {moe: sum(per_layer[moe]) + norms for moe in per_layer}
     if (saved_fraction := layout.rules.selective_saved_matmul_fraction) is not None:
@@ -185,13 +185,13 @@ def _largest_fsdp_unit(shape: ModelShape, layout: Layout) -> float:
 def _fsdp_gathered(shape: ModelShape, layout: Layout, stage: int, non_expert: float, expert: float) -> dict[str, float]:
     """The unsharded BF16 weights one GPU holds besides its FP32 shards: FSDP's gathered layers, or AMP's copies."""
     if layout.dp * layout.cp == 1:
-        if layout.compile:
+        if layout.levers.compile:
             return {"amp_weight_copies": 0.0}
         # The input embedding is a lookup, not a matmul: autocast does not cast it (a tied matrix is cast as the
         # output).
         lookup_only = shape.embedding_params / layout.tp if stage == 0 and shape.untied_embeddings else 0.0
         return {"amp_weight_copies": (non_expert + expert - lookup_only) * BF16_BYTES}
-    if not layout.reshard_after_forward:
+    if not layout.levers.reshard_after_forward:
         # Every layer's gathered BF16 weights stay from its forward to its backward, plus one FP32 gradient unit.
         return {"fsdp_buffers": (non_expert + expert) * BF16_BYTES + _largest_fsdp_unit(shape, layout) * FP32_BYTES}
     return {"fsdp_buffers": _largest_fsdp_unit(shape, layout) * FSDP_BUFFER_BYTES}
@@ -209,17 +209,17 @@ def _fsdp_states(shape: ModelShape, layout: Layout, stage: int, non_expert: floa
 def _megatron_fsdp_states(shape: ModelShape, layout: Layout, non_expert: float, expert: float) -> dict[str, float]:
     """Megatron-FSDP's shards of every state, and the layers it holds gathered."""
     sharded = non_expert / (layout.dp * layout.cp) + expert / layout.expert_data_parallel
-    grad_bytes = BF16_BYTES if layout.grad_reduce_bf16 else FP32_BYTES
+    grad_bytes = BF16_BYTES if layout.levers.grad_reduce_bf16 else FP32_BYTES
     return {"weights": sharded * MEGATRON_FSDP_WEIGHT_BYTES, "gradients": sharded * grad_bytes,
-            "optimizer_states": sharded * ADAM_MOMENT_BYTES * (1 - layout.offload_fraction),
+            "optimizer_states": sharded * ADAM_MOMENT_BYTES * (1 - layout.levers.offload_fraction),
             "fsdp_buffers": _largest_fsdp_unit(shape, layout) * (2 * BF16_BYTES + grad_bytes)}
 
 
 def _logits_part(shape: ModelShape, layout: Layout) -> float:
-    if FUSED_LINEAR_CROSS_ENTROPY in layout.kernels:
+    if FUSED_LINEAR_CROSS_ENTROPY in layout.levers.kernels:
         return fused_cross_entropy_bytes(layout.max_tokens_per_gpu, shape.vocab, shape.hidden, layout.tp)
     rules = layout.rules
-    per_logit = rules.compiled_logits_bytes if layout.compile and rules.compiles else rules.logits_bytes
+    per_logit = rules.compiled_logits_bytes if layout.levers.compile and rules.compiles else rules.logits_bytes
     return logits_bytes(layout.max_tokens_per_gpu, shape.vocab, layout.tp, per_logit)
 
 
@@ -245,12 +245,13 @@ def _peak_stage(shape: ModelShape, layout: Layout, params: tuple[tuple[float, fl
     last = layout.pp - 1
     peak, peak_total, peak_states = 0, -1.0, {}
     fsdp = layout.rules.fsdp
-    sharding = (layout.dp * layout.cp, layout.expert_data_parallel, layout.grad_reduce_bf16, layout.offload_fraction)
+    levers = layout.levers
+    sharding = (layout.dp * layout.cp, layout.expert_data_parallel, levers.grad_reduce_bf16, levers.offload_fraction)
     for stage, (non_expert, expert) in enumerate(params):
         if fsdp:
             states = _fsdp_states(shape, layout, stage, non_expert, expert)
             states_sum = sum(states.values())
-        elif layout.megatron_fsdp:
+        elif layout.levers.megatron_fsdp:
             states = _megatron_fsdp_states(shape, layout, non_expert, expert)
             states_sum = sum(states.values())
         else:

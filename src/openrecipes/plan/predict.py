@@ -28,7 +28,7 @@ from openrecipes.plan.compute import ComputeTime, Part, part_of
 from openrecipes.plan.constants import GIB, Calibration, Links, calibration, links
 from openrecipes.plan.export_model import PredictedLayout
 from openrecipes.plan.layouts import LOW_PRECISIONS, EngineName, Layout, enumerate_layouts
-from openrecipes.plan.levers import LeverSearch, lever_sets
+from openrecipes.plan.levers import LeverSearch, lever_groups
 from openrecipes.plan.memory import MemoryEstimate, memories_in_order
 from openrecipes.plan.shape import ModelShape, model_shape
 from openrecipes.plan.speed import StepTime, step_times
@@ -133,7 +133,7 @@ class Prediction:
         Validated from one dict (the interval nested in it): a single pass of pydantic's validator."""
         layout = self.layout
         return PredictedLayout.model_validate({
-            **vars(layout), "variant": self.variant, "label": layout.label,
+            **layout.flat_fields(), "variant": self.variant, "label": layout.label,
             "sequence_parallel": layout.sequence_parallel, "unmeasured_levers": list(self.step.unmeasured_levers),
             "fits": self.fits, "peak_fits": self.peak_fits, "reason": self.reason,
             "memory_gib": round(self.memory.total_gib, 2), "capacity_gib": self.capacity_gib,
@@ -213,7 +213,7 @@ def _worked_out(ctx: Context, pairs: Sequence[tuple[Layout, MemoryEstimate]],
 
 
 def _margin_gib(ctx: Context, layout: Layout, memory: MemoryEstimate) -> float:
-    return ((ctx.kernel_memory_margin if layout.kernels else ctx.memory_margin)
+    return ((ctx.kernel_memory_margin if layout.levers.kernels else ctx.memory_margin)
             * (memory.total_gib - ctx.calibration.runtime_reserve_gib))
 
 
@@ -264,11 +264,10 @@ def _ranked(request: PlanRequest, tables: ReferenceTables | None, fitting_only: 
                         "add --engine torchtitan (Megatron's FP8, MXFP8 and NVFP4 are --precision)")
     if request.low_precision is not None:
         _check_low_precision(request, tables or load_reference_tables())
-    settings = lever_sets(request.engine, request.gpu_type, request.search, request.kernels, request.attention,
-                          request.float8)
+    lever_choices = lever_groups(request.engine, request.gpu_type, request.search, request.kernels,
+                                 request.attention, request.float8, request.grad_reduce_bf16, request.low_precision)
     groups = enumerate_layouts(ctx.shape, request.gpus, request.row_tokens, request.global_batch, request.engine,
-                               ctx.links.gpus_per_nvlink_domain, request.grad_reduce_bf16, settings,
-                               request.low_precision)
+                               ctx.links.gpus_per_nvlink_domain, lever_choices)
     predictions: list[Prediction] = []
     over: list[tuple[float, int, Layout, MemoryEstimate]] = []  # over the capacity, in enumeration order
     memo: dict[tuple, ComputeTime] = {}  # the operators' times of layouts alike but for PP, VP or DP

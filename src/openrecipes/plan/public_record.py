@@ -88,12 +88,15 @@ def _planned(entry: SummaryEntry, engine: str, layers: int) -> tuple[PlanRequest
     vpp = lay.vp or 1
     recompute = run.recompute or "none"
     # ETP unpublished: 1, as Megatron-Bridge's MoE recipes set expert_tensor_parallel_size (TP x EP need not divide).
-    layout = Layout(engine, lay.tp, lay.pp, vpp, lay.cp, lay.ep or 1, lay.etp or 1, dp, split, recompute, 0.0, rows,
-                    rows * run.seq_length // lay.cp, False, compile="torch.compile" in run.techniques,
-                    float8=run.precision.removeprefix("fp8-") if modelled.levers and run.precision != "bf16" else None,
-                    low_precision=run.precision if modelled.layout.low_precision and run.precision != "bf16" else None,
-                    # Megatron's FSDP column: 0 for the distributed optimizer, else Megatron-FSDP over DP x CP
-                    megatron_fsdp=not modelled.layout.fsdp and bool(lay.fsdp))
+    low = run.precision != "bf16"
+    levers = modelled.levers_of(
+        compile="torch.compile" in run.techniques,
+        float8=run.precision.removeprefix("fp8-") if modelled.levers and low else None,
+        low_precision=run.precision if modelled.layout.low_precision and low else None,
+        # Megatron's FSDP column: 0 for the distributed optimizer, else Megatron-FSDP over DP x CP
+        megatron_fsdp=not modelled.layout.fsdp and bool(lay.fsdp))
+    layout = Layout(engine, lay.tp, lay.pp, vpp, lay.cp, lay.ep or 1, lay.etp or 1, dp, split, recompute, rows,
+                    rows * run.seq_length // lay.cp, levers)
     return PlanRequest(summary.model, summary.gpu.type, gpus, run.seq_length, global_batch, engine,
                        balanced_routing=FORCE_BALANCED in summary.note, variant=summary.gpu.variant), layout
 

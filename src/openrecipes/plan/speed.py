@@ -95,11 +95,11 @@ def _heaviest(per_stage: tuple[tuple[float, float], ...], dense_shards: int, exp
 
 
 def _offload_s(layout: Layout, calibration: Calibration, heaviest: tuple[float, float]) -> float:
-    if not layout.offload_fraction:
+    if not layout.levers.offload_fraction:
         return 0.0
     non_expert, expert = heaviest
     sharded = non_expert / (layout.dp * layout.cp) + expert / layout.expert_data_parallel
-    return layout.offload_fraction * sharded / calibration.cpu_optimizer_params_per_s_per_gpu
+    return layout.levers.offload_fraction * sharded / calibration.cpu_optimizer_params_per_s_per_gpu
 
 
 def _imbalance(shape: ModelShape, layout: Layout, calibration: Calibration, balanced_routing: bool) -> float:
@@ -141,7 +141,7 @@ def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, part:
         attention_s /= calibration.cp_attention_efficiency
     seconds = (timed.gemm_s + attention_s + sum(timed.memory_s.values())) \
         / variant_efficiency(calibration, layout.engine, links.variant, links.catalog_root)
-    if rules.compiles and layout.compile:
+    if rules.compiles and layout.levers.compile:
         seconds /= calibration.compile_speedup
     if layout.recompute == "selective" and rules.selective_saved_matmul_fraction is None:
         seconds *= calibration.selective_recompute_time_factor[layout.engine]
@@ -160,7 +160,7 @@ def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, part:
     dp_s = dp_sync_s(layout, links, calibration, heaviest)
     overhead_s = calibration.microbatch_overhead_s_per_layer * layers if rules.host_overhead_per_microbatch else 0.0
     eager_sac = rules.selective_saved_matmul_fraction is not None and layout.recompute == "selective"
-    host_s = calibration.eager_sac_overhead_s_per_layer * layers if eager_sac and not layout.compile else 0.0
+    host_s = calibration.eager_sac_overhead_s_per_layer * layers if eager_sac and not layout.levers.compile else 0.0
     return [StepTime(
         microbatch_compute_s=seconds, microbatch_comm_s=dict(comm),  # each step its own dict
         pipeline_slots=pipeline_slots, microbatches=microbatches, dp_s=dp_s, microbatch_norm_s=norm_s,
@@ -175,5 +175,5 @@ def _optimizer_s(layout: Layout, part: Part, calibration: Calibration, heaviest:
     (openrecipes.plan.ops.optimizer_bytes)."""
     non_expert, expert = heaviest
     sharded = (non_expert / (layout.dp * layout.cp) + expert / layout.expert_data_parallel) \
-        * (1 - layout.offload_fraction)
+        * (1 - layout.levers.offload_fraction)
     return optimizer_bytes(sharded) / hbm_bytes_per_s(part, calibration)

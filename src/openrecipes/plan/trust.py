@@ -121,7 +121,7 @@ WITH_KERNELS = " with Liger kernels"
 
 def margin_key(engine: str, layout: Layout) -> str:
     """The memory margin a layout is held to: its engine's, or its engine's with Liger kernels where it pulls one."""
-    return engine + WITH_KERNELS if layout.kernels else engine
+    return engine + WITH_KERNELS if layout.levers.kernels else engine
 
 
 def memory_margin(engine: str) -> MemoryMargin:
@@ -133,7 +133,7 @@ def memory_margin(engine: str) -> MemoryMargin:
 def layout_features(layout: Layout) -> frozenset[str]:
     """The parts of a layout that need a measured point of their own to be trusted."""
     return _features(layout.tp > 1, layout.pp > 1, layout.vpp > 1, layout.cp > 1, layout.ep > 1,
-                     layout.offload_fraction > 0, layout.recompute)
+                     layout.levers.offload_fraction > 0, layout.recompute)
 
 
 @cache  # a few dozen combinations cover a request's thousands of layouts
@@ -150,7 +150,7 @@ def precision_words(precision: str) -> str:
 
 def precision_class(layout: Layout) -> str:
     """BF16, or low where the layout's GEMMs run in FP8, MXFP8 or NVFP4: their errors differ (docs/planning.md)."""
-    return "low" if layout.low_precision or layout.float8 else "bf16"
+    return "low" if layout.levers.low_precision or layout.levers.float8 else "bf16"
 
 
 # Scale bands by GPU count: one node, up to eight nodes, a pod, beyond.

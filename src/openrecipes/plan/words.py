@@ -1,18 +1,32 @@
 """How a planned layout is written: each torchtitan lever choice in its spellings, and the one long description of a
-layout. They read only fields the planner's `Layout` and the exported `PredictedLayout` share, and import nothing of
-the predictor, so the site writes an exported row as `plan`, `tune` and the held-out table write a layout."""
+layout. They read only what the planner's `Layout` and the exported `PredictedLayout` share (their degrees' label
+and their engine's lever block), and import nothing of the predictor, so the site writes an exported row as `plan`,
+`tune` and the held-out table write a layout."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from openrecipes.catalog.model import ATTENTION_BACKENDS, FLOAT8_SCALINGS, KERNELS
+from openrecipes.engines.levers import Levers
 
-# A plan.layouts.Layout or an exported PredictedLayout, read only through the fields they share (label, recompute,
-# rows_per_microbatch, offload_fraction and the levers); a Protocol of ten read-only properties would say the same.
-Planned = Any
+
+class Planned(Protocol):
+    """A plan.layouts.Layout or an exported PredictedLayout, read through what they share."""
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def recompute(self) -> str: ...
+
+    @property
+    def rows_per_microbatch(self) -> int: ...
+
+    @property
+    def levers(self) -> Levers: ...
 
 
 @dataclass(frozen=True)
@@ -44,36 +58,37 @@ def names_of(kernels: Sequence[str], attention: str | None, float8: str | None) 
     return tuple(words.name for words in _chosen(kernels, attention, float8))
 
 
-def lever_names(layout: Planned) -> tuple[str, ...]:
-    """The levers a layout pulls, one name each (names_of)."""
-    return names_of(layout.kernels, layout.attention, layout.float8)
+def lever_names(levers: Levers) -> tuple[str, ...]:
+    """The levers a block pulls, one name each (names_of)."""
+    return names_of(levers.kernels, levers.attention, levers.float8)
 
 
-def lever_parts(layout: Planned) -> list[str]:
-    """The levers a layout pulls in short: `liger rmsnorm+flce` (its kernels), the attention backend, `fp8 SCALING`."""
-    chosen = _chosen(layout.kernels, layout.attention, layout.float8)
+def lever_parts(levers: Levers) -> list[str]:
+    """The levers a block pulls in short: `liger rmsnorm+flce` (its kernels), the attention backend, `fp8 SCALING`."""
+    chosen = _chosen(levers.kernels, levers.attention, levers.float8)
     kernels = [words.short for words in chosen if words.field == "kernels"]
     return ([f"liger {'+'.join(kernels)}"] if kernels else []) + [w.short for w in chosen if w.field != "kernels"]
 
 
-def lever_slug(layout: Planned) -> str:
+def lever_slug(levers: Levers) -> str:
     """`-liger-rmsnorm+flce-sdpa-flash-fp8-tensorwise`: the short forms as a slug's tail."""
-    return "".join(f"-{part.replace(' ', '-')}" for part in lever_parts(layout))
+    return "".join(f"-{part.replace(' ', '-')}" for part in lever_parts(levers))
 
 
-def lever_text(layout: Planned) -> str:
-    """`, compiled, no reshard, liger flce, fp8 tensorwise` for a table cell: the levers a layout pulls."""
-    parts = (["compiled"] if layout.compile else []) + ([] if layout.reshard_after_forward else ["no reshard"])
-    parts += lever_parts(layout)
-    parts += [layout.low_precision] if layout.low_precision else []
+def lever_text(levers: Levers) -> str:
+    """`, compiled, no reshard, liger flce, fp8 tensorwise` for a table cell: the levers a block pulls."""
+    parts = (["compiled"] if levers.compile else []) + ([] if levers.reshard_after_forward else ["no reshard"])
+    parts += lever_parts(levers)
+    parts += [levers.low_precision] if levers.low_precision else []
     return "".join(f", {part}" for part in parts)
 
 
 def describe(layout: Planned) -> str:
     """`TP1 PP1 DP2, none recompute, 1 row(s) a microbatch, offload 0.5, compiled, liger flce`: the layout's degrees
     (names.layout_label) and every setting the planner varies beyond them."""
+    levers = layout.levers
     return (f"{layout.label}, {layout.recompute} recompute, {layout.rows_per_microbatch} row(s) a microbatch"
-            + (f", offload {layout.offload_fraction:g}" if layout.offload_fraction else "") + lever_text(layout))
+            + (f", offload {levers.offload_fraction:g}" if levers.offload_fraction else "") + lever_text(levers))
 
 
 # The terse marks of a table's layout label (short_label), each a word `plan --layout` reads back
@@ -86,14 +101,14 @@ MARK_MEANINGS = {"MB": "rows per microbatch", "sel": "selective recompute", "ful
                  **{words.short.replace(" ", "-"): words.name for words in LEVER_WORDS}}
 
 
-def lever_marks(layout: Planned) -> list[str]:
-    """The levers a layout pulls as single words: `C`, `NR`, each kernel's short name, the attention backend,
+def lever_marks(levers: Levers) -> list[str]:
+    """The levers a block pulls as single words: `C`, `NR`, each kernel's short name, the attention backend,
     `fp8-SCALING`, `off0.5`, Megatron's low precision."""
-    chosen = _chosen(layout.kernels, layout.attention, layout.float8)
-    return (([COMPILED] if layout.compile else []) + ([] if layout.reshard_after_forward else [NO_RESHARD])
+    chosen = _chosen(levers.kernels, levers.attention, levers.float8)
+    return (([COMPILED] if levers.compile else []) + ([] if levers.reshard_after_forward else [NO_RESHARD])
             + [words.short.replace(" ", "-") for words in chosen]
-            + ([f"{OFFLOAD}{layout.offload_fraction:g}"] if layout.offload_fraction else [])
-            + ([layout.low_precision] if layout.low_precision else []))
+            + ([f"{OFFLOAD}{levers.offload_fraction:g}"] if levers.offload_fraction else [])
+            + ([levers.low_precision] if levers.low_precision else []))
 
 
 def short_label(layout: Planned) -> str:
@@ -101,7 +116,7 @@ def short_label(layout: Planned) -> str:
     levers in terse marks, one line of a table at 80 columns; `plan --layout` reads it back."""
     recompute = RECOMPUTE_MARKS[layout.recompute]
     return " ".join([layout.label, f"MB{layout.rows_per_microbatch}", *([recompute] if recompute else []),
-                     *lever_marks(layout)])
+                     *lever_marks(layout.levers)])
 
 
 def marks_legend(labels: Sequence[str]) -> str:

@@ -8,8 +8,8 @@ from typing import cast
 from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.model import Float8, Float8Scaling, Recipe, Recompute
+from openrecipes.engines.levers import Levers
 from openrecipes.engines.registry import engine_named
-from openrecipes.engines.runner import PlannedChoices
 from openrecipes.plan.layouts import Layout
 from openrecipes.tune.candidates import SELECTIVE_AC_METHOD, Candidate
 
@@ -26,9 +26,9 @@ def candidate_recipe(base: Recipe, candidate: Candidate, steps: int) -> Recipe:
         highlights=f"tuned: {candidate.label}", tp=lay.tp, pp=lay.pp, vpp=1, cp=lay.cp, ep=lay.ep, etp=lay.etp,
         dp=lay.dp, fsdp=lay.dp, sequence_parallel=lay.tp > 1, layer_split=None,
         max_tokens_per_gpu=lay.max_tokens_per_gpu, rows_per_microbatch=lay.rows_per_microbatch, recompute=recompute,
-        offload=None, compile=lay.compile, kernels=list(lay.kernels), attention=lay.attention,
+        offload=None, compile=lay.levers.compile, kernels=list(lay.levers.kernels), attention=lay.levers.attention,
         float8=float8_field(lay)))
-    workload = base.workload.model_copy(update={"precision": "fp8"}) if lay.float8 else base.workload
+    workload = base.workload.model_copy(update={"precision": "fp8"}) if lay.levers.float8 else base.workload
     return base.model_copy(update={
         "layout": layout, "workload": workload, "result": base.result.model_copy(update={"steps_per_run": steps})})
 
@@ -37,20 +37,19 @@ def float8_field(layout: Layout) -> Float8 | None:
     """The recipe's layout.float8 for a float8 scaling: the linear layers in FP8 except the output projection (kept
     in BF16, as torchtitan's float8 documentation runs it); with tensorwise scaling and FSDP sharding, the weights
     are all-gathered in FP8 and their scales computed at once (torchtitan allows both with tensorwise only)."""
-    if layout.float8 is None:
+    if layout.levers.float8 is None:
         return None
-    gathered = layout.float8 == "tensorwise" and layout.dp * layout.cp > 1
+    gathered = layout.levers.float8 == "tensorwise" and layout.dp * layout.cp > 1
     # the planner's layout holds the scaling as text; Float8 checks it is one of the scalings on construction
-    return Float8(scaling=cast(Float8Scaling, layout.float8), fsdp_float8_all_gather=gathered,
+    return Float8(scaling=cast(Float8Scaling, layout.levers.float8), fsdp_float8_all_gather=gathered,
                   precomputed_scales=gathered, skip=["output"])
 
 
-def rendered_run(recipe: Recipe, base: Recipe, card: ModelCard, reshard_after_forward: bool,
-                 rows_path: str | None = None) -> str:
-    """`run` for a recipe whose fields differ from the base: its fields' flags over the base command's others (and
-    `rows_path` for the base's rows file, where given), as its engine's runner writes them."""
-    choices = PlannedChoices(reshard_after_forward=reshard_after_forward, rows_path=rows_path)
-    return engine_named(recipe.engine).runner.planned_run(recipe, card, base, parse_run(base.run), choices)
+def rendered_run(recipe: Recipe, base: Recipe, card: ModelCard, levers: Levers, rows_path: str | None = None) -> str:
+    """`run` for a recipe whose fields differ from the base: its fields' flags over the base command's others, the
+    levers no field carries as `levers` pulls them (and `rows_path` for the base's rows file, where given), as its
+    engine's runner writes them."""
+    return engine_named(recipe.engine).runner.planned_run(recipe, card, base, parse_run(base.run), levers, rows_path)
 
 
 @dataclass
@@ -63,7 +62,7 @@ class Arm:
 
 def arm_of(name: str, base: Recipe, card: ModelCard, candidate: Candidate, steps: int) -> Arm:
     recipe = candidate_recipe(base, candidate, steps)
-    run = rendered_run(recipe, base, card, candidate.layout.reshard_after_forward)
+    run = rendered_run(recipe, base, card, candidate.layout.levers)
     return Arm(name, recipe.model_copy(update={"run": run}).revalidated(), candidate)
 
 

@@ -56,10 +56,10 @@ class Candidate:
 
     @property
     def slug(self) -> str:
-        lay = self.layout
+        lay, levers = self.layout, self.layout.levers
         return (f"tp{lay.tp}-pp{lay.pp}-cp{lay.cp}-dp{lay.dp}-{lay.recompute}-mb{lay.rows_per_microbatch}-"
-                f"{'compile' if lay.compile else 'eager'}{'' if lay.reshard_after_forward else '-noreshard'}"
-                + lever_slug(lay))
+                f"{'compile' if levers.compile else 'eager'}{'' if levers.reshard_after_forward else '-noreshard'}"
+                + lever_slug(levers))
 
     @property
     def label(self) -> str:
@@ -93,7 +93,7 @@ def renderable(layout: Layout) -> bool:
     the global batch by gradient accumulation, one microbatch a pass, so a pipeline would drain after every
     microbatch instead of running the schedule the planner times), no offload. (Whole microbatches, torchtitan's
     global batch rule, hold for every layout the planner enumerates.)"""
-    return layout.pp == 1 and layout.vpp == 1 and layout.offload_fraction == 0
+    return layout.pp == 1 and layout.vpp == 1 and layout.levers.offload_fraction == 0
 
 
 def runs_on_engine(layout: Layout, torchtitan_model: str | None) -> bool:
@@ -104,7 +104,7 @@ def runs_on_engine(layout: Layout, torchtitan_model: str | None) -> bool:
 def candidates(ctx: Context, tables: ReferenceTables, kernels: bool = False, attention: bool = False,
                float8: str | None = None) -> list[Candidate]:
     """Every renderable torchtitan layout whose predicted peak fits and that the engine runs, from the planner's own
-    enumeration (openrecipes.plan.levers.lever_sets: compile and resharding on and off; every kernel and attention
+    enumeration (openrecipes.plan.levers.lever_groups: compile and resharding on and off; every kernel and attention
     choice when searched; every layout in FP8 with `float8` scaling when given, an FP8 search having no BF16
     candidate), ranked by predicted tokens/s (then memory)."""
     search = replace(BF16_SEARCH, kernels="all" if kernels else "none", attention="all" if attention else "none")
@@ -127,7 +127,7 @@ class Efficiency:
     points: int = 0
 
     def of(self, layout: Layout) -> float:
-        return math.exp(self.log_a + (self.b if layout.compile else 0.0))
+        return math.exp(self.log_a + (self.b if layout.levers.compile else 0.0))
 
 
 def point_efficiency(candidate: Candidate, measured_step_s: float) -> float | None:
@@ -140,8 +140,8 @@ def refit(prior: Efficiency, points: list[tuple[Candidate, float]]) -> Efficienc
     """Least squares in log space over every measured point: log eff_i = a + b * compiled_i. With points of one
     kind only, b keeps the prior's value and a is their mean (the least-squares constant). Points that pull a lever
     are left out: their time effect is the lever's own factor, not the layout's efficiency."""
-    solved = [(c.layout.compile, math.log(e)) for c, step in points
-              if not lever_names(c.layout) and (e := point_efficiency(c, step))]
+    solved = [(c.layout.levers.compile, math.log(e)) for c, step in points
+              if not lever_names(c.layout.levers) and (e := point_efficiency(c, step))]
     if not solved:
         return prior
     eager = [y for compiled, y in solved if not compiled]

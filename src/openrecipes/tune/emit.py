@@ -129,7 +129,7 @@ def planned_recipe(base_path: Path, rank: int, prediction: Prediction, request: 
         candidate = as_candidate(context(request, tables), prediction.layout)
         composed = candidate_recipe(base, candidate, base.result.steps_per_run)
         composed = composed.model_copy(update=dict(
-            run=rendered_run(composed, base, tables.models[base.model], prediction.layout.reshard_after_forward,
+            run=rendered_run(composed, base, tables.models[base.model], prediction.layout.levers,
                              rows_path),
             layout=composed.layout.model_copy(update={
                 "summary": composed.layout.summary.replace("chosen by `openrecipes tune`",

@@ -104,8 +104,9 @@ def record(candidate: Candidate, measurement: Measurement | None, root: Path, **
     run measured."""
     lay = candidate.layout
     row = {"slug": candidate.slug, "label": candidate.label, "tp": lay.tp, "pp": lay.pp, "cp": lay.cp, "dp": lay.dp,
-           "recompute": lay.recompute, "rows_per_microbatch": lay.rows_per_microbatch, "compile": lay.compile,
-           "reshard_after_forward": lay.reshard_after_forward, "predicted_memory_gib": round(candidate.memory_gib, 2),
+           "recompute": lay.recompute, "rows_per_microbatch": lay.rows_per_microbatch, "compile": lay.levers.compile,
+           "reshard_after_forward": lay.levers.reshard_after_forward,
+           "predicted_memory_gib": round(candidate.memory_gib, 2),
            **extra}
     if measurement is not None:
         m = measurement

@@ -8,7 +8,6 @@ from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.hardware import ModelCard
 from openrecipes.catalog.model import LayerSplit, Offload, Recipe, Recompute
 from openrecipes.engines.registry import engine_named
-from openrecipes.engines.runner import PlannedChoices
 from openrecipes.plan.layouts import Layout
 from openrecipes.plan.words import describe
 
@@ -34,10 +33,9 @@ def printed_recipe(base: Recipe, card: ModelCard, layout: Layout, rank: int) -> 
         layer_split=None if len(set(split)) == 1 else LayerSplit(first=split[0], last=split[-1]),
         max_tokens_per_gpu=layout.max_tokens_per_gpu, rows_per_microbatch=layout.rows_per_microbatch,
         recompute=recompute[layout.recompute],
-        offload=Offload(optimizer_fraction=layout.offload_fraction, overlap_d2h_h2d=True)
-        if layout.offload_fraction else None))
+        offload=Offload(optimizer_fraction=layout.levers.offload_fraction, overlap_d2h_h2d=True)
+        if layout.levers.offload_fraction else None))
     recipe = base.model_copy(update={"layout": fields})
     runner = engine_named(layout.engine).runner
-    run = runner.planned_run(recipe, card, base, parse_run(base.run),
-                             PlannedChoices(grad_reduce_bf16=layout.grad_reduce_bf16))
+    run = runner.planned_run(recipe, card, base, parse_run(base.run), layout.levers)
     return recipe.model_copy(update={"run": run})

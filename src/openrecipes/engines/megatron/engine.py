@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from openrecipes.engines.knowledge import Engine
 from openrecipes.engines.megatron import flags, layouts, logs
+from openrecipes.engines.megatron.levers import MegatronLevers
 from openrecipes.engines.megatron.runner import RUNNER
 from openrecipes.engines.runner import LaunchCommand
 
@@ -22,5 +23,5 @@ def is_recipe(run: LaunchCommand) -> bool:
 
 ENGINE = Engine(name="megatron", is_recipe=is_recipe, flags=flags.FLAGS, flags_when_present=flags.FLAGS_WHEN_PRESENT,
                 node_flags=flags.NODE_FLAGS, log_formats=logs.FORMATS, layout=layouts.RULES, runner=RUNNER,
-                levers=False, model_flags={}, layers_flag=flags.LAYERS_FLAG,
+                levers=False, lever_block=MegatronLevers, model_flags={}, layers_flag=flags.LAYERS_FLAG,
                 published_as=("megatron-bridge", "nemo"))  # NeMo runs Megatron Core

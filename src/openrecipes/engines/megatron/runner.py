@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from openrecipes.engines.levers import Levers
 from openrecipes.engines.megatron.flags import (
     FLAGS,
     FLAGS_WHEN_PRESENT,
@@ -22,7 +23,8 @@ from openrecipes.engines.megatron.flags import (
     NODE_FLAGS,
     SHOWN_FIELDS,
 )
-from openrecipes.engines.runner import LaunchCommand, ModelCard, NodeCommand, PlannedChoices, StepReader
+from openrecipes.engines.megatron.levers import MegatronLevers
+from openrecipes.engines.runner import LaunchCommand, ModelCard, NodeCommand, StepReader
 from openrecipes.errors import UserError
 
 Recipe = Any  # a catalog.model.Recipe (the catalog sits on a floor above the engines)
@@ -130,12 +132,14 @@ class MegatronRunner:
     def reference_run(self, recipe: Recipe, card: ModelCard, command: LaunchCommand, steps: int) -> str:
         _elsewhere("`tune` measures recipes that run here")
 
-    def choices_of(self, command: LaunchCommand) -> PlannedChoices:
-        return PlannedChoices(grad_reduce_bf16=command.has(GRAD_REDUCE_BF16))
+    def levers_of(self, recipe: Recipe, command: LaunchCommand) -> MegatronLevers:
+        offload = recipe.layout.offload
+        return MegatronLevers(offload_fraction=offload.optimizer_fraction if offload else 0.0,
+                              grad_reduce_bf16=command.has(GRAD_REDUCE_BF16))
 
-    def planned_run(self, recipe: Recipe, card: ModelCard, base: Recipe, base_command: LaunchCommand,
-                    choices: PlannedChoices) -> str:
-        return megatron_run(recipe, base.run, choices.grad_reduce_bf16)
+    def planned_run(self, recipe: Recipe, card: ModelCard, base: Recipe, base_command: LaunchCommand, levers: Levers,
+                    rows_path: str | None = None) -> str:
+        return megatron_run(recipe, base.run, levers.grad_reduce_bf16)
 
 
 RUNNER = MegatronRunner()

@@ -16,10 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openrecipes.engines.runner import LaunchCommand, ModelCard, NodeCommand, PlannedChoices
+from openrecipes.engines.levers import Levers
+from openrecipes.engines.runner import LaunchCommand, ModelCard, NodeCommand
 from openrecipes.engines.torchrun import option_words, torchrun_words
 from openrecipes.engines.torchtitan.command import ENTRY_MODULE, PACKAGE, entry_at, is_recipe
 from openrecipes.engines.torchtitan.flags import FLAGS, MODEL_FLAGS, NO_RESHARD, NODE_FLAGS, REPLICATE_FLAG
+from openrecipes.engines.torchtitan.levers import TorchtitanLevers
 from openrecipes.engines.torchtitan.logs import TorchtitanReader
 from openrecipes.errors import UserError
 from openrecipes.jsonout import json_text
@@ -178,18 +180,19 @@ def run_launch(recipe: Recipe, card: ModelCard, command: LaunchCommand, steps: i
     return dataclasses.replace(launch, torchrun_options={**launch.torchrun_options, **LOG_TORCHRUN_OPTIONS})
 
 
-def planned_run(recipe: Recipe, card: ModelCard, base_command: LaunchCommand, choices: PlannedChoices) -> str:
+def planned_run(recipe: Recipe, card: ModelCard, base_command: LaunchCommand, levers: Levers,
+                rows_path: str | None) -> str:
     """`run` for a recipe whose fields differ from the base: its fields' flags over the base command's others (and
-    the choices' rows file for the base's, where given)."""
+    `rows_path` for the base's rows file, where given)."""
     from_base = compose(recipe, card, base_command)
-    if choices.rows_path is not None:
-        from_base.flags[DATASET_FLAG] = [choices.rows_path]
+    if rows_path is not None:
+        from_base.flags[DATASET_FLAG] = [rows_path]
     flag, value = NO_RESHARD
     from_base.flags.pop(flag, None)  # the base's choice; the plan's own follows, before the levers (which end a run)
-    levers = {lever: from_base.flags.pop(lever) for lever in LEVER_FLAGS if lever in from_base.flags}
-    if not choices.reshard_after_forward:
+    lever_flags = {lever: from_base.flags.pop(lever) for lever in LEVER_FLAGS if lever in from_base.flags}
+    if not levers.reshard_after_forward:
         from_base.flags[flag] = [value]
-    from_base.flags.update(levers)
+    from_base.flags.update(lever_flags)
     return from_base.script()
 
 
@@ -206,12 +209,16 @@ class TorchtitanRunner:
     def reference_run(self, recipe: Recipe, card: ModelCard, command: LaunchCommand, steps: int) -> str:
         return render(recipe, card, command, steps=steps).script()
 
-    def choices_of(self, command: LaunchCommand) -> PlannedChoices:
-        return PlannedChoices(reshard_after_forward=command.value(NO_RESHARD[0]) != NO_RESHARD[1])
+    def levers_of(self, recipe: Recipe, command: LaunchCommand) -> TorchtitanLevers:
+        layout = recipe.layout
+        return TorchtitanLevers(compile=bool(layout.compile),
+                                reshard_after_forward=command.value(NO_RESHARD[0]) != NO_RESHARD[1],
+                                kernels=tuple(layout.kernels), attention=layout.attention,
+                                float8=layout.float8.scaling if layout.float8 else None)
 
-    def planned_run(self, recipe: Recipe, card: ModelCard, base: Recipe, base_command: LaunchCommand,
-                    choices: PlannedChoices) -> str:
-        return planned_run(recipe, card, base_command, choices)
+    def planned_run(self, recipe: Recipe, card: ModelCard, base: Recipe, base_command: LaunchCommand, levers: Levers,
+                    rows_path: str | None = None) -> str:
+        return planned_run(recipe, card, base_command, levers, rows_path)
 
 
 RUNNER = TorchtitanRunner()
