@@ -14,11 +14,11 @@ from openrecipes import figures
 from openrecipes.catalog.command import CommandError, ParsedRun
 from openrecipes.catalog.entry_figures import inputs_of
 from openrecipes.catalog.hardware import ReferenceTables, variant_issue
-from openrecipes.catalog.model import Recipe
+from openrecipes.catalog.model import LEVER_FIELDS, Recipe
 from openrecipes.catalog.paths import catalog_root, evidence_problem
 from openrecipes.catalog.plausibility import Microbatch, implausible, microbatch_beyond, recipe_claim
 from openrecipes.catalog.yamlio import YamlDocument
-from openrecipes.engines.knowledge import FlagField
+from openrecipes.engines.knowledge import Engine, FlagField
 from openrecipes.engines.registry import engine_named, engine_of
 from openrecipes.thresholds import PIPELINE_CONVERGENCE  # the thresholds `check convergence` applies, so they agree
 from openrecipes.verdict import Finding
@@ -260,7 +260,7 @@ def check_command(ctx: Context) -> Iterator[Finding]:
     for row in engine.flags + tuple(row for row in engine.flags_when_present if command.has(row.flag)):
         yield from _compare_flag(ctx.recipe, command, row)
     yield from _check_node_count(ctx.recipe, command, engine.node_flags)
-    yield from _check_levers(ctx.recipe, engine.levers)
+    yield from _check_levers(ctx.recipe, engine)
     card = ctx.tables.models.get(ctx.recipe.model)
     layers = command.value(engine.layers_flag) if engine.layers_flag else None
     if card is not None and layers is not None and "layers" in card.architecture and layers != str(card.layers):
@@ -299,16 +299,18 @@ def _compare_flag(recipe: Recipe, command: ParsedRun, row: FlagField) -> Iterato
                           f"expected {row.flag} {expected}")
 
 
-def _check_levers(recipe: Recipe, levers: bool) -> Iterator[Finding]:
-    """Kernels, attention backend and float8 are torchtitan's levers (Engine.levers), and FP8 precision is float8
-    training."""
+def _check_levers(recipe: Recipe, engine: Engine) -> Iterator[Finding]:
+    """The layout pulls only levers its engine has (engines/<name>/levers.py), and FP8 precision with float8 is
+    float8 training."""
     lay, precision = recipe.layout, recipe.workload.precision
-    if not levers:
-        for field, value in (("kernels", lay.kernels), ("attention", lay.attention), ("float8", lay.float8)):
-            if value:
-                yield Finding.at(f"layout.{field}", "is set but the run is not a torchtitan run, the only engine it is "
-                                  "rendered into; remove it")
-    elif precision == "fp8" and lay.float8 is None:
+    lacking = engine.lacking(**lay.stated_levers())
+    own = ", ".join(field for name, field in LEVER_FIELDS.items() if engine.has_lever(name))
+    for name in lacking:
+        yield Finding.at(f"layout.{LEVER_FIELDS[name]}", f"is set but {engine.name} has no such lever (its own: "
+                          f"{own}); remove it")
+    if lacking or not engine.has_lever("float8"):
+        return
+    if precision == "fp8" and lay.float8 is None:
         yield Finding.at("layout.float8", "is null but workload.precision is fp8; give layout.float8 (scaling: "
                           "tensorwise or rowwise) or set workload.precision to bf16")
     elif precision != "fp8" and lay.float8 is not None:

@@ -150,6 +150,11 @@ class Float8(Strict):
         return self
 
 
+# The layout field that states each lever a recipe's fields can pull (Layout.stated_levers).
+LEVER_FIELDS = {"compile": "compile", "kernels": "kernels", "attention": "attention", "float8": "float8",
+                "offload_fraction": "offload"}
+
+
 class Layout(Strict):
     label: str = Field(description="short layout label (e.g. TP4 PP2 CP4 EP32 DP2)")
     summary: str = Field(description="the layout in one sentence")
@@ -179,6 +184,13 @@ class Layout(Strict):
     float8: Float8 | None = Field(
         None, description="FP8 training of the linear layers (torchtitan recipes); given exactly when "
         "workload.precision is fp8")
+
+    def stated_levers(self) -> dict[str, object]:
+        """The levers its fields pull, by lever name (engines/levers.py): what its engine's lever block is built
+        from, with the levers only the run command carries (the engine's runner reads those)."""
+        return {"compile": bool(self.compile), "kernels": tuple(self.kernels), "attention": self.attention,
+                "float8": self.float8.scaling if self.float8 else None,
+                "offload_fraction": self.offload.optimizer_fraction if self.offload else 0.0}
 
     @field_validator("kernels")
     @classmethod

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from openrecipes.engines.levers import Levers, levers_of
+from openrecipes.engines.levers import Levers, has_lever, lacking, levers_of
 from openrecipes.engines.runner import LaunchCommand, Runner
 from openrecipes.steptable import StepTable
 
@@ -122,9 +122,6 @@ class Engine:
     layout: LayoutRules
     # renders its recipes into launches (engines/runner.py); its `runs_here` says whether this machine starts them
     runner: Runner
-    # Liger-Kernel kernels, a pinned attention backend and float8 linear layers (layout.kernels, .attention,
-    # .float8): levers its recipes pull, rendered into its launch.
-    levers: bool
     lever_block: type[Levers]  # its levers beyond a layout's degrees (engines/<name>/levers.py)
     # The flags naming the model its command trains, each with the model card's architecture key that gives it
     # (e.g. --model.name <- torchtitan_model); empty where the command names no card model.
@@ -137,6 +134,14 @@ class Engine:
     renamed: Mapping[str, str] = field(default_factory=dict)
     # Whether a run command trains from random weights (it loads no checkpoint): the site says so beside its runs.
     from_random_weights: Callable[[str], bool] = lambda run: False
+
+    def has_lever(self, name: str) -> bool:
+        """Whether its lever block holds the lever (engines/levers.py) as a setting of its own."""
+        return has_lever(self.lever_block, name)
+
+    def lacking(self, **stated: object) -> list[str]:
+        """The stated levers it has none of (engines/levers.py: lacking)."""
+        return lacking(self.lever_block, **stated)
 
     def levers_of(self, **stated: object) -> Levers:
         """Its lever block of the levers a source states (engines/levers.py: levers_of)."""

@@ -16,7 +16,8 @@ from openrecipes.errors import UserError
 
 
 class Levers(Protocol):
-    """What the planner's core reads of an engine's lever block."""
+    """What the planner's core reads of an engine's lever block: a frozen dataclass whose fields are the engine's
+    own levers, each defaulting to unpulled, and whose properties answer the rest."""
 
     @property
     def compile(self) -> bool:
@@ -70,17 +71,36 @@ UNPULLED: dict[str, object] = {"compile": False, "reshard_after_forward": True, 
                                "grad_reduce_bf16": False, "megatron_fsdp": False}
 
 
+def _own(block: type[Levers]) -> set[str]:
+    return {field.name for field in dataclasses.fields(block)}  # type: ignore[arg-type]
+
+
+def has_lever(block: type[Levers], name: str) -> bool:
+    """Whether the block holds the lever as a setting of its own (not as what its engine always does)."""
+    return name in _own(block)
+
+
 def levers_of(block: type[Levers], engine: str, **stated: object) -> Levers:
     """The engine's block of the levers a source states (any of UNPULLED's names). A lever the engine lacks may
     only be stated unpulled or as the engine always has it; else a UserError names it and the engine. A list (a
     recipe's or a row's kernels) becomes a tuple, so blocks compare and hash."""
+    stated = _normal(stated)
+    own = _own(block)
+    if missing := lacking(block, **stated):
+        raise UserError(f"{missing[0]} = {stated[missing[0]]!r}: {engine} has no such lever ({', '.join(sorted(own))} "
+                        "are its own)")
+    return block(**{name: value for name, value in stated.items() if name in own})
+
+
+def lacking(block: type[Levers], **stated: object) -> list[str]:
+    """The stated levers the block lacks, stated otherwise than its engine always has them."""
+    always = block()
+    own = _own(block)
+    return [name for name, value in _normal(stated).items() if name not in own and value != getattr(always, name)]
+
+
+def _normal(stated: dict[str, object]) -> dict[str, object]:
     unknown = set(stated) - set(UNPULLED)
     if unknown:
         raise TypeError(f"not levers: {', '.join(sorted(unknown))}")
-    stated = {name: tuple(value) if isinstance(value, list) else value for name, value in stated.items()}
-    own = {field.name for field in dataclasses.fields(block)}  # type: ignore[arg-type]
-    built = block(**{name: value for name, value in stated.items() if name in own})
-    for name, value in stated.items():
-        if name not in own and value != getattr(built, name):
-            raise UserError(f"{name} = {value!r}: {engine} has no such lever ({', '.join(sorted(own))} are its own)")
-    return built
+    return {name: tuple(value) if isinstance(value, list) else value for name, value in stated.items()}

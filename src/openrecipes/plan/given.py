@@ -143,7 +143,7 @@ def built(ctx: Context, written: WrittenLayout, text: str) -> Layout:
         raise refuse(f"MB{rows} is more than the {rows_per_rank} rows each data-parallel rank takes a step")
     _check_experts(shape, tp, cp, dp, ep, etp, rules, refuse)
     _check_virtual(split, pp, vp, -(-rows_per_rank // rows), rules, refuse)
-    if not engine.levers and (written.kernels or written.attention or written.float8):
+    if engine.lacking(kernels=written.kernels, attention=written.attention, float8=written.float8):
         raise refuse(f"kernels, attention backends and fp8-SCALING are torchtitan levers, which {request.engine} "
                      "lacks (Megatron's low precisions are fp8, mxfp8, nvfp4)")
     if written.compile and not rules.compiles:

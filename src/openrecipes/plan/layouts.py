@@ -35,7 +35,7 @@ LOW_PRECISIONS = {"fp8": "fp8", "fp8-current-scaling": "fp8", "fp8-delayed-scali
 
 @dataclass(frozen=True)
 class Layout:
-    """A layout: its degrees, and its engine's typed lever block (engines/<name>/levers.py), which names the engine."""
+    """A layout: its engine, its degrees, and the engine's typed lever block (engines/<name>/levers.py)."""
 
     engine: EngineName
     tp: int

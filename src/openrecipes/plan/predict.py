@@ -22,6 +22,7 @@ from openrecipes.catalog.hardware import (
     variant_id,
     variant_issue,
 )
+from openrecipes.engines.levers import has_lever
 from openrecipes.engines.registry import PLANNER_DEFAULT, engine_named
 from openrecipes.errors import UserError
 from openrecipes.plan.compute import ComputeTime, Part, part_of
@@ -174,6 +175,9 @@ def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Cont
                         f"(use 1..{node} or a multiple of {node})")
     if request.row_tokens < 1 or request.global_batch < 1:
         raise UserError("--row-tokens and --global-batch must be positive")
+    if request.grad_reduce_bf16 and not has_lever(engine_named(request.engine).lever_block, "grad_reduce_bf16"):
+        raise UserError(f"--grad-reduce-bf16: {request.engine} has no BF16 gradient reduction (it is Megatron's "
+                        "--grad-reduce-in-bf16); leave it out")
     priced = sorted(name for name, row in tables.instances.items() if row.gpu == request.gpu_type)
     price = (figures.usd_per_gpu_hour(tables.instances[priced[0]].usd_per_hour, tables.instances[priced[0]].gpus)
              if priced else None)
@@ -259,7 +263,8 @@ def ranking(request: PlanRequest, misses: int | None = None, tables: ReferenceTa
 
 def _ranked(request: PlanRequest, tables: ReferenceTables | None, fitting_only: bool, misses: int | None) -> Ranking:
     ctx = context(request, tables)
-    if not engine_named(request.engine).levers and (request.kernels or request.attention or request.float8):
+    if engine_named(request.engine).lacking(kernels=request.kernels, attention=request.attention,
+                                            float8=request.float8):
         raise UserError(f"--kernels, --attention and --float8 are torchtitan levers, which {request.engine} lacks: "
                         "add --engine torchtitan (Megatron's FP8, MXFP8 and NVFP4 are --precision)")
     if request.low_precision is not None:

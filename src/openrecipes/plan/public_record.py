@@ -91,7 +91,7 @@ def _planned(entry: SummaryEntry, engine: str, layers: int) -> tuple[PlanRequest
     low = run.precision != "bf16"
     levers = modelled.levers_of(
         compile="torch.compile" in run.techniques,
-        float8=run.precision.removeprefix("fp8-") if modelled.levers and low else None,
+        float8=run.precision.removeprefix("fp8-") if modelled.has_lever("float8") and low else None,
         low_precision=run.precision if modelled.layout.low_precision and low else None,
         # Megatron's FSDP column: 0 for the distributed optimizer, else Megatron-FSDP over DP x CP
         megatron_fsdp=not modelled.layout.fsdp and bool(lay.fsdp))
@@ -104,7 +104,7 @@ def _planned(entry: SummaryEntry, engine: str, layers: int) -> tuple[PlanRequest
 def _expressible_precision(engine: str, precision: str, gpu_type: str) -> str | None:
     if precision == "bf16":
         return None
-    if engine_named(engine).levers and precision in ("fp8-tensorwise", "fp8-rowwise"):
+    if engine_named(engine).has_lever("float8") and precision in ("fp8-tensorwise", "fp8-rowwise"):
         if (gpu_type, f"float8 {precision.removeprefix('fp8-')}") in measured_factors():
             return None
         # `plan` times it at the datasheet's FP8 peak (openrecipes.plan.compute); the fit keeps to measured terms

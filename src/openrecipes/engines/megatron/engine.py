@@ -23,5 +23,5 @@ def is_recipe(run: LaunchCommand) -> bool:
 
 ENGINE = Engine(name="megatron", is_recipe=is_recipe, flags=flags.FLAGS, flags_when_present=flags.FLAGS_WHEN_PRESENT,
                 node_flags=flags.NODE_FLAGS, log_formats=logs.FORMATS, layout=layouts.RULES, runner=RUNNER,
-                levers=False, lever_block=MegatronLevers, model_flags={}, layers_flag=flags.LAYERS_FLAG,
+                lever_block=MegatronLevers, model_flags={}, layers_flag=flags.LAYERS_FLAG,
                 published_as=("megatron-bridge", "nemo"))  # NeMo runs Megatron Core

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from openrecipes.engines.levers import Levers
+from openrecipes.engines.levers import Levers, levers_of
 from openrecipes.engines.megatron.flags import (
     FLAGS,
     FLAGS_WHEN_PRESENT,
@@ -132,10 +132,9 @@ class MegatronRunner:
     def reference_run(self, recipe: Recipe, card: ModelCard, command: LaunchCommand, steps: int) -> str:
         _elsewhere("`tune` measures recipes that run here")
 
-    def levers_of(self, recipe: Recipe, command: LaunchCommand) -> MegatronLevers:
-        offload = recipe.layout.offload
-        return MegatronLevers(offload_fraction=offload.optimizer_fraction if offload else 0.0,
-                              grad_reduce_bf16=command.has(GRAD_REDUCE_BF16))
+    def levers_of(self, recipe: Recipe, command: LaunchCommand) -> Levers:
+        return levers_of(MegatronLevers, recipe.engine, **recipe.layout.stated_levers(),
+                         grad_reduce_bf16=command.has(GRAD_REDUCE_BF16))
 
     def planned_run(self, recipe: Recipe, card: ModelCard, base: Recipe, base_command: LaunchCommand, levers: Levers,
                     rows_path: str | None = None) -> str:

@@ -11,7 +11,7 @@ from openrecipes.engines.torchtitan.runner import RUNNER
 
 ENGINE = Engine(name="torchtitan", is_recipe=is_recipe, flags=flags.FLAGS, flags_when_present=flags.FLAGS_WHEN_PRESENT,
                 node_flags=flags.NODE_FLAGS, log_formats=(logs.FORMAT,), layout=layouts.RULES, runner=RUNNER,
-                levers=True, lever_block=TorchtitanLevers, model_flags=flags.MODEL_FLAGS, layers_flag=None,
+                lever_block=TorchtitanLevers, model_flags=flags.MODEL_FLAGS, layers_flag=None,
                 published_as=("torchtitan",),
                 renamed={FORMER_ENTRY_MODULE: ENTRY_MODULE},
                 # our entry module builds the model with its own init_weights and loads no checkpoint

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openrecipes.engines.levers import Levers
+from openrecipes.engines.levers import Levers, levers_of
 from openrecipes.engines.runner import LaunchCommand, ModelCard, NodeCommand
 from openrecipes.engines.torchrun import option_words, torchrun_words
 from openrecipes.engines.torchtitan.command import ENTRY_MODULE, PACKAGE, entry_at, is_recipe
@@ -209,12 +209,9 @@ class TorchtitanRunner:
     def reference_run(self, recipe: Recipe, card: ModelCard, command: LaunchCommand, steps: int) -> str:
         return render(recipe, card, command, steps=steps).script()
 
-    def levers_of(self, recipe: Recipe, command: LaunchCommand) -> TorchtitanLevers:
-        layout = recipe.layout
-        return TorchtitanLevers(compile=bool(layout.compile),
-                                reshard_after_forward=command.value(NO_RESHARD[0]) != NO_RESHARD[1],
-                                kernels=tuple(layout.kernels), attention=layout.attention,
-                                float8=layout.float8.scaling if layout.float8 else None)
+    def levers_of(self, recipe: Recipe, command: LaunchCommand) -> Levers:
+        return levers_of(TorchtitanLevers, recipe.engine, **recipe.layout.stated_levers(),
+                         reshard_after_forward=command.value(NO_RESHARD[0]) != NO_RESHARD[1])
 
     def planned_run(self, recipe: Recipe, card: ModelCard, base: Recipe, base_command: LaunchCommand, levers: Levers,
                     rows_path: str | None = None) -> str:
