@@ -104,8 +104,6 @@ class LayoutRules:
     amp_without_fsdp: bool  # with an FSDP degree of 1 it trains under AMP (FP32 weights, BF16 copies)
     host_overhead_per_microbatch: bool  # a host-side cost per layer per microbatch
     ring_attention: bool  # CP attention scores at the calibrated CP efficiency
-    compiles: bool  # torch.compile can run its blocks (at the calibrated compile speedup)
-    low_precision: bool  # Transformer Engine's FP8/MXFP8/NVFP4 GEMMs (`plan --precision`, a fitted speed-up)
     # Virtual pipeline stages per rank: None for every count a stage's layers allow (openrecipes.plan.layouts),
     # else at most this many, each dividing a middle stage
     max_virtual_stages: int | None = None

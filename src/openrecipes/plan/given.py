@@ -146,7 +146,7 @@ def built(ctx: Context, written: WrittenLayout, text: str) -> Layout:
     if engine.lacking(kernels=written.kernels, attention=written.attention, float8=written.float8):
         raise refuse(f"kernels, attention backends and fp8-SCALING are torchtitan levers, which {request.engine} "
                      "lacks (Megatron's low precisions are fp8, mxfp8, nvfp4)")
-    if written.compile and not rules.compiles:
+    if written.compile and not engine.has_lever("compile"):
         raise refuse(f"{request.engine} is not compiled by the planner ({COMPILED})")
     if not written.reshard_after_forward and not (rules.fsdp and dp * cp > 1):
         raise refuse(f"{NO_RESHARD} needs FSDP sharding weights (torchtitan with DP x CP > 1)")
@@ -194,7 +194,7 @@ def _check_virtual(split: tuple[int, ...], pp: int, vp: int, microbatches: int, 
 
 
 def _check_precision(request: PlanRequest, precision: str, variant: str, refuse: Refuse) -> None:
-    if not engine_named(request.engine).layout.low_precision:
+    if not engine_named(request.engine).has_lever("low_precision"):
         raise refuse(f"{precision} is Megatron's (Transformer Engine); {request.engine}'s FP8 is fp8-SCALING")
     if precision_peak_flops(load_reference_tables().variants[variant], precision) is None:
         raise refuse(f"{variant} has no dense {precision} peak (hardware/gpus.yaml)")

@@ -185,19 +185,19 @@ def lever_groups(engine: str, gpu_type: str, search: LeverSearch, kernels: tuple
                  low_precision: str | None = None) -> tuple[tuple[Levers, ...], ...]:
     """The lever blocks the enumeration gives every layout, in groups alike but for the optimizer fraction offloaded
     (openrecipes.plan.layouts.offload_group). Kernels, attention and float8 given here are fixed (every layout pulls
-    them); the others are searched as `search` says. An engine without these levers (Megatron) gets one group, of
-    its gradient precision and low precision."""
-    if not engine_named(engine).layout.compiles:
-        return (offload_group(engine, grad_reduce_bf16=grad_reduce_bf16, low_precision=low_precision),)
+    them); the others are searched as `search` says, each only where the engine has the lever (Megatron has none of
+    these: one group, of its gradient precision and low precision)."""
+    has = engine_named(engine).has_lever
     measured = _worth_trying(gpu_type)
     kernel_names = {k: set(names_of(k, None, None)) for k in KERNEL_CHOICES}
-    kernel_choices = (kernels,) if kernels else _scoped(search.kernels, KERNEL_CHOICES, kernel_names, measured)
-    attention_choices = (attention,) if attention else _scoped(
+    kernel_choices = (kernels,) if kernels or not has("kernels") else _scoped(
+        search.kernels, KERNEL_CHOICES, kernel_names, measured)
+    attention_choices = (attention,) if attention or not has("attention") else _scoped(
         search.attention, ATTENTION_CHOICES, {a: set(names_of((), a, None)) for a in ATTENTION_CHOICES}, measured)
-    float8_choices = (float8,) if float8 else _scoped(
+    float8_choices = (float8,) if float8 or not has("float8") else _scoped(
         search.float8, FLOAT8_CHOICES, {f: set(names_of((), None, f)) for f in FLOAT8_CHOICES}, measured)
     return tuple(offload_group(engine, compile=c, reshard_after_forward=r, kernels=k, attention=a, float8=f,
                                grad_reduce_bf16=grad_reduce_bf16, low_precision=low_precision)
                  for f in float8_choices for k in kernel_choices for a in attention_choices
-                 for c in ((False, True) if search.compile else (False,))
-                 for r in ((True, False) if search.reshard else (True,)))
+                 for c in ((False, True) if search.compile and has("compile") else (False,))
+                 for r in ((True, False) if search.reshard and has("reshard_after_forward") else (True,)))

@@ -219,7 +219,7 @@ def _logits_part(shape: ModelShape, layout: Layout) -> float:
     if FUSED_LINEAR_CROSS_ENTROPY in layout.levers.kernels:
         return fused_cross_entropy_bytes(layout.max_tokens_per_gpu, shape.vocab, shape.hidden, layout.tp)
     rules = layout.rules
-    per_logit = rules.compiled_logits_bytes if layout.levers.compile and rules.compiles else rules.logits_bytes
+    per_logit = rules.compiled_logits_bytes if layout.levers.compile else rules.logits_bytes
     return logits_bytes(layout.max_tokens_per_gpu, shape.vocab, layout.tp, per_logit)
 
 

@@ -307,7 +307,7 @@ def _check_low_precision(request: PlanRequest, tables: ReferenceTables) -> None:
     precision = request.low_precision
     if precision not in LOW_PRECISIONS:
         raise UserError(f"--precision {precision}: not one of {', '.join(LOW_PRECISIONS)}")
-    if not engine_named(request.engine).layout.low_precision:
+    if not engine_named(request.engine).has_lever("low_precision"):
         raise UserError(f"--precision is Megatron's (Transformer Engine); {request.engine}'s FP8 is --float8")
     spec = tables.variants[request.variant] if request.variant else tables.gpus[request.gpu_type]
     if precision_peak_flops(spec, precision) is None:

@@ -92,7 +92,7 @@ def _planned(entry: SummaryEntry, engine: str, layers: int) -> tuple[PlanRequest
     levers = modelled.levers_of(
         compile="torch.compile" in run.techniques,
         float8=run.precision.removeprefix("fp8-") if modelled.has_lever("float8") and low else None,
-        low_precision=run.precision if modelled.layout.low_precision and low else None,
+        low_precision=run.precision if modelled.has_lever("low_precision") and low else None,
         # Megatron's FSDP column: 0 for the distributed optimizer, else Megatron-FSDP over DP x CP
         megatron_fsdp=not modelled.layout.fsdp and bool(lay.fsdp))
     layout = Layout(engine, lay.tp, lay.pp, vpp, lay.cp, lay.ep or 1, lay.etp or 1, dp, split, recompute, rows,
@@ -109,7 +109,7 @@ def _expressible_precision(engine: str, precision: str, gpu_type: str) -> str | 
             return None
         # `plan` times it at the datasheet's FP8 peak (openrecipes.plan.compute); the fit keeps to measured terms
         return f"{precision}: no pair of our runs measured its time on {gpu_type} (planned from the datasheet)"
-    if engine_named(engine).layout.low_precision and precision in LOW_PRECISIONS:
+    if engine_named(engine).has_lever("low_precision") and precision in LOW_PRECISIONS:
         return None
     return f"{precision}: the planner has no {engine} time term for it"
 

@@ -7,7 +7,8 @@ A step runs (microbatches + (PP-1)/VPP) pipeline slots of one microbatch: its co
 per-layer host cost; then the data-parallel gradient/parameter sync and the offloaded optimizer update.
 What each collective costs on the topology, and what of it the step pays, is openrecipes.plan.comm's.
 Which mechanisms an engine has (FSDP or the distributed optimizer, op-level selective AC, host costs, ring
-attention, torch.compile) its LayoutRules say (engines/<name>/layouts.py).
+attention) its LayoutRules say (engines/<name>/layouts.py); which levers a layout pulls (torch.compile, offload, a
+low precision), its engine's lever block (engines/<name>/levers.py).
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ def step_times(shape: ModelShape, layouts: Sequence[Layout], links: Links, part:
         attention_s /= calibration.cp_attention_efficiency
     seconds = (timed.gemm_s + attention_s + sum(timed.memory_s.values())) \
         / variant_efficiency(calibration, layout.engine, links.variant, links.catalog_root)
-    if rules.compiles and layout.levers.compile:
+    if layout.levers.compile:
         seconds /= calibration.compile_speedup
     if layout.recompute == "selective" and rules.selective_saved_matmul_fraction is None:
         seconds *= calibration.selective_recompute_time_factor[layout.engine]

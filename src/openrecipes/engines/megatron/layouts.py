@@ -17,4 +17,4 @@ RULES = LayoutRules(
     fsdp=False, experts_within_fsdp=False, logits_bytes=BF16_LOGIT_AND_FP32_UPCAST_BYTES,
     compiled_logits_bytes=BF16_LOGIT_AND_FP32_UPCAST_BYTES,  # the planner never compiles Megatron
     selective_saved_matmul_fraction=None, amp_without_fsdp=False, host_overhead_per_microbatch=False,
-    ring_attention=False, compiles=False, low_precision=True)
+    ring_attention=False)

@@ -21,7 +21,7 @@ RULES = LayoutRules(
     # one FP32 tensor, as Megatron's does.
     compiled_logits_bytes=2 + 4,
     selective_saved_matmul_fraction=0.5, amp_without_fsdp=True, host_overhead_per_microbatch=True,
-    ring_attention=True, compiles=True, low_precision=False,
+    ring_attention=True,
     # No torchtitan run measures an interleaved schedule, and the step model counts no cost per virtual stage, so
     # deeper interleaving would rank first on the bubble alone: 2 and 4, as torchtitan's docs show.
     max_virtual_stages=4,
