@@ -4,6 +4,7 @@ conversion builds it from what a recipe, a record entry, a written layout or an 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, replace
 
 import pytest
 from conftest import REPO, load_seed, openrecipes, write_recipe
@@ -11,9 +12,11 @@ from conftest import REPO, load_seed, openrecipes, write_recipe
 from openrecipes.catalog.command import parse_run
 from openrecipes.catalog.store import load_recipe
 from openrecipes.catalog.validate import validate_file
+from openrecipes.engines import registry
 from openrecipes.engines.levers import UNPULLED
 from openrecipes.engines.registry import ENGINES, engine_named
 from openrecipes.errors import UserError
+from openrecipes.plan.levers import LeverSearch, lever_groups
 from openrecipes.plan.predict import PlanRequest, plan_table, predict
 
 TORCHTITAN_FP8 = REPO / "recipes/qwen3-1.7b/h200/openrecipes-fp8-tensorwise-compile-noac-mb4.yaml"
@@ -29,6 +32,15 @@ MEGATRON_H200 = REPO / "recipes/gpt-oss-20b/h200/attune-tp1-pp1-ep4.yaml"
 def test_a_lever_the_engine_lacks_is_refused_by_name(engine, lever, value):
     with pytest.raises(UserError, match=f"^{lever} = .*: {engine} has no such lever"):
         engine_named(engine).levers_of(**{lever: value})
+
+
+def test_a_layout_holds_its_own_engines_block_only():
+    from openrecipes.plan.layouts import Layout
+
+    degrees = (1, 1, 1, 1, 1, 1, 8, (36,), "none", 1, 8192)
+    assert Layout("megatron", *degrees, engine_named("megatron").levers_of()).levers.offload_fraction == 0.0
+    with pytest.raises(TypeError, match="a megatron layout with a TorchtitanLevers lever block"):
+        Layout("megatron", *degrees, engine_named("torchtitan").levers_of())
 
 
 def test_every_lever_unpulled_is_every_engines_plain_block():
@@ -71,3 +83,32 @@ def test_the_validator_refuses_a_recipe_lever_its_engine_lacks(tmp_path, source,
     data["layout"].update(layout)
     errors = {e.field: e.message for e in validate_file(write_recipe(tmp_path, data)).errors}
     assert says in errors[field], errors
+
+
+@dataclass(frozen=True)
+class SketchLevers:
+    """A sketched FSDP2 engine's levers: torch.compile and resharding, no Liger kernels, no FP8."""
+
+    compile: bool = False
+    reshard_after_forward: bool = True
+    kernels = property(lambda self: ())
+    attention = property(lambda self: None)
+    float8 = property(lambda self: None)
+    low_precision = property(lambda self: None)
+    offload_fraction = property(lambda self: 0.0)
+    grad_reduce_bf16 = property(lambda self: False)
+    megatron_fsdp = property(lambda self: False)
+
+
+def test_a_new_engines_lever_block_is_searched_for_its_own_levers_only(monkeypatch):
+    """An engine added with its own block: the enumeration varies its levers and never offers it a kernel or FP8,
+    though both were measured on the GPU type; a source stating a kernel for it is refused."""
+    sketch = replace(engine_named("torchtitan"), name="sketch", lever_block=SketchLevers)
+    monkeypatch.setitem(registry._BY_NAME, "sketch", sketch)
+    blocks = [group[0] for group in lever_groups("sketch", "H200", LeverSearch(float8="measured"))]
+    assert sorted((b.compile, b.reshard_after_forward) for b in blocks) == [(False, False), (False, True),
+                                                                            (True, False), (True, True)]
+    assert all(isinstance(b, SketchLevers) for b in blocks)
+    assert len(lever_groups("torchtitan", "H200", LeverSearch(float8="measured"))) > len(blocks)
+    with pytest.raises(UserError, match="kernels = .*: sketch has no such lever"):
+        sketch.levers_of(kernels=("liger-rope",))

@@ -51,6 +51,10 @@ class Layout:
     max_tokens_per_gpu: int
     levers: Levers
 
+    def __post_init__(self) -> None:
+        if type(self.levers) is not engine_named(self.engine).lever_block:  # built by Engine.levers_of, never mixed
+            raise TypeError(f"a {self.engine} layout with a {type(self.levers).__name__} lever block")
+
     @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.cp * self.dp
