@@ -94,14 +94,16 @@ def main() -> None:
         lay = best.layout
         print(f"| {summary.model} | {summary.gpu.count} x {summary.gpu.type} | "
               f"{summary.result.tokens_per_s_per_gpu:,.1f} | {lay.label} {lay.recompute}, offload "
-              f"{lay.offload_fraction:g}, {lay.max_tokens_per_gpu:,} tokens/GPU | {best.tokens_per_s_per_gpu:,.1f} | "
+              f"{lay.levers.offload_fraction:g}, {lay.max_tokens_per_gpu:,} tokens/GPU | "
+              f"{best.tokens_per_s_per_gpu:,.1f} | "
               f"{best.tokens_per_s_per_gpu / summary.result.tokens_per_s_per_gpu:.2f}x |")
 
     glm = [p for p in measured_points().values() if p.request.model.startswith("GLM") and p.request.gpus == 64]
     ranked = [p for p in predict(glm[0].request) if p.fits]
     speeds = [p.tokens_per_s_per_gpu for p in ranked]
+    first = ranked[0].layout
     print(f"\nGLM-5.2 on 64 x B200: {len(ranked):,} fitting layouts; best predicted {speeds[0]:,.1f} "
-          f"({ranked[0].layout.label} {ranked[0].layout.recompute}, offload {ranked[0].layout.offload_fraction:g}, "
+          f"({first.label} {first.recompute}, offload {first.levers.offload_fraction:g}, "
           f"{ranked[0].memory.total_gib:.1f} GiB)")
     for point in glm:
         predicted = predict_point(point)
@@ -110,7 +112,7 @@ def main() -> None:
               f"{predicted.tokens_per_s_per_gpu:,.1f}, rank {rank:,} of {len(ranked):,} "
               f"(top {rank / len(ranked):.1%}){'' if predicted.fits else '; ' + predicted.reason}")
     for p in ranked[:3]:
-        print(f"  above them: {p.layout.label} {p.layout.recompute}, offload {p.layout.offload_fraction:g}, "
+        print(f"  above them: {p.layout.label} {p.layout.recompute}, offload {p.layout.levers.offload_fraction:g}, "
               f"{p.layout.max_tokens_per_gpu:,} tokens/GPU: {p.tokens_per_s_per_gpu:,.1f}; step parts "
               f"{p.step.parts_s()}")
     print(f"  measured layout's step parts: {predict_point(glm[0]).step.parts_s()}")
