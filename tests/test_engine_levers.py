@@ -56,6 +56,8 @@ def test_a_recipes_levers_are_read_from_its_fields_and_command_by_its_runner():
     seed = load_recipe(MEGATRON_SEED)
     levers = engine_named(seed.engine).runner.levers_of(seed, parse_run(seed.run))
     assert (levers.offload_fraction, levers.compile, levers.low_precision) == (0.9, False, None)
+    fp8 = seed.model_copy(update={"workload": seed.workload.model_copy(update={"precision": "fp8"})})
+    assert engine_named(seed.engine).runner.levers_of(fp8, parse_run(seed.run)).low_precision == "fp8"
 
 
 def test_an_exported_row_reads_back_as_the_block_it_was_predicted_with():

@@ -133,8 +133,10 @@ class MegatronRunner:
         _elsewhere("`tune` measures recipes that run here")
 
     def levers_of(self, recipe: Recipe, command: LaunchCommand) -> Levers:
+        # an FP8 recipe's GEMMs run in Transformer Engine's FP8 (its scaling unstated: the planner's plain fp8)
         return levers_of(MegatronLevers, recipe.engine, **recipe.layout.stated_levers(),
-                         grad_reduce_bf16=command.has(GRAD_REDUCE_BF16))
+                         grad_reduce_bf16=command.has(GRAD_REDUCE_BF16),
+                         low_precision="fp8" if recipe.workload.precision == "fp8" else None)
 
     def planned_run(self, recipe: Recipe, card: ModelCard, base: Recipe, base_command: LaunchCommand, levers: Levers,
                     rows_path: str | None = None) -> str:
