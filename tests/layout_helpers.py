@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from openrecipes.engines.levers import UNPULLED
+from openrecipes.engines.levers import UNPULLED, lever_values
 from openrecipes.engines.registry import engine_named
 from openrecipes.plan.layouts import Layout
 
@@ -12,8 +12,8 @@ from openrecipes.plan.layouts import Layout
 def relaid(layout: Layout, **fields) -> Layout:
     levers = {name: value for name, value in fields.items() if name in UNPULLED}
     degrees = {name: value for name, value in fields.items() if name not in UNPULLED}
-    stated = {name: getattr(layout.levers, name) for name in UNPULLED} | levers
-    return replace(layout, **degrees, levers=engine_named(layout.engine).levers_of(**stated))
+    pulled = lever_values(layout.levers) | levers
+    return replace(layout, **degrees, levers=engine_named(layout.engine).levers_of(**pulled))
 
 
 def built(engine: str, tp: int, pp: int, vpp: int, cp: int, ep: int, etp: int, dp: int, stage_layers: tuple,

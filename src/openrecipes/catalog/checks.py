@@ -303,12 +303,13 @@ def _check_levers(recipe: Recipe, engine: Engine) -> Iterator[Finding]:
     """The layout pulls only levers its engine has (engines/<name>/levers.py), and FP8 precision with float8 is
     float8 training."""
     lay, precision = recipe.layout, recipe.workload.precision
-    lacking = engine.lacking(**lay.stated_levers())
-    own = ", ".join(field for name, field in LEVER_FIELDS.items() if engine.has_lever(name))
-    for name in lacking:
-        yield Finding.at(f"layout.{LEVER_FIELDS[name]}", f"is set but {engine.name} has no such lever (its own: "
-                          f"{own}); remove it")
-    if lacking or not engine.has_lever("float8"):
+    if lacking := engine.lacking(**lay.stated_levers()):
+        own = ", ".join(field for name, field in LEVER_FIELDS.items() if engine.has_lever(name))
+        for name in lacking:
+            yield Finding.at(f"layout.{LEVER_FIELDS[name]}", f"is set but {engine.name} has no such lever (its own: "
+                              f"{own}); remove it")
+        return
+    if not engine.has_lever("float8"):
         return
     if precision == "fp8" and lay.float8 is None:
         yield Finding.at("layout.float8", "is null but workload.precision is fp8; give layout.float8 (scaling: "

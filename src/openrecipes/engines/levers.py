@@ -10,6 +10,7 @@ values a recipe, a record entry, a reference row, a written layout or an exporte
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Protocol
 
 from openrecipes.errors import UserError
@@ -71,8 +72,14 @@ UNPULLED: dict[str, object] = {"compile": False, "reshard_after_forward": True, 
                                "grad_reduce_bf16": False, "megatron_fsdp": False}
 
 
-def _own(block: type[Levers]) -> set[str]:
-    return {field.name for field in dataclasses.fields(block)}  # type: ignore[arg-type]
+@functools.cache  # a handful of block classes, asked for every exported row read back
+def _own(block: type[Levers]) -> frozenset[str]:
+    return frozenset(field.name for field in dataclasses.fields(block))  # type: ignore[arg-type]
+
+
+def lever_values(levers: Levers) -> dict[str, object]:
+    """Every lever's value as the block states it (UNPULLED's names): what an exported row writes."""
+    return {name: getattr(levers, name) for name in UNPULLED}
 
 
 def has_lever(block: type[Levers], name: str) -> bool:
@@ -84,19 +91,22 @@ def levers_of(block: type[Levers], engine: str, **stated: object) -> Levers:
     """The engine's block of the levers a source states (any of UNPULLED's names). A lever the engine lacks may
     only be stated unpulled or as the engine always has it; else a UserError names it and the engine. A list (a
     recipe's or a row's kernels) becomes a tuple, so blocks compare and hash."""
-    stated = _normal(stated)
+    values = _normal(stated)
     own = _own(block)
-    if missing := lacking(block, **stated):
-        raise UserError(f"{missing[0]} = {stated[missing[0]]!r}: {engine} has no such lever ({', '.join(sorted(own))} "
+    if missing := _lacking(block, values):
+        raise UserError(f"{missing[0]} = {values[missing[0]]!r}: {engine} has no such lever ({', '.join(sorted(own))} "
                         "are its own)")
-    return block(**{name: value for name, value in stated.items() if name in own})
+    return block(**{name: value for name, value in values.items() if name in own})
 
 
 def lacking(block: type[Levers], **stated: object) -> list[str]:
     """The stated levers the block lacks, stated otherwise than its engine always has them."""
-    always = block()
-    own = _own(block)
-    return [name for name, value in _normal(stated).items() if name not in own and value != getattr(always, name)]
+    return _lacking(block, _normal(stated))
+
+
+def _lacking(block: type[Levers], values: dict[str, object]) -> list[str]:
+    always, own = block(), _own(block)
+    return [name for name, value in values.items() if name not in own and value != getattr(always, name)]
 
 
 def _normal(stated: dict[str, object]) -> dict[str, object]:

@@ -150,7 +150,7 @@ def built(ctx: Context, written: WrittenLayout, text: str) -> Layout:
         raise refuse(f"{request.engine} is not compiled by the planner ({COMPILED})")
     if not written.reshard_after_forward and not (rules.fsdp and dp * cp > 1):
         raise refuse(f"{NO_RESHARD} needs FSDP sharding weights (torchtitan with DP x CP > 1)")
-    if written.offload_fraction and rules.offload_fractions == (0.0,):
+    if written.offload_fraction and not engine.has_lever("offload_fraction"):
         raise refuse(f"{request.engine} keeps the optimizer on the GPU ({OFFLOAD}N is Megatron's)")
     if written.low_precision:
         _check_precision(request, written.low_precision, ctx.links.variant, refuse)

@@ -16,7 +16,7 @@ from typing import Literal
 
 from openrecipes import figures
 from openrecipes.engines.knowledge import LayoutRules
-from openrecipes.engines.levers import UNPULLED, Levers
+from openrecipes.engines.levers import Levers, lever_values
 from openrecipes.engines.registry import engine_named
 from openrecipes.names import layout_label
 from openrecipes.plan.shape import ModelShape
@@ -89,7 +89,7 @@ class Layout:
         """Its fields with every lever's value beside the degrees, as an exported row states them (the levers
         engines/levers.py names)."""
         fields = {name: value for name, value in vars(self).items() if name != "levers"}
-        return fields | {name: getattr(self.levers, name) for name in UNPULLED}
+        return fields | lever_values(self.levers)
 
 
 def offload_group(engine: EngineName, **stated: object) -> tuple[Levers, ...]:

@@ -22,7 +22,6 @@ from openrecipes.catalog.hardware import (
     variant_id,
     variant_issue,
 )
-from openrecipes.engines.levers import has_lever
 from openrecipes.engines.registry import PLANNER_DEFAULT, engine_named
 from openrecipes.errors import UserError
 from openrecipes.plan.compute import ComputeTime, Part, part_of
@@ -175,7 +174,7 @@ def context(request: PlanRequest, tables: ReferenceTables | None = None) -> Cont
                         f"(use 1..{node} or a multiple of {node})")
     if request.row_tokens < 1 or request.global_batch < 1:
         raise UserError("--row-tokens and --global-batch must be positive")
-    if request.grad_reduce_bf16 and not has_lever(engine_named(request.engine).lever_block, "grad_reduce_bf16"):
+    if request.grad_reduce_bf16 and not engine_named(request.engine).has_lever("grad_reduce_bf16"):
         raise UserError(f"--grad-reduce-bf16: {request.engine} has no BF16 gradient reduction (it is Megatron's "
                         "--grad-reduce-in-bf16); leave it out")
     priced = sorted(name for name, row in tables.instances.items() if row.gpu == request.gpu_type)
